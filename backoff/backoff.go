@@ -1,0 +1,282 @@
+// Package backoff computes the delays between retries: capped exponential,
+// constant, linear or immediate schedules, with none, full, equal or
+// decorrelated jitter.
+//
+// Everything here is pure. Randomness comes in as a [rand.Source], so a
+// seeded source reproduces a schedule exactly, and every function is correct
+// for any attempt number from 1 to math.MaxInt: a delay is never negative,
+// never above the cap, and never a panic.
+//
+// Most callers set a [Schedule] on a retry.Policy and never call this
+// package directly.
+package backoff
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+)
+
+// Kind is the shape of a schedule's growth. The zero value is Exponential.
+type Kind uint8
+
+const (
+	// Exponential waits min(Cap, Base × Multiplier^(n−1)) after failure n.
+	Exponential Kind = iota
+	// Constant waits Base after every failure.
+	Constant
+	// Linear waits min(Cap, Base × n) after failure n.
+	Linear
+	// Immediate does not wait at all; jitter does not apply. Useful in
+	// tests and for retries whose pacing comes from elsewhere.
+	Immediate
+)
+
+var kindNames = [...]string{"exponential", "constant", "linear", "immediate"}
+
+// String returns the kind's lower-case name, as the heed command spells it.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", k)
+}
+
+// Jitter spreads delays randomly so that clients that failed together do not
+// retry together. The zero value is FullJitter.
+type Jitter uint8
+
+const (
+	// FullJitter draws uniformly from [0, d], where d is the schedule's
+	// delay. It spreads load best and is the default.
+	FullJitter Jitter = iota
+	// NoJitter uses the schedule's delay as is.
+	NoJitter
+	// EqualJitter draws uniformly from [d/2, d].
+	EqualJitter
+	// DecorrelatedJitter draws uniformly from [Base, 3 × previous delay],
+	// then caps the result at Cap (the "decorrelated jitter" of the AWS
+	// Architecture Blog). It ignores Kind and Multiplier.
+	DecorrelatedJitter
+)
+
+var jitterNames = [...]string{"full", "none", "equal", "decorrelated"}
+
+// String returns the jitter's lower-case name, as the heed command spells it.
+func (j Jitter) String() string {
+	if int(j) < len(jitterNames) {
+		return jitterNames[j]
+	}
+	return fmt.Sprintf("Jitter(%d)", j)
+}
+
+// ParseKind returns the Kind named s ("exponential", "constant", "linear",
+// "immediate").
+func ParseKind(s string) (Kind, error) {
+	for i, n := range kindNames {
+		if s == n {
+			return Kind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("backoff: unknown kind %q (want exponential, constant, linear or immediate)", s)
+}
+
+// ParseJitter returns the Jitter named s ("full", "none", "equal",
+// "decorrelated").
+func ParseJitter(s string) (Jitter, error) {
+	for i, n := range jitterNames {
+		if s == n {
+			return Jitter(i), nil
+		}
+	}
+	return 0, fmt.Errorf("backoff: unknown jitter %q (want full, none, equal or decorrelated)", s)
+}
+
+// Defaults used for zero fields of a [Schedule].
+const (
+	DefaultBase       = 100 * time.Millisecond
+	DefaultCap        = 5 * time.Second
+	DefaultMultiplier = 2.0
+)
+
+// ErrInvalid is matched (with errors.Is) by every error [Schedule.Validate]
+// returns.
+var ErrInvalid = errors.New("backoff: invalid schedule")
+
+// Schedule describes the delays between attempts.
+//
+// The zero value is the default schedule: exponential from 100 ms, doubling,
+// capped at 5 s, with full jitter. A zero Base, Cap or Multiplier takes its
+// default. A Schedule is a plain value, safe to copy and to share.
+type Schedule struct {
+	// Kind is the growth: Exponential (the default), Constant, Linear or
+	// Immediate.
+	Kind Kind
+	// Base is the first delay (default 100 ms). For DecorrelatedJitter it is
+	// also the smallest delay.
+	Base time.Duration
+	// Cap is the largest delay (default 5 s, or Base when Base is larger
+	// than 5 s and Cap is unset).
+	Cap time.Duration
+	// Multiplier is the growth factor of Exponential (default 2). It must be
+	// at least 1.
+	Multiplier float64
+	// Jitter is how delays are randomised (default FullJitter).
+	Jitter Jitter
+}
+
+// InvalidError reports a bad [Schedule] field. It matches [ErrInvalid].
+type InvalidError struct {
+	Field  string // the field's name, such as "Base"
+	Reason string // what is wrong with it
+}
+
+func (e *InvalidError) Error() string { return "backoff: " + e.Field + " " + e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Validate returns an *InvalidError naming the first bad field, or nil.
+func (s Schedule) Validate() error {
+	switch {
+	case s.Kind > Immediate:
+		return &InvalidError{"Kind", fmt.Sprintf("is %d, not a known kind", s.Kind)}
+	case s.Jitter > DecorrelatedJitter:
+		return &InvalidError{"Jitter", fmt.Sprintf("is %d, not a known jitter", s.Jitter)}
+	case s.Base < 0:
+		return &InvalidError{"Base", fmt.Sprintf("is %v, must not be negative", s.Base)}
+	case s.Cap < 0:
+		return &InvalidError{"Cap", fmt.Sprintf("is %v, must not be negative", s.Cap)}
+	case s.Cap != 0 && s.Cap < s.base():
+		return &InvalidError{"Cap", fmt.Sprintf("is %v, below Base %v", s.Cap, s.base())}
+	case math.IsNaN(s.Multiplier) || s.Multiplier < 0 || (s.Multiplier != 0 && s.Multiplier < 1):
+		return &InvalidError{"Multiplier", fmt.Sprintf("is %v, must be at least 1", s.Multiplier)}
+	}
+	return nil
+}
+
+func (s Schedule) base() time.Duration {
+	if s.Base <= 0 {
+		return DefaultBase
+	}
+	return s.Base
+}
+
+func (s Schedule) cap() time.Duration {
+	if s.Cap > 0 {
+		return s.Cap
+	}
+	return max(DefaultCap, s.base())
+}
+
+// Delay returns the schedule's delay after failure n (n counts from 1)
+// before jitter: the upper end of the jittered range. Values of n below 1
+// count as 1. It assumes a valid schedule; an invalid one still yields a
+// delay in [0, Cap].
+func (s Schedule) Delay(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	base, limit := s.base(), s.cap()
+	if base > limit {
+		base = limit
+	}
+	switch s.Kind {
+	case Immediate:
+		return 0
+	case Constant:
+		return base
+	case Linear:
+		// base × n, saturating at the cap.
+		if uint64(n) > uint64(limit/base) {
+			return limit
+		}
+		return base * time.Duration(n)
+	}
+	m := s.Multiplier
+	if m == 0 {
+		m = DefaultMultiplier
+	}
+	if m <= 1 || math.IsNaN(m) {
+		return base
+	}
+	k := n - 1
+	if m == 2 {
+		if k >= 63 || base > limit>>uint(k) {
+			return limit
+		}
+		return base << uint(k)
+	}
+	f := float64(base) * math.Pow(m, float64(k))
+	if f >= float64(limit) || math.IsInf(f, 0) || math.IsNaN(f) {
+		return limit
+	}
+	return time.Duration(f)
+}
+
+// Range returns the smallest and largest delay that jitter can produce after
+// failure n, given the previous delay prev (used only by
+// DecorrelatedJitter; pass 0 before the first retry).
+func (s Schedule) Range(n int, prev time.Duration) (lo, hi time.Duration) {
+	if s.Kind == Immediate {
+		return 0, 0
+	}
+	d := s.Delay(n)
+	switch s.Jitter {
+	case NoJitter:
+		return d, d
+	case EqualJitter:
+		return d - d/2, d
+	case DecorrelatedJitter:
+		return s.decorrelatedRange(prev)
+	}
+	return 0, d
+}
+
+func (s Schedule) decorrelatedRange(prev time.Duration) (lo, hi time.Duration) {
+	base, limit := s.base(), s.cap()
+	if base > limit {
+		base = limit
+	}
+	if prev < base {
+		prev = base
+	}
+	hi = limit
+	if prev <= limit/3 {
+		hi = 3 * prev
+	}
+	return base, hi
+}
+
+// Next returns the jittered delay after failure n, given the previous delay
+// prev (only DecorrelatedJitter uses it; pass 0 before the first retry). It
+// draws from r; a nil r uses math/rand/v2's concurrency-safe global source.
+// The result is always in [Range(n, prev)].
+func (s Schedule) Next(n int, prev time.Duration, r rand.Source) time.Duration {
+	lo, hi := s.Range(n, prev)
+	if lo >= hi {
+		return lo
+	}
+	return lo + Uniform(r, hi-lo)
+}
+
+// Uniform returns a duration drawn uniformly from [0, d] using r (a nil r
+// uses math/rand/v2's global source). It returns 0 for d <= 0.
+func Uniform(r rand.Source, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	var x uint64
+	if r == nil {
+		x = rand.Uint64()
+	} else {
+		x = r.Uint64()
+	}
+	// Lemire's multiply-shift maps x onto [0, d]; d+1 <= 2^63 cannot
+	// overflow a uint64.
+	hi, _ := bits.Mul64(x, uint64(d)+1)
+	return time.Duration(hi)
+}

@@ -1,0 +1,3 @@
+module github.com/heed-go/heed
+
+go 1.26
