@@ -1,0 +1,129 @@
+package deadline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heed-go/heed/deadline"
+)
+
+// Bound one attempt by its own budget and by the caller's deadline,
+// whichever comes first.
+func ExampleStep() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+
+	// The step budget (2s) is shorter than the time left (1h), so it applies.
+	step, stepCancel := deadline.Step(ctx, 2*time.Second)
+	defer stepCancel()
+	left, _ := deadline.Remaining(step)
+	fmt.Println("step bounded by its budget:", left <= 2*time.Second)
+
+	// A budget of 0 means no step limit: only the caller's deadline applies.
+	whole, wholeCancel := deadline.Step(ctx, 0)
+	defer wholeCancel()
+	stepDL, _ := whole.Deadline()
+	parentDL, _ := ctx.Deadline()
+	fmt.Println("zero budget keeps the parent deadline:", stepDL.Equal(parentDL))
+	// Output:
+	// step bounded by its budget: true
+	// zero budget keeps the parent deadline: true
+}
+
+// Fail fast instead of starting work that cannot finish in time.
+func ExampleCheck() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+
+	// A step that needs a minute cannot finish within a second.
+	err := deadline.Check(ctx, time.Minute)
+	fmt.Println("too close:", errors.Is(err, deadline.ErrTooClose))
+
+	err = deadline.Check(ctx, time.Millisecond)
+	fmt.Println("short step:", err)
+
+	err = deadline.Check(context.Background(), time.Minute)
+	fmt.Println("no deadline:", err)
+	// Output:
+	// too close: true
+	// short step: <nil>
+	// no deadline: <nil>
+}
+
+// CheckAt takes the current time, so its answer is deterministic.
+func ExampleCheckAt() {
+	dl := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+
+	now := dl.Add(-40 * time.Millisecond) // as if 40ms were left
+	fmt.Println(deadline.CheckAt(ctx, 200*time.Millisecond, now))
+	fmt.Println(deadline.CheckAt(ctx, 10*time.Millisecond, now))
+	// Output:
+	// deadline: 40ms left, step needs 200ms
+	// <nil>
+}
+
+func ExampleRemainingAt() {
+	now := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(1500*time.Millisecond))
+	defer cancel()
+
+	fmt.Println(deadline.RemainingAt(ctx, now))
+	fmt.Println(deadline.RemainingAt(context.Background(), now))
+	// Output:
+	// 1.5s true
+	// 0s false
+}
+
+func ExampleFormatHeader() {
+	fmt.Println(deadline.FormatHeader(3200 * time.Millisecond))
+	fmt.Println(deadline.FormatHeader(2 * time.Second))
+	// Not exact: the finest unit that fits in 8 digits, rounded down.
+	fmt.Println(deadline.FormatHeader(2999873412 * time.Nanosecond))
+	fmt.Println(deadline.FormatHeader(0))
+	// Output:
+	// 3200ms
+	// 2s
+	// 2999873us
+	// 0ms
+}
+
+func ExampleParseHeader() {
+	for _, v := range []string{"3200ms", "2s", "12.5s", "-1s", "1S", "123456789ms"} {
+		d, err := deadline.ParseHeader(v)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(d)
+	}
+	// Output:
+	// 3.2s
+	// 2s
+	// deadline: Timeout-Remaining "12.5s": fraction not allowed
+	// deadline: Timeout-Remaining "-1s": sign not allowed
+	// deadline: Timeout-Remaining "1S": unknown unit "S" (want h, m, s, ms, us or ns; units are case-sensitive)
+	// deadline: Timeout-Remaining "123456789ms": more than 8 digits
+}
+
+// Forward the time left to the next hop, and read it back on the other side.
+func Example_header() {
+	now := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(3200*time.Millisecond))
+	defer cancel()
+
+	left, ok := deadline.RemainingAt(ctx, now)
+	if ok {
+		value := deadline.FormatHeader(left)
+		fmt.Println(deadline.Header+":", value)
+
+		got, err := deadline.ParseHeader(value)
+		fmt.Println(got, err)
+	}
+	// Output:
+	// Timeout-Remaining: 3200ms
+	// 3.2s <nil>
+}
