@@ -1,0 +1,523 @@
+// Package budget limits the retries sent to one destination to a share of the
+// requests sent to it.
+//
+// A [Budget] counts first attempts ("requests") and granted retries over a
+// sliding window. A retry is allowed while
+//
+//	retries in window + 1 <= Ratio × requests in window + MinPerSecond × Window
+//
+// so that in a total outage the dependency sees at most about 1 + Ratio
+// times its normal load (1.1× at the default 10%), instead of the 3× that a
+// per-call limit of 3 attempts alone permits. The small floor lets a client
+// with little traffic still retry.
+//
+// Share one Budget between every call to the same destination (one per
+// process and dependency, not one per call or per client object: budgets that
+// each start full add up to no budget at all). Most callers create it with
+// [New] and set it as a retry.Policy's Budget; the retry package calls
+// [Budget.RequestAt] before each first attempt and [Budget.AllowRetryAt]
+// before each retry. [Budget.StatsAt] reports the window for metrics.
+//
+// The hot path is lock-free (sync/atomic only), makes no allocations and
+// reads no clock: the methods ending in At take the time as an argument, and
+// the wrappers without At read the Budget's Clock.
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/heed-go/heed/clock"
+)
+
+// Defaults used for a zero [Config] field and by the zero [Budget].
+const (
+	// DefaultRatio is 0.1: retries may add 10% to the requests. This is the
+	// per-client limit of the Google SRE book ("Handling Overload"), which
+	// bounds the load of an outage to about 1.1× the normal load.
+	DefaultRatio = 0.1
+	// DefaultWindow is 10 s: long enough to hold a meaningful sample of a
+	// busy client's traffic, short enough that the budget refills soon after
+	// an outage ends. Finagle's retry budget uses the same 10 s.
+	DefaultWindow = 10 * time.Second
+	// DefaultMinPerSecond is 1, so 10 retries per default window: a client
+	// that sends a request a minute can still retry it, while for a busy
+	// client the floor is negligible (0.1% more load at 1,000 requests/s).
+	// Finagle uses 10 per second, which at 1,000 requests/s already adds 1%.
+	DefaultMinPerSecond = 1.0
+)
+
+// Limits on [Config] fields, checked by [New].
+const (
+	// MaxRatio is the largest Ratio accepted (as in Finagle): 1000 retries
+	// per request is already no limit at all.
+	MaxRatio = 1000.0
+	// MinWindow is the shortest Window accepted. Shorter windows hold too
+	// few requests to say anything about a ratio.
+	MinWindow = 10 * time.Millisecond
+	// MaxWindow is the longest Window accepted. A budget over a longer
+	// window reacts to an outage too slowly to protect anything (Finagle
+	// caps its window at 60 s).
+	MaxWindow = time.Hour
+)
+
+// None, as a Ratio or a MinPerSecond, stands for zero, which a zero field
+// cannot say because it selects the default. It is the smallest positive
+// float64, so it allows nothing: Config{MinPerSecond: None} is a pure ratio
+// with no floor, and Config{Ratio: None} allows only the floor (a fixed
+// number of retries per second, whatever the traffic).
+const None = math.SmallestNonzeroFloat64
+
+// ErrInvalid is matched (with errors.Is) by every error [New] returns.
+var ErrInvalid = errors.New("budget: invalid config")
+
+// ErrExhausted reports that a retry was denied because the retry budget was
+// spent. The budget itself returns false rather than an error; the retry
+// package wraps ErrExhausted in the error of a call that ended that way, so
+// errors.Is(err, budget.ErrExhausted) tells that case apart.
+var ErrExhausted = errors.New("budget: retry budget exhausted")
+
+// InvalidError reports a bad [Config] field; [New] and [Config.Validate]
+// return it. It matches [ErrInvalid]. Its message names the field, as in
+// "budget: Ratio is -0.5, must not be negative". It is not changed after it
+// is made, so it is safe to share.
+type InvalidError struct {
+	Field  string // the field's name, such as "Ratio"
+	Reason string // what is wrong with it, such as "is -0.5, must not be negative"
+}
+
+// Error returns the message, prefixed with "budget: ".
+func (e *InvalidError) Error() string { return "budget: " + e.Field + " " + e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Config describes a [Budget]; pass it to [New]. It is a plain value, safe
+// to copy. The zero Config is the default budget, and what most callers
+// want: 10% of the requests plus 1 retry per second, over 10 s.
+type Config struct {
+	// Ratio is the number of retries allowed per request in the window
+	// (default 0.1, see [DefaultRatio]). It must be in [0, MaxRatio]; use
+	// [None] for a budget that grants only the floor.
+	Ratio float64
+	// Window is the length of the sliding window (default 10 s, see
+	// [DefaultWindow]). It must be in [MinWindow, MaxWindow]. The window slides
+	// in steps of Window/10 (1 s by default), so a request or retry stops
+	// counting between 0.9 × Window and Window after it was recorded: the
+	// budget's precision in time is one tenth of the window.
+	Window time.Duration
+	// MinPerSecond is the floor: retries per second allowed however few
+	// requests there were, granted as MinPerSecond × Window.Seconds()
+	// retries per window (default 1, so 10 per default window, see
+	// [DefaultMinPerSecond]). It must be finite and not negative; use
+	// [None] for no floor.
+	MinPerSecond float64
+	// Clock is read by the convenience wrappers ([Budget.Request],
+	// [Budget.AllowRetry], [Budget.Stats]) only; nil means real time.
+	Clock clock.Clock
+}
+
+// Validate returns an [*InvalidError] naming the first bad field, or nil.
+// [New] calls it; call it yourself to check a Config read from a file.
+func (c Config) Validate() error {
+	switch {
+	case math.IsNaN(c.Ratio):
+		return &InvalidError{"Ratio", "is NaN, must be a number"}
+	case c.Ratio < 0:
+		return &InvalidError{"Ratio", fmt.Sprintf("is %v, must not be negative", c.Ratio)}
+	case c.Ratio > MaxRatio:
+		return &InvalidError{"Ratio", fmt.Sprintf("is %v, must be at most %v", c.Ratio, MaxRatio)}
+	case c.Window < 0:
+		return &InvalidError{"Window", fmt.Sprintf("is %v, must not be negative", c.Window)}
+	case c.Window != 0 && c.Window < MinWindow:
+		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at least %v", c.Window, MinWindow)}
+	case c.Window > MaxWindow:
+		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at most %v", c.Window, MaxWindow)}
+	case math.IsNaN(c.MinPerSecond):
+		return &InvalidError{"MinPerSecond", "is NaN, must be a number"}
+	case c.MinPerSecond < 0:
+		return &InvalidError{"MinPerSecond", fmt.Sprintf("is %v, must not be negative", c.MinPerSecond)}
+	case math.IsInf(c.MinPerSecond, 1):
+		return &InvalidError{"MinPerSecond", "is +Inf, must be finite"}
+	}
+	return nil
+}
+
+// Stats is a snapshot of a [Budget]'s current window, from [Budget.StatsAt],
+// for metrics and the heed command. It is a plain value; the zero value is an
+// empty window.
+type Stats struct {
+	Requests int64 // first attempts recorded
+	Retries  int64 // retries granted
+	Denied   int64 // retries refused
+}
+
+// Bucket scheme. The window is numBuckets buckets of width Window/numBuckets.
+// A bucket's epoch is floor(UnixNano / width). Each counter of a bucket is one
+// uint64: the low 32 bits of the epoch it belongs to in the high half, and the
+// count in the low half. Because the epoch travels with the count, a stale
+// bucket is reset and incremented by a single CAS, and a reader never adds a
+// count from an expired epoch: there is no moment at which a reset counter is
+// half written.
+//
+// Every event counts in the newest bucket (the end of the window), so the
+// other numBuckets-1 buckets of a window no longer change once the window
+// has moved on. Their totals are computed once per bucket width and cached
+// in a word tagged with the window's end epoch; the hot path then reads two
+// words per kind of counter instead of numBuckets.
+const (
+	numBuckets = 10
+	countBits  = 32
+	countMask  = 1<<countBits - 1
+	// maxCount is where a bucket's counts saturate. Increments that race
+	// past the check add at most one each, far below the 2^32 that would
+	// carry into the epoch bits.
+	maxCount = 1 << 31
+	// A cached total: the end epoch's low 32 bits, a valid bit, and a
+	// 31-bit total that saturates.
+	cacheValid = 1 << 31
+	cacheMask  = cacheValid - 1
+	// eps absorbs float rounding in Ratio × requests (0.29 × 100 is
+	// 28.999999999999996 in float64, and must still allow 29 retries).
+	eps = 1e-9
+	// bias maps int64 epochs to uint64 preserving order, so that the zero
+	// value of Budget.newest is the smallest epoch.
+	bias = 1 << 63
+	// Times without a monotonic reading are clamped to ±2^32 s around 1970
+	// (years 1833 to 2106), so that Unix nanoseconds, and the difference of
+	// two of them, fit an int64 (time.Time.UnixNano is undefined outside
+	// 1678..2262, and the zero time.Time is far outside).
+	maxSec = 1<<32 - 1
+	minSec = -1 << 32
+	// Times with a monotonic reading are clamped to ±2^61 ns (73 years)
+	// around the start of the process, which stays inside the same range.
+	maxSpan = 1 << 61
+)
+
+// base anchors the bucket epochs of times that carry a monotonic clock
+// reading (those from time.Now): such a time is placed at
+// baseNs + now.Sub(base), which Sub computes from the monotonic readings,
+// so steps of the system's wall clock do not move the window.
+var (
+	base   = time.Now()
+	baseNs = base.UnixNano()
+)
+
+// Kinds of counter in a bucket.
+const (
+	requests = iota
+	retries
+	denied
+)
+
+// bucket holds a bucket's three counters in one cache line: a call touches
+// only the newest bucket, so under contention one transfer of that line
+// serves all its reads and writes.
+type bucket struct {
+	c [3]atomic.Uint64
+	_ [40]byte
+}
+
+// Budget is a retry budget shared by every call to one destination.
+//
+// Create one with [New] and share the pointer; most callers then only set it
+// on a retry.Policy. The zero value is also usable and behaves as
+// New(Config{}): 10% plus 1 retry per second over 10 s, real time. A Budget
+// must not be copied after first use.
+//
+// A Budget is safe for concurrent use by any number of goroutines. Its
+// methods never block and never allocate; they use sync/atomic only. Every
+// call is counted once. Under concurrency a few decisions are approximate,
+// each by about one count per racing call:
+//
+//   - AllowRetryAt claims its retry with a compare-and-swap on the newest
+//     bucket, so two retries racing for the last unit of budget never both
+//     win; but a request recorded during the call may not be seen yet (the
+//     budget errs towards denying).
+//   - A call racing with the window's move to a new bucket may count in the
+//     bucket just closed after its total was cached; the cached total then
+//     misses that count until the window moves again (at most one bucket
+//     width), so the budget may over-grant by that much.
+//   - A call descheduled for a whole window while the window moves on may
+//     add its count to the newer bucket that reused its slot.
+//
+// No count is ever negative, lost to a torn reset, or counted from an
+// expired bucket.
+//
+// Cost: RequestAt is one atomic add and AllowRetryAt reads four words and
+// makes one atomic write, about 13 ns and 20 ns on a 2-core VM. Every call
+// writes the same cache line, so goroutines on many cores hammering one
+// Budget pay for moving that line between them (about 25 ns a call there);
+// a retry decision needs every core's latest counts, so this is the price of
+// an exact shared budget, and it is small next to the network call that each
+// request makes.
+//
+// Time: buckets are keyed by Unix time in multiples of the bucket width. A
+// time from time.Now (as the wrappers and the retry package use) is placed
+// by its monotonic clock reading, so steps of the system's wall clock do not
+// disturb the window; other times (time.Date, time.Unix, a fake clock) are
+// placed by their wall-clock value. The window ends at the newest bucket any
+// call has seen, and every call counts in that bucket. A time before it (a
+// caller that read the clock a moment before another, a stale or zero
+// time.Time) is treated as the newest bucket's time, so the window never
+// moves backwards and old times cannot reset live buckets. A time far in the
+// future moves the window there, and until time catches up every call
+// counts in that one bucket: the floor is not renewed and the ratio applies
+// to the totals since the jump. Only an explicit wrong time can do this.
+// Epochs are stored modulo 2^32 bucket widths, so a bucket left untouched
+// for an exact multiple of 2^32 widths (136 years at the default 1 s
+// buckets) would be taken for a live one.
+type Budget struct {
+	width int64   // bucket width in ns; 0 in the zero value: defaults
+	ratio float64 // retries per request
+	floor float64 // retries per window granted regardless of requests
+	clk   clock.Clock
+
+	_ [64]byte
+	// Read on every call, written once per bucket width.
+	newest     atomic.Uint64 // newest epoch seen, biased
+	closedReqs atomic.Uint64 // cached total of the window's older buckets
+	closedRets atomic.Uint64
+	_          [64]byte
+
+	buckets [numBuckets]bucket
+}
+
+// New returns a Budget for cfg, or an [*InvalidError] matching [ErrInvalid]
+// that names the first bad field. Zero fields take their defaults. Most
+// callers want New(budget.Config{}).
+func New(cfg Config) (*Budget, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Ratio == 0 {
+		cfg.Ratio = DefaultRatio
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.MinPerSecond == 0 {
+		cfg.MinPerSecond = DefaultMinPerSecond
+	}
+	return &Budget{
+		width: int64(cfg.Window / numBuckets),
+		ratio: cfg.Ratio,
+		floor: cfg.MinPerSecond * cfg.Window.Seconds(),
+		clk:   cfg.Clock,
+	}, nil
+}
+
+// params returns the bucket width, ratio and floor, or the defaults for the
+// zero Budget.
+func (b *Budget) params() (width int64, ratio, floor float64) {
+	if b.width == 0 {
+		return int64(DefaultWindow / numBuckets), DefaultRatio, DefaultMinPerSecond * DefaultWindow.Seconds()
+	}
+	return b.width, b.ratio, b.floor
+}
+
+// unixNano returns now in Unix nanoseconds, taken from the monotonic
+// reading when now has one (see base), and clamped to a range where neither
+// it nor a difference of two such values can overflow.
+func unixNano(now time.Time) int64 {
+	if wall := now.Round(0); now != wall {
+		// now has a monotonic reading (Round(0) strips it; == compares
+		// the representation, not the instant): a cheap subtraction.
+		return baseNs + min(max(int64(now.Sub(base)), -maxSpan), maxSpan)
+	}
+	sec := min(max(now.Unix(), minSec), maxSec)
+	return sec*1e9 + int64(now.Nanosecond())
+}
+
+// epochOf returns the bucket number of ns: floor(ns / width).
+func epochOf(ns, width int64) int64 {
+	e := ns / width
+	if e*width > ns {
+		e-- // round towards minus infinity
+	}
+	return e
+}
+
+// slotOf returns the bucket index of epoch e.
+func slotOf(e int64) int {
+	s := e % numBuckets
+	if s < 0 {
+		s += numBuckets
+	}
+	return int(s)
+}
+
+// tagOf returns epoch e's tag: its low 32 bits in the high half of a word.
+func tagOf(e int64) uint64 { return uint64(uint32(e)) << countBits }
+
+// end returns the epoch a call at time now counts in, the newest epoch
+// once now has been seen, moving the window forward when now is past its
+// newest bucket. In the common case (now in the newest bucket, or before
+// it) that is one load and a multiplication, no division.
+func (b *Budget) end(now time.Time, width int64) int64 {
+	ns := unixNano(now)
+	for {
+		n := b.newest.Load()
+		newest := int64(n ^ bias)
+		if n != 0 && ns < (newest+1)*width {
+			return newest
+		}
+		e := epochOf(ns, width)
+		if n != 0 && e <= newest {
+			return newest
+		}
+		if b.newest.CompareAndSwap(n, uint64(e)^bias) {
+			return e
+		}
+	}
+}
+
+// add counts one event in the slot of epoch e, resetting the slot if it
+// still holds an older epoch. The common case is a single atomic add, with
+// no load before it: on a contended cache line a load followed by a write
+// costs two transfers of the line instead of one.
+func (b *Budget) add(kind int, e int64) {
+	w := &b.buckets[slotOf(e)].c[kind]
+	tag := tagOf(e)
+	v := w.Add(1)
+	if v&^countMask == tag {
+		if v&countMask > maxCount {
+			w.Add(^uint64(0)) // saturated: take it back
+		}
+		return
+	}
+	// The slot holds another epoch, and our 1 went to it.
+	for {
+		if b.overtaken(e) {
+			// The window moved a whole window past e during this call,
+			// so the slot may now belong to a newer bucket: let the 1
+			// count there rather than reset it.
+			return
+		}
+		// The slot holds an older epoch, outside every window that can
+		// still be read, so the 1 is harmless until this reset erases it.
+		if w.CompareAndSwap(v, tag|1) {
+			return
+		}
+		v = w.Load()
+		if v&^countMask == tag {
+			w.Add(1) // another call reset the slot, erasing our 1
+			return
+		}
+	}
+}
+
+// overtaken reports whether epoch e has left the window.
+func (b *Budget) overtaken(e int64) bool {
+	return int64(b.newest.Load()^bias)-e >= numBuckets
+}
+
+// count returns the count of word w if it belongs to the epoch of tag.
+func count(w, tag uint64) int64 {
+	if w&^countMask == tag {
+		return int64(w & countMask)
+	}
+	return 0
+}
+
+// sum returns the total of the counters whose epoch lies in the window
+// ending at epoch end, leaving out slot skip (pass -1 to keep all).
+func (b *Budget) sum(kind int, end int64, skip int) int64 {
+	t := uint32(end)
+	var s uint64
+	for i := range b.buckets {
+		w := b.buckets[i].c[kind].Load()
+		if i != skip && t-uint32(w>>countBits) < numBuckets {
+			s += w & countMask
+		}
+	}
+	return int64(s)
+}
+
+// closed returns the total of c over the window ending at end, without the
+// newest bucket, from cache when it holds that window.
+func (b *Budget) closed(cache *atomic.Uint64, kind int, end int64) int64 {
+	tag := tagOf(end) | cacheValid
+	w := cache.Load()
+	if w&^cacheMask == tag {
+		return int64(w & cacheMask)
+	}
+	s := min(b.sum(kind, end, slotOf(end)), cacheMask)
+	cache.CompareAndSwap(w, tag|uint64(s))
+	return s
+}
+
+// RequestAt records one request (a first attempt) at time now. Call it once
+// per call to the destination, before the first attempt; retries are
+// counted by AllowRetryAt instead. It is safe for concurrent use and does not
+// allocate.
+func (b *Budget) RequestAt(now time.Time) {
+	width, _, _ := b.params()
+	b.add(requests, b.end(now, width))
+}
+
+// Request is shorthand for RequestAt(now) with now read from the Budget's
+// Clock (real time by default).
+func (b *Budget) Request() { b.RequestAt(clock.Now(b.clk)) }
+
+// AllowRetryAt reports whether a retry at time now fits the budget: whether
+//
+//	retries in window + 1 <= Ratio × requests in window + MinPerSecond × Window
+//
+// If it does, the retry is counted as spent and AllowRetryAt returns true; if
+// not, a denial is counted and it returns false. Ask once per retry, just
+// before making it. It is safe for concurrent use and does not allocate.
+func (b *Budget) AllowRetryAt(now time.Time) bool {
+	width, ratio, floor := b.params()
+	end := b.end(now, width)
+	slot, tag := slotOf(end), tagOf(end)
+	bk := &b.buckets[slot]
+	reqs := b.closed(&b.closedReqs, requests, end) + count(bk.c[requests].Load(), tag)
+	limit := (ratio*float64(reqs) + floor) * (1 + eps)
+	rets := b.closed(&b.closedRets, retries, end)
+	w := &bk.c[retries]
+	for {
+		old := w.Load()
+		mine := count(old, tag)
+		if float64(rets+mine+1) > limit || (old&^countMask != tag && b.overtaken(end)) {
+			// Denied; or the window moved a whole window on during this
+			// call and the slot may belong to a newer bucket: deny rather
+			// than overwrite it.
+			b.add(denied, end)
+			return false
+		}
+		if mine >= maxCount {
+			return true // saturated: grant without counting further
+		}
+		if w.CompareAndSwap(old, tag|uint64(mine+1)) {
+			return true
+		}
+	}
+}
+
+// AllowRetry is shorthand for AllowRetryAt(now) with now read from the
+// Budget's Clock (real time by default).
+func (b *Budget) AllowRetry() bool { return b.AllowRetryAt(clock.Now(b.clk)) }
+
+// StatsAt returns the counts of the window as of time now. It changes
+// nothing: a now after the newest bucket reports the window ending at now
+// (older buckets drop out), and a now before it reports the window ending at
+// the newest bucket, where the other methods would count it. It is safe for
+// concurrent use; under concurrent updates its three counts are read one
+// after the other, not as one snapshot. Most callers export it as metrics.
+func (b *Budget) StatsAt(now time.Time) Stats {
+	width, _, _ := b.params()
+	end := max(epochOf(unixNano(now), width), int64(b.newest.Load()^bias))
+	return Stats{
+		Requests: b.sum(requests, end, -1),
+		Retries:  b.sum(retries, end, -1),
+		Denied:   b.sum(denied, end, -1),
+	}
+}
+
+// Stats is shorthand for StatsAt(now) with now read from the Budget's Clock
+// (real time by default).
+func (b *Budget) Stats() Stats { return b.StatsAt(clock.Now(b.clk)) }

@@ -1,0 +1,77 @@
+package budget_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heed-go/heed/budget"
+)
+
+// A budget with the defaults: 10% of the requests plus 1 retry per second,
+// over a 10 s window. After 100 requests, 10 + 10 retries fit.
+func Example() {
+	b, err := budget.New(budget.Config{})
+	if err != nil {
+		panic(err)
+	}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 100 {
+		b.RequestAt(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+	}
+	granted := 0
+	for range 25 {
+		if b.AllowRetryAt(t0.Add(time.Second)) {
+			granted++
+		}
+	}
+	fmt.Println("granted:", granted)
+	fmt.Printf("%+v\n", b.StatsAt(t0.Add(time.Second)))
+	// Output:
+	// granted: 20
+	// {Requests:100 Retries:20 Denied:5}
+}
+
+// Requests and retries leave the window after Window (in steps of
+// Window/10), and the budget refills.
+func ExampleBudget_StatsAt() {
+	b, _ := budget.New(budget.Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: budget.None})
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for range 4 {
+		b.RequestAt(t0)
+	}
+	fmt.Println(b.AllowRetryAt(t0), b.AllowRetryAt(t0), b.AllowRetryAt(t0))
+	fmt.Printf("at 9s:  %+v\n", b.StatsAt(t0.Add(9*time.Second)))
+	fmt.Printf("at 10s: %+v\n", b.StatsAt(t0.Add(10*time.Second)))
+	// Output:
+	// true true false
+	// at 9s:  {Requests:4 Retries:2 Denied:1}
+	// at 10s: {Requests:0 Retries:0 Denied:0}
+}
+
+// A floor-only budget grants a fixed number of retries per window, whatever
+// the traffic: here 2 per second over 5 s, so 10.
+func ExampleNone() {
+	b, _ := budget.New(budget.Config{Ratio: budget.None, Window: 5 * time.Second, MinPerSecond: 2})
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	granted := 0
+	for range 1000 {
+		b.RequestAt(t0)
+		if b.AllowRetryAt(t0) {
+			granted++
+		}
+	}
+	fmt.Println("granted:", granted)
+	// Output:
+	// granted: 10
+}
+
+// New names the bad field, and the error matches ErrInvalid.
+func ExampleNew_invalid() {
+	_, err := budget.New(budget.Config{Ratio: -0.5})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, budget.ErrInvalid))
+	// Output:
+	// budget: Ratio is -0.5, must not be negative
+	// true
+}
