@@ -1,0 +1,234 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
+	"time"
+)
+
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// PushbackError is an error that carries how long the server asked the
+// caller to wait before trying again. Make one with [After].
+type PushbackError struct {
+	// Wait is the wait the server asked for. A negative Wait means the
+	// server said not to retry at all.
+	Wait time.Duration
+	// Err is the underlying error.
+	Err error
+}
+
+func (e *PushbackError) Error() string {
+	if e.Err == nil {
+		return "retry: server pushback " + e.Wait.String()
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *PushbackError) Unwrap() error { return e.Err }
+
+// Transient marks err as one that may pass if the call is repeated, whatever
+// the policy's classifier says. Transient(nil) is nil.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &transientError{err}
+}
+
+// Permanent marks err as one that will fail the same way again: the call
+// gives up at once, whatever the policy's classifier says. Permanent(nil) is
+// nil. errors.Is and errors.As still see err through the mark.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+// After marks err as transient with a wait requested by the server (an HTTP
+// Retry-After, a gRPC pushback): the next attempt waits at least d, capped
+// at the policy's MaxPushback. A negative d means the server said not to
+// retry, and the call gives up. After(d, nil) is nil.
+func After(d time.Duration, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PushbackError{Wait: d, Err: err}
+}
+
+// IsPermanent reports whether err was marked with [Permanent].
+func IsPermanent(err error) bool {
+	return findMarks(err).permanent
+}
+
+// marks are heed's own marks found in an error tree.
+type marks struct {
+	permanent bool
+	transient bool
+	pushback  *PushbackError // the first one found
+}
+
+// findMarks walks err's tree once (Unwrap() error and Unwrap() []error,
+// depth first) and collects heed's marks. The mark types are unexported (or,
+// for PushbackError, have no As method), so type assertions find them all;
+// this is errors.As without its allocation and with one walk for three
+// types.
+func findMarks(err error) marks {
+	var m marks
+	m.walk(err)
+	return m
+}
+
+func (m *marks) walk(err error) {
+	for err != nil {
+		switch e := err.(type) {
+		case *permanentError:
+			m.permanent = true
+			return
+		case *transientError:
+			m.transient = true
+		case *PushbackError:
+			if m.pushback == nil {
+				m.pushback = e
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if m.walk(e); m.permanent {
+					return
+				}
+			}
+			return
+		default:
+			return
+		}
+	}
+}
+
+// IsTransient is the default classifier. It reports whether err is known to
+// be transient:
+//   - marked with [Transient] or [After];
+//   - having a Transient() bool method that returns true (checked with
+//     errors.As, so wrapped errors count);
+//   - a network timeout (net.Error whose Timeout() is true);
+//   - a refused, reset or aborted connection (ECONNREFUSED, ECONNRESET,
+//     ECONNABORTED), or a temporary DNS failure.
+//
+// Anything else, including context.Canceled and context.DeadlineExceeded
+// that did not come from the attempt's own timeout, is not retried by
+// default: a failure that will fail the same way again must not be repeated.
+// An error marked with [Permanent] is never transient.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if m := findMarks(err); m.permanent {
+		return false
+	} else if m.transient || m.pushback != nil {
+		return true
+	}
+	if tr, ok := errors.AsType[interface {
+		error
+		Transient() bool
+	}](err); ok {
+		return tr.Transient()
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		return dns.IsTimeout || dns.IsTemporary
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED)
+}
+
+// Outcome is the class of an attempt's result, as the policy sees it.
+type Outcome uint8
+
+const (
+	// OutcomeOK: the attempt succeeded.
+	OutcomeOK Outcome = iota
+	// OutcomeTransient: a failure that may pass on a retry.
+	OutcomeTransient
+	// OutcomeTimeout: the attempt ran out of its own timeout.
+	OutcomeTimeout
+	// OutcomePushback: the server asked for a wait ([After]).
+	OutcomePushback
+	// OutcomePermanent: a failure that will happen again.
+	OutcomePermanent
+	// OutcomeRefused: the server said not to retry ([After] with a
+	// negative wait).
+	OutcomeRefused
+)
+
+var outcomeNames = [...]string{"ok", "transient", "timeout", "pushback", "permanent", "refused"}
+
+// String returns the outcome's short name, such as "transient".
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Failure reports whether the outcome says the dependency is unwell:
+// transient, timeout, pushback and refused do; ok and permanent do not.
+// Breakers count these as failures.
+func (o Outcome) Failure() bool {
+	return o == OutcomeTransient || o == OutcomeTimeout || o == OutcomePushback || o == OutcomeRefused
+}
+
+// Classify sorts err as the policy would: explicit marks ([Permanent],
+// [After], [Transient]) win over the policy's Retryable classifier. timedOut
+// says the attempt ran out of its own per-attempt timeout. For
+// OutcomePushback it also returns the requested wait. Classify(nil, _) is
+// OutcomeOK.
+func (p *Policy) Classify(err error, timedOut bool) (Outcome, time.Duration) {
+	if err == nil {
+		return OutcomeOK, 0
+	}
+	m := findMarks(err)
+	if m.permanent {
+		return OutcomePermanent, 0
+	}
+	if pb := m.pushback; pb != nil {
+		if pb.Wait < 0 {
+			return OutcomeRefused, 0
+		}
+		return OutcomePushback, pb.Wait
+	}
+	if timedOut {
+		return OutcomeTimeout, 0
+	}
+	if m.transient {
+		return OutcomeTransient, 0
+	}
+	retryable := p.Retryable
+	if retryable == nil {
+		retryable = IsTransient
+	}
+	if retryable(err) {
+		return OutcomeTransient, 0
+	}
+	return OutcomePermanent, 0
+}

@@ -1,0 +1,179 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/retry"
+)
+
+// A call that fails twice with a transient error, then succeeds.
+func ExampleDo() {
+	calls := 0
+	err := retry.Do(context.Background(), retry.Policy{
+		Backoff: backoff.Schedule{Base: time.Millisecond}, // short for the example
+	}, func(ctx context.Context) error {
+		calls++
+		if calls < 3 {
+			return retry.Transient(errors.New("connection reset"))
+		}
+		return nil
+	})
+	fmt.Println(err, calls)
+	// Output: <nil> 3
+}
+
+// A permanent error ends the call at once; the error returned wraps it.
+func ExampleDo_permanent() {
+	errNotFound := errors.New("user not found")
+	calls := 0
+	err := retry.Do(context.Background(), retry.Policy{}, func(ctx context.Context) error {
+		calls++
+		return retry.Permanent(errNotFound)
+	})
+	fmt.Println(calls, errors.Is(err, errNotFound), errors.Is(err, retry.ErrExhausted))
+	fmt.Println(err)
+	// Output:
+	// 1 true true
+	// retry: gave up after 1 attempt (permanent error): user not found
+}
+
+// By default only errors known to be transient are retried. One line makes
+// a policy retry every error.
+func ExamplePolicy_retryEveryError() {
+	p := retry.Policy{
+		Attempts:  4,
+		Backoff:   backoff.Schedule{Kind: backoff.Immediate},
+		Retryable: func(error) bool { return true },
+	}
+	calls := 0
+	err := retry.Do(context.Background(), p, func(ctx context.Context) error {
+		calls++
+		return errors.New("boom")
+	})
+	fmt.Println(calls, err)
+	// Output: 4 retry: gave up after 4 attempts (attempts exhausted): boom
+}
+
+func ExampleDoValue() {
+	n := 0
+	v, err := retry.DoValue(context.Background(), retry.Policy{
+		Backoff: backoff.Schedule{Kind: backoff.Immediate},
+	}, func(ctx context.Context) (string, error) {
+		n++
+		if n == 1 {
+			return "", retry.Transient(errors.New("busy"))
+		}
+		return "hello", nil
+	})
+	fmt.Println(v, err)
+	// Output: hello <nil>
+}
+
+// The error returned on give-up carries the trace of the call: every
+// decision with its reason.
+func ExampleExhaustedError() {
+	err := retry.Do(context.Background(), retry.Policy{
+		Backoff: backoff.Schedule{Kind: backoff.Immediate},
+	}, func(ctx context.Context) error {
+		return retry.Transient(errors.New("503 Service Unavailable"))
+	})
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) {
+		fmt.Println(ex.Reason, ex.Attempts)
+		fmt.Println(ex.TraceString())
+	}
+	// Output:
+	// attempts exhausted 3
+	// attempt 1: 503 Service Unavailable, retry in 0s
+	// attempt 2: 503 Service Unavailable, retry in 0s
+	// attempt 3: 503 Service Unavailable, gave up: attempts exhausted
+}
+
+// Decide is pure: the same policy, history, error and instant give the
+// same decision. Here the server asks for 2 s but only 1.5 s are left.
+func ExampleDecide() {
+	p := retry.Policy{Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Jitter: backoff.NoJitter}}
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	h := retry.History{Attempts: 1, Start: start, Deadline: start.Add(2 * time.Second)}
+	now := start.Add(500 * time.Millisecond)
+
+	d := retry.Decide(&p, h, retry.Transient(errors.New("timeout")), now, nil)
+	fmt.Println(d.Action, d.Reason, d.Delay)
+
+	d = retry.Decide(&p, h, retry.After(2*time.Second, errors.New("429 Too Many Requests")), now, nil)
+	fmt.Println(d.Action, d.Reason, d.Delay)
+	fmt.Println(d)
+	// Output:
+	// retry transient error 100ms
+	// give up deadline too close 2s
+	// attempt 1: 429 Too Many Requests, gave up: deadline too close
+}
+
+// LogObserver writes one structured record per attempt.
+func ExampleLogObserver() {
+	h := slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			switch a.Key {
+			case slog.TimeKey, "elapsed", "duration": // vary from run to run
+				return slog.Attr{}
+			}
+			return a
+		},
+	})
+	p := retry.Policy{
+		Backoff: backoff.Schedule{Kind: backoff.Immediate},
+		Observe: retry.LogObserver(slog.New(h), "fetch-user"),
+	}
+	n := 0
+	_ = retry.Do(context.Background(), p, func(ctx context.Context) error {
+		n++
+		if n == 1 {
+			return retry.Transient(errors.New("connection refused"))
+		}
+		return nil
+	})
+	// Output:
+	// level=INFO msg="retry attempt" op=fetch-user attempt=1 outcome=transient decision=retry reason="transient error" delay=0s error="connection refused"
+	// level=DEBUG msg="retry attempt" op=fetch-user attempt=2 outcome=ok decision=done reason=success delay=0s
+}
+
+// A retry budget and a circuit breaker are shared by every call to one
+// dependency. During an outage the budget keeps retries to about 10% of the
+// calls, and once the breaker opens, calls fail fast without reaching the
+// dependency at all.
+func ExamplePolicy_budgetAndBreaker() {
+	b, _ := budget.New(budget.Config{Ratio: 0.1, MinPerSecond: budget.None})
+	br, _ := breaker.New(breaker.Config{MinCalls: 50, FailureRatio: 0.5, Cooldown: time.Minute})
+	p := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}, Budget: b, Breaker: br}
+
+	attempts := 0
+	reasons := map[retry.Reason]int{}
+	for range 100 {
+		err := retry.Do(context.Background(), p, func(ctx context.Context) error {
+			attempts++
+			return retry.Transient(errors.New("503 Service Unavailable"))
+		})
+		var ex *retry.ExhaustedError
+		if errors.As(err, &ex) {
+			reasons[ex.Reason]++
+		}
+	}
+	fmt.Println("attempts reaching the dependency:", attempts)
+	fmt.Println("gave up, retry budget empty:", reasons[retry.ReasonBudget])
+	fmt.Println("gave up, attempts exhausted:", reasons[retry.ReasonAttempts])
+	fmt.Println("refused by the open breaker:", reasons[retry.ReasonBreakerOpen])
+	// Output:
+	// attempts reaching the dependency: 50
+	// gave up, retry budget empty: 46
+	// gave up, attempts exhausted: 0
+	// refused by the open breaker: 54
+}

@@ -1,0 +1,167 @@
+// Package retry runs an operation again when it fails in a way that may pass,
+// and stops when repeating cannot help.
+//
+// Most callers want [Do] (or [DoValue]) with a [Policy]; the zero Policy is a
+// sensible default: 3 attempts in total, exponential backoff from 100 ms to
+// 5 s with full jitter, retrying only errors known to be transient.
+//
+// Every retry decision is made by [Decide], a pure function of the policy,
+// the history of the call, the error and the current time. Do, the HTTP
+// transport (retryhttp), the job queue (queue) and the simulator (sim) all
+// apply the same decisions, so one policy behaves the same everywhere. Each
+// decision carries its reason, and the list of them (the trace) is passed to
+// the observer and kept on the error returned when a call gives up.
+package retry
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/clock"
+)
+
+// Defaults for the zero fields of a [Policy].
+const (
+	// DefaultAttempts is the number of attempts in total, the first one
+	// included: one call and at most two retries. More retries rarely help a
+	// call that a person or another service is waiting on, and each layer
+	// that retries multiplies load on a struggling dependency.
+	DefaultAttempts = 3
+	// DefaultMaxPushback caps how long a server may ask a call to wait
+	// (with [After]); a longer request is clamped to it.
+	DefaultMaxPushback = 30 * time.Second
+	// DefaultMinAttemptTime is the least time an attempt is assumed to need
+	// to be useful: a retry is not started when less than this would be left
+	// before the deadline after the wait.
+	DefaultMinAttemptTime = 10 * time.Millisecond
+)
+
+// Unlimited as Policy.Attempts removes the attempt limit; the call then
+// ends only on success, a permanent error, the time budget or the caller's
+// deadline. Pair it with MaxDuration or a context deadline.
+const Unlimited = -1
+
+// Policy says when and how a call is retried.
+//
+// The zero value is ready to use (see [DefaultAttempts] and the zero
+// [backoff.Schedule]). A Policy is a plain value: copy it, share it between
+// goroutines and reuse it for every call; it holds no per-call state. Its
+// Budget and Breaker, when set, are shared by every call that uses it, which
+// is the point of them.
+type Policy struct {
+	// Attempts is the number of attempts in total, the first included
+	// (default 3; 1 means no retries; Unlimited means no limit).
+	Attempts int
+
+	// Backoff is the schedule of delays between attempts (default:
+	// exponential from 100 ms, doubling, capped at 5 s, full jitter).
+	Backoff backoff.Schedule
+
+	// AttemptTimeout limits each attempt (default: none). An attempt that
+	// runs out of it counts as a transient failure. The attempt's context is
+	// also limited by the caller's deadline and MaxDuration, whichever ends
+	// first.
+	AttemptTimeout time.Duration
+
+	// MaxDuration is the time budget of the whole call, counted from the
+	// start of the first attempt (default: none; the caller's context
+	// deadline still applies). A retry whose wait plus MinAttemptTime would
+	// end after it is not started.
+	MaxDuration time.Duration
+
+	// MinAttemptTime is the least time an attempt needs to be useful
+	// (default 10 ms, or AttemptTimeout when that is shorter).
+	MinAttemptTime time.Duration
+
+	// Retryable classifies errors that carry no mark from [Transient],
+	// [Permanent] or [After]: it reports whether err may pass on a retry.
+	// The default is [IsTransient]. To retry every error:
+	//
+	//	Retryable: func(error) bool { return true },
+	Retryable func(err error) bool
+
+	// MaxPushback caps a wait requested by the server through [After]
+	// (default 30 s).
+	MaxPushback time.Duration
+
+	// Budget, when set, limits retries to a share of the requests to one
+	// destination; a retry it refuses ends the call. Share one Budget
+	// between every policy that calls the same dependency.
+	Budget *budget.Budget
+
+	// Breaker, when set, is asked before every attempt; while it is open
+	// the call gives up without calling the operation.
+	Breaker *breaker.Breaker
+
+	// Observe, when set, is called after every attempt with the decision
+	// taken, on the goroutine that called Do. It must not block. See
+	// [LogObserver] for a log/slog adapter.
+	Observe func(ctx context.Context, e Event)
+
+	// Clock is the time source for waits and decisions (default: real
+	// time). Per-attempt context deadlines always use the context package's
+	// own clock.
+	Clock clock.Clock
+
+	// Rand is the source of jitter (default: math/rand/v2's global source).
+	// A seeded source makes delays reproducible; it must be safe for
+	// concurrent use if the policy is shared between goroutines.
+	Rand rand.Source
+}
+
+// Validate reports the first invalid field of p, naming it, or nil.
+// [Do] returns the same error when a call first needs to retry; calling
+// Validate when a policy is built catches a mistake earlier.
+func (p *Policy) Validate() error {
+	switch {
+	case p.Attempts < Unlimited:
+		return fmt.Errorf("retry: Policy.Attempts is %d, must be at least 0 (or Unlimited)", p.Attempts)
+	case p.AttemptTimeout < 0:
+		return fmt.Errorf("retry: Policy.AttemptTimeout is %v, must not be negative", p.AttemptTimeout)
+	case p.MaxDuration < 0:
+		return fmt.Errorf("retry: Policy.MaxDuration is %v, must not be negative", p.MaxDuration)
+	case p.MinAttemptTime < 0:
+		return fmt.Errorf("retry: Policy.MinAttemptTime is %v, must not be negative", p.MinAttemptTime)
+	case p.MaxPushback < 0:
+		return fmt.Errorf("retry: Policy.MaxPushback is %v, must not be negative", p.MaxPushback)
+	}
+	if err := p.Backoff.Validate(); err != nil {
+		return fmt.Errorf("retry: Policy.Backoff: %w", err)
+	}
+	return nil
+}
+
+// MaxAttempts returns the attempt limit after defaults: Attempts, or
+// DefaultAttempts when it is zero, or 0 for Unlimited.
+func (p *Policy) MaxAttempts() int {
+	switch {
+	case p.Attempts == 0:
+		return DefaultAttempts
+	case p.Attempts < 0:
+		return 0
+	}
+	return p.Attempts
+}
+
+func (p *Policy) maxPushback() time.Duration {
+	if p.MaxPushback > 0 {
+		return p.MaxPushback
+	}
+	return DefaultMaxPushback
+}
+
+func (p *Policy) minAttemptTime() time.Duration {
+	m := p.MinAttemptTime
+	if m == 0 {
+		m = DefaultMinAttemptTime
+	}
+	if p.AttemptTimeout > 0 && p.AttemptTimeout < m {
+		m = p.AttemptTimeout
+	}
+	return m
+}
