@@ -1,0 +1,152 @@
+// Package cli implements the heed command: a thin layer over heed's
+// packages that retries shell commands (run) and explains policies (plan).
+//
+// [Main] is the whole command; cmd/heed only wires it to the process.
+// Every subcommand writes to the streams it is given, never to the
+// process's own, and returns an exit code, so tests run it in-process.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+)
+
+// Exit codes shared by the subcommands. A subcommand's help lists the ones
+// it uses.
+const (
+	exitOK          = 0   // success
+	exitFailure     = 1   // a failure with no more specific code
+	exitUsage       = 2   // bad flag, missing argument, unknown subcommand
+	exitRefused     = 75  // EX_TEMPFAIL: retry budget empty or circuit open
+	exitTimeout     = 124 // deadline or time budget ended the run (as GNU timeout)
+	exitCannotExec  = 126 // the command was found but could not be executed
+	exitNotFound    = 127 // the command was not found
+	exitInterrupted = 130 // interrupted (SIGINT or SIGTERM): 128 + SIGINT
+)
+
+// streams are the standard streams a subcommand reads and writes. Main's
+// caller supplies them; tests use buffers.
+type streams struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// A command is one subcommand of heed.
+type command struct {
+	name    string
+	summary string // one line for the top-level usage
+	// run runs the subcommand with the arguments after its name and
+	// returns the exit code. It must handle --help itself (usage to
+	// stdout, exit 0).
+	run func(ctx context.Context, s streams, args []string) int
+}
+
+// commands is the dispatch table, in the order the top-level usage lists
+// them. To add a subcommand, write it in its own file and add one line here.
+var commands = []command{
+	{"run", "run a command until it succeeds or the retry policy gives up", runMain},
+	{"plan", "print the schedule of a retry policy and its load on a call chain", planMain},
+	{"version", "print heed's version", versionMain},
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// Main runs the heed command with args (without the program name) and
+// returns its exit code. ctx ends the command early (the caller cancels it
+// on SIGINT and SIGTERM). It writes only to stdout and stderr and reads only
+// from stdin.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s := streams{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch name := args[0]; name {
+	case "help", "-h", "-help", "--help":
+		return helpMain(ctx, s, args[1:])
+	default:
+		c, ok := lookup(name)
+		if !ok {
+			fmt.Fprintf(stderr, "heed: unknown command %q\nRun 'heed help' for a list of commands.\n", name)
+			return exitUsage
+		}
+		return c.run(ctx, s, args[1:])
+	}
+}
+
+// usage writes the top-level usage to w.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `heed retries work responsibly: only what may pass, jittered, capped, within a
+deadline, and explains every decision.
+
+Usage:
+  heed COMMAND [FLAGS] [ARGS]
+
+Commands:
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(tw, "  help\t%s\n", "print this help, or a command's help (heed help COMMAND)")
+	tw.Flush()
+	fmt.Fprint(w, `
+Run 'heed COMMAND --help' for a command's flags and exit codes.
+`)
+}
+
+// helpMain is "heed help [COMMAND]".
+func helpMain(ctx context.Context, s streams, args []string) int {
+	switch {
+	case len(args) == 0:
+		usage(s.stdout)
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(s.stderr, "heed help: too many arguments: %s\n", strings.Join(args, " "))
+		return exitUsage
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(s.stderr, "heed help: unknown command %q\nRun 'heed help' for a list of commands.\n", args[0])
+		return exitUsage
+	}
+	return c.run(ctx, s, []string{"--help"})
+}
+
+const versionDoc = `Usage: heed version
+
+Prints heed's module version and the Go version it was built with.
+
+Exit codes: 0, or 2 for a usage error.
+`
+
+// versionMain is "heed version".
+func versionMain(_ context.Context, s streams, args []string) int {
+	fs := newFlagSet("version")
+	if code, done := parseFlags(fs, args, s, helpDoc{head: versionDoc}); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(s, "version", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	version, goVersion := "(devel)", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		if v := bi.Main.Version; v != "" {
+			version = v
+		}
+	}
+	fmt.Fprintf(s.stdout, "heed %s (%s)\n", version, goVersion)
+	return exitOK
+}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/retry"
+)
+
+// The example from the help text.
+var exampleArgs = []string{"plan", "--attempts", "4", "--base", "100ms", "--cap", "2s", "--deadline", "3s",
+	"--layers", "3", "--rate", "1000", "--capacity", "1500"}
+
+func TestPlanTable(t *testing.T) {
+	code, stdout, stderr := heed(t, "", exampleArgs...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit code %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"policy: 4 attempts; exponential backoff from 100ms, ×2 per retry, capped at 2s; full jitter; deadline 3s",
+		"FITS IN 3s",
+		// attempt, nominal delay, jitter range, total wait, worst end, fits
+		"4        400ms  0s–400ms      0s–700ms    740ms    yes",
+		"All 4 attempts fit in the 3s deadline.",
+		"call chain: 3 layers, each making up to 4 attempts per call (3 retries); 1,000 requests/s; bottom capacity 1,500 requests/s",
+		"every layer (4^3)      64                   64,000/s        42.67×",
+		"one owner (4)          4                    4,000/s         2.67×",
+		"one owner, 10% budget  1.1                  1,101/s         0.73×",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output does not contain %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestPlanTableWithoutChain(t *testing.T) {
+	_, stdout, _ := heed(t, "", "plan")
+	if strings.Contains(stdout, "call chain") || strings.Contains(stdout, "FITS") {
+		t.Errorf("plan without chain or deadline flags prints them:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "At worst all 3 attempts end within 330ms, 300ms of it waiting.") {
+		t.Errorf("no worst-case summary:\n%s", stdout)
+	}
+}
+
+func TestPlanDeadlineLimits(t *testing.T) {
+	_, stdout, _ := heed(t, "", "plan", "--attempts", "5", "--cap", "1s", "--jitter", "none", "--deadline", "1s")
+	want := "In the 1s deadline, attempts 1–4 always fit; attempt 5 never starts: the deadline, not --attempts, limits this policy."
+	if !strings.Contains(stdout, want) {
+		t.Errorf("output does not contain %q:\n%s", want, stdout)
+	}
+	_, stdout, _ = heed(t, "", "plan", "--attempts", "4", "--deadline", "500ms")
+	want = "attempts 1–3 always fit; attempt 4 fits only after short jittered waits"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("output does not contain %q:\n%s", want, stdout)
+	}
+}
+
+// 3 layers that each make 1 + 3 attempts: 4^3 = 64 attempts per user action
+// reach the bottom service.
+func TestPlanJSON(t *testing.T) {
+	code, stdout, stderr := heed(t, "", append(exampleArgs, "--json")...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit code %d, stderr %q", code, stderr)
+	}
+	var got planJSON
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("decode: %v\n%s", err, stdout)
+	}
+	wantPolicy := policyJSON{Attempts: 4, Backoff: "exponential", BaseMs: 100, CapMs: 2000, Multiplier: 2,
+		Jitter: "full", DeadlineMs: 3000, AttemptTimeMs: 10}
+	if got.Policy != wantPolicy {
+		t.Errorf("policy = %+v, want %+v", got.Policy, wantPolicy)
+	}
+	if len(got.Schedule) != 4 {
+		t.Fatalf("%d schedule rows, want 4", len(got.Schedule))
+	}
+	last := got.Schedule[3]
+	if last.Attempt != 4 || last.DelayMs == nil || *last.DelayMs != 400 || last.DelayLoMs != 0 || last.DelayHiMs != 400 ||
+		last.WaitHiMs != 700 || last.EndHiMs != 740 || last.EndLoMs != 40 || last.Fits != "yes" {
+		t.Errorf("attempt 4 = %+v", last)
+	}
+	c := got.Chain
+	if c == nil {
+		t.Fatal("no chain")
+	}
+	if c.Layers != 3 || c.RetriesPerLayer != 3 || *c.Rate != 1000 || *c.Capacity != 1500 || c.BudgetRatio != 0.1 {
+		t.Errorf("chain = %+v", c)
+	}
+	checkLoad := func(name string, l loadJSON, attempts, rps float64) {
+		t.Helper()
+		if math.Abs(l.AttemptsPerAction-attempts) > 1e-9 || l.RPS == nil || math.Abs(*l.RPS-rps) > 1e-6 ||
+			l.CapacityRatio == nil || math.Abs(*l.CapacityRatio-rps/1500) > 1e-9 {
+			t.Errorf("%s = %+v, want %v attempts, %v rps", name, l, attempts, rps)
+		}
+	}
+	checkLoad("every_layer", c.EveryLayer, 64, 64000)
+	checkLoad("single_owner", c.SingleOwner, 4, 4000)
+	checkLoad("budget", c.Budget, 1.101, 1101) // 1000 + 10% + the floor of 1/s
+
+	// The field names are part of the interface.
+	for _, name := range []string{`"policy"`, `"schedule"`, `"chain"`, `"attempts_per_action"`, `"capacity_ratio"`,
+		`"wait_hi_ms"`, `"end_hi_ms"`, `"fits"`, `"every_layer"`, `"single_owner"`, `"budget"`, `"budget_floor"`} {
+		if !strings.Contains(stdout, name) {
+			t.Errorf("JSON has no %s", name)
+		}
+	}
+}
+
+func TestPlanJSONOmitsWhatWasNotAsked(t *testing.T) {
+	_, stdout, _ := heed(t, "", "plan", "--json", "--jitter", "decorrelated")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["chain"]; ok {
+		t.Error("chain present without chain flags")
+	}
+	row := got["schedule"].([]any)[1].(map[string]any)
+	for _, k := range []string{"delay_ms", "fits"} {
+		if _, ok := row[k]; ok {
+			t.Errorf("%s present: %v", k, row)
+		}
+	}
+
+	_, stdout, _ = heed(t, "", "plan", "--json", "--layers", "2")
+	var p planJSON
+	if err := json.Unmarshal([]byte(stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Chain == nil || p.Chain.EveryLayer.AttemptsPerAction != 9 || p.Chain.EveryLayer.RPS != nil || p.Chain.Rate != nil {
+		t.Errorf("chain = %+v", p.Chain)
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name   string
+		s      backoff.Schedule
+		lo, hi []time.Duration // delay before attempts 2, 3, 4
+	}{
+		{"exponential full", backoff.Schedule{Base: 100 * ms, Cap: 300 * ms},
+			[]time.Duration{0, 0, 0}, []time.Duration{100 * ms, 200 * ms, 300 * ms}},
+		{"constant none", backoff.Schedule{Kind: backoff.Constant, Base: 50 * ms, Jitter: backoff.NoJitter},
+			[]time.Duration{50 * ms, 50 * ms, 50 * ms}, []time.Duration{50 * ms, 50 * ms, 50 * ms}},
+		{"linear equal", backoff.Schedule{Kind: backoff.Linear, Base: 100 * ms, Jitter: backoff.EqualJitter},
+			[]time.Duration{50 * ms, 100 * ms, 150 * ms}, []time.Duration{100 * ms, 200 * ms, 300 * ms}},
+		{"decorrelated", backoff.Schedule{Base: 100 * ms, Cap: time.Second, Jitter: backoff.DecorrelatedJitter},
+			[]time.Duration{100 * ms, 100 * ms, 100 * ms}, []time.Duration{300 * ms, 900 * ms, time.Second}},
+		{"immediate", backoff.Schedule{Kind: backoff.Immediate},
+			[]time.Duration{0, 0, 0}, []time.Duration{0, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows := schedule(retry.Policy{Attempts: 4, Backoff: tt.s}, 10*ms)
+			var waitLo, waitHi time.Duration
+			for i, r := range rows[1:] {
+				waitLo += tt.lo[i]
+				waitHi += tt.hi[i]
+				if r.lo != tt.lo[i] || r.hi != tt.hi[i] || r.waitLo != waitLo || r.waitHi != waitHi {
+					t.Errorf("attempt %d: delay %v–%v wait %v–%v, want %v–%v and %v–%v",
+						r.attempt, r.lo, r.hi, r.waitLo, r.waitHi, tt.lo[i], tt.hi[i], waitLo, waitHi)
+				}
+				if want := waitHi + time.Duration(r.attempt)*10*ms; r.endHi != want {
+					t.Errorf("attempt %d ends by %v, want %v", r.attempt, r.endHi, want)
+				}
+			}
+		})
+	}
+}
+
+func TestScheduleSaturates(t *testing.T) {
+	p := retry.Policy{Attempts: 1000, Backoff: backoff.Schedule{Base: time.Hour, Cap: math.MaxInt64}}
+	rows := schedule(p, math.MaxInt64/2)
+	last := rows[len(rows)-1]
+	if last.waitHi != math.MaxInt64 || last.endHi != math.MaxInt64 || last.endLo < 0 {
+		t.Errorf("last row = %+v, want saturated", last)
+	}
+}
+
+func TestFmtNum(t *testing.T) {
+	for f, want := range map[float64]string{
+		0: "0", 1.1: "1.1", 1.101: "1.1", 64: "64", 1101: "1,101", 64000: "64,000",
+		1234567.891: "1,234,567.89", -1500: "-1,500", 42.666666: "42.67", 1e20: "1e+20",
+	} {
+		if got := fmtNum(f); got != want {
+			t.Errorf("fmtNum(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
