@@ -48,6 +48,7 @@ const (
 	ReasonBreakerOpen                 // the circuit breaker is open
 	ReasonNotRepeatable               // repeating the request is not safe
 	ReasonServerRefused               // the server said not to retry
+	ReasonUpstreamOwns                // a caller up the chain owns retries
 )
 
 var reasonNames = [...]string{
@@ -63,6 +64,7 @@ var reasonNames = [...]string{
 	ReasonBreakerOpen:   "circuit open",
 	ReasonNotRepeatable: "not safe to repeat",
 	ReasonServerRefused: "server said do not retry",
+	ReasonUpstreamOwns:  "caller owns retries",
 }
 
 // String returns the reason in words, such as "deadline too close".
@@ -76,7 +78,7 @@ func (r Reason) String() string {
 // Key returns a short identifier for the reason, for metrics and logs:
 // "success", "transient", "timeout", "pushback", "permanent", "attempts",
 // "time_budget", "deadline", "budget", "breaker_open", "not_repeatable",
-// "server_refused".
+// "server_refused", "upstream_owns".
 func (r Reason) Key() string {
 	if int(r) < len(reasonKeys) {
 		return reasonKeys[r]
@@ -87,6 +89,7 @@ func (r Reason) Key() string {
 var reasonKeys = [...]string{
 	"success", "transient", "timeout", "pushback", "permanent", "attempts",
 	"time_budget", "deadline", "budget", "breaker_open", "not_repeatable", "server_refused",
+	"upstream_owns",
 }
 
 // History is what [Decide] knows about a call so far. Executors keep it;
@@ -105,6 +108,9 @@ type History struct {
 	// TimedOut says the attempt that just ended ran out of its own
 	// per-attempt timeout (not the caller's deadline).
 	TimedOut bool
+	// UpstreamOwns says a caller up the chain owns retries (see
+	// [WithUpstreamOwner]): a failure is not retried here.
+	UpstreamOwns bool
 }
 
 // Decision is the outcome of one attempt and what to do about it: done,
@@ -163,7 +169,8 @@ func (d Decision) String() string {
 //  1. no error: done;
 //  2. a permanent error (marked with [Permanent], not accepted by the
 //     classifier, or a server that said not to retry): give up at once;
-//  3. the attempt limit reached: give up;
+//  3. the attempt limit reached, or a caller up the chain owning retries
+//     (History.UpstreamOwns): give up;
 //  4. the breaker open: give up;
 //  5. the delay is the backoff, or the server's pushback when that is larger
 //     (capped at MaxPushback);
@@ -202,6 +209,10 @@ func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decis
 	}
 	if limit := p.MaxAttempts(); limit > 0 && h.Attempts >= limit {
 		d.Reason = ReasonAttempts
+		return d
+	}
+	if h.UpstreamOwns {
+		d.Reason = ReasonUpstreamOwns
 		return d
 	}
 	if p.Breaker != nil && p.Breaker.StateAt(now) == breaker.Open {

@@ -161,7 +161,7 @@ func TestDecisionString(t *testing.T) {
 	if got, want := d.String(), "attempt 3: 503, gave up: deadline too close"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	for r := ReasonSuccess; r <= ReasonServerRefused; r++ {
+	for r := ReasonSuccess; r <= ReasonUpstreamOwns; r++ {
 		if r.String() == "" || r.Key() == "unknown" {
 			t.Errorf("reason %d has no name", r)
 		}

@@ -25,6 +25,9 @@ type Event struct {
 // Between attempts Do waits as [Decide] says; the wait ends early when ctx
 // ends.
 //
+// Under a context marked with [WithUpstreamOwner], Do makes one attempt:
+// its caller owns the retries.
+//
 // When ctx ends, Do returns ctx.Err() unchanged. When p gives up, Do returns
 // an [*ExhaustedError] that wraps fn's last error and matches
 // [ErrExhausted]. Permanent errors give up too, after one attempt.
@@ -87,6 +90,7 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 	if d, ok := ctx.Deadline(); ok {
 		h.Deadline = d
 	}
+	h.UpstreamOwns = UpstreamOwns(ctx)
 	timed := !h.Deadline.IsZero() || p.MaxDuration > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil
 	defer func() {
 		if timer != nil {

@@ -299,3 +299,16 @@ func TestDoAllocs(t *testing.T) {
 		t.Errorf("three failures: %v allocs, want at most 2 (one is the returned error)", n)
 	}
 }
+
+func TestDoUpstreamOwnerMakesOneAttempt(t *testing.T) {
+	calls := 0
+	ctx := WithUpstreamOwner(context.Background())
+	err := Do(ctx, Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}}, func(context.Context) error { calls++; return errFlaky })
+	var ex *ExhaustedError
+	if calls != 1 || !errors.As(err, &ex) || ex.Reason != ReasonUpstreamOwns {
+		t.Fatalf("calls = %d, err = %v", calls, err)
+	}
+	if UpstreamOwns(context.Background()) {
+		t.Error("a plain context is marked")
+	}
+}
