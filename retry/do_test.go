@@ -312,3 +312,11 @@ func TestDoUpstreamOwnerMakesOneAttempt(t *testing.T) {
 		t.Error("a plain context is marked")
 	}
 }
+
+func TestDoValueAllocs(t *testing.T) {
+	ctx := context.Background()
+	fn := func(context.Context) (int, error) { return 42, nil }
+	if n := testing.AllocsPerRun(100, func() { _, _ = DoValue(ctx, Policy{}, fn) }); n != 0 {
+		t.Errorf("DoValue success path: %v allocs, want 0", n)
+	}
+}

@@ -255,23 +255,11 @@ func newChain(layers, retries int, rate, capacity, ratio float64) *chain {
 	return c
 }
 
-// effectiveBase returns s's first delay after defaults. The backoff
-// package keeps its defaulting unexported; a constant schedule's delay is
-// its base (at most its cap).
-func effectiveBase(s backoff.Schedule) time.Duration {
-	return backoff.Schedule{Kind: backoff.Constant, Base: s.Base, Cap: s.Cap}.Delay(1)
-}
-
-// effectiveCap returns s's largest delay after defaults: a linear schedule
-// reaches it.
-func effectiveCap(s backoff.Schedule) time.Duration {
-	return backoff.Schedule{Kind: backoff.Linear, Base: s.Base, Cap: s.Cap}.Delay(math.MaxInt)
-}
-
 // describe returns the policy in words.
 func describe(p retry.Policy) string {
 	s := p.Backoff
-	base, limit := effectiveBase(s), effectiveCap(s)
+	eff := s.WithDefaults()
+	base, limit := eff.Base, eff.Cap
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d attempts; ", p.Attempts)
 	switch {
@@ -483,8 +471,8 @@ func (pl *plan) json() planJSON {
 		Policy: policyJSON{
 			Attempts:      pl.policy.Attempts,
 			Backoff:       s.Kind.String(),
-			BaseMs:        ms(effectiveBase(s)),
-			CapMs:         ms(effectiveCap(s)),
+			BaseMs:        ms(s.WithDefaults().Base),
+			CapMs:         ms(s.WithDefaults().Cap),
 			Multiplier:    m,
 			Jitter:        s.Jitter.String(),
 			TimeoutMs:     ms(pl.policy.AttemptTimeout),
