@@ -167,7 +167,9 @@ type Stats struct {
 // other numBuckets-1 buckets of a window no longer change once the window
 // has moved on. Their totals are computed once per bucket width and cached
 // in a word tagged with the window's end epoch; the hot path then reads two
-// words per kind of counter instead of numBuckets.
+// words per kind of counter instead of numBuckets. A bucket's three counters
+// share a cache line, and the words every call reads but rarely writes
+// (newest and the cached totals) sit on a line of their own.
 const (
 	numBuckets = 10
 	countBits  = 32
@@ -213,9 +215,12 @@ const (
 	denied
 )
 
-// bucket holds a bucket's three counters in one cache line: a call touches
-// only the newest bucket, so under contention one transfer of that line
-// serves all its reads and writes.
+// bucket holds a bucket's three counters on one 64-byte stride. A call
+// touches only the newest bucket, so when the counters share a cache line
+// one transfer of that line serves all of a call's reads and writes under
+// contention. They do in a Budget from New (the heap places it 8 bytes past
+// a line, which puts each bucket's counters at bytes 8 to 31 of a line);
+// elsewhere they may straddle two lines, which costs speed, not correctness.
 type bucket struct {
 	c [3]atomic.Uint64
 	_ [40]byte
@@ -247,13 +252,14 @@ type bucket struct {
 // No count is ever negative, lost to a torn reset, or counted from an
 // expired bucket.
 //
-// Cost: RequestAt is one atomic add and AllowRetryAt reads four words and
-// makes one atomic write, about 13 ns and 20 ns on a 2-core VM. Every call
-// writes the same cache line, so goroutines on many cores hammering one
-// Budget pay for moving that line between them (about 25 ns a call there);
-// a retry decision needs every core's latest counts, so this is the price of
-// an exact shared budget, and it is small next to the network call that each
-// request makes.
+// Cost: RequestAt is one atomic add; AllowRetryAt reads five words and
+// makes one atomic write (an add when denying, a CAS when granting). That is
+// about 15 ns and 20 ns on one core of a small VM. Every call writes the
+// newest bucket's cache line, so goroutines on several cores hammering one
+// Budget also pay for moving that line between cores (25 to 40 ns a call on
+// the same VM). A retry decision needs every core's latest counts, so that
+// is the price of an exact shared budget; it is small next to the network
+// call behind every request.
 //
 // Time: buckets are keyed by Unix time in multiples of the bucket width. A
 // time from time.Now (as the wrappers and the retry package use) is placed
@@ -276,8 +282,11 @@ type Budget struct {
 	floor float64 // retries per window granted regardless of requests
 	clk   clock.Clock
 
-	_ [64]byte
-	// Read on every call, written once per bucket width.
+	// Read on every call, written about once per bucket width. The padding
+	// keeps them off the lines of the fields around them whatever the
+	// Budget's alignment (the allocator does not align it to a cache line;
+	// a heap Budget starts 8 bytes past one).
+	_          [64]byte
 	newest     atomic.Uint64 // newest epoch seen, biased
 	closedReqs atomic.Uint64 // cached total of the window's older buckets
 	closedRets atomic.Uint64
@@ -437,8 +446,8 @@ func (b *Budget) sum(kind int, end int64, skip int) int64 {
 	return int64(s)
 }
 
-// closed returns the total of c over the window ending at end, without the
-// newest bucket, from cache when it holds that window.
+// closed returns the total of counter kind over the window ending at end,
+// without the newest bucket, from cache when it holds that window.
 func (b *Budget) closed(cache *atomic.Uint64, kind int, end int64) int64 {
 	tag := tagOf(end) | cacheValid
 	w := cache.Load()
