@@ -158,6 +158,16 @@ func (s Schedule) Validate() error {
 	return nil
 }
 
+// WithDefaults returns s with its zero Base, Cap and Multiplier replaced
+// by the values the schedule uses, so callers can show them.
+func (s Schedule) WithDefaults() Schedule {
+	s.Base, s.Cap = s.base(), s.cap()
+	if s.Multiplier == 0 {
+		s.Multiplier = DefaultMultiplier
+	}
+	return s
+}
+
 func (s Schedule) base() time.Duration {
 	if s.Base <= 0 {
 		return DefaultBase
@@ -173,9 +183,10 @@ func (s Schedule) cap() time.Duration {
 }
 
 // Delay returns the schedule's delay after failure n (n counts from 1)
-// before jitter: the upper end of the jittered range. Values of n below 1
-// count as 1. It assumes a valid schedule; an invalid one still yields a
-// delay in [0, Cap].
+// before jitter: the upper end of the range that none, full and equal
+// jitter draw from. Decorrelated jitter does not use it (see [Range]).
+// Values of n below 1 count as 1. It assumes a valid schedule; an invalid
+// one still yields a delay in [0, Cap].
 func (s Schedule) Delay(n int) time.Duration {
 	if n < 1 {
 		n = 1
