@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +36,10 @@ costs it: attempts per user action when every layer retries
 ((1+R)^layers), the load that makes (rate × attempts) against its capacity,
 and the same with a single retry owner (rate × (1+R)) and with a retry budget
 on that owner (rate × (1+ratio) plus the budget's floor).
+
+To plan one request's deadline across the steps it makes (per-step budgets,
+retries that fit, requests left waiting on a slow step), see
+'heed plan deadline --help'.
 `,
 	groups: []flagGroup{policyGroup, {"Plan flags", []string{"attempt-time", "json"}},
 		{"Call chain flags", []string{"layers", "retries-per-layer", "rate", "capacity", "budget-ratio"}}},
@@ -70,7 +75,10 @@ const (
 )
 
 // planMain is "heed plan".
-func planMain(_ context.Context, s streams, args []string) int {
+func planMain(ctx context.Context, s streams, args []string) int {
+	if len(args) > 0 && args[0] == "deadline" {
+		return planDeadlineMain(ctx, s, args[1:])
+	}
 	fs := newFlagSet("plan")
 	pf := addPolicyFlags(fs)
 	attemptTime := fs.Duration("attempt-time", 0, "how long each attempt takes, for ENDS BY and FITS (default: --timeout, or 10ms without one)")
@@ -84,6 +92,9 @@ func planMain(_ context.Context, s streams, args []string) int {
 		return code
 	}
 	if fs.NArg() > 0 {
+		if fs.Arg(0) == "deadline" {
+			return usageError(s, "plan", errors.New(`"deadline" must come right after "plan": heed plan deadline [FLAGS] [FILE]`))
+		}
 		return usageError(s, "plan", fmt.Errorf("unexpected argument %q (plan takes only flags)", fs.Arg(0)))
 	}
 	p, err := pf.policy()

@@ -1,0 +1,313 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/deadline"
+)
+
+var updatePlanGolden = flag.Bool("update-plan-golden", false, "rewrite testdata/plan/*.golden")
+
+// planDeadlineExample is the example from the help text.
+var planDeadlineExample = []string{"plan", "deadline", "--deadline", "2s", "--reserve", "100ms", "--rate", "500",
+	"--step", "name=validate,p99=5ms,budget=20ms",
+	"--step", "name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s",
+	"--step", "name=payment,p99=400ms,budget=900ms"}
+
+func testPlan(name string) string { return filepath.Join("testdata", "plan", name) }
+
+// The same plan in YAML and JSON prints the same table, kept in a golden
+// file; a plan with problems prints them and exits 1.
+func TestPlanDeadlineGolden(t *testing.T) {
+	tests := []struct {
+		golden string
+		args   []string
+		code   int
+	}{
+		{"checkout.golden", []string{"plan", "deadline", testPlan("checkout.yaml")}, 0},
+		{"checkout.golden", []string{"plan", "deadline", testPlan("checkout.json")}, 0},
+		{"problems.golden", []string{"plan", "deadline", "--rate", "200", testPlan("problems.yaml")}, 1},
+		// Flags after FILE work too.
+		{"problems.golden", []string{"plan", "deadline", testPlan("problems.yaml"), "--rate", "200"}, 1},
+		{"example.golden", planDeadlineExample, 1},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := heed(t, "", tt.args...)
+		if code != tt.code || stderr != "" {
+			t.Errorf("%v: exit code %d, want %d; stderr %q", tt.args, code, tt.code, stderr)
+		}
+		path := testPlan(tt.golden)
+		if *updatePlanGolden {
+			if err := os.WriteFile(path, []byte(stdout), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stdout != string(want) {
+			t.Errorf("%v: output differs from %s:\n%s", tt.args, path, stdout)
+		}
+	}
+}
+
+func TestPlanDeadlineStdin(t *testing.T) {
+	data, err := os.ReadFile(testPlan("checkout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(testPlan("checkout.golden"))
+	code, stdout, stderr := heed(t, string(data), "plan", "deadline", "-")
+	if code != 0 || stderr != "" || stdout != string(want) {
+		t.Errorf("exit code %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+}
+
+// One plan per rule, each breaking only that rule.
+func TestPlanDeadlineRules(t *testing.T) {
+	base := []string{"plan", "deadline", "--json", "--deadline", "1s", "--reserve", "100ms"}
+	tests := []struct {
+		name  string
+		steps []string
+		want  []string
+	}{
+		{"ok", []string{"name=a,p99=100ms,budget=300ms", "name=b,p99=50ms,budget=200ms,attempts=2,timeout=150ms"}, nil},
+		{"over the deadline", []string{"name=a,p99=100ms,budget=600ms", "name=b,p99=100ms,budget=400ms"}, []string{"over-deadline"}},
+		{"below p99", []string{"name=a,p99=100ms,budget=90ms"}, []string{"below-p99"}},
+		{"far above p99", []string{"name=a,p99=10ms,budget=101ms"}, []string{"far-above-p99"}},
+		{"cannot retry", []string{"name=a,p99=100ms,budget=250ms,attempts=2,jitter=none,base=100ms"}, []string{"retry-does-not-fit"}},
+		{"retry fits exactly", []string{"name=a,p99=100ms,budget=300ms,attempts=2,jitter=none,base=100ms"}, nil},
+		{"timeout above the budget", []string{"name=a,p99=100ms,budget=300ms,timeout=30s"}, []string{"timeout-above-upstream"}},
+	}
+	for _, tt := range tests {
+		args := slices.Clone(base)
+		for _, s := range tt.steps {
+			args = append(args, "--step", s)
+		}
+		code, stdout, stderr := heed(t, "", args...)
+		wantCode := 0
+		if len(tt.want) > 0 {
+			wantCode = 1
+		}
+		if code != wantCode || stderr != "" {
+			t.Errorf("%s: exit code %d, want %d; stderr %q", tt.name, code, wantCode, stderr)
+		}
+		var got deadlineJSON
+		dec := json.NewDecoder(strings.NewReader(stdout))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("%s: decode: %v\n%s", tt.name, err, stdout)
+		}
+		var codes []string
+		for _, p := range got.Problems {
+			codes = append(codes, p.Code)
+		}
+		if !slices.Equal(codes, tt.want) || got.OK != (len(tt.want) == 0) {
+			t.Errorf("%s: problems %v (ok %v), want %v", tt.name, codes, got.OK, tt.want)
+		}
+	}
+}
+
+func TestPlanDeadlineJSON(t *testing.T) {
+	code, stdout, _ := heed(t, "", append(planDeadlineExample, "--json")...)
+	if code != 1 {
+		t.Fatalf("exit code %d", code)
+	}
+	var got deadlineJSON
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("decode: %v\n%s", err, stdout)
+	}
+	if got.DeadlineMs != 2000 || got.ReserveMs != 100 || got.AvailableMs != 1900 || got.TotalMs != 1220 || got.OK ||
+		got.Rate == nil || *got.Rate != 500 || len(got.Steps) != 3 {
+		t.Fatalf("plan fields: %+v", got)
+	}
+	stock := got.Steps[1]
+	if stock.Name != "stock" || stock.P99Ms != 120 || stock.BudgetMs != 300 || stock.Attempts != 2 ||
+		stock.TimeoutMs == nil || *stock.TimeoutMs != 30000 || stock.Multiple != 2.5 || stock.NeedMs != 340 ||
+		stock.Holds || stock.AttemptsFit != 1 || stock.StartMs != 20 || stock.LeftMs != 1880 || stock.GetsMs != 300 ||
+		stock.Refused || !slices.Equal(stock.Problems, []string{"retry-does-not-fit", "timeout-above-upstream"}) {
+		t.Errorf("stock: %+v", stock)
+	}
+	// 500 requests/s × 30s against × 300ms.
+	if w := stock.Waiting; w == nil || w.UnderTimeout == nil || *w.UnderTimeout != 15000 || w.UnderPlan != 150 {
+		t.Errorf("stock waiting: %+v", stock.Waiting)
+	}
+	if w := got.Steps[0].Waiting; w == nil || w.UnderTimeout != nil || w.UnderPlan != 10 {
+		t.Errorf("validate waiting: %+v", w)
+	}
+	if got.Steps[0].TimeoutMs != nil || got.Steps[0].Problems == nil {
+		t.Errorf("validate: timeout_ms %v, problems %v (want absent, [])", got.Steps[0].TimeoutMs, got.Steps[0].Problems)
+	}
+	if len(got.Problems) != 2 || got.Problems[0].Step != "stock" ||
+		!strings.HasPrefix(got.Problems[0].Message, `"stock": cannot retry inside its budget`) {
+		t.Errorf("problems: %+v", got.Problems)
+	}
+	// Without --rate there is no rate and no waiting.
+	_, stdout, _ = heed(t, "", "plan", "deadline", "--json", testPlan("checkout.json"))
+	if strings.Contains(stdout, "waiting") || strings.Contains(stdout, "rate") || !strings.Contains(stdout, `"ok": true`) {
+		t.Errorf("JSON without --rate:\n%s", stdout)
+	}
+}
+
+func TestPlanDeadlineOverrides(t *testing.T) {
+	// A shorter deadline than the file's puts the plan over it.
+	code, stdout, _ := heed(t, "", "plan", "deadline", "--deadline", "1s", testPlan("checkout.yaml"))
+	if code != 1 || !strings.Contains(stdout, "over-deadline: step budgets add up to 1.57s, above the 900ms the steps have (deadline 1s minus reserve 100ms)") {
+		t.Errorf("exit code %d:\n%s", code, stdout)
+	}
+	code, stdout, _ = heed(t, "", "plan", "deadline", "--reserve", "0s", testPlan("checkout.yaml"))
+	if code != 0 || !strings.HasPrefix(stdout, "plan: deadline 2s for 5 steps; their budgets add up to 1.57s\n") {
+		t.Errorf("exit code %d:\n%s", code, stdout)
+	}
+}
+
+func TestPlanDeadlineBadInput(t *testing.T) {
+	step := "name=a,p99=1ms,budget=10ms"
+	tests := []struct {
+		name   string
+		stdin  string
+		args   []string
+		stderr string
+	}{
+		{"no plan", "", nil, "no plan: give --deadline and one --step per step, or a plan FILE"},
+		{"no deadline", "", []string{"--step", step}, "missing --deadline"},
+		{"negative deadline", "", []string{"--deadline", "-1s", "--step", step}, "invalid --deadline: -1s, must be positive"},
+		{"negative reserve", "", []string{"--deadline", "1s", "--reserve", "-1ms", "--step", step}, "invalid --reserve: -1ms, must not be negative"},
+		{"reserve above the deadline", "", []string{"--deadline", "1s", "--reserve", "2s", "--step", step}, "invalid --reserve: 2s, must be below the deadline 1s"},
+		{"negative budget", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=-10ms"}, "--step 1 (a): budget is -10ms, must not be negative"},
+		{"negative p99", "", []string{"--deadline", "1s", "--step", "name=a,p99=-1ms,budget=10ms"}, "--step 1 (a): p99 is -1ms, must not be negative"},
+		{"negative timeout", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=10ms,timeout=-1s"}, "--step 1 (a): timeout is -1s, must not be negative"},
+		{"missing budget", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms"}, "--step 1 (a): budget is missing, must be positive"},
+		{"no name", "", []string{"--deadline", "1s", "--step", "p99=1ms,budget=10ms"}, "missing name=NAME: every step needs a name"},
+		{"empty name", "", []string{"--deadline", "1s", "--step", "name=,p99=1ms,budget=10ms"}, "--step 1: name is empty, every step needs a name"},
+		{"duplicate name", "", []string{"--deadline", "1s", "--step", step, "--step", step}, "--step 2 (a): name is already used by step 1"},
+		{"unknown key", "", []string{"--deadline", "1s", "--step", step + ",retries=2"}, `unknown key "retries"`},
+		{"key twice", "", []string{"--deadline", "1s", "--step", step + ",p99=2ms"}, "p99 given twice"},
+		{"not key=value", "", []string{"--deadline", "1s", "--step", "a"}, `"a" is not KEY=VALUE`},
+		{"bad duration", "", []string{"--deadline", "1s", "--step", "name=a,p99=fast,budget=1s"}, `p99 "fast" is not a duration`},
+		{"duration without unit", "", []string{"--deadline", "1s", "--step", "name=a,p99=120,budget=1s"}, `p99 "120" is not a duration (it needs a unit, e.g. 120ms)`},
+		{"zero attempts", "", []string{"--deadline", "1s", "--step", step + ",attempts=0"}, "attempts is 0, must be from 1 to 1000"},
+		{"bad attempts", "", []string{"--deadline", "1s", "--step", step + ",attempts=two"}, `attempts "two" is not a whole number`},
+		{"bad backoff", "", []string{"--deadline", "1s", "--step", step + ",backoff=fast"}, `unknown backoff "fast"`},
+		{"bad jitter", "", []string{"--deadline", "1s", "--step", step + ",jitter=some"}, `unknown jitter "some"`},
+		{"bad multiplier", "", []string{"--deadline", "1s", "--step", step + ",multiplier=0.5"}, "multiplier is 0.5, must be a number of at least 1"},
+		{"cap below base", "", []string{"--deadline", "1s", "--step", step + ",base=1s,cap=10ms"}, "--step 1 (a): cap is 10ms, below base 1s"},
+		{"bad rate", "", []string{"--deadline", "1s", "--rate", "-1", "--step", step}, "invalid --rate"},
+		{"step and file", "", []string{"--step", step, testPlan("checkout.yaml")}, "--step cannot be combined with a plan FILE"},
+		{"two files", "", []string{"a.yaml", "b.yaml"}, `unexpected argument "b.yaml"`},
+		{"missing file", "", []string{testPlan("nope.yaml")}, "no such file"},
+
+		{"unknown field in YAML", "", []string{testPlan("unknown-field.yaml")}, `unknown-field.yaml: line 5: unknown field "budgt"`},
+		{"unknown field in JSON", "", []string{testPlan("unknown-field.json")}, `unknown-field.json: unknown field "retries"`},
+		{"negative budget in a file", "", []string{testPlan("negative.yaml")}, "negative.yaml: step 1 (stock): budget is -300ms, must not be negative"},
+		{"no name in a file", "", []string{testPlan("no-name.yaml")}, "no-name.yaml: step 2: name is empty, every step needs a name"},
+		{"duplicate name in a file", "", []string{testPlan("duplicate.yaml")}, "duplicate.yaml: step 2 (stock): name is already used by step 1"},
+		{"number for a duration in JSON", "", []string{testPlan("bad-duration.json")}, `bad-duration.json: line 4: steps.p99: want a string such as "120ms", not a number`},
+		{"empty stdin", "\n", []string{"-"}, "stdin: empty plan"},
+		{"no steps", "deadline: 2s\n", []string{"-"}, "stdin: steps is empty, a plan needs at least one step"},
+		{"no deadline in a file", "steps: [{name: a, p99: 1ms, budget: 2ms}]\n", []string{"-"}, "stdin: deadline is 0s, must be positive"},
+		{"YAML syntax", "deadline: 2s\nsteps: [\n", []string{"-"}, "stdin: line"},
+		{"JSON syntax", "{\"deadline\": \"2s\",\n \"steps\": [}", []string{"-"}, "stdin: line 2: invalid character '}'"},
+		{"JSON trailing data", `{"deadline": "2s"} {}`, []string{"-"}, "unexpected data after the plan object"},
+		{"YAML wrong type", "deadline: 2s\nsteps: {name: a}\n", []string{"-"}, "stdin: line 2: want a list, not a mapping"},
+		{"YAML attempts not a number", "deadline: 2s\nsteps:\n - name: a\n   attempts: two\n", []string{"-"}, "stdin: line 4: want a whole number, not a string `two`"},
+		{"YAML negative reserve", "deadline: 2s\nreserve: -1s\nsteps: [{name: a, p99: 1ms, budget: 2ms}]\n", []string{"-"}, "stdin: reserve is -1s, must not be negative"},
+		{"YAML zero attempts", "deadline: 2s\nsteps: [{name: a, p99: 1ms, budget: 2ms, attempts: 0}]\n", []string{"-"}, "stdin: step 1 (a): attempts is 0, must be from 1 to 1000"},
+		{"YAML unknown backoff field", "deadline: 2s\nsteps: [{name: a, p99: 1ms, budget: 2ms, backoff: {base: 1ms, max: 2ms}}]\n", []string{"-"}, `unknown field "max"`},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := heed(t, tt.stdin, append([]string{"plan", "deadline"}, tt.args...)...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tt.stderr) ||
+			!strings.HasPrefix(stderr, "heed plan deadline: ") || !strings.Contains(stderr, "Run 'heed plan deadline --help' for usage.") {
+			t.Errorf("%s: exit code %d, stdout %q, stderr %q; want 2 and %q", tt.name, code, stdout, stderr, tt.stderr)
+		}
+	}
+}
+
+func TestPlanDeadlineHelp(t *testing.T) {
+	for _, args := range [][]string{{"plan", "deadline", "--help"}, {"plan", "deadline", "-h"}} {
+		code, stdout, stderr := heed(t, "", args...)
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage: heed plan deadline [FLAGS] [FILE]") {
+			t.Errorf("%v: exit code %d, stderr %q", args, code, stderr)
+		}
+		for _, want := range []string{"--deadline DUR", "--reserve DUR", "--step SPEC", "--rate RPS", "--json",
+			"over-deadline", "below-p99", "far-above-p99", "retry-does-not-fit", "timeout-above-upstream", "Exit codes:"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("help does not mention %q", want)
+			}
+		}
+	}
+}
+
+// heed plan without "deadline" is unchanged; "deadline" elsewhere than
+// right after "plan" gets a pointed error.
+func TestPlanDeadlineDispatch(t *testing.T) {
+	code, stdout, _ := heed(t, "", "plan")
+	if code != 0 || !strings.HasPrefix(stdout, "policy: 3 attempts") {
+		t.Errorf("heed plan: exit code %d:\n%s", code, stdout)
+	}
+	code, _, stderr := heed(t, "", "plan", "--json", "deadline")
+	if code != 2 || !strings.Contains(stderr, `"deadline" must come right after "plan"`) {
+		t.Errorf("heed plan --json deadline: exit code %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = heed(t, "", "plan", "other")
+	if code != 2 || !strings.Contains(stderr, `unexpected argument "other" (plan takes only flags)`) {
+		t.Errorf("heed plan other: exit code %d, stderr %q", code, stderr)
+	}
+}
+
+// Whatever a --step spec or a plan file holds, parsing it and checking the
+// plan never panics, and every step accepted stays in range.
+func FuzzParseStepSpec(f *testing.F) {
+	for _, s := range []string{"name=a,p99=1ms,budget=10ms", "name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s",
+		"name=s,p99=1ms,budget=1s,backoff=linear,base=1ms,cap=2ms,multiplier=3,jitter=decorrelated", "a", ",,=,", "name=a,attempts=1000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		st, err := parseStepSpec(spec)
+		if err != nil {
+			return
+		}
+		if st.Attempts < 1 || st.Attempts > 1000 {
+			t.Fatalf("attempts %d accepted", st.Attempts)
+		}
+		_, _ = deadline.Plan{Deadline: time.Second, Steps: []deadline.PlanStep{st}}.Check()
+	})
+}
+
+func FuzzDecodePlan(f *testing.F) {
+	for _, name := range []string{"checkout.yaml", "checkout.json", "problems.yaml", "unknown-field.yaml", "bad-duration.json"} {
+		data, err := os.ReadFile(testPlan(name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(name, data)
+	}
+	f.Add("-", []byte("deadline: 2s\nsteps: [{name: a, p99: 1ms, budget: 2ms, attempts: 1000}]"))
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		p, err := decodePlan(name, data)
+		if err != nil {
+			return
+		}
+		if len(p.Steps) > maxPlanSteps {
+			t.Fatalf("%d steps accepted", len(p.Steps))
+		}
+		r, err := p.Check()
+		if err == nil {
+			var b strings.Builder
+			printDeadlinePlan(&b, r, 100)
+			_ = toDeadlineJSON(r, 100)
+		}
+	})
+}
