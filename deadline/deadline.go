@@ -6,8 +6,11 @@
 //
 // Most callers want [Step] to bound one attempt and [Check] to refuse to
 // start an attempt that cannot finish before the deadline. [FormatHeader] and
-// [ParseHeader] are the wire format; the HTTP middleware that adopts an
-// incoming header lives elsewhere.
+// [ParseHeader] are the wire format; [Middleware] is the server side, which
+// adopts an incoming header as the request's deadline (clamped to the
+// server's own limit, from trusted peers only) and reads the Retry-Attempt
+// header of heed's retry-ownership protocol. retryhttp.Handler wraps it with
+// ownership marking on.
 //
 // Following heed's convention, functions that read the clock have a pure
 // variant taking the current time as an argument ([RemainingAt], [CheckAt]);

@@ -49,6 +49,7 @@ type command struct {
 // them. To add a subcommand, write it in its own file and add one line here.
 var commands = []command{
 	{"run", "run a command until it succeeds or the retry policy gives up", runMain},
+	{"get", "send an HTTP request, retrying only what is safe to repeat", getMain},
 	{"plan", "print the schedule of a retry policy and its load on a call chain", planMain},
 	{"version", "print heed's version", versionMain},
 }

@@ -133,10 +133,14 @@ func flagSynopsis(f *flag.Flag) string {
 	case "string", "value":
 		arg = "VALUE"
 	}
-	if arg == "" {
-		return "--" + f.Name
+	dash := "--"
+	if len(f.Name) == 1 {
+		dash = "-" // curl-style one-letter flags, such as heed get's -X
 	}
-	return "--" + f.Name + " " + arg
+	if arg == "" {
+		return dash + f.Name
+	}
+	return dash + f.Name + " " + arg
 }
 
 // flagUsage returns f's usage with its default appended, unless the usage
