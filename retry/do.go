@@ -187,18 +187,19 @@ func attempt(ctx context.Context, p *Policy, fn func(context.Context) error, now
 	if p.AttemptTimeout == 0 && p.MaxDuration == 0 {
 		return fn(ctx)
 	}
-	timeout, own := p.AttemptTimeout, true
+	timeout := p.AttemptTimeout
 	if p.MaxDuration > 0 {
 		if left := h.Start.Add(p.MaxDuration).Sub(now); timeout == 0 || left < timeout {
-			timeout, own = max(left, 0), false
+			timeout = max(left, 0)
 		}
 	}
 	// The context package measures the timeout on its own clock.
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	err := fn(actx)
-	// Only the attempt's own timeout makes a timeout outcome; running into
-	// MaxDuration ends the call with "time budget exhausted" instead.
-	h.TimedOut = own && err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+	// An attempt cut off by its own timeout or by MaxDuration is a timeout
+	// outcome; when MaxDuration cut it, Decide then gives up with "time
+	// budget exhausted" because no time is left.
+	h.TimedOut = err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	return err
 }

@@ -320,3 +320,23 @@ func TestDoValueAllocs(t *testing.T) {
 		t.Errorf("DoValue success path: %v allocs, want 0", n)
 	}
 }
+
+// An attempt that hangs until MaxDuration cuts it off ends the call with
+// "time budget exhausted", not as a permanent error.
+func TestDoMaxDurationCutsAHangingAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		err := Do(t.Context(), Policy{MaxDuration: time.Second, AttemptTimeout: 10 * time.Second}, func(ctx context.Context) error {
+			calls++
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		var ex *ExhaustedError
+		if !errors.As(err, &ex) || ex.Reason != ReasonTimeBudget || calls != 1 {
+			t.Fatalf("calls = %d, err = %v", calls, err)
+		}
+		if o := ex.Trace[0].Outcome; o != OutcomeTimeout {
+			t.Errorf("outcome %v, want timeout", o)
+		}
+	})
+}
