@@ -51,6 +51,7 @@ var commands = []command{
 	{"run", "run a command until it succeeds or the retry policy gives up", runMain},
 	{"get", "send an HTTP request, retrying only what is safe to repeat", getMain},
 	{"plan", "print the schedule of a retry policy and its load on a call chain", planMain},
+	{"sim", "simulate what retry policies do to a struggling dependency", simMain},
 	{"version", "print heed's version", versionMain},
 }
 

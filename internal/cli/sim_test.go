@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/heed-go/heed/sim"
+)
+
+func TestSimHelp(t *testing.T) {
+	code, stdout, _ := heed(t, "", "sim", "--help")
+	if code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	for _, want := range append(sim.Builtins(),
+		"Usage: heed sim [FLAGS] SCENARIO", "Built-in scenarios:", "Scenario file (YAML or JSON",
+		"policies:", "budget: {ratio: 0.1", "--chart FILE", "--csv FILE", "Exit codes:") {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("help does not mention %q", want)
+		}
+	}
+	if _, stdout, _ := heed(t, "", "help"); !strings.Contains(stdout, "sim ") {
+		t.Errorf("top-level help does not list sim:\n%s", stdout)
+	}
+}
+
+// The spike scenario: naive retries never recover, heed's defaults do.
+func TestSimBuiltin(t *testing.T) {
+	code, stdout, stderr := heed(t, "", "sim", "spike")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit code %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"scenario spike: 40 user requests/s (poisson) for 2m0s, seed 1; faults: load ×2 20s–30s",
+		"POLICY  ATTEMPTS/REQUEST  PEAK AMPLIFICATION  SUCCEEDED  P99",
+		"did not recover within the horizon",
+		"recovered 6s after the faults ended",
+		"heed: 288 of 5,069 user requests failed (gave up: budget 288)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output does not contain %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestSimOutputs(t *testing.T) {
+	dir := t.TempDir()
+	png, svg, csv := filepath.Join(dir, "c.png"), filepath.Join(dir, "c.svg"), filepath.Join(dir, "s.csv")
+	// Flags may follow the scenario.
+	code, _, stderr := heed(t, "", "sim", "--horizon", "40s", "spike", "--chart", png, "--csv", csv)
+	if code != 0 {
+		t.Fatalf("exit code %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(png); !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("%s is not a PNG", png)
+	}
+	b, _ := os.ReadFile(csv)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if lines[0] != strings.Join(sim.CSVHeader, ",") || len(lines) != 1+2*40 {
+		t.Errorf("CSV: %d lines, header %q", len(lines), lines[0])
+	}
+	if !strings.HasPrefix(lines[1], "naive,0,") || !strings.HasPrefix(lines[41], "heed,0,") {
+		t.Errorf("CSV rows: %q, %q", lines[1], lines[41])
+	}
+	if code, _, _ := heed(t, "", "sim", "--horizon", "20s", "--policy", "heed", "--chart", svg, "spike"); code != 0 {
+		t.Fatalf("svg: exit code %d", code)
+	}
+	if b, _ := os.ReadFile(svg); !bytes.Contains(b, []byte("<svg")) || bytes.Contains(b, []byte("naive")) {
+		t.Errorf("%s: not an SVG of the heed policy alone", svg)
+	}
+}
+
+// Same scenario, same seed: same bytes. Another seed: other bytes.
+func TestSimDeterministic(t *testing.T) {
+	run := func(args ...string) string {
+		code, stdout, stderr := heed(t, "", append([]string{"sim", "--horizon", "30s", "--csv", "-"}, args...)...)
+		if code != 0 || !strings.HasPrefix(stdout, "policy,t_s,") || !strings.Contains(stderr, "POLICY") {
+			t.Fatalf("exit code %d, stdout not CSV or summary not on stderr:\n%s\n%s", code, stdout, stderr)
+		}
+		return stdout
+	}
+	a, b := run("layers"), run("layers")
+	if a != b {
+		t.Error("two runs of the same scenario differ")
+	}
+	if c := run("--seed", "2", "layers"); c == a {
+		t.Error("seeds 1 and 2 give the same output")
+	}
+}
+
+func TestSimFiles(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		want []string
+	}{
+		{"outage.yaml", []string{"scenario small-outage: 50 user requests/s (poisson) for 30s, seed 7; faults: outage 10s–20s",
+			"every layer     3.", "owner + budget  0."}},
+		{"outage.json", []string{"scenario small-outage-json: 50 user requests/s (constant)", "owner   1.67"}},
+	} {
+		code, stdout, stderr := heed(t, "", "sim", filepath.Join("testdata", "sim", tt.file))
+		if code != 0 {
+			t.Errorf("%s: exit code %d: %s", tt.file, code, stderr)
+			continue
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%s: output does not contain %q:\n%s", tt.file, want, stdout)
+			}
+		}
+	}
+}
+
+func TestSimErrors(t *testing.T) {
+	td := func(f string) string { return filepath.Join("testdata", "sim", f) }
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no scenario: give a built-in scenario's name (brownout, layers, spike, spike-heed, spike-naive) or a file"},
+		{[]string{"nope"}, `no built-in scenario or file "nope"`},
+		{[]string{"spike", "layers"}, `unexpected argument "layers"`},
+		{[]string{td("unknown-field.yaml")}, `line 5: unknown field "attemps" in a layer (known: name, attempts, backoff,`},
+		{[]string{td("unknown-field.json")}, `line 4: unknown field "jiter"`},
+		{[]string{td("impossible.yaml")}, "impossible.yaml: faults[0].factor is 1.5, must be in (0, 1]: the share of capacity left"},
+		{[]string{td("bad-duration.yaml")}, `policies[0].layers[0].timeout: "2 seconds" is not a duration`},
+		{[]string{td("missing.yaml")}, "no such file"},
+		{[]string{"--policy", "smart", "spike"}, `invalid --policy: no policy "smart" in the scenario (it has "naive", "heed")`},
+		{[]string{"--chart", "x.gif", "spike"}, "invalid --chart: \"x.gif\": the file name must end in .png or .svg"},
+		{[]string{"--horizon", "-1s", "spike"}, "invalid --horizon: -1s, must be positive"},
+		{[]string{"--horizon", "100h", "spike"}, "spike: sim: horizon is 100h0m0s, must be at most 24h0m0s"},
+	} {
+		code, stdout, stderr := heed(t, "", append([]string{"sim"}, tt.args...)...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("heed sim %v: exit code %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+func TestSimFileFormat(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want string
+	}{
+		{"", "the file is empty"},
+		{"horizon: 10s\n", "load.rate: missing"},
+		{"load: {rate: 1}\n", "horizon: missing"},
+		{"horizon: 10s\nload: {rate: 1, arrival: bursty}\n", `load.arrival: "bursty" is not poisson or constant`},
+		{"horizon: 10s\nload: {rate: 1}\nfaults: [{kind: fire, end: 1s}]\n", `faults[0].kind: "fire" is not outage`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{attempts: -1}]}]\n", "policies[0].layers[0].attempts: -1, must be at least 1"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{backoff: {jitter: lots}}]}]\n", `policies[0].layers[0].backoff.jitter: "lots" is not full`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{budget: {ratio: -2}}]}]\n", "policies[0].layers[0].budget.ratio is -2, must not be negative"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{breaker: {probes: -2}}]}]\n", "policies[0].layers[0].breaker.probes is -2"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: []\n", "policies is empty"},
+		{"horizon: 10s\nload: {rate: x}\n", "line 2: cannot unmarshal"},
+		{"horizon: 10s\nload: {rate: 1}\nservice: {workers: 3}\n", `unknown field "workers" in service (known: concurrency,`},
+	} {
+		_, err := parseScenario([]byte(tt.yaml), false)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+	if _, err := parseScenario([]byte(`{"horizon": "10s", "load": {"rate": 1}} {}`), true); err == nil || !strings.Contains(err.Error(), "more than one JSON value") {
+		t.Errorf("two JSON values: %v", err)
+	}
+}
+
+func TestSimProgressOnlyOnTerminal(t *testing.T) {
+	_, _, stderr := heed(t, "", "sim", "--horizon", "10s", "spike")
+	if stderr != "" {
+		t.Errorf("progress written to a buffer: %q", stderr)
+	}
+}
+
+func FuzzParseScenario(f *testing.F) {
+	for _, name := range []string{"outage.yaml", "outage.json", "unknown-field.yaml", "impossible.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "sim", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, strings.HasSuffix(name, ".json"))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, isJSON bool) {
+		s, err := parseScenario(data, isJSON)
+		if err == nil {
+			if err := s.Validate(); err != nil {
+				t.Errorf("parseScenario accepted an invalid scenario: %v", err)
+			}
+		}
+	})
+}
+
+// The example file in the help is a valid scenario.
+func TestSimHelpExampleParses(t *testing.T) {
+	start := strings.Index(simFoot, "  name: my-outage")
+	end := strings.Index(simFoot, "\nCSV (--csv)")
+	if start < 0 || end < start {
+		t.Fatal("no example file in the help")
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(simFoot[start:end], "\n") {
+		b.WriteString(strings.TrimPrefix(line, "  ") + "\n")
+	}
+	s, err := parseScenario([]byte(b.String()), false)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if s.Name != "my-outage" || len(s.Faults) != 2 || len(s.Policies) != 1 || s.Policies[0].Layers[0].Budget == nil {
+		t.Errorf("parsed %+v", s)
+	}
+}

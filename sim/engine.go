@@ -1,0 +1,743 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/retry"
+)
+
+// Options tune a run without changing its result. The zero value is what
+// [Run] uses.
+type Options struct {
+	// Progress, when set, is called now and then during each policy's run
+	// (every 65,536 events) with the policy's index and the virtual time
+	// reached, and once at the end with the horizon. It must not block for
+	// long.
+	Progress func(policy int, at time.Duration)
+	// Context, when set, stops the runs early once it is done: RunWith then
+	// returns its error. It is checked as often as Progress is called.
+	Context context.Context
+}
+
+// Run runs the scenario once for each of its policies, in order, and
+// returns their results. It returns an [*InvalidError] for an invalid
+// scenario. The same scenario gives the same results, to the byte.
+func Run(s Scenario) ([]*Result, error) { return RunWith(s, Options{}) }
+
+// RunWith is [Run] with options. It returns the Context's error when the
+// Context ends before the runs do.
+func RunWith(s Scenario, o Options) ([]*Result, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	out := make([]*Result, len(s.Policies))
+	for i := range s.Policies {
+		var progress func(time.Duration)
+		if o.Progress != nil {
+			progress = func(at time.Duration) { o.Progress(i, at) }
+		}
+		e := newEngine(&s, i, progress)
+		e.ctx = o.Context
+		if out[i] = e.run(); out[i] == nil {
+			return nil, e.ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+// epoch is virtual time zero as a time.Time. It carries no monotonic
+// reading, so budgets and breakers place it by its wall-clock value, and
+// it is fixed, so runs do not depend on when they happen.
+var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Errors the bottom service fails attempts with. They are made once, so a
+// failure allocates nothing. All are transient to heed's classifier, as
+// the real ones would be.
+var (
+	errRefused    = retry.Transient(errors.New("connection refused"))
+	errOverloaded = retry.Transient(errors.New("503 overloaded"))
+	errFailed     = retry.Transient(errors.New("500 internal error"))
+	errExpired    = retry.Transient(errors.New("504 deadline expired before service"))
+	errTimeout    = errors.New("attempt timed out")
+	// errCtx is what a call ends with when its caller's deadline passes
+	// (retry.Do returns ctx.Err()); heed does not retry it.
+	errCtx = errors.New("context deadline exceeded")
+)
+
+// Event kinds.
+const (
+	evArrival = iota
+	evRetry   // the backoff of call idx ended: next attempt
+	evTimer   // the attempt of call idx ran out of time
+	evServed  // bottom job idx finished service
+	evOutage  // an outage starts: fail the queue
+)
+
+// What an attempt's timer means.
+const (
+	endOwn      = iota // the attempt's own timeout: a transient timeout
+	endBudget          // the policy's MaxDuration
+	endDeadline        // the caller's deadline: the call ends
+)
+
+const never = math.MaxInt64
+
+// call is one invocation of a layer's retry loop, or, at the bottom, one
+// attempt held by the service (a job). Calls live in a pool and are reused.
+type call struct {
+	h       retry.History
+	err     error // the last attempt's error
+	permit  breaker.Permit
+	tok     uint64 // changes whenever the call moves on; timers carry it
+	ptok    uint64 // the parent's attempt token this call serves
+	start   int64  // virtual start
+	dl      int64  // deadline, virtual; never for none
+	parent  int32  // index of the caller, or -1 for a user request
+	layer   int16  // the layer; nlayers for a job at the bottom
+	endKind uint8
+	waiting bool // an attempt is in flight
+}
+
+type layerRT struct {
+	policy  retry.Policy
+	owned   bool // a layer above owns retries
+	budget  *budget.Budget
+	breaker *breaker.Breaker
+	timeout int64
+	maxDur  int64
+}
+
+type faultRT struct {
+	kind       FaultKind
+	start, end int64
+	factor     float64
+	rate       float64
+}
+
+type engine struct {
+	sc        *Scenario
+	pol       *Policy
+	layers    []layerRT
+	nlayers   int16
+	propagate bool
+
+	now     int64
+	tnow    time.Time
+	horizon int64
+	tok     uint64
+
+	ev    evHeap
+	lanes []lane // own-timeout timers, one lane per layer
+	pool  pool
+
+	arrRand  *rand.Rand // arrivals only, so every policy sees the same users
+	rng      *rand.PCG  // everything else
+	rnd      *rand.Rand
+	rate     float64
+	constant bool
+	deadline int64
+
+	faults    []faultRT
+	rateEdges []int64 // times the arrival rate changes, ascending
+
+	// bottom service
+	conc        int
+	svcTime     float64
+	exponential bool
+	loadLat     int64
+	qlimit      int
+	errRate     float64
+	busy        int
+	queue       ring
+
+	// metrics
+	interval int64
+	cur      int
+	series   []Point
+	ihist    hist
+	thist    hist
+	sum      Summary
+	giveUps  [32]int64
+	events   int64
+	progress func(time.Duration)
+	ctx      context.Context
+}
+
+func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
+	p := &s.Policies[i]
+	e := &engine{
+		sc:        s,
+		pol:       p,
+		nlayers:   int16(len(p.Layers)),
+		propagate: p.PropagateDeadline,
+		horizon:   int64(s.Horizon),
+		tnow:      epoch,
+		arrRand:   rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15)),
+		rng:       rand.NewPCG(s.Seed, 0xda942042e4dd58b5),
+		rate:      s.Load.Rate,
+		constant:  s.Load.Arrival == Constant,
+		deadline:  int64(s.Load.Deadline),
+
+		conc:        s.Service.Concurrency,
+		svcTime:     float64(s.Service.ServiceTime),
+		exponential: s.Service.Exponential,
+		loadLat:     int64(s.Service.LoadLatency),
+		qlimit:      s.Service.QueueLimit,
+		errRate:     s.Service.ErrorRate,
+
+		interval: int64(s.interval()),
+		progress: progress,
+	}
+	e.rnd = rand.New(e.rng)
+	e.lanes = make([]lane, len(p.Layers))
+	owned := false
+	for _, l := range p.Layers {
+		rt := layerRT{policy: l.Retry, owned: owned,
+			timeout: int64(l.Retry.AttemptTimeout), maxDur: int64(l.Retry.MaxDuration)}
+		if l.Budget != nil {
+			rt.budget, _ = budget.New(*l.Budget) // validated
+			rt.policy.Budget = rt.budget
+		}
+		if l.Breaker != nil {
+			rt.breaker, _ = breaker.New(*l.Breaker) // validated
+			rt.policy.Breaker = rt.breaker
+		}
+		rt.policy.Rand = e.rng
+		e.layers = append(e.layers, rt)
+		owned = owned || l.Owner
+	}
+	for _, f := range s.Faults {
+		if int64(f.Start) >= e.horizon {
+			continue
+		}
+		fr := faultRT{kind: f.Kind, start: int64(f.Start), end: min(int64(f.End), e.horizon), factor: f.Factor, rate: f.Rate}
+		e.faults = append(e.faults, fr)
+		if f.Kind == Spike {
+			e.rateEdges = append(e.rateEdges, fr.start, fr.end)
+		}
+		e.sum.FaultEnd = max(e.sum.FaultEnd, time.Duration(fr.end))
+	}
+	sort.Slice(e.rateEdges, func(i, j int) bool { return e.rateEdges[i] < e.rateEdges[j] })
+	n := (e.horizon + e.interval - 1) / e.interval
+	e.series = make([]Point, n)
+	for k := range e.series {
+		e.series[k].At = time.Duration(int64(k) * e.interval)
+	}
+	return e
+}
+
+func (e *engine) run() *Result {
+	for i, f := range e.faults {
+		if f.kind == Outage {
+			e.push(f.start, evOutage, int32(i), 0)
+		}
+	}
+	if t := e.nextArrival(0, true); t < e.horizon {
+		e.push(t, evArrival, 0, 0)
+	}
+	const progressEvery = 1 << 16
+	for {
+		ev, ok := e.next()
+		if !ok || ev.at >= e.horizon {
+			break
+		}
+		if ev.at != e.now {
+			e.now = ev.at
+			e.tnow = epoch.Add(time.Duration(ev.at))
+			if k := int(ev.at / e.interval); k != e.cur {
+				e.rollTo(k)
+			}
+		}
+		switch ev.kind {
+		case evArrival:
+			e.arrive()
+			if t := e.nextArrival(e.now, false); t < e.horizon {
+				e.push(t, evArrival, 0, 0)
+			}
+		case evRetry:
+			c := e.pool.at(ev.idx)
+			if c.tok != ev.tok {
+				continue // stale
+			}
+			e.attempt(ev.idx, c)
+		case evTimer:
+			c := e.pool.at(ev.idx)
+			if c.tok != ev.tok || !c.waiting {
+				continue // stale: the attempt ended before its timer
+			}
+			e.expire(ev.idx, c)
+		case evServed:
+			e.served(ev.idx)
+		case evOutage:
+			e.outageStarts()
+		}
+		e.events++
+		if e.events%progressEvery == 0 {
+			if e.progress != nil {
+				e.progress(time.Duration(e.now))
+			}
+			if e.ctx != nil && e.ctx.Err() != nil {
+				return nil
+			}
+		}
+	}
+	e.rollTo(len(e.series))
+	if e.progress != nil {
+		e.progress(time.Duration(e.horizon))
+	}
+	return e.result()
+}
+
+// next removes and returns the next event: the earliest of the heap's and
+// the lanes' (by time, then by the order they were scheduled).
+func (e *engine) next() (event, bool) {
+	var best *event
+	from := -1
+	if e.ev.len() > 0 {
+		best = &e.ev.a[0]
+	}
+	for i := range e.lanes {
+		l := &e.lanes[i]
+		if l.len() > 0 {
+			if h := l.peek(); best == nil || h.before(best) {
+				best, from = h, i
+			}
+		}
+	}
+	switch {
+	case best == nil:
+		return event{}, false
+	case from < 0:
+		return e.ev.pop(), true
+	}
+	return e.lanes[from].pop(), true
+}
+
+// push schedules an event.
+func (e *engine) push(at int64, kind uint8, idx int32, tok uint64) {
+	e.ev.push(event{at: at, kind: kind, idx: idx, tok: tok})
+}
+
+func (e *engine) token() uint64 {
+	e.tok++
+	return e.tok
+}
+
+// rollTo closes the intervals before k.
+func (e *engine) rollTo(k int) {
+	for e.cur < k && e.cur < len(e.series) {
+		p := &e.series[e.cur]
+		p.Queue = e.queue.len()
+		p.InFlight = e.busy + e.queue.len()
+		p.P50 = e.ihist.quantile(0.5)
+		p.P99 = e.ihist.quantile(0.99)
+		e.ihist.reset()
+		e.cur++
+	}
+}
+
+// --- arrivals ---
+
+// rateAt returns the arrival rate at t and the next time it changes.
+func (e *engine) rateAt(t int64) (float64, int64) {
+	r := e.rate
+	for _, f := range e.faults {
+		if f.kind == Spike && f.start <= t && t < f.end {
+			r *= f.factor
+		}
+	}
+	next := int64(never)
+	i := sort.Search(len(e.rateEdges), func(i int) bool { return e.rateEdges[i] > t })
+	if i < len(e.rateEdges) {
+		next = e.rateEdges[i]
+	}
+	return r, next
+}
+
+// nextArrival returns the time of the arrival after the one at t.
+func (e *engine) nextArrival(t int64, first bool) int64 {
+	for {
+		r, edge := e.rateAt(t)
+		var gap float64
+		if e.constant {
+			gap = 1e9 / r
+			if first {
+				gap = 0
+			}
+		} else {
+			gap = e.arrRand.ExpFloat64() * 1e9 / r
+		}
+		next := float64(t) + gap
+		if next < float64(edge) {
+			return int64(next)
+		}
+		// The rate changes before the draw lands: draw again from the
+		// change (exact for Poisson arrivals, which have no memory).
+		t, first = edge, true
+		if edge >= e.horizon {
+			return never
+		}
+	}
+}
+
+func (e *engine) arrive() {
+	e.series[e.cur].UserRequests++
+	e.sum.UserRequests++
+	idx, c := e.pool.get()
+	c.parent = -1
+	c.layer = 0
+	c.dl = never
+	if e.deadline > 0 {
+		c.dl = e.now + e.deadline
+	}
+	e.startCall(idx, c)
+}
+
+// --- layers ---
+
+// startCall begins call c at its layer: the first attempt, now.
+func (e *engine) startCall(idx int32, c *call) {
+	l := &e.layers[c.layer]
+	c.start = e.now
+	c.err = nil
+	c.h = retry.History{Start: e.tnow, UpstreamOwns: l.owned}
+	if c.dl != never {
+		c.h.Deadline = epoch.Add(time.Duration(c.dl))
+	}
+	if l.budget != nil {
+		l.budget.RequestAt(e.tnow)
+	}
+	e.attempt(idx, c)
+}
+
+// attempt makes the next attempt of call c: a call to the layer below, or a
+// job at the bottom service.
+func (e *engine) attempt(idx int32, c *call) {
+	l := &e.layers[c.layer]
+	if l.breaker != nil {
+		p, err := l.breaker.AllowAt(e.tnow)
+		if err != nil {
+			up := c.err
+			if c.h.Attempts == 0 {
+				up = err
+			}
+			e.finish(idx, c, up, retry.ReasonBreakerOpen)
+			return
+		}
+		c.permit = p
+	}
+	end, kind := int64(never), uint8(endOwn)
+	if l.timeout > 0 {
+		end = e.now + l.timeout
+	}
+	if l.maxDur > 0 {
+		if md := c.start + l.maxDur; md < end {
+			end, kind = md, endBudget
+		}
+	}
+	if c.dl <= end {
+		end, kind = c.dl, endDeadline
+	}
+	if end <= e.now {
+		e.expireWith(idx, c, kind)
+		return
+	}
+	e.events++ // an attempt starts
+	tok := e.token()
+	c.tok = tok
+	c.waiting = true
+	c.endKind = kind
+	cdl := int64(never)
+	if e.propagate {
+		cdl = end
+	}
+	cidx, child := e.pool.get()
+	child.parent = idx
+	child.ptok = tok
+	child.dl = cdl
+	child.layer = c.layer + 1
+	if child.layer < e.nlayers {
+		e.startCall(cidx, child)
+	} else {
+		e.submit(cidx, child)
+	}
+	// The attempt may have ended already (an instant failure); the call,
+	// and so its slot, then moved on.
+	if end != never && c.tok == tok && c.waiting {
+		if kind == endOwn {
+			// now + the layer's timeout: in time order, so a lane.
+			e.ev.seq++
+			e.lanes[c.layer].push(event{at: end, seq: e.ev.seq, kind: evTimer, idx: idx, tok: tok})
+		} else {
+			e.push(end, evTimer, idx, tok)
+		}
+	}
+}
+
+// expire handles the timer of c's attempt.
+func (e *engine) expire(idx int32, c *call) {
+	c.waiting = false
+	c.tok = e.token() // orphans the attempt in flight
+	e.expireWith(idx, c, c.endKind)
+}
+
+func (e *engine) expireWith(idx int32, c *call, kind uint8) {
+	switch kind {
+	case endOwn:
+		e.decide(idx, c, errTimeout, true)
+	case endBudget:
+		// retry.Do's attempt context ends with DeadlineExceeded that is
+		// not the attempt's own timeout; heed decides what that means.
+		e.decide(idx, c, errCtx, false)
+	default:
+		// The caller's deadline: retry.Do returns ctx.Err(), and the
+		// breaker learns nothing.
+		c.permit.RecordAt(e.tnow, breaker.Ignored)
+		e.finish(idx, c, errCtx, retry.ReasonDeadline)
+	}
+}
+
+// deliver hands the result of an attempt to the call that made it, if it
+// is still waiting for it.
+func (e *engine) deliver(parent int32, ptok uint64, err error) {
+	p := e.pool.at(parent)
+	if p.tok != ptok || !p.waiting {
+		return
+	}
+	p.waiting = false
+	e.decide(parent, p, err, false)
+}
+
+// decide applies retry.Decide to the attempt of c that just ended.
+func (e *engine) decide(idx int32, c *call, err error, timedOut bool) {
+	l := &e.layers[c.layer]
+	e.events++ // an attempt ends
+	c.h.Attempts++
+	c.h.TimedOut = timedOut
+	d := retry.Decide(&l.policy, c.h, err, e.tnow, e.rng)
+	if l.breaker != nil {
+		o := breaker.Success
+		if d.Outcome.Failure() {
+			o = breaker.Failure
+		} else if d.Outcome == retry.OutcomePermanent {
+			o = breaker.Ignored
+		}
+		c.permit.RecordAt(e.tnow, o)
+		c.permit = breaker.Permit{}
+	}
+	switch d.Action {
+	case retry.Done:
+		e.finish(idx, c, nil, retry.ReasonSuccess)
+	case retry.GiveUp:
+		e.finish(idx, c, err, d.Reason)
+	default:
+		c.err = err
+		c.h.LastDelay = d.Delay
+		c.h.TimedOut = false
+		c.tok = e.token()
+		e.push(e.now+int64(d.Delay), evRetry, idx, c.tok)
+	}
+}
+
+// finish ends call c with err (nil for success) and passes the result up.
+func (e *engine) finish(idx int32, c *call, err error, reason retry.Reason) {
+	parent, ptok, start := c.parent, c.ptok, c.start
+	e.pool.put(idx)
+	if parent >= 0 {
+		e.deliver(parent, ptok, err)
+		return
+	}
+	lat := e.now - start
+	e.ihist.add(lat)
+	e.thist.add(lat)
+	p := &e.series[e.cur]
+	if err == nil {
+		p.Goodput++
+		e.sum.Succeeded++
+		return
+	}
+	p.Errors++
+	e.sum.Failed++
+	if int(reason) < len(e.giveUps) {
+		e.giveUps[reason]++
+	}
+}
+
+// --- the bottom service ---
+
+func (e *engine) faultActive(kind FaultKind) bool {
+	for i := range e.faults {
+		f := &e.faults[i]
+		if f.kind == kind && f.start <= e.now && e.now < f.end {
+			return true
+		}
+	}
+	return false
+}
+
+// submit hands job j to the bottom service.
+func (e *engine) submit(idx int32, j *call) {
+	e.series[e.cur].Attempts++
+	e.sum.Attempts++
+	if len(e.faults) > 0 && e.faultActive(Outage) {
+		e.fail(idx, j, errRefused)
+		return
+	}
+	if e.conc == 0 || e.busy < e.conc {
+		e.serve(idx, j)
+		return
+	}
+	if e.qlimit == NoQueue || (e.qlimit > 0 && e.queue.len() >= e.qlimit) {
+		e.fail(idx, j, errOverloaded)
+		return
+	}
+	e.queue.push(idx)
+}
+
+// serve starts job j on a worker.
+func (e *engine) serve(idx int32, j *call) {
+	e.busy++
+	st := e.svcTime
+	if e.exponential && st > 0 {
+		st *= e.rnd.ExpFloat64()
+	}
+	for i := range e.faults {
+		f := &e.faults[i]
+		if f.kind == CapacityDrop && f.start <= e.now && e.now < f.end {
+			st /= f.factor
+		}
+	}
+	d := int64(st) + e.loadLat*int64(e.busy-1)
+	j.tok = e.token()
+	e.push(e.now+d, evServed, idx, j.tok)
+}
+
+// fail ends job j at once with err.
+func (e *engine) fail(idx int32, j *call, err error) {
+	parent, ptok := j.parent, j.ptok
+	e.pool.put(idx)
+	e.deliver(parent, ptok, err)
+}
+
+// served finishes job j's service.
+func (e *engine) served(idx int32) {
+	j := e.pool.at(idx)
+	e.busy--
+	var err error
+	if len(e.faults) > 0 && e.faultActive(Outage) {
+		err = errRefused
+	} else if r := e.errorRate(); r > 0 && e.rnd.Float64() < r {
+		err = errFailed
+	}
+	parent, ptok := j.parent, j.ptok
+	e.pool.put(idx)
+	e.startQueued()
+	if p := e.pool.at(parent); p.tok != ptok || !p.waiting {
+		e.sum.Orphaned++ // served for a caller that stopped waiting
+		return
+	}
+	e.deliver(parent, ptok, err)
+}
+
+// startQueued starts queued jobs while workers are free, dropping those
+// whose propagated deadline has passed.
+func (e *engine) startQueued() {
+	for e.queue.len() > 0 && (e.conc == 0 || e.busy < e.conc) {
+		idx := e.queue.pop()
+		j := e.pool.at(idx)
+		if j.dl <= e.now {
+			e.fail(idx, j, errExpired)
+			continue
+		}
+		e.serve(idx, j)
+	}
+}
+
+func (e *engine) errorRate() float64 {
+	r := e.errRate
+	for i := range e.faults {
+		f := &e.faults[i]
+		if f.kind == ErrorRate && f.start <= e.now && e.now < f.end {
+			r = max(r, f.rate)
+		}
+	}
+	return r
+}
+
+// outageStarts fails every queued job.
+func (e *engine) outageStarts() {
+	for e.queue.len() > 0 {
+		idx := e.queue.pop()
+		e.fail(idx, e.pool.at(idx), errRefused)
+	}
+}
+
+// --- results ---
+
+func (e *engine) result() *Result {
+	s := e.sum
+	s.Open = s.UserRequests - s.Succeeded - s.Failed
+	if s.UserRequests > 0 {
+		s.AttemptsPerRequest = float64(s.Attempts) / float64(s.UserRequests)
+		s.SuccessRate = float64(s.Succeeded) / float64(s.UserRequests)
+	}
+	normal := e.rate * float64(e.interval) / 1e9 // user requests per interval
+	for _, p := range e.series {
+		if a := float64(p.Attempts) / normal; a > s.PeakAmplification {
+			s.PeakAmplification, s.PeakAt = a, p.At
+		}
+	}
+	s.P50 = e.thist.quantile(0.5)
+	s.P99 = e.thist.quantile(0.99)
+	s.GiveUps = map[string]int64{}
+	for r, n := range e.giveUps {
+		if n > 0 {
+			s.GiveUps[retry.Reason(r).Key()] = n
+		}
+	}
+	s.Recovered = true
+	if s.FaultEnd > 0 {
+		s.Recovered = false
+		want := e.sc.recoverAt()
+		// Walk back from the horizon while intervals are healthy.
+		k := len(e.series)
+		for k > 0 {
+			p := e.series[k-1]
+			done := p.Goodput + p.Errors
+			if p.At+time.Duration(e.interval) <= s.FaultEnd || done == 0 || float64(p.Goodput) < want*float64(done) {
+				break
+			}
+			k--
+		}
+		if k < len(e.series) {
+			s.Recovered = true
+			if at := time.Duration(int64(k) * e.interval); at > s.FaultEnd {
+				s.RecoveryTime = at - s.FaultEnd
+			}
+		}
+	}
+	return &Result{
+		Scenario: e.sc.Name,
+		Policy:   e.pol.name(indexOf(e.sc, e.pol)),
+		Interval: time.Duration(e.interval),
+		Series:   e.series,
+		Summary:  s,
+		Events:   e.events,
+	}
+}
+
+func indexOf(s *Scenario, p *Policy) int {
+	for i := range s.Policies {
+		if &s.Policies[i] == p {
+			return i
+		}
+	}
+	return 0
+}

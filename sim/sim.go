@@ -1,0 +1,466 @@
+// Package sim is a discrete-event simulator of retry storms: it shows what a
+// retry policy does to a struggling dependency before an incident does.
+//
+// A [Scenario] describes open-loop user traffic, a chain of layers that call
+// each other down to a bottom service, the bottom service's capacity, and a
+// schedule of faults (outages, capacity drops, error-rate windows, load
+// spikes). Each [Policy] of the scenario says how every layer retries. [Run]
+// runs the scenario once per policy and returns, for each, a time series and
+// a [Summary]: attempts per user request, peak load amplification, success
+// rate and the time to recover after the faults end, or that the system did
+// not recover within the horizon (a metastable failure).
+//
+// The simulator is one of heed's executors: every retry decision is taken by
+// heed's own [retry.Decide], with heed's own backoff schedules,
+// [budget.Budget] and [breaker.Breaker], exactly as [retry.Do] takes it, but
+// in virtual time. Nothing sleeps and nothing runs concurrently: events wait
+// on a heap ordered by virtual time, so a ten-minute scenario at 1,000 user
+// requests per second runs in well under a second. A run is deterministic:
+// the same scenario and seed give the same result, byte for byte.
+//
+// Most callers take a scenario from [Builtin] or build one, and call [Run].
+// The heed command's "heed sim" reads scenarios from YAML or JSON files and
+// draws charts of the results.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/retry"
+)
+
+// Defaults for zero fields of a [Scenario].
+const (
+	// DefaultInterval is the width of one point of the time series.
+	DefaultInterval = time.Second
+	// DefaultRecoverAt is the success rate an interval needs to count as
+	// healthy when the recovery time is measured.
+	DefaultRecoverAt = 0.9
+)
+
+// Limits checked by [Scenario.Validate]; they keep a run's memory and time
+// bounded.
+const (
+	MaxHorizon   = 24 * time.Hour // the longest Scenario.Horizon
+	MaxIntervals = 1_000_000      // the most points in a time series
+	MaxLayers    = 16             // the most layers in a Policy
+	MaxAttempts  = 100            // the most attempts per layer and call
+	MaxRate      = 10_000_000     // the highest user request rate, spikes included
+)
+
+// Scenario is one experiment: traffic, a bottom service, faults, and the
+// retry policies to compare under them. It is a plain value; the zero value
+// is not runnable (it has no Horizon, rate or policy). Field names in
+// validation errors are spelled as in heed's scenario files, such as
+// "policies[1].layers[0].attempts".
+type Scenario struct {
+	// Name names the scenario in summaries and charts.
+	Name string
+	// Description says in a sentence or two what the scenario shows.
+	Description string
+	// Horizon is how much virtual time the run covers. Required.
+	Horizon time.Duration
+	// Interval is the width of one point of the time series (default 1 s).
+	Interval time.Duration
+	// Seed makes the run reproducible: the same scenario and seed give the
+	// same result. Every policy sees the same arrivals.
+	Seed uint64
+	// RecoverAt is the share of user requests finishing in an interval that
+	// must succeed for the interval to count as healthy (default 0.9). The
+	// system has recovered when every interval from some time after the
+	// last fault to the horizon is healthy.
+	RecoverAt float64
+	// Load is the user traffic at the top of the chain.
+	Load Load
+	// Service is the bottom service that every chain ends in.
+	Service Service
+	// Faults are the troubles of the bottom service and the traffic, in any
+	// order; they may overlap.
+	Faults []Fault
+	// Policies are the retry policies to compare; Run runs the scenario once
+	// for each. At least one.
+	Policies []Policy
+}
+
+// Arrival is how user requests arrive.
+type Arrival uint8
+
+const (
+	// Poisson arrivals: independent, exponentially distributed gaps. The
+	// default, and what large numbers of independent users look like.
+	Poisson Arrival = iota
+	// Constant arrivals: evenly spaced, one every 1/Rate seconds.
+	Constant
+)
+
+var arrivalNames = [...]string{"poisson", "constant"}
+
+// String returns "poisson" or "constant".
+func (a Arrival) String() string {
+	if int(a) < len(arrivalNames) {
+		return arrivalNames[a]
+	}
+	return fmt.Sprintf("Arrival(%d)", a)
+}
+
+// ParseArrival returns the Arrival named s ("poisson" or "constant").
+func ParseArrival(s string) (Arrival, error) {
+	for i, n := range arrivalNames {
+		if s == n {
+			return Arrival(i), nil
+		}
+	}
+	return 0, fmt.Errorf("sim: unknown arrival %q (want poisson or constant)", s)
+}
+
+// Load is the open-loop user traffic: users keep arriving at Rate whatever
+// happens to their earlier requests, as real users and upstream systems do.
+type Load struct {
+	// Rate is user requests per second. Required.
+	Rate float64
+	// Arrival is Poisson (default) or Constant.
+	Arrival Arrival
+	// Deadline is how long a user waits for an answer (default: forever).
+	// It is the deadline of the top layer's calls; whether layers below
+	// learn of it depends on Policy.PropagateDeadline.
+	Deadline time.Duration
+}
+
+// NoQueue as Service.QueueLimit rejects an attempt at once when every
+// worker is busy.
+const NoQueue = -1
+
+// Service is the bottom service: a pool of workers with a queue in front.
+// An attempt that finds a free worker starts at once; otherwise it waits in
+// the queue (first in, first out), or is rejected with a transient error
+// ("503 overloaded") when the queue is full.
+type Service struct {
+	// Concurrency is the number of workers (default: unlimited, so nothing
+	// ever queues and latency grows only through LoadLatency).
+	Concurrency int
+	// ServiceTime is how long a worker spends on an attempt (default 0:
+	// instant). With Exponential it is the mean.
+	ServiceTime time.Duration
+	// Exponential draws service times from an exponential distribution with
+	// mean ServiceTime instead of using ServiceTime as is.
+	Exponential bool
+	// LoadLatency is added to an attempt's service time for each attempt in
+	// service when it starts (default 0): latency that grows with load, as
+	// contention, GC and swapping make it. ServiceTime 1 s with LoadLatency
+	// 10 ms and no Concurrency limit is the classic congestive-collapse
+	// model.
+	LoadLatency time.Duration
+	// QueueLimit is the most attempts that may wait for a worker (default
+	// 0: no limit; [NoQueue]: none may wait).
+	QueueLimit int
+	// ErrorRate is the share of attempts that fail with a transient error
+	// after being served (default 0), outside error-rate faults.
+	ErrorRate float64
+}
+
+// FaultKind is the kind of a [Fault].
+type FaultKind uint8
+
+const (
+	// Outage: the bottom service fails every attempt at once with a
+	// transient error ("connection refused"); attempts waiting in its
+	// queue when it starts fail too.
+	Outage FaultKind = iota
+	// CapacityDrop: the bottom service works at Factor of its speed
+	// (service times are divided by Factor), as when instances are lost or
+	// CPU is starved. Factor 0.2 is an 80% drop.
+	CapacityDrop
+	// ErrorRate: a share Rate of the attempts served fail with a transient
+	// error.
+	ErrorRate
+	// Spike: user requests arrive at Factor times the rate.
+	Spike
+)
+
+var faultNames = [...]string{"outage", "capacity", "errors", "spike"}
+
+// String returns the fault kind as scenario files spell it: "outage",
+// "capacity", "errors" or "spike".
+func (k FaultKind) String() string {
+	if int(k) < len(faultNames) {
+		return faultNames[k]
+	}
+	return fmt.Sprintf("FaultKind(%d)", k)
+}
+
+// ParseFaultKind returns the FaultKind named s.
+func ParseFaultKind(s string) (FaultKind, error) {
+	for i, n := range faultNames {
+		if s == n {
+			return FaultKind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("sim: unknown fault kind %q (want outage, capacity, errors or spike)", s)
+}
+
+// Fault is a trigger: something that goes wrong from Start to End.
+type Fault struct {
+	Kind FaultKind
+	// Start and End bound the fault in virtual time; End must be after
+	// Start. A fault may run past the horizon; one that starts at or after
+	// it has no effect.
+	Start, End time.Duration
+	// Factor is the share of capacity left (CapacityDrop, in (0, 1]) or the
+	// multiplier of the arrival rate (Spike, positive).
+	Factor float64
+	// Rate is the share of attempts that fail (ErrorRate, in [0, 1]).
+	Rate float64
+}
+
+// Policy is how every layer of the chain retries: the thing a scenario
+// compares. Layers[0] is the top (it receives user requests); the last layer
+// calls the bottom service, so a chain of N layers makes up to the product
+// of their attempts at the bottom per user request.
+type Policy struct {
+	// Name names the policy in summaries, CSV and charts. Unique within a
+	// scenario; default "policy N".
+	Name string
+	// Layers are the services of the chain, top first. At least one.
+	Layers []Layer
+	// PropagateDeadline sends each attempt's deadline (its timeout, the
+	// user's deadline, whichever ends first) down the chain, as heed's
+	// deadline package does with the Timeout-Remaining header: a layer does
+	// not retry past its caller's deadline, and the bottom service drops
+	// queued attempts whose deadline has passed instead of serving them.
+	PropagateDeadline bool
+}
+
+// Layer is one service in the chain and how it calls the next one.
+type Layer struct {
+	// Name names the layer, for people reading the scenario.
+	Name string
+	// Retry is the layer's retry policy, as used with retry.Do. Its
+	// Budget, Breaker, Clock, Rand, Observe and Retryable fields must be
+	// unset: the simulator makes a fresh budget and breaker for each run
+	// from the Budget and Breaker configs below, uses its own clock and
+	// random source, and fails attempts only with transient errors.
+	// Attempts may not be retry.Unlimited.
+	Retry retry.Policy
+	// Budget, when not nil, gives the layer a retry budget shared by all of
+	// its calls.
+	Budget *budget.Config
+	// Breaker, when not nil, gives the layer a circuit breaker shared by
+	// all of its calls.
+	Breaker *breaker.Config
+	// Owner makes this layer the retry owner of the chain: its attempts
+	// carry the Retry-Attempt header, and every layer below it makes a
+	// single attempt per call (retry.ReasonUpstreamOwns).
+	Owner bool
+}
+
+// ErrInvalid is matched (with errors.Is) by every error
+// [Scenario.Validate] returns.
+var ErrInvalid = errors.New("sim: invalid scenario")
+
+// InvalidError reports an impossible value in a [Scenario]. It matches
+// [ErrInvalid].
+type InvalidError struct {
+	// Field is the path of the field as heed's scenario files spell it,
+	// such as "policies[0].layers[1].attempts".
+	Field string
+	// Reason says what is wrong, such as "is -1, must be at least 1".
+	Reason string
+}
+
+// Error returns "sim: FIELD REASON".
+func (e *InvalidError) Error() string { return "sim: " + e.Field + " " + e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+func bad(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// Validate returns an [*InvalidError] naming the first impossible value, or
+// nil. [Run] calls it.
+func (s *Scenario) Validate() error {
+	switch {
+	case s.Horizon <= 0:
+		return bad("horizon", "is %v, must be positive", s.Horizon)
+	case s.Horizon > MaxHorizon:
+		return bad("horizon", "is %v, must be at most %v", s.Horizon, MaxHorizon)
+	case s.Interval < 0:
+		return bad("interval", "is %v, must be positive", s.Interval)
+	case s.Interval > s.Horizon:
+		return bad("interval", "is %v, longer than the horizon %v", s.Interval, s.Horizon)
+	case s.Horizon/s.interval() > MaxIntervals:
+		return bad("interval", "is %v, too short: %v would need more than %d points", s.interval(), s.Horizon, MaxIntervals)
+	case !finite(s.RecoverAt) || s.RecoverAt < 0 || s.RecoverAt > 1:
+		return bad("recover_at", "is %v, must be from 0 to 1", s.RecoverAt)
+	case !finite(s.Load.Rate) || s.Load.Rate <= 0:
+		return bad("load.rate", "is %v, must be a positive number of requests per second", s.Load.Rate)
+	case s.Load.Rate > MaxRate:
+		return bad("load.rate", "is %v, must be at most %v", s.Load.Rate, float64(MaxRate))
+	case s.Load.Arrival > Constant:
+		return bad("load.arrival", "is %d, not a known arrival", s.Load.Arrival)
+	case s.Load.Deadline < 0:
+		return bad("load.deadline", "is %v, must not be negative", s.Load.Deadline)
+	case s.Service.Concurrency < 0:
+		return bad("service.concurrency", "is %d, must not be negative (0: unlimited)", s.Service.Concurrency)
+	case s.Service.ServiceTime < 0:
+		return bad("service.service_time", "is %v, must not be negative", s.Service.ServiceTime)
+	case s.Service.LoadLatency < 0:
+		return bad("service.load_latency", "is %v, must not be negative", s.Service.LoadLatency)
+	case s.Service.QueueLimit < NoQueue:
+		return bad("service.queue_limit", "is %d, must be at least -1 (0: no limit, -1: no queue)", s.Service.QueueLimit)
+	case !finite(s.Service.ErrorRate) || s.Service.ErrorRate < 0 || s.Service.ErrorRate > 1:
+		return bad("service.error_rate", "is %v, must be from 0 to 1", s.Service.ErrorRate)
+	}
+	for i, f := range s.Faults {
+		p := fmt.Sprintf("faults[%d]", i)
+		switch {
+		case f.Kind > Spike:
+			return bad(p+".kind", "is %d, not a known fault kind", f.Kind)
+		case f.Start < 0:
+			return bad(p+".start", "is %v, must not be negative", f.Start)
+		case f.End <= f.Start:
+			return bad(p+".end", "is %v, must be after start %v", f.End, f.Start)
+		}
+		switch f.Kind {
+		case CapacityDrop:
+			if !finite(f.Factor) || f.Factor <= 0 || f.Factor > 1 {
+				return bad(p+".factor", "is %v, must be in (0, 1]: the share of capacity left", f.Factor)
+			}
+		case Spike:
+			if !finite(f.Factor) || f.Factor <= 0 || f.Factor*s.Load.Rate > MaxRate {
+				return bad(p+".factor", "is %v, must be positive, and the rate times it at most %v", f.Factor, float64(MaxRate))
+			}
+		case ErrorRate:
+			if !finite(f.Rate) || f.Rate < 0 || f.Rate > 1 {
+				return bad(p+".rate", "is %v, must be from 0 to 1", f.Rate)
+			}
+		}
+		if f.Kind != CapacityDrop && f.Kind != Spike && f.Factor != 0 {
+			return bad(p+".factor", "is set, but a %s fault has no factor", f.Kind)
+		}
+		if f.Kind != ErrorRate && f.Rate != 0 {
+			return bad(p+".rate", "is set, but a %s fault has no rate", f.Kind)
+		}
+	}
+	if len(s.Policies) == 0 {
+		return bad("policies", "is empty, need at least one policy")
+	}
+	names := map[string]bool{}
+	for i := range s.Policies {
+		p := &s.Policies[i]
+		path := fmt.Sprintf("policies[%d]", i)
+		name := p.name(i)
+		if names[name] {
+			return bad(path+".name", "is %q, used by an earlier policy", name)
+		}
+		names[name] = true
+		if err := p.validate(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Policy) validate(path string) error {
+	switch {
+	case len(p.Layers) == 0:
+		return bad(path+".layers", "is empty, need at least one layer")
+	case len(p.Layers) > MaxLayers:
+		return bad(path+".layers", "has %d layers, at most %d", len(p.Layers), MaxLayers)
+	}
+	for j := range p.Layers {
+		l := &p.Layers[j]
+		lp := fmt.Sprintf("%s.layers[%d]", path, j)
+		r := &l.Retry
+		switch {
+		case r.Attempts < 0:
+			return bad(lp+".attempts", "is %d, must be at least 1 (the simulator needs a limit)", r.Attempts)
+		case r.Attempts > MaxAttempts:
+			return bad(lp+".attempts", "is %d, must be at most %d", r.Attempts, MaxAttempts)
+		case r.AttemptTimeout < 0:
+			return bad(lp+".timeout", "is %v, must not be negative", r.AttemptTimeout)
+		case r.MaxDuration < 0:
+			return bad(lp+".max_duration", "is %v, must not be negative", r.MaxDuration)
+		case r.MinAttemptTime < 0:
+			return bad(lp+".min_attempt_time", "is %v, must not be negative", r.MinAttemptTime)
+		case r.Budget != nil || r.Breaker != nil:
+			return bad(lp+".retry", "has a Budget or Breaker; set Layer.Budget or Layer.Breaker (configs) instead, so that every run starts fresh")
+		case r.Clock != nil || r.Rand != nil || r.Observe != nil || r.Retryable != nil:
+			return bad(lp+".retry", "has a Clock, Rand, Observe or Retryable; the simulator supplies its own")
+		}
+		if err := r.Backoff.Validate(); err != nil {
+			var ie *backoff.InvalidError
+			if errors.As(err, &ie) {
+				return bad(lp+".backoff."+snake(ie.Field), "%s", ie.Reason)
+			}
+			return bad(lp+".backoff", "%v", err)
+		}
+		if err := r.Validate(); err != nil {
+			return bad(lp, "%v", err)
+		}
+		if l.Budget != nil {
+			if err := l.Budget.Validate(); err != nil {
+				var ie *budget.InvalidError
+				if errors.As(err, &ie) {
+					return bad(lp+".budget."+snake(ie.Field), "%s", ie.Reason)
+				}
+				return bad(lp+".budget", "%v", err)
+			}
+		}
+		if l.Breaker != nil {
+			if _, err := breaker.New(*l.Breaker); err != nil {
+				// breaker's messages read "breaker: Field is ...".
+				msg := strings.TrimPrefix(err.Error(), "breaker: ")
+				field, rest, _ := strings.Cut(msg, " ")
+				return bad(lp+".breaker."+snake(field), "%s", rest)
+			}
+		}
+	}
+	return nil
+}
+
+// snake turns a Go field name such as "MinPerSecond" into "min_per_second".
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (s *Scenario) interval() time.Duration {
+	if s.Interval > 0 {
+		return s.Interval
+	}
+	return min(DefaultInterval, s.Horizon)
+}
+
+func (s *Scenario) recoverAt() float64 {
+	if s.RecoverAt > 0 {
+		return s.RecoverAt
+	}
+	return DefaultRecoverAt
+}
+
+func (p *Policy) name(i int) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return fmt.Sprintf("policy %d", i+1)
+}
