@@ -111,6 +111,11 @@ type History struct {
 	// UpstreamOwns says a caller up the chain owns retries (see
 	// [WithUpstreamOwner]): a failure is not retried here.
 	UpstreamOwns bool
+	// NotRepeatable says the attempt that just ended must not be repeated:
+	// it may have been processed and repeating it is not known to be safe
+	// (an HTTP POST without an idempotency key that failed after it was
+	// sent, say). Its failure gives up with ReasonNotRepeatable.
+	NotRepeatable bool
 }
 
 // Decision is the outcome of one attempt and what to do about it: done,
@@ -169,8 +174,9 @@ func (d Decision) String() string {
 //  1. no error: done;
 //  2. a permanent error (marked with [Permanent], not accepted by the
 //     classifier, or a server that said not to retry): give up at once;
-//  3. the attempt limit reached, or a caller up the chain owning retries
-//     (History.UpstreamOwns): give up;
+//  3. the attempt limit reached, a caller up the chain owning retries
+//     (History.UpstreamOwns), or an attempt that is not safe to repeat
+//     (History.NotRepeatable): give up;
 //  4. the breaker open: give up;
 //  5. the delay is the backoff, or the server's pushback when that is larger
 //     (capped at MaxPushback);
@@ -213,6 +219,10 @@ func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decis
 	}
 	if h.UpstreamOwns {
 		d.Reason = ReasonUpstreamOwns
+		return d
+	}
+	if h.NotRepeatable {
+		d.Reason = ReasonNotRepeatable
 		return d
 	}
 	if p.Breaker != nil && p.Breaker.StateAt(now) == breaker.Open {

@@ -559,19 +559,9 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 
 		// Is this attempt safe to repeat?
 		canRepeat := rw.ok && (repeatable || class == NeverSent || status == http.StatusRequestTimeout)
-		notRepeatable := false
-		var outcome retry.Outcome
-		if marked != nil && !canRepeat {
-			if outcome, _ = p.Classify(marked, a.timedOut); outcome.Failure() {
-				marked = retry.Permanent(marked)
-				notRepeatable = true
-			}
-		}
 		h.TimedOut = a.timedOut
+		h.NotRepeatable = !canRepeat
 		d := retry.Decide(p, h, marked, now, p.Rand)
-		if notRepeatable && d.Action == retry.GiveUp && d.Reason == retry.ReasonPermanent {
-			d.Reason, d.Outcome = retry.ReasonNotRepeatable, outcome
-		}
 		if p.Breaker != nil {
 			o := breaker.Success
 			if d.Outcome.Failure() {
