@@ -1,0 +1,152 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/heed-go/heed/retry"
+)
+
+// Snooze returns an error that, returned by a handler, puts the job back to
+// run again after d without using an attempt: for work that is not ready
+// yet (a rate limit of your own, a resource still being built). A negative
+// d counts as 0. The snooze is recorded in the history. A snooze that would
+// end after the job's time budget sends the job to the dead-letter with
+// reason "time_budget".
+func Snooze(d time.Duration) error {
+	return &snoozeError{max(d, 0)}
+}
+
+type snoozeError struct{ d time.Duration }
+
+// Error says how long the job snoozes.
+func (e *snoozeError) Error() string { return "queue: snooze " + e.d.String() }
+
+// PanicError is the error a handler's panic becomes. It is classified like
+// any other error (see [WorkerConfig]'s Policy), and its stack is kept in
+// the job's history.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack string // the goroutine's stack at the panic
+}
+
+// Error reads like "queue: handler panicked: runtime error: ...".
+func (e *PanicError) Error() string { return fmt.Sprintf("queue: handler panicked: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// ErrLeaseExpired is the error recorded for an attempt whose worker lost its
+// lease (it crashed, hung, or lost the database for longer than the lease).
+// It is transient: the attempt counts, and the job is retried if its policy
+// allows.
+var ErrLeaseExpired = errors.New("queue: lease expired before the attempt ended (worker lost)")
+
+// result is what running a handler once produced.
+type result struct {
+	err      error
+	stack    string // set when the handler panicked
+	timedOut bool   // the attempt ran out of its own timeout
+	started  time.Time
+	worker   string
+}
+
+// history builds the retry.History of job's attempt that just ended.
+func history(job *Job, timedOut bool) retry.History {
+	h := retry.History{Attempts: job.Attempt, Start: job.StartedAt, TimedOut: timedOut}
+	for i := len(job.History) - 1; i >= 0; i-- {
+		if e := job.History[i]; e.Action == retry.Retry.String() {
+			h.LastDelay = e.Delay
+			break
+		}
+		if job.History[i].Outcome == OutcomeRequeued {
+			break
+		}
+	}
+	return h
+}
+
+// budgetEnd returns when p's time budget for job ends (zero for none).
+func budgetEnd(p *retry.Policy, job *Job) time.Time {
+	if p.MaxDuration <= 0 || job.StartedAt.IsZero() {
+		return time.Time{}
+	}
+	return job.StartedAt.Add(p.MaxDuration)
+}
+
+// decide turns the result of one attempt of job into the transition to
+// store and the decision behind it. It is pure: time and randomness come in.
+// p is the job's effective policy.
+func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source) (Transition, retry.Decision) {
+	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now, Panic: res.stack}
+	if res.err != nil {
+		e.Error = res.err.Error()
+	}
+	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
+
+	if se, ok := errors.AsType[*snoozeError](res.err); ok {
+		at := now.Add(se.d)
+		e.Outcome, e.Action, e.Delay = OutcomeSnoozed, "snooze", se.d
+		d := retry.Decision{Action: retry.Retry, Attempt: job.Attempt, Err: res.err, Delay: se.d, At: at}
+		if end := budgetEnd(p, job); !end.IsZero() && at.After(end) {
+			d.Action, d.Reason, d.At = retry.GiveUp, retry.ReasonTimeBudget, now
+			e.Action, e.Reason = retry.GiveUp.String(), d.Reason.Key()
+			t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
+		} else {
+			t.State, t.AvailableAt, t.Attempt = StateAvailable, at, max(job.Attempt-1, 0)
+		}
+		t.Entry = e
+		return t, d
+	}
+
+	d := retry.Decide(p, history(job, res.timedOut), res.err, now, r)
+	e.Outcome, e.Action, e.Reason = d.Outcome.String(), d.Action.String(), d.Reason.Key()
+	switch d.Action {
+	case retry.Done:
+		t.State, t.FinishedAt = StateSucceeded, now
+	case retry.Retry:
+		e.Delay = d.Delay
+		t.State, t.AvailableAt = StateAvailable, d.At
+	default:
+		t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
+	}
+	t.Entry = e
+	return t, d
+}
+
+// decideLost decides about a running job whose lease expired: the lost
+// attempt counts, is recorded with outcome "lost", and the job is retried or
+// given up as its policy says.
+func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (Transition, retry.Decision) {
+	t, d := decide(p, job, result{err: retry.Transient(ErrLeaseExpired), started: job.AttemptedAt, worker: job.Worker}, now, r)
+	t.Entry.Outcome = OutcomeLost
+	return t, d
+}
+
+// decideExpired ends a job whose time budget ran out before the attempt
+// just claimed could start: it goes to the dead-letter without running.
+func decideExpired(job *Job, worker string, now time.Time) (Transition, retry.Decision) {
+	err := errors.New("queue: time budget ended before the attempt started")
+	d := retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonTimeBudget, Attempt: job.Attempt, Err: err, At: now,
+		Elapsed: now.Sub(job.StartedAt)}
+	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateDead, Attempt: job.Attempt,
+		FinishedAt: now, DeadReason: d.Reason.Key(),
+		Entry: Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now, Outcome: OutcomeExpired,
+			Error: err.Error(), Action: retry.GiveUp.String(), Reason: d.Reason.Key()}}, d
+}
+
+// decideRelease hands a job back at shutdown without using its attempt.
+func decideRelease(job *Job, res result, now time.Time) Transition {
+	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now,
+		Outcome: OutcomeReleased, Action: "release", Panic: res.stack}
+	if res.err != nil {
+		e.Error = res.err.Error()
+	}
+	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateAvailable, Attempt: max(job.Attempt-1, 0),
+		AvailableAt: now, Entry: e}
+}

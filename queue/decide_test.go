@@ -1,0 +1,273 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/retry"
+)
+
+var t0 = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+
+func testPolicy() retry.Policy {
+	return defaultPolicy(retry.Policy{Backoff: backoff.Schedule{Jitter: backoff.NoJitter}})
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	p := DefaultPolicy()
+	if p.Attempts != 10 || p.Backoff.Base != 2*time.Second || p.Backoff.Cap != 5*time.Minute ||
+		p.Backoff.Jitter != backoff.FullJitter || p.MaxDuration != 24*time.Hour || p.AttemptTimeout != 15*time.Minute ||
+		p.MaxPushback != time.Hour || p.Retryable == nil || !p.Retryable(errors.New("x")) {
+		t.Errorf("DefaultPolicy() = %+v", p)
+	}
+	if err := p.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	errBoom := errors.New("boom")
+	type want struct {
+		state   State
+		attempt int
+		at      time.Time // AvailableAt
+		reason  string    // entry reason (and DeadReason when dead)
+		outcome string
+		action  string
+		delay   time.Duration
+	}
+	now := t0.Add(time.Minute)
+	running := func(attempt int, started time.Time) *Job {
+		return &Job{ID: 7, LeaseToken: "tok", State: StateRunning, Attempt: attempt, StartedAt: started, AttemptedAt: t0}
+	}
+	tests := []struct {
+		name string
+		job  *Job
+		pol  func(p *retry.Policy)
+		res  result
+		want want
+	}{
+		{"success", running(1, t0), nil, result{},
+			want{StateSucceeded, 1, time.Time{}, "success", "ok", "done", 0}},
+		{"transient retries at now+delay", running(1, t0), nil, result{err: errBoom},
+			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
+		{"third failure doubles twice", running(3, t0), nil, result{err: errBoom},
+			want{StateAvailable, 3, now.Add(8 * time.Second), "transient", "transient", "retry", 8 * time.Second}},
+		{"permanent is dead at once", running(1, t0), nil, result{err: retry.Permanent(errBoom)},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+		{"After(d) waits d", running(1, t0), nil, result{err: retry.After(10*time.Minute, errBoom)},
+			want{StateAvailable, 1, now.Add(10 * time.Minute), "pushback", "pushback", "retry", 10 * time.Minute}},
+		{"After(-1) refused", running(1, t0), nil, result{err: retry.After(-1, errBoom)},
+			want{StateDead, 1, time.Time{}, "server_refused", "refused", "give up", 0}},
+		{"snooze gives the attempt back", running(2, t0), nil, result{err: Snooze(time.Hour)},
+			want{StateAvailable, 1, now.Add(time.Hour), "", OutcomeSnoozed, "snooze", time.Hour}},
+		{"snooze past the time budget", running(2, t0), nil, result{err: Snooze(25 * time.Hour)},
+			want{StateDead, 2, time.Time{}, "time_budget", OutcomeSnoozed, "give up", 25 * time.Hour}},
+		{"panic is classified like an error", running(1, t0), nil, result{err: &PanicError{Value: "oops", Stack: "stack"}, stack: "stack"},
+			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
+		{"panic with a classifier that refuses panics", running(1, t0), func(p *retry.Policy) {
+			p.Retryable = func(err error) bool { _, ok := errors.AsType[*PanicError](err); return !ok }
+		}, result{err: &PanicError{Value: "oops", Stack: "stack"}, stack: "stack"},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+		{"own timeout", running(1, t0), nil, result{err: errBoom, timedOut: true},
+			want{StateAvailable, 1, now.Add(2 * time.Second), "timeout", "timeout", "retry", 2 * time.Second}},
+		{"attempts exhausted", running(10, t0), nil, result{err: errBoom},
+			want{StateDead, 10, time.Time{}, "attempts", "transient", "give up", 0}},
+		{"per-job attempts", &Job{ID: 7, LeaseToken: "tok", Attempt: 2, MaxAttempts: 2, StartedAt: t0}, nil, result{err: errBoom},
+			want{StateDead, 2, time.Time{}, "attempts", "transient", "give up", 0}},
+		{"time budget with attempts left", running(2, now.Add(-24*time.Hour+3*time.Second)), nil, result{err: errBoom},
+			want{StateDead, 2, time.Time{}, "time_budget", "transient", "give up", 0}},
+		{"time budget just fits", running(1, now.Add(-24*time.Hour+3*time.Second)), nil, result{err: errBoom},
+			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
+		{"per-job time budget", &Job{ID: 7, LeaseToken: "tok", Attempt: 1, StartedAt: now.Add(-time.Minute),
+			Policy: JobPolicy{TimeBudget: time.Minute}}, nil, result{err: errBoom},
+			want{StateDead, 1, time.Time{}, "time_budget", "transient", "give up", 0}},
+		{"per-job backoff", &Job{ID: 7, LeaseToken: "tok", Attempt: 1, StartedAt: t0,
+			Policy: JobPolicy{Backoff: &backoff.Schedule{Kind: backoff.Constant, Base: time.Hour, Jitter: backoff.NoJitter}}}, nil, result{err: errBoom},
+			want{StateAvailable, 1, now.Add(time.Hour), "transient", "transient", "retry", time.Hour}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPolicy()
+			if tt.pol != nil {
+				tt.pol(&p)
+			}
+			p = effective(p, tt.job)
+			tt.res.started, tt.res.worker = t0, "w1"
+			tr, d := decide(&p, tt.job, tt.res, now, rand.NewPCG(1, 2))
+			w := tt.want
+			e := tr.Entry
+			if tr.ID != 7 || tr.LeaseToken != "tok" || tr.State != w.state || tr.Attempt != w.attempt || !tr.AvailableAt.Equal(w.at) {
+				t.Errorf("transition %+v, want state %s attempt %d at %v", tr, w.state, w.attempt, w.at)
+			}
+			if e.Reason != w.reason || e.Outcome != w.outcome || e.Action != w.action || e.Delay != w.delay {
+				t.Errorf("entry reason %q outcome %q action %q delay %v, want %q %q %q %v", e.Reason, e.Outcome, e.Action, e.Delay,
+					w.reason, w.outcome, w.action, w.delay)
+			}
+			if e.Attempt != tt.job.Attempt || e.Worker != "w1" || !e.StartedAt.Equal(t0) || !e.FinishedAt.Equal(now) || e.Panic != tt.res.stack {
+				t.Errorf("entry %+v", e)
+			}
+			if tt.res.err != nil && e.Error != tt.res.err.Error() {
+				t.Errorf("entry error %q", e.Error)
+			}
+			switch w.state {
+			case StateDead:
+				if tr.DeadReason != w.reason || !tr.FinishedAt.Equal(now) || d.Action != retry.GiveUp {
+					t.Errorf("dead: reason %q finished %v decision %v", tr.DeadReason, tr.FinishedAt, d)
+				}
+			case StateSucceeded:
+				if !tr.FinishedAt.Equal(now) || d.Action != retry.Done {
+					t.Errorf("succeeded: %+v %v", tr, d)
+				}
+			default:
+				if !tr.FinishedAt.IsZero() || tr.DeadReason != "" || !d.At.Equal(w.at) {
+					t.Errorf("available: %+v %v", tr, d)
+				}
+			}
+			if err := tr.Validate(); err != nil {
+				t.Errorf("invalid transition: %v", err)
+			}
+		})
+	}
+}
+
+func TestDecideLost(t *testing.T) {
+	now := t0.Add(time.Minute)
+	p := testPolicy()
+	job := &Job{ID: 1, LeaseToken: "new", Attempt: 3, Worker: "dead-worker", StartedAt: t0, AttemptedAt: t0.Add(time.Second)}
+	tr, d := decideLost(&p, job, now, nil)
+	e := tr.Entry
+	if tr.State != StateAvailable || tr.Attempt != 3 || !tr.AvailableAt.Equal(now.Add(8*time.Second)) || d.Reason != retry.ReasonTransient {
+		t.Errorf("lost: %+v %v", tr, d)
+	}
+	if e.Outcome != OutcomeLost || e.Worker != "dead-worker" || !e.StartedAt.Equal(job.AttemptedAt) || !strings.Contains(e.Error, "lease expired") {
+		t.Errorf("lost entry: %+v", e)
+	}
+	// A classifier that retries nothing still retries a lost attempt: it
+	// says nothing about the job's own error.
+	p.Retryable = func(error) bool { return false }
+	if tr, _ := decideLost(&p, job, now, nil); tr.State != StateAvailable {
+		t.Errorf("lost with a strict classifier: %+v", tr)
+	}
+	job.Attempt = 10
+	tr, _ = decideLost(&p, job, now, nil)
+	if tr.State != StateDead || tr.DeadReason != "attempts" || tr.Entry.Outcome != OutcomeLost {
+		t.Errorf("lost at the last attempt: %+v", tr)
+	}
+}
+
+func TestDecideLastDelay(t *testing.T) {
+	p := defaultPolicy(retry.Policy{Backoff: backoff.Schedule{Base: time.Second, Cap: time.Hour, Jitter: backoff.DecorrelatedJitter}})
+	job := &Job{Attempt: 3, StartedAt: t0, LeaseToken: "t", History: []Attempt{
+		{Attempt: 1, Action: "retry", Delay: time.Second},
+		{Attempt: 2, Action: "retry", Delay: 10 * time.Minute},
+		{Attempt: 2, Action: "snooze", Outcome: OutcomeSnoozed, Delay: time.Hour},
+	}}
+	h := history(job, false)
+	if h.LastDelay != 10*time.Minute || h.Attempts != 3 || !h.Start.Equal(t0) {
+		t.Errorf("history = %+v", h)
+	}
+	job.History = append(job.History, Attempt{Outcome: OutcomeRequeued, Action: "requeue"})
+	if h := history(job, false); h.LastDelay != 0 {
+		t.Errorf("LastDelay across a requeue = %v", h.LastDelay)
+	}
+	tr, _ := decide(&p, &Job{Attempt: 3, StartedAt: t0, LeaseToken: "t", History: job.History[:2]}, result{err: errors.New("x")}, t0, rand.NewPCG(3, 4))
+	if tr.Entry.Delay < time.Second || tr.Entry.Delay > 30*time.Minute {
+		t.Errorf("decorrelated delay %v outside [1s, 30m]", tr.Entry.Delay)
+	}
+}
+
+func TestDecideExpiredAndRelease(t *testing.T) {
+	job := &Job{ID: 3, LeaseToken: "t", Attempt: 4, StartedAt: t0}
+	tr, d := decideExpired(job, "w", t0.Add(25*time.Hour))
+	if tr.State != StateDead || tr.DeadReason != "time_budget" || tr.Entry.Outcome != OutcomeExpired || d.Reason != retry.ReasonTimeBudget {
+		t.Errorf("expired: %+v", tr)
+	}
+	if err := tr.Validate(); err != nil {
+		t.Error(err)
+	}
+	tr = decideRelease(job, result{err: errShutdown, started: t0, worker: "w"}, t0.Add(time.Second))
+	if tr.State != StateAvailable || tr.Attempt != 3 || !tr.AvailableAt.Equal(t0.Add(time.Second)) || tr.Entry.Outcome != OutcomeReleased {
+		t.Errorf("release: %+v", tr)
+	}
+	if err := tr.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNewJobInsert(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		args  string
+		opts  EnqueueOptions
+		field string
+	}{
+		{"", "{}", EnqueueOptions{}, "kind"},
+		{"k", `{"a":`, EnqueueOptions{}, "args"},
+		{"k", "{}", EnqueueOptions{In: -time.Second}, "EnqueueOptions.In"},
+		{"k", "{}", EnqueueOptions{In: time.Second, At: t0}, "EnqueueOptions.At"},
+		{"k", "{}", EnqueueOptions{MaxAttempts: -2}, "EnqueueOptions.MaxAttempts"},
+		{"k", "{}", EnqueueOptions{Policy: JobPolicy{TimeBudget: -1}}, "EnqueueOptions.Policy.TimeBudget"},
+		{"k", "{}", EnqueueOptions{Policy: JobPolicy{AttemptTimeout: -1}}, "EnqueueOptions.Policy.AttemptTimeout"},
+		{"k", "{}", EnqueueOptions{Policy: JobPolicy{Backoff: &backoff.Schedule{Multiplier: 0.5}}}, "EnqueueOptions.Policy.Backoff"},
+	} {
+		_, err := NewJobInsert(tc.kind, []byte(tc.args), tc.opts, t0)
+		ie, ok := errors.AsType[*InputError](err)
+		if !ok || ie.Field != tc.field || !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "queue: "+tc.field) {
+			t.Errorf("NewJobInsert(%q, %s, %+v) = %v, want an error naming %s", tc.kind, tc.args, tc.opts, err, tc.field)
+		}
+	}
+	in, err := NewJobInsert("k", nil, EnqueueOptions{In: time.Minute}, t0.In(time.FixedZone("x", 3600)))
+	if err != nil || in.Queue != DefaultQueue || string(in.Args) != "{}" || !in.AvailableAt.Equal(t0.Add(time.Minute)) ||
+		in.AvailableAt.Location() != time.UTC || in.CreatedAt != t0 {
+		t.Errorf("NewJobInsert defaults: %+v, %v", in, err)
+	}
+}
+
+func TestAttemptString(t *testing.T) {
+	for _, tc := range []struct {
+		a    Attempt
+		want string
+	}{
+		{Attempt{Attempt: 2, Outcome: "transient", Error: "connection reset", Action: "retry", Reason: "transient", Delay: 4 * time.Second},
+			"attempt 2: transient: connection reset; retry in 4s"},
+		{Attempt{Attempt: 3, Outcome: "permanent", Error: "no such user", Action: "give up", Reason: "permanent"},
+			"attempt 3: permanent: no such user; give up (permanent)"},
+		{Attempt{Attempt: 1, Outcome: "ok", Action: "done", Reason: "success"}, "attempt 1: ok; done"},
+		{Attempt{Outcome: OutcomeRequeued, Action: "requeue", Worker: "ops"}, "requeued by ops"},
+	} {
+		if got := tc.a.String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestLogObserver(t *testing.T) {
+	var buf strings.Builder
+	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	obs := LogObserver(l)
+	job := &Job{ID: 5, Kind: "email", Queue: "mail", Attempt: 2}
+	obs(context.Background(), Event{Kind: EventStarted, Job: job}) // Debug: filtered out
+	obs(context.Background(), Event{Kind: EventRetried, Job: job, Err: errors.New("reset"),
+		Decision: retry.Decision{Action: retry.Retry, Reason: retry.ReasonTransient, Delay: 4 * time.Second}})
+	obs(context.Background(), Event{Kind: EventDead, Job: job, Decision: retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonAttempts}})
+	out := buf.String()
+	for _, want := range []string{
+		`level=INFO msg="job retried" job_id=5 kind=email queue=mail attempt=2 event=retried decision=retry reason=transient delay=4s`,
+		`error=reset`,
+		`level=WARN msg="job dead"`, `reason=attempts`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "started") {
+		t.Errorf("debug event logged at info level:\n%s", out)
+	}
+}

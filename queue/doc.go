@@ -1,0 +1,50 @@
+// Package queue is heed's durable job queue: background work that is
+// retried responsibly and, when it gives up, lands in a dead-letter with its
+// whole history, where an operator can read why and requeue it.
+//
+// Most callers want a [Client] to enqueue, a [Worker] with handlers
+// registered by [Handle] to run jobs, and a store: sqlitestore (embedded,
+// one file) or pgstore (PostgreSQL, many workers on many machines).
+//
+//	st, _ := sqlitestore.Open(ctx, "heed.db")
+//	c := queue.NewClient(st, queue.ClientConfig{})
+//	c.Enqueue(ctx, "email", Email{To: "a@example.com"}, queue.EnqueueOptions{})
+//
+//	w, _ := queue.NewWorker(st, queue.WorkerConfig{})
+//	queue.Handle(w, "email", func(ctx context.Context, job *queue.Job, e Email) error { ... })
+//	w.Run(ctx)
+//
+// # Lifecycle
+//
+// A job is available (from its AvailableAt), then running (leased to one
+// worker under a lease token, renewed while its handler runs), then
+// succeeded or dead. After every attempt the worker asks retry.Decide, as
+// retry.Do does, and applies the decision: done; retry, with the decision's
+// time as the job's AvailableAt; or give up, to the dead-letter with the
+// decision's reason ("permanent", "attempts", "time_budget", ...). Each
+// attempt and its decision are appended to the job's history.
+//
+// A handler steers with its error: nil succeeds; retry.Permanent(err) gives
+// up at once; retry.After(d, err) retries no sooner than d; [Snooze](d)
+// runs the job again after d without using an attempt; anything else is
+// retried by default (see [RetryAll] for why). A panic is recovered and
+// recorded with its stack, and is classified like an error.
+//
+// Every job has a time budget (default [DefaultTimeBudget], counted from
+// the start of its first attempt): when the next attempt would start after
+// it, the job goes to the dead-letter now, even with attempts left.
+//
+// # Crash safety
+//
+// Every change to a running job names its lease token, so a worker that
+// comes back after its lease expired changes nothing ([ErrLeaseLost]).
+// Workers rescue jobs whose lease expired: the lost attempt is recorded with
+// outcome "lost" and counts, so a job that kills its worker every time still
+// ends in the dead-letter. Delivery is at least once; handlers should be
+// safe to repeat.
+//
+// # Stores
+//
+// A [Store] stores and never decides: every decision is taken here and
+// handed to it as data. queue/storetest is the conformance suite.
+package queue

@@ -1,0 +1,120 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/heed-go/heed/retry"
+)
+
+// DefaultQueue is the queue of jobs enqueued without one.
+const DefaultQueue = "default"
+
+// InputError reports bad input, naming the field. It matches [ErrInvalid].
+type InputError struct {
+	Field  string // such as "kind", "args" or "EnqueueOptions.In"
+	Reason string // what is wrong with it
+}
+
+// Error reads like "queue: kind is empty".
+func (e *InputError) Error() string { return "queue: " + e.Field + " " + e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InputError) Is(target error) bool { return target == ErrInvalid }
+
+// EnqueueOptions are the optional settings of a new job. The zero value
+// enqueues on DefaultQueue, to run now, at priority 0, with the worker's
+// policy and no unique key.
+type EnqueueOptions struct {
+	// Queue is the queue's name (default DefaultQueue).
+	Queue string
+	// At is when the job may first run (default: now). Set At or In, not
+	// both.
+	At time.Time
+	// In delays the first run by this much (must not be negative).
+	In time.Duration
+	// Priority orders due jobs of one queue: lower runs first (default 0).
+	Priority int
+	// MaxAttempts overrides the worker's attempt limit when positive;
+	// retry.Unlimited removes it; 0 keeps the worker's.
+	MaxAttempts int
+	// Policy overrides the worker's backoff, time budget and attempt
+	// timeout for this job.
+	Policy JobPolicy
+	// UniqueKey, when set, makes the enqueue return the existing job with
+	// this key while it is available or running, instead of a duplicate.
+	UniqueKey string
+}
+
+// NewJobInsert validates a new job and returns the row to insert, with now
+// as its creation time. Most callers want [Client.Enqueue]; stores that
+// offer a transactional enqueue (pgstore's EnqueueTx) use it so that their
+// jobs are validated exactly as the Client's are.
+//
+// args must be valid JSON (an empty args is taken as {}). Errors match
+// ErrInvalid and name the bad field.
+func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now time.Time) (JobInsert, error) {
+	if kind == "" {
+		return JobInsert{}, &InputError{"kind", "is empty"}
+	}
+	if len(kind) > 255 {
+		return JobInsert{}, &InputError{"kind", fmt.Sprintf("is %d bytes long, at most 255", len(kind))}
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return JobInsert{}, &InputError{"args", fmt.Sprintf("is not valid JSON: %.40q", args)}
+	}
+	q := opts.Queue
+	if q == "" {
+		q = DefaultQueue
+	}
+	if len(q) > 255 {
+		return JobInsert{}, &InputError{"EnqueueOptions.Queue", fmt.Sprintf("is %d bytes long, at most 255", len(q))}
+	}
+	if opts.In < 0 {
+		return JobInsert{}, &InputError{"EnqueueOptions.In", fmt.Sprintf("is %v, must not be negative", opts.In)}
+	}
+	if opts.In != 0 && !opts.At.IsZero() {
+		return JobInsert{}, &InputError{"EnqueueOptions.At", "and EnqueueOptions.In are both set; set one"}
+	}
+	if opts.MaxAttempts < retry.Unlimited {
+		return JobInsert{}, &InputError{"EnqueueOptions.MaxAttempts", fmt.Sprintf("is %d, must be at least 0 (or retry.Unlimited)", opts.MaxAttempts)}
+	}
+	if err := opts.Policy.validate("EnqueueOptions.Policy"); err != nil {
+		return JobInsert{}, err
+	}
+	now = now.UTC()
+	at := now.Add(opts.In)
+	if !opts.At.IsZero() {
+		at = opts.At.UTC()
+	}
+	return JobInsert{
+		Kind:        kind,
+		Queue:       q,
+		Args:        args,
+		Priority:    opts.Priority,
+		MaxAttempts: opts.MaxAttempts,
+		Policy:      opts.Policy,
+		AvailableAt: at,
+		CreatedAt:   now,
+		UniqueKey:   opts.UniqueKey,
+	}, nil
+}
+
+func (p JobPolicy) validate(field string) error {
+	switch {
+	case p.TimeBudget < 0:
+		return &InputError{field + ".TimeBudget", fmt.Sprintf("is %v, must not be negative", p.TimeBudget)}
+	case p.AttemptTimeout < 0:
+		return &InputError{field + ".AttemptTimeout", fmt.Sprintf("is %v, must not be negative", p.AttemptTimeout)}
+	}
+	if p.Backoff != nil {
+		if err := p.Backoff.Validate(); err != nil {
+			return &InputError{field + ".Backoff", err.Error()}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/sqlitestore"
+)
+
+type Greeting struct {
+	Name string `json:"name"`
+}
+
+// A job that fails twice with an error the handler does not mark, is
+// retried at the times retry.Decide chooses, and succeeds on its third
+// attempt. Its history records every attempt and decision.
+func Example() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:") // a file path in real use
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+
+	done := make(chan struct{})
+	w, err := queue.NewWorker(st, queue.WorkerConfig{
+		// Millisecond delays for the example; the job defaults start at 2 s.
+		Policy:       retry.Policy{Backoff: backoff.Schedule{Base: time.Millisecond, Cap: 10 * time.Millisecond}},
+		PollInterval: 10 * time.Millisecond,
+		Observe: func(ctx context.Context, e queue.Event) {
+			if e.Kind == queue.EventSucceeded {
+				close(done)
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	queue.Handle(w, "greet", func(ctx context.Context, job *queue.Job, g Greeting) error {
+		if job.Attempt < 3 {
+			fmt.Println("attempt", job.Attempt, "fails")
+			return errors.New("mail server busy")
+		}
+		fmt.Println("attempt", job.Attempt, "says hello,", g.Name)
+		return nil
+	})
+
+	c := queue.NewClient(st, queue.ClientConfig{})
+	job, _, err := c.Enqueue(ctx, "greet", Greeting{Name: "Ada"}, queue.EnqueueOptions{})
+	if err != nil {
+		panic(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		panic(err)
+	}
+	<-done
+	if err := w.Shutdown(ctx); err != nil {
+		panic(err)
+	}
+	job, _ = c.Job(ctx, job.ID)
+	fmt.Println(job.State, "after", job.Attempt, "attempts")
+	for _, e := range job.History {
+		fmt.Printf("  attempt %d: %s, %s (%s)\n", e.Attempt, e.Outcome, e.Action, e.Reason)
+	}
+	// Output:
+	// attempt 1 fails
+	// attempt 2 fails
+	// attempt 3 says hello, Ada
+	// succeeded after 3 attempts
+	//   attempt 1: transient, retry (transient)
+	//   attempt 2: transient, retry (transient)
+	//   attempt 3: ok, done (success)
+}
+
+// A permanent failure goes to the dead-letter after one attempt, with its
+// history; once the cause is fixed, an operator requeues it.
+func Example_deadLetter() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+
+	dead := make(chan struct{})
+	w, _ := queue.NewWorker(st, queue.WorkerConfig{
+		PollInterval: 10 * time.Millisecond,
+		Observe: func(ctx context.Context, e queue.Event) {
+			if e.Kind == queue.EventDead {
+				close(dead)
+			}
+		},
+	})
+	queue.Handle(w, "welcome", func(ctx context.Context, job *queue.Job, g Greeting) error {
+		return retry.Permanent(fmt.Errorf("no user named %q", g.Name))
+	})
+	c := queue.NewClient(st, queue.ClientConfig{})
+	if _, _, err := c.Enqueue(ctx, "welcome", Greeting{Name: "Bob"}, queue.EnqueueOptions{}); err != nil {
+		panic(err)
+	}
+	w.Start(ctx)
+	<-dead
+	w.Shutdown(ctx)
+
+	jobs, _ := c.Dead(ctx, queue.DeadFilter{Kind: "welcome"})
+	for _, j := range jobs {
+		fmt.Printf("job %d (%s) dead: %s\n", j.ID, j.Kind, j.DeadReason)
+		for _, e := range j.History {
+			fmt.Println(" ", e)
+		}
+	}
+	st2, _ := c.Stats(ctx)
+	fmt.Println("dead-letter size:", st2.Dead)
+
+	n, _ := c.Requeue(ctx, queue.DeadFilter{Kind: "welcome"})
+	j, _ := c.Job(ctx, jobs[0].ID)
+	fmt.Println("requeued:", n, "state:", j.State, "attempts:", j.Attempt, "history entries:", len(j.History))
+	// Output:
+	// job 1 (welcome) dead: permanent
+	//   attempt 1: permanent: no user named "Bob"; give up (permanent)
+	// dead-letter size: 1
+	// requeued: 1 state: available attempts: 0 history entries: 2
+}
+
+// Enqueue options: a delay, a priority, per-job overrides and a unique key
+// that makes a second enqueue return the first job.
+func ExampleClient_Enqueue() {
+	ctx := context.Background()
+	st, _ := sqlitestore.Open(ctx, ":memory:")
+	defer st.Close()
+	c := queue.NewClient(st, queue.ClientConfig{})
+
+	opts := queue.EnqueueOptions{
+		Queue:       "reports",
+		In:          time.Hour,
+		Priority:    -1, // before priority 0 jobs
+		MaxAttempts: 3,
+		Policy:      queue.JobPolicy{TimeBudget: 2 * time.Hour},
+		UniqueKey:   "report:2026-05",
+	}
+	a, inserted, _ := c.Enqueue(ctx, "report", map[string]string{"month": "2026-05"}, opts)
+	fmt.Println(a.ID, inserted, a.Queue, string(a.Args))
+	b, inserted, _ := c.Enqueue(ctx, "report", map[string]string{"month": "2026-05"}, opts)
+	fmt.Println(b.ID, inserted)
+
+	_, _, err := c.Enqueue(ctx, "report", []byte(`{"month":`), queue.EnqueueOptions{})
+	fmt.Println(err)
+	// Output:
+	// 1 true reports {"month":"2026-05"}
+	// 1 false
+	// queue: args is not valid JSON: "{\"month\":"
+}

@@ -1,0 +1,106 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/heed-go/heed/retry"
+)
+
+// Policy defaults for jobs, used for the zero fields of WorkerConfig.Policy.
+// They are more patient than retry's in-process defaults because nobody is
+// waiting on a background job: it was accepted and should get done, and
+// waiting costs nothing but latency.
+const (
+	// DefaultAttempts is 10 attempts in total. With the default backoff
+	// they span about 7 minutes on average (14 at most): long enough to
+	// ride out a deploy, a restart, a failover or a short outage, short
+	// enough that a job that cannot succeed reaches the dead-letter, and a
+	// person, the same day.
+	DefaultAttempts = 10
+	// DefaultBackoffBase is the first delay before jitter (2 s): a job that
+	// failed on a blip gets a quick second chance.
+	DefaultBackoffBase = 2 * time.Second
+	// DefaultBackoffCap caps the delay (5 min) so that a job notices a
+	// recovered dependency within minutes; more patience comes from more
+	// attempts or a longer time budget, not from ever longer sleeps.
+	// Jitter is full jitter (backoff's default): jobs that failed together,
+	// when a dependency went down, must not all come back together.
+	DefaultBackoffCap = 5 * time.Minute
+	// DefaultTimeBudget is the total time a job may spend from the start of
+	// its first attempt (24 h): past a day, background work is usually no
+	// longer wanted as it was (a report, a notification), and the bound
+	// holds when Attempts or the backoff are raised.
+	DefaultTimeBudget = 24 * time.Hour
+	// DefaultAttemptTimeout limits each attempt (15 min): a hung handler
+	// otherwise holds its slot, and its lease, forever. Raise it for long
+	// jobs; leases are renewed however long an attempt runs.
+	DefaultAttemptTimeout = 15 * time.Minute
+	// DefaultMaxPushback caps a wait asked for with retry.After (1 h, where
+	// in-process calls cap it at 30 s): a job can afford to honour a
+	// server's Retry-After of many minutes; the time budget still bounds it.
+	DefaultMaxPushback = time.Hour
+)
+
+// RetryAll is the default classifier of jobs (WorkerConfig.Policy.Retryable):
+// every error is worth another attempt unless it is marked with
+// retry.Permanent (or its server refused with retry.After and a negative
+// wait). Unlike an in-process call, a job has no caller waiting for it and
+// its work was accepted; its errors mostly come from dependencies (network,
+// rate limits, locks, deploys) whose error types no classifier knows; and
+// the attempt limit, the backoff cap and the time budget bound what a
+// hopeless job costs. Handlers return retry.Permanent for what they know
+// cannot pass (bad arguments, a deleted record). This is what River,
+// Sidekiq and Oban do.
+func RetryAll(error) bool { return true }
+
+// defaultPolicy applies the job defaults to the zero fields of p: Attempts
+// DefaultAttempts, Backoff from DefaultBackoffBase capped at
+// DefaultBackoffCap (its Kind, Multiplier and Jitter kept, full jitter by
+// default), MaxDuration DefaultTimeBudget, AttemptTimeout
+// DefaultAttemptTimeout, Retryable RetryAll, MaxPushback
+// DefaultMaxPushback.
+func defaultPolicy(p retry.Policy) retry.Policy {
+	if p.Attempts == 0 {
+		p.Attempts = DefaultAttempts
+	}
+	if p.Backoff.Base == 0 {
+		p.Backoff.Base = DefaultBackoffBase
+	}
+	if p.Backoff.Cap == 0 {
+		p.Backoff.Cap = max(DefaultBackoffCap, p.Backoff.Base)
+	}
+	if p.MaxDuration == 0 {
+		p.MaxDuration = DefaultTimeBudget
+	}
+	if p.AttemptTimeout == 0 {
+		p.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if p.Retryable == nil {
+		p.Retryable = RetryAll
+	}
+	if p.MaxPushback == 0 {
+		p.MaxPushback = DefaultMaxPushback
+	}
+	return p
+}
+
+// DefaultPolicy returns the policy a Worker uses for jobs when its
+// WorkerConfig.Policy is zero; see the Default constants for the reasons.
+func DefaultPolicy() retry.Policy { return defaultPolicy(retry.Policy{}) }
+
+// effective returns p (already defaulted) with job's overrides applied.
+func effective(p retry.Policy, job *Job) retry.Policy {
+	if job.MaxAttempts != 0 {
+		p.Attempts = job.MaxAttempts
+	}
+	if b := job.Policy.Backoff; b != nil {
+		p.Backoff = *b
+	}
+	if job.Policy.TimeBudget > 0 {
+		p.MaxDuration = job.Policy.TimeBudget
+	}
+	if job.Policy.AttemptTimeout > 0 {
+		p.AttemptTimeout = job.Policy.AttemptTimeout
+	}
+	return p
+}

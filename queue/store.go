@@ -1,0 +1,368 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+)
+
+// Errors returned by stores and by this package. Stores return errors that
+// match them with errors.Is (they may wrap them with more context).
+var (
+	// ErrNotFound: no job has the ID asked for.
+	ErrNotFound = errors.New("queue: job not found")
+	// ErrLeaseLost: the job is no longer running under the lease token
+	// given (its lease expired and another worker or the rescuer took it,
+	// or it was finished or deleted). Nothing was changed.
+	ErrLeaseLost = errors.New("queue: lease lost")
+	// ErrInvalid is matched by every error about bad input (an empty kind,
+	// arguments that are not JSON, a negative duration, ...). Nothing was
+	// written.
+	ErrInvalid = errors.New("queue: invalid input")
+	// ErrSchemaTooNew: the database's schema was written by a newer
+	// version of heed than this binary knows; upgrade the binary. Stores
+	// return an error naming both versions that matches it.
+	ErrSchemaTooNew = errors.New("queue: database schema is newer than this binary")
+)
+
+// State is where a job is in its life.
+type State string
+
+// The states of a job. A job is inserted available (possibly for later),
+// becomes running when a worker claims it, and ends succeeded or dead. A
+// retry or a snooze makes it available again; a requeue moves a dead job
+// back to available.
+const (
+	StateAvailable State = "available" // waiting for AvailableAt, then for a worker
+	StateRunning   State = "running"   // leased to one worker
+	StateSucceeded State = "succeeded" // done
+	StateDead      State = "dead"      // given up: in the dead-letter, see Job.DeadReason
+)
+
+// Valid reports whether s is one of the four states.
+func (s State) Valid() bool {
+	switch s {
+	case StateAvailable, StateRunning, StateSucceeded, StateDead:
+		return true
+	}
+	return false
+}
+
+// Outcomes recorded in [Attempt].Outcome besides the names of
+// [retry.Outcome] ("ok", "transient", "timeout", "pushback", "permanent",
+// "refused").
+const (
+	OutcomeLost     = "lost"     // the worker's lease expired (crash, hang, partition)
+	OutcomeSnoozed  = "snoozed"  // the handler returned [Snooze]; the attempt was given back
+	OutcomeReleased = "released" // shutdown handed the job back; the attempt was given back
+	OutcomeRequeued = "requeued" // an operator requeued the dead job (not an attempt)
+	OutcomeExpired  = "expired"  // the time budget ended before the attempt started
+)
+
+// Attempt is one entry of a job's history: an attempt and the decision
+// taken after it, or an operator's requeue (Outcome "requeued", Attempt 0).
+// Entries are appended, never rewritten; stores keep them exactly (every
+// string byte for byte, times to the microsecond).
+type Attempt struct {
+	// Attempt is the attempt number (from 1), or 0 for a requeue entry.
+	Attempt int `json:"attempt"`
+	// Worker is the ID of the worker that ran the attempt.
+	Worker string `json:"worker,omitempty"`
+	// StartedAt and FinishedAt bound the attempt. For a lost attempt,
+	// FinishedAt is when the rescuer noticed.
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"` // see StartedAt
+	// Outcome is the class of the result: a [retry.Outcome] name or one of
+	// the Outcome constants of this package.
+	Outcome string `json:"outcome"`
+	// Error is the error's text, when the attempt failed.
+	Error string `json:"error,omitempty"`
+	// Panic is the stack of the panic, when the handler panicked.
+	Panic string `json:"panic,omitempty"`
+	// Action is what was decided: "done", "retry", "give up", "snooze",
+	// "release" or "requeue".
+	Action string `json:"action"`
+	// Reason is the decision's [retry.Reason.Key] ("transient",
+	// "attempts", "time_budget", ...), or this package's own.
+	Reason string `json:"reason,omitempty"`
+	// Delay is the wait before the next attempt (retry, snooze).
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// String describes the entry in one line, such as
+// "attempt 2: transient: connection reset; retry in 4s" or
+// "attempt 3: permanent: no such user; give up (permanent)".
+func (a Attempt) String() string {
+	if a.Outcome == OutcomeRequeued {
+		return "requeued by " + a.Worker
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "attempt %d: %s", a.Attempt, a.Outcome)
+	if a.Error != "" {
+		b.WriteString(": ")
+		b.WriteString(a.Error)
+	}
+	b.WriteString("; ")
+	b.WriteString(a.Action)
+	switch a.Action {
+	case "retry", "snooze":
+		fmt.Fprintf(&b, " in %v", a.Delay)
+	case "give up":
+		fmt.Fprintf(&b, " (%s)", a.Reason)
+	}
+	return b.String()
+}
+
+// JobPolicy overrides parts of the worker's policy for one job. Zero
+// fields keep the worker's values. Stores keep it as opaque JSON
+// (encoding/json of this struct).
+type JobPolicy struct {
+	// Backoff replaces the worker's backoff schedule when not nil.
+	Backoff *backoff.Schedule `json:"backoff,omitempty"`
+	// TimeBudget replaces the worker's time budget (counted from the start
+	// of the first attempt) when positive.
+	TimeBudget time.Duration `json:"time_budget,omitempty"`
+	// AttemptTimeout replaces the worker's per-attempt timeout when
+	// positive.
+	AttemptTimeout time.Duration `json:"attempt_timeout,omitempty"`
+}
+
+// IsZero reports whether p overrides nothing.
+func (p JobPolicy) IsZero() bool { return p == JobPolicy{} }
+
+// Job is a job as stored. Stores fill every field; times are UTC.
+type Job struct {
+	ID       int64           // assigned by the store, increasing
+	Kind     string          // selects the handler
+	Queue    string          // the queue it waits in
+	Args     json.RawMessage // valid JSON, as enqueued
+	State    State           // where it is in its life
+	Priority int             // lower runs first; default 0
+	// Attempt is the number of attempts started (the running one
+	// included), since the job was enqueued or last requeued.
+	Attempt int
+	// MaxAttempts overrides the worker's attempt limit when positive
+	// (retry.Unlimited for no limit); 0 keeps the worker's.
+	MaxAttempts int
+	Policy      JobPolicy // per-job overrides of the worker's policy
+	// AvailableAt is when the job may next be claimed.
+	AvailableAt time.Time
+	CreatedAt   time.Time // when it was enqueued
+	// StartedAt is when the first attempt since enqueue or requeue started
+	// (zero before); the time budget counts from it.
+	StartedAt time.Time
+	// AttemptedAt is when the current (or last) attempt started.
+	AttemptedAt time.Time
+	// FinishedAt is when the job succeeded or died (zero otherwise).
+	FinishedAt time.Time
+	UniqueKey  string // "" for none
+	// LeaseToken and LeaseUntil: the running job's lease ("" and zero
+	// otherwise). Only the holder of the token may change the job.
+	LeaseToken string
+	LeaseUntil time.Time // see LeaseToken
+	// Worker is the worker that holds (or last held) the job.
+	Worker string
+	// DeadReason says why a dead job gave up: a [retry.Reason.Key] such as
+	// "permanent", "attempts" or "time_budget".
+	DeadReason string
+	// History is every attempt and decision, oldest first.
+	History []Attempt
+}
+
+// JobInsert is a new job for [Store.JobInsert]. Build one with
+// [NewJobInsert], which validates it; stores may assume a valid JobInsert.
+type JobInsert struct {
+	Kind        string          // not empty
+	Queue       string          // not empty
+	Args        json.RawMessage // valid JSON
+	Priority    int             // lower runs first
+	MaxAttempts int             // 0: the worker's; -1: unlimited
+	Policy      JobPolicy       // per-job overrides
+	AvailableAt time.Time       // UTC
+	CreatedAt   time.Time       // UTC
+	UniqueKey   string          // "" for none
+}
+
+// ClaimParams asks [Store.JobClaim] for up to Limit jobs of Queue.
+type ClaimParams struct {
+	Queue      string    // the queue to claim from
+	Limit      int       // at least 1
+	Now        time.Time // jobs with AvailableAt <= Now are due
+	LeaseUntil time.Time // the lease given to each claimed job
+	Worker     string    // recorded on each job
+}
+
+// RescueParams asks [Store.JobRescue] for up to Limit running jobs whose
+// lease ended before Now.
+type RescueParams struct {
+	Now        time.Time // leases that ended before it are expired
+	LeaseUntil time.Time // the new lease, held by the rescuer
+	Limit      int       // at least 1
+}
+
+// Transition moves a running job, leased with LeaseToken, out of running
+// ([Store.JobTransition]). The queue decides every field; the store writes
+// them as given.
+type Transition struct {
+	ID         int64  // the job
+	LeaseToken string // the token its claim (or rescue) gave
+	// State is StateAvailable (retry, snooze, release), StateSucceeded or
+	// StateDead.
+	State State
+	// Attempt is the attempt count to store: the job's Attempt, or one less
+	// when the attempt is given back (snooze, release).
+	Attempt int
+	// AvailableAt is when the job may run again (StateAvailable only).
+	AvailableAt time.Time
+	// FinishedAt is set for StateSucceeded and StateDead, zero otherwise.
+	FinishedAt time.Time
+	// DeadReason is set for StateDead, "" otherwise.
+	DeadReason string
+	// Entry is appended to the job's history.
+	Entry Attempt
+}
+
+// JobFilter selects jobs for [Store.JobList], [Store.DeadRequeue] and
+// [Store.DeadDelete]. Zero fields do not filter; the zero JobFilter
+// selects every job (every dead job for the Dead methods). Results are in
+// ascending ID order.
+type JobFilter struct {
+	IDs   []int64 // only these IDs (nil: any; empty non-nil: none)
+	State State   // JobList only; the Dead methods always select dead jobs
+	Kind  string  // only jobs of this kind
+	Queue string  // only jobs of this queue
+	// DeadReason selects dead jobs that gave up for this reason.
+	DeadReason string
+	// FinishedBefore selects jobs that finished strictly before it (dead
+	// or succeeded "older than").
+	FinishedBefore time.Time
+	// AfterID selects jobs with an ID above it (paging).
+	AfterID int64
+	// Limit caps the number of jobs (0: no limit).
+	Limit int
+}
+
+// QueueStats counts one queue's jobs by state.
+type QueueStats struct {
+	Queue     string // the queue's name
+	Available int    // available now (AvailableAt <= Now)
+	Scheduled int    // available later (AvailableAt > Now)
+	Running   int    // leased to a worker
+	Succeeded int    // done (until deleted)
+	Dead      int    // in the dead-letter
+}
+
+// Stats summarises a store's jobs ([Store.Stats]).
+type Stats struct {
+	Queues []QueueStats // sorted by queue name; queues with no jobs are absent
+	// Dead is the size of the dead-letter, all queues together.
+	Dead int
+	// OldestDead is the FinishedAt of the oldest dead job (zero when the
+	// dead-letter is empty).
+	OldestDead time.Time
+}
+
+// Store is where jobs live. It stores and never decides: every retry,
+// give-up and timing decision is taken by this package and handed to the
+// store as data. heed ships sqlitestore (embedded) and pgstore (PostgreSQL);
+// queue/storetest is the conformance suite every Store must pass.
+//
+// Implementations must be safe for concurrent use by many goroutines (and,
+// for shared databases, many processes). Every method honours ctx and
+// returns ctx.Err() (possibly wrapped) when it ends first. Times passed in
+// may carry any location; stores keep UTC with at least microsecond
+// precision and return UTC times, truncated to what they keep.
+type Store interface {
+	// JobInsert inserts a new job in StateAvailable with Attempt 0 and an
+	// empty history, and returns it with inserted true. When in.UniqueKey
+	// is not empty and a job with that key is available or running, it
+	// inserts nothing and returns that job with inserted false; this check
+	// and the insert are atomic. Jobs that succeeded or died do not block a
+	// new one with the same key.
+	JobInsert(ctx context.Context, in JobInsert) (job *Job, inserted bool, err error)
+
+	// JobGet returns the job with this ID, or ErrNotFound.
+	JobGet(ctx context.Context, id int64) (*Job, error)
+
+	// JobList returns the jobs that match f, in ascending ID order.
+	JobList(ctx context.Context, f JobFilter) ([]*Job, error)
+
+	// JobClaim leases up to p.Limit due jobs of p.Queue (available with
+	// AvailableAt <= p.Now), in the order (Priority, AvailableAt, ID), and
+	// returns them (possibly none). Each claimed job becomes running with a
+	// new random LeaseToken, LeaseUntil = p.LeaseUntil, Worker = p.Worker,
+	// Attempt + 1, AttemptedAt = p.Now, and StartedAt = p.Now when it was
+	// zero. A job is never claimed by two callers at once.
+	JobClaim(ctx context.Context, p ClaimParams) ([]*Job, error)
+
+	// JobLeaseRenew extends the lease of the running job id held with
+	// token to until. It returns ErrLeaseLost when no running job has this
+	// ID and token.
+	JobLeaseRenew(ctx context.Context, id int64, token string, until time.Time) error
+
+	// JobTransition applies t to the running job t.ID held with
+	// t.LeaseToken: it sets State, Attempt, AvailableAt, FinishedAt and
+	// DeadReason as given, appends t.Entry to the history, and clears the
+	// lease (token and expiry; Worker is kept). It returns ErrLeaseLost,
+	// changing nothing, when no running job has this ID and token.
+	JobTransition(ctx context.Context, t Transition) error
+
+	// JobRescue takes up to p.Limit running jobs whose LeaseUntil is before
+	// p.Now, gives each a new random LeaseToken and LeaseUntil =
+	// p.LeaseUntil, and returns them, still running, so that the caller can
+	// record the lost attempt and decide (with JobTransition). Worker,
+	// Attempt and AttemptedAt are left as the lost attempt had them.
+	JobRescue(ctx context.Context, p RescueParams) ([]*Job, error)
+
+	// DeadRequeue makes the dead jobs that match f available again at now:
+	// Attempt 0, StartedAt, FinishedAt and DeadReason cleared, entry
+	// appended to the history (which is otherwise kept). A dead job whose
+	// UniqueKey is held by an available or running job is left dead. It
+	// returns how many jobs it requeued.
+	DeadRequeue(ctx context.Context, f JobFilter, now time.Time, entry Attempt) (int, error)
+
+	// DeadDelete deletes the dead jobs that match f and returns how many.
+	DeadDelete(ctx context.Context, f JobFilter) (int, error)
+
+	// Stats counts jobs per queue and state, with now splitting available
+	// from scheduled, and the dead-letter's size and oldest entry.
+	Stats(ctx context.Context, now time.Time) (Stats, error)
+
+	// Migrate applies the store's pending schema migrations. It returns an
+	// error matching ErrSchemaTooNew when the database is newer than the
+	// store knows.
+	Migrate(ctx context.Context) error
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Notifier is implemented by stores that can wake idle workers when a job
+// is inserted (pgstore with LISTEN/NOTIFY, sqlitestore within its own
+// process). A [Worker] uses it when its store has it, and polls as well.
+type Notifier interface {
+	// JobNotify returns a channel that receives the queue name of inserted
+	// (or requeued) jobs. Notifications may be dropped or coalesced when the
+	// receiver is slow; the channel is closed when ctx ends or the store
+	// stops listening.
+	JobNotify(ctx context.Context) (<-chan string, error)
+}
+
+// TransitionBatcher is implemented by stores that can apply many
+// transitions in one commit. A [Worker] whose store has it finishes jobs
+// that end at about the same time with one write instead of one each (jobs
+// that end while a batch is being written form the next batch; no timer
+// delays any of them).
+type TransitionBatcher interface {
+	// JobTransitions applies each of ts as JobTransition would, in one
+	// transaction, and returns one error per transition, in order: nil, or
+	// an error matching ErrLeaseLost or ErrInvalid, which leaves that job
+	// unchanged and does not affect the others. err reports a failure of
+	// the batch as a whole (the database, ctx); then none was applied.
+	JobTransitions(ctx context.Context, ts []Transition) (errs []error, err error)
+}

@@ -1,0 +1,645 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/retry"
+)
+
+// Worker defaults.
+const (
+	// DefaultConcurrency is the number of jobs a worker runs at once per
+	// queue when WorkerConfig.Queues is nil.
+	DefaultConcurrency = 10
+	// DefaultLease is how long a claimed job is leased (30 s, renewed every
+	// third of it while the handler runs): long enough to survive a slow
+	// database, short enough that a killed worker's jobs run again within a
+	// minute.
+	DefaultLease = 30 * time.Second
+	// DefaultPollInterval is how often an idle worker looks for due jobs
+	// (1 s, with ±20 % jitter so that workers do not poll in step). A
+	// store that implements Notifier wakes it sooner.
+	DefaultPollInterval = time.Second
+	// DefaultShutdownGrace is how long Run lets running jobs finish when
+	// its context ends.
+	DefaultShutdownGrace = 30 * time.Second
+)
+
+// ErrStopped is returned by Start and Run on a worker that was already
+// started or shut down.
+var ErrStopped = errors.New("queue: worker already started or stopped")
+
+// errShutdown is the cause of the context cancellation a handler sees when
+// the shutdown grace period ends.
+var errShutdown = errors.New("queue: worker shutting down")
+
+// WorkerConfig configures a [Worker]. The zero value runs the default queue
+// with DefaultConcurrency and the job defaults (see [DefaultPolicy]).
+type WorkerConfig struct {
+	// ID names the worker in leases and histories (default
+	// "hostname-pid-random").
+	ID string
+	// Queues maps each queue to work to its concurrency limit, the number
+	// of its jobs run at once (default: DefaultQueue with
+	// DefaultConcurrency).
+	Queues map[string]int
+	// Policy is the retry policy of jobs; per-job overrides apply on top.
+	// Its zero fields take the job defaults: DefaultAttempts, a backoff
+	// from DefaultBackoffBase capped at DefaultBackoffCap with full jitter,
+	// DefaultTimeBudget as MaxDuration (counted from the start of a job's
+	// first attempt), DefaultAttemptTimeout, and RetryAll as Retryable (the
+	// job classifier: every error is retried unless marked
+	// retry.Permanent). Its Budget and Breaker, when set, are consulted by
+	// every decision; its Observe is not used (see Observe below).
+	Policy retry.Policy
+	// Lease is how long a claimed job stays leased without renewal
+	// (default DefaultLease). It is renewed every third of it.
+	Lease time.Duration
+	// PollInterval is how often an idle queue looks for due jobs (default
+	// DefaultPollInterval, ±20 % jitter).
+	PollInterval time.Duration
+	// RescueInterval is how often the worker looks for running jobs whose
+	// lease expired (default: half of Lease).
+	RescueInterval time.Duration
+	// ShutdownGrace is how long Run lets running jobs finish when its
+	// context ends (default DefaultShutdownGrace).
+	ShutdownGrace time.Duration
+	// Observe, when set, is called for every event of every job, on the
+	// goroutine that ran it. It must not block.
+	Observe func(ctx context.Context, e Event)
+	// Logger, when set, receives one record per event (see LogObserver).
+	Logger *slog.Logger
+	// Clock is the time source for decisions and leases (default: real
+	// time). Attempt timeouts use the context package's clock.
+	Clock clock.Clock
+	// Rand is the jitter source (default: math/rand/v2's global source);
+	// it must be safe for concurrent use.
+	Rand mrand.Source
+}
+
+// handler runs one job: it decodes args and calls the typed function.
+type handler func(ctx context.Context, job *Job) error
+
+// Worker claims jobs from a store and runs them with their registered
+// handlers, deciding after each attempt with retry.Decide: done, retry at
+// the decision's time (the job's AvailableAt), or dead. It renews leases
+// while handlers run, rescues jobs whose worker was lost, and shuts down
+// gracefully.
+//
+// Make one with [NewWorker], register handlers with [Handle], then [Run]
+// (or Start and Shutdown). Its methods are safe for concurrent use; Handle
+// must be called before Start. Delivery is at least once: a handler may run
+// again for an attempt whose result was lost (a crash, an expired lease),
+// so handlers should be safe to repeat.
+type Worker struct {
+	store    Store
+	cfg      WorkerConfig
+	policy   retry.Policy
+	observe  func(context.Context, Event)
+	mu       sync.Mutex
+	handlers map[string]handler
+	state    int // 0 new, 1 started, 2 stopped
+
+	base     context.Context // Start's context without its cancellation: observers
+	ctx      context.Context // store calls; cancelled when Shutdown returns
+	cancel   context.CancelFunc
+	jobCtx   context.Context // handlers' parent; cancelled when the grace ends
+	jobStop  context.CancelCauseFunc
+	stopping chan struct{} // closed by Shutdown: stop claiming
+	loops    sync.WaitGroup
+	jobs     sync.WaitGroup
+	wake     map[string]chan struct{}
+
+	batcher   TransitionBatcher // the store, when it batches
+	complete  chan completion   // to the completer
+	completer sync.WaitGroup
+}
+
+// completion is a transition waiting for the completer, and where its
+// result goes.
+type completion struct {
+	t    Transition
+	done chan error
+}
+
+// maxBatch caps the transitions written in one batch.
+const maxBatch = 128
+
+// NewWorker returns a Worker over store. It returns an error matching
+// ErrInvalid naming the field when cfg is invalid.
+func NewWorker(store Store, cfg WorkerConfig) (*Worker, error) {
+	if store == nil {
+		return nil, &InputError{"store", "is nil"}
+	}
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		rand.Read(b[:])
+		cfg.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if cfg.Queues == nil {
+		cfg.Queues = map[string]int{DefaultQueue: DefaultConcurrency}
+	}
+	for q, n := range cfg.Queues {
+		if q == "" {
+			return nil, &InputError{"WorkerConfig.Queues", "has an empty queue name"}
+		}
+		if n < 1 {
+			return nil, &InputError{"WorkerConfig.Queues", fmt.Sprintf("gives queue %q concurrency %d, must be at least 1", q, n)}
+		}
+	}
+	for name, d := range map[string]time.Duration{"Lease": cfg.Lease, "PollInterval": cfg.PollInterval,
+		"RescueInterval": cfg.RescueInterval, "ShutdownGrace": cfg.ShutdownGrace} {
+		if d < 0 {
+			return nil, &InputError{"WorkerConfig." + name, fmt.Sprintf("is %v, must not be negative", d)}
+		}
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.RescueInterval == 0 {
+		cfg.RescueInterval = cfg.Lease / 2
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	p := defaultPolicy(cfg.Policy)
+	if err := p.Validate(); err != nil {
+		return nil, &InputError{"WorkerConfig.Policy", err.Error()}
+	}
+	w := &Worker{store: store, cfg: cfg, policy: p, handlers: map[string]handler{}}
+	switch {
+	case cfg.Observe != nil && cfg.Logger != nil:
+		log := LogObserver(cfg.Logger)
+		w.observe = func(ctx context.Context, e Event) { log(ctx, e); cfg.Observe(ctx, e) }
+	case cfg.Observe != nil:
+		w.observe = cfg.Observe
+	case cfg.Logger != nil:
+		w.observe = LogObserver(cfg.Logger)
+	}
+	return w, nil
+}
+
+// ID returns the worker's ID.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Handle registers fn for jobs of kind on w. Each job's JSON arguments are
+// decoded into a T (arguments that do not decode fail the attempt with a
+// permanent error: they will not decode better next time). fn's error
+// steers the job: nil succeeds; retry.Permanent(err) sends it to the
+// dead-letter at once; retry.After(d, err) retries no sooner than d; Snooze(d)
+// runs it again after d without using an attempt; any other error is
+// classified by the worker's policy (by default, retried). A panic is
+// recovered, recorded with its stack, and classified like an error (a
+// [*PanicError]).
+//
+// A job whose kind has no handler fails its attempt with a transient error
+// (so it is retried, then dead with reason "attempts"): during a rolling
+// deploy an old worker may claim a job for a kind only new workers know.
+//
+// Handle panics if kind is empty, already registered, or w was started:
+// these are programming errors.
+func Handle[T any](w *Worker, kind string, fn func(ctx context.Context, job *Job, args T) error) {
+	if kind == "" {
+		panic("queue: Handle with an empty kind")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != 0 {
+		panic("queue: Handle after Start")
+	}
+	if _, dup := w.handlers[kind]; dup {
+		panic("queue: Handle: kind " + kind + " registered twice")
+	}
+	w.handlers[kind] = func(ctx context.Context, job *Job) error {
+		var args T
+		if err := json.Unmarshal(job.Args, &args); err != nil {
+			return retry.Permanent(fmt.Errorf("queue: decode args of %s job %d: %w", kind, job.ID, err))
+		}
+		return fn(ctx, job, args)
+	}
+}
+
+// Run starts w, works until ctx ends, then shuts down, letting running jobs
+// finish for up to ShutdownGrace. It returns nil after a clean shutdown,
+// an error if the worker could not start, or the shutdown's error.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownGrace)
+	defer cancel()
+	return w.Shutdown(sctx)
+}
+
+// Start starts w's goroutines (a claimer per queue, a rescuer and, when the
+// store is a Notifier, a listener) and returns. ctx's values are passed to
+// handlers; ending ctx does not stop w: call Shutdown.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != 0 {
+		return ErrStopped
+	}
+	w.state = 1
+	base := context.WithoutCancel(ctx)
+	w.base = base
+	w.ctx, w.cancel = context.WithCancel(base)
+	w.jobCtx, w.jobStop = context.WithCancelCause(base)
+	w.stopping = make(chan struct{})
+	w.wake = map[string]chan struct{}{}
+	queues := make([]string, 0, len(w.cfg.Queues))
+	for q := range w.cfg.Queues {
+		queues = append(queues, q)
+		w.wake[q] = make(chan struct{}, 1)
+	}
+	sort.Strings(queues)
+	if b, ok := w.store.(TransitionBatcher); ok { // before any goroutine may finish a job
+		w.batcher = b
+		w.complete = make(chan completion)
+		w.completer.Go(w.completeLoop)
+	}
+	if n, ok := w.store.(Notifier); ok {
+		if ch, err := n.JobNotify(w.ctx); err == nil {
+			w.loops.Go(func() { w.listen(ch) })
+		} else {
+			w.log("job notifications unavailable; polling", err)
+		}
+	}
+	for _, q := range queues {
+		w.loops.Go(func() { w.claimLoop(q, w.cfg.Queues[q]) })
+	}
+	w.loops.Go(w.rescueLoop)
+	return nil
+}
+
+// completeLoop writes transitions in batches: those that arrive while a
+// batch is being written make the next one.
+func (w *Worker) completeLoop() {
+	batch := make([]completion, 0, maxBatch)
+	ts := make([]Transition, 0, maxBatch)
+	for {
+		c, ok := <-w.complete
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], c)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case c, ok := <-w.complete:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		ts = ts[:0]
+		for _, c := range batch {
+			ts = append(ts, c.t)
+		}
+		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease)
+		errs, err := w.batcher.JobTransitions(ctx, ts)
+		cancel()
+		for i, c := range batch {
+			if err == nil && i < len(errs) {
+				c.done <- errs[i]
+			} else if err != nil {
+				c.done <- err
+			} else {
+				c.done <- errors.New("queue: store returned too few results")
+			}
+		}
+	}
+}
+
+// Shutdown stops w: it stops claiming at once, lets running jobs finish
+// until ctx ends, then cancels the handlers' contexts (with a cause saying
+// the worker is shutting down) and waits for them to return. A job whose
+// handler returned an error because of that cancellation is released:
+// available again at once, its attempt not counted (it did not fail; the
+// worker left), with a "released" entry in its history. A handler that
+// ignores its context delays Shutdown until it returns.
+//
+// Shutdown returns nil when every job finished within the grace, ctx.Err()
+// when some had to be cancelled, and ErrStopped when w was not running.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	if w.state != 1 {
+		w.mu.Unlock()
+		return ErrStopped
+	}
+	w.state = 2
+	close(w.stopping)
+	w.mu.Unlock()
+
+	w.loops.Wait() // claimers, rescuer, listener: quick to return
+	done := make(chan struct{})
+	go func() { w.jobs.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	default:
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+			w.jobStop(errShutdown)
+			<-done
+		}
+	}
+	if w.complete != nil {
+		close(w.complete) // every job has stored its result
+		w.completer.Wait()
+	}
+	w.jobStop(errShutdown)
+	w.cancel()
+	return err
+}
+
+func (w *Worker) now() time.Time { return clock.Now(w.cfg.Clock).UTC() }
+
+func (w *Worker) log(msg string, err error) {
+	if w.cfg.Logger != nil {
+		w.cfg.Logger.Warn("queue: "+msg, "worker", w.cfg.ID, "error", err)
+	}
+}
+
+func (w *Worker) emit(e Event) {
+	if w.observe != nil {
+		w.observe(w.base, e)
+	}
+}
+
+// jittered returns d ±20 %.
+func (w *Worker) jittered(d time.Duration) time.Duration {
+	lo := d * 4 / 5
+	return lo + backoff.Uniform(w.cfg.Rand, d*2/5)
+}
+
+// listen fans store notifications out to the claim loops.
+func (w *Worker) listen(ch <-chan string) {
+	for {
+		select {
+		case <-w.stopping:
+			return
+		case q, ok := <-ch:
+			if !ok {
+				return
+			}
+			if c := w.wake[q]; c != nil {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// claimLoop claims jobs of queue q while fewer than limit run, and starts
+// them.
+func (w *Worker) claimLoop(q string, limit int) {
+	running := 0
+	done := make(chan struct{}, limit) // one slot per job: job goroutines never block on it
+	timer := clock.Or(w.cfg.Clock).NewTimer(w.jittered(w.cfg.PollInterval))
+	defer timer.Stop()
+	// Claims are writes: while jobs may be waiting (the last claim filled
+	// every free slot), claim again once a quarter of the slots are free,
+	// not for every slot, so that a busy queue claims in batches. A poll or
+	// a notification claims for any free slot.
+	batchMin := max(1, limit/4)
+	more, poke := false, true
+	for {
+		select {
+		case <-w.stopping:
+			return
+		default:
+		}
+		if free := limit - running; free > 0 && (poke || (more && free >= batchMin)) {
+			poke = false
+			now := w.now()
+			jobs, err := w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: free, Now: now,
+				LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID})
+			if err != nil {
+				w.log("claim "+q, err)
+			}
+			for _, job := range jobs {
+				running++
+				w.jobs.Add(1)
+				go func() {
+					defer func() { done <- struct{}{}; w.jobs.Done() }()
+					w.run(job)
+				}()
+			}
+			more = err == nil && len(jobs) == free
+		}
+		select {
+		case <-w.stopping:
+			return
+		case <-done:
+			running--
+		case <-w.wake[q]:
+			poke = true
+		case <-timer.C():
+			poke = true
+			timer.Reset(w.jittered(w.cfg.PollInterval))
+		}
+	}
+}
+
+// rescueLoop periodically takes running jobs whose lease expired and
+// decides about their lost attempt.
+func (w *Worker) rescueLoop() {
+	timer := clock.Or(w.cfg.Clock).NewTimer(w.jittered(w.cfg.RescueInterval))
+	defer timer.Stop()
+	for {
+		w.rescue()
+		select {
+		case <-w.stopping:
+			return
+		case <-timer.C():
+			timer.Reset(w.jittered(w.cfg.RescueInterval))
+		}
+	}
+}
+
+func (w *Worker) rescue() {
+	for {
+		now := w.now()
+		jobs, err := w.store.JobRescue(w.ctx, RescueParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: 100})
+		if err != nil {
+			w.log("rescue", err)
+			return
+		}
+		for _, job := range jobs {
+			w.emit(Event{Kind: EventLost, Job: job, Err: ErrLeaseExpired})
+			p := effective(w.policy, job)
+			t, d := decideLost(&p, job, now, w.cfg.Rand)
+			w.finish(job, t, d, 0)
+		}
+		if len(jobs) < 100 {
+			return
+		}
+	}
+}
+
+// finish stores t and reports it.
+func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Duration) {
+	var err error
+	if w.batcher != nil {
+		c := completion{t: t, done: make(chan error, 1)}
+		w.complete <- c
+		err = <-c.done
+	} else {
+		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease)
+		err = w.store.JobTransition(ctx, t)
+		cancel()
+	}
+	if err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: err})
+		} else {
+			// The lease will expire and the rescuer will retry the job.
+			w.log(fmt.Sprintf("store the result of job %d", job.ID), err)
+		}
+		return
+	}
+	kind := EventRetried
+	switch {
+	case t.State == StateSucceeded:
+		kind = EventSucceeded
+	case t.State == StateDead:
+		kind = EventDead
+	case t.Entry.Outcome == OutcomeSnoozed:
+		kind = EventSnoozed
+	case t.Entry.Outcome == OutcomeReleased:
+		kind = EventReleased
+	}
+	w.emit(Event{Kind: kind, Job: job, Decision: d, Duration: dur, Err: d.Err})
+}
+
+// run runs one attempt of job and stores what follows.
+func (w *Worker) run(job *Job) {
+	p := effective(w.policy, job)
+	start := w.now()
+	if end := budgetEnd(&p, job); !end.IsZero() && !start.Before(end) {
+		t, d := decideExpired(job, w.cfg.ID, start)
+		w.finish(job, t, d, 0)
+		return
+	}
+	w.emit(Event{Kind: EventStarted, Job: job})
+
+	timeout, own := p.AttemptTimeout, true
+	if end := budgetEnd(&p, job); !end.IsZero() {
+		if left := end.Sub(start); timeout <= 0 || left < timeout {
+			timeout, own = left, false
+		}
+	}
+	lctx, lost := context.WithCancelCause(w.jobCtx)
+	defer lost(nil)
+	actx := lctx
+	cancel := context.CancelFunc(func() {})
+	if timeout > 0 {
+		actx, cancel = context.WithTimeout(lctx, timeout)
+	}
+
+	stopRenew := make(chan struct{})
+	var renewWG sync.WaitGroup
+	renewWG.Go(func() { w.renew(job, lost, stopRenew) })
+
+	res := result{started: start, worker: w.cfg.ID}
+	res.err, res.stack = w.call(actx, job)
+	res.timedOut = own && res.err != nil && lctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+	cancel()
+	close(stopRenew)
+	renewWG.Wait()
+	now := w.now()
+	dur := now.Sub(start)
+
+	if cause := context.Cause(lctx); cause != nil && res.err != nil {
+		switch {
+		case errors.Is(cause, ErrLeaseLost):
+			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: cause, Duration: dur})
+			return
+		case errors.Is(cause, errShutdown):
+			w.finish(job, decideRelease(job, res, now), retry.Decision{Attempt: job.Attempt, Err: res.err, At: now}, dur)
+			return
+		}
+	}
+	t, d := decide(&p, job, res, now, w.cfg.Rand)
+	w.finish(job, t, d, dur)
+}
+
+// call runs job's handler, turning a panic into a *PanicError.
+func (w *Worker) call(ctx context.Context, job *Job) (err error, stack string) {
+	w.mu.Lock()
+	h := w.handlers[job.Kind]
+	w.mu.Unlock()
+	if h == nil {
+		return retry.Transient(fmt.Errorf("queue: no handler for kind %q on worker %s", job.Kind, w.cfg.ID)), ""
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			pe := &PanicError{Value: v, Stack: string(debug.Stack())}
+			err, stack = pe, pe.Stack
+		}
+	}()
+	return h(ctx, job), ""
+}
+
+// renew extends job's lease whenever a third of it has passed, until stop
+// closes. (Counting from the lease's end, not from the claim, keeps a slow
+// claim from eating the lease.) When the lease is lost it cancels the
+// handler's context with ErrLeaseLost.
+func (w *Worker) renew(job *Job, lost context.CancelCauseFunc, stop <-chan struct{}) {
+	third := w.cfg.Lease / 3
+	until := job.LeaseUntil // the lease as the store has it
+	due := func() time.Duration { return max(until.Add(-2*third).Sub(w.now()), 0) }
+	timer := clock.Or(w.cfg.Clock).NewTimer(due())
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-timer.C():
+		}
+		// A slow store gets until the lease ends to answer.
+		now := w.now()
+		next := now.Add(w.cfg.Lease)
+		ctx, cancel := context.WithTimeout(w.ctx, max(until.Sub(now), third))
+		err := w.store.JobLeaseRenew(ctx, job.ID, job.LeaseToken, next)
+		cancel()
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			lost(err)
+			return
+		case err != nil:
+			w.log(fmt.Sprintf("renew the lease of job %d", job.ID), err)
+			timer.Reset(third / 4) // try again soon
+			continue
+		}
+		until = next
+		timer.Reset(due())
+	}
+}

@@ -1,0 +1,61 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+func BenchmarkInsert(b *testing.B) {
+	s := open(b)
+	defer s.Close()
+	ctx := context.Background()
+	in, err := queue.NewJobInsert("bench", json.RawMessage(`{"n":1}`), queue.EnqueueOptions{}, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := s.JobInsert(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaimComplete claims jobs in batches of 10 and completes each:
+// the store's work per job in a burn-down (its insert excluded).
+func BenchmarkClaimComplete(b *testing.B) {
+	s := open(b)
+	defer s.Close()
+	ctx := context.Background()
+	now := time.Now()
+	in, _ := queue.NewJobInsert("bench", json.RawMessage(`{"n":1}`), queue.EnqueueOptions{}, now)
+	for range b.N {
+		if _, _, err := s.JobInsert(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	entry := queue.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "ok", Action: "done", Reason: "success"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now.Add(time.Second),
+			LeaseUntil: now.Add(time.Minute), Worker: "w"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			b.Fatalf("no jobs left after %d of %d", done, b.N)
+		}
+		for _, j := range jobs {
+			if err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded,
+				Attempt: j.Attempt, FinishedAt: now, Entry: entry}); err != nil {
+				b.Fatal(err)
+			}
+			done++
+		}
+	}
+}

@@ -1,0 +1,574 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+const jobColumns = `id, kind, queue, args, state, priority, attempt, max_attempts, policy,
+	available_at, created_at, started_at, attempted_at, finished_at, unique_key,
+	lease_token, lease_until, worker, dead_reason, history`
+
+// appendHistory appends the JSON entry (the last parameter bound to it) to
+// the history array by splicing bytes, so the entries already stored are
+// kept exactly as written.
+const appendHistory = `history = CASE WHEN history = '[]' THEN '[' || ? || ']'
+	ELSE substr(history, 1, length(history) - 1) || ',' || ? || ']' END`
+
+// prepared returns the writer's prepared statement for query, preparing
+// it once: the hot statements skip SQLite's parse and plan on every call.
+func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	return s.prepare(ctx, s.w, query)
+}
+
+// preparedRead is prepared for the read pool (database/sql prepares it
+// again on each connection that runs it).
+func (s *Store) preparedRead(ctx context.Context, query string) (*sql.Stmt, error) {
+	return s.prepare(ctx, s.r, query)
+}
+
+func (s *Store) prepare(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	k := stmtKey{db, query}
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.stmts[k]; st != nil {
+		return st, nil
+	}
+	if s.stmts == nil {
+		return nil, errors.New("sqlitestore: store is closed")
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[k] = st
+	return st, nil
+}
+
+type stmtKey struct {
+	db    *sql.DB
+	query string
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func nullMicros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
+}
+
+func fromMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(v.Int64).UTC()
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(sc scanner) (*queue.Job, error) {
+	var (
+		j                                        queue.Job
+		args, policy, history                    string
+		state                                    string
+		avail, created                           int64
+		started, attempted, finished, leaseUntil sql.NullInt64
+		uniqueKey, leaseToken, deadReason        sql.NullString
+	)
+	if err := sc.Scan(&j.ID, &j.Kind, &j.Queue, &args, &state, &j.Priority, &j.Attempt, &j.MaxAttempts, &policy,
+		&avail, &created, &started, &attempted, &finished, &uniqueKey,
+		&leaseToken, &leaseUntil, &j.Worker, &deadReason, &history); err != nil {
+		return nil, err
+	}
+	j.Args = json.RawMessage(args)
+	j.State = queue.State(state)
+	j.AvailableAt = time.UnixMicro(avail).UTC()
+	j.CreatedAt = time.UnixMicro(created).UTC()
+	j.StartedAt = fromMicros(started)
+	j.AttemptedAt = fromMicros(attempted)
+	j.FinishedAt = fromMicros(finished)
+	j.LeaseUntil = fromMicros(leaseUntil)
+	j.UniqueKey = uniqueKey.String
+	j.LeaseToken = leaseToken.String
+	j.DeadReason = deadReason.String
+	if policy != "" && policy != "{}" {
+		if err := json.Unmarshal([]byte(policy), &j.Policy); err != nil {
+			return nil, fmt.Errorf("sqlitestore: job %d: policy: %w", j.ID, err)
+		}
+	}
+	if history != "[]" {
+		if err := json.Unmarshal([]byte(history), &j.History); err != nil {
+			return nil, fmt.Errorf("sqlitestore: job %d: history: %w", j.ID, err)
+		}
+	}
+	return &j, nil
+}
+
+func scanJobs(rows *sql.Rows) ([]*queue.Job, error) {
+	defer rows.Close()
+	var jobs []*queue.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("sqlitestore: %s: %w", op, err)
+}
+
+// JobInsert implements queue.Store.
+func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, bool, error) {
+	if err := in.Validate(); err != nil {
+		return nil, false, err
+	}
+	policy := []byte("{}")
+	if !in.Policy.IsZero() {
+		var err error
+		if policy, err = json.Marshal(in.Policy); err != nil {
+			return nil, false, wrap("insert", err)
+		}
+	}
+	args := []any{in.Kind, in.Queue, string(in.Args), in.Priority, in.MaxAttempts, string(policy),
+		micros(in.AvailableAt), micros(in.CreatedAt), nullString(in.UniqueKey)}
+	if in.UniqueKey == "" {
+		ins, err := s.prepared(ctx, insertSQL)
+		if err != nil {
+			return nil, false, wrap("insert", err)
+		}
+		j, err := scanJob(ins.QueryRowContext(ctx, args...))
+		if err != nil {
+			return nil, false, wrap("insert", err)
+		}
+		s.notify(j.Queue)
+		return j, true, nil
+	}
+	// The lookup and the insert in one IMMEDIATE transaction: no other
+	// writer, in this process or another, runs between them.
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, wrap("insert", err)
+	}
+	defer tx.Rollback()
+	j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs
+		WHERE unique_key = ? AND state IN ('available', 'running')`, in.UniqueKey))
+	if err == nil {
+		return j, false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, wrap("insert", err)
+	}
+	if j, err = scanJob(tx.QueryRowContext(ctx, insertSQL, args...)); err != nil {
+		return nil, false, wrap("insert", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, wrap("insert", err)
+	}
+	s.notify(j.Queue)
+	return j, true, nil
+}
+
+const insertSQL = `INSERT INTO heed_jobs
+	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key)
+	VALUES (?, ?, ?, 'available', ?, ?, ?, ?, ?, ?)
+	RETURNING ` + jobColumns
+
+// JobGet implements queue.Store.
+func (s *Store) JobGet(ctx context.Context, id int64) (*queue.Job, error) {
+	j, err := scanJob(s.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlitestore: job %d: %w", id, queue.ErrNotFound)
+	}
+	return j, wrap("get", err)
+}
+
+// where renders f as a WHERE clause (without the keyword) and its
+// arguments. dead forces state = 'dead'.
+func where(f *queue.JobFilter, dead bool) (string, []any) {
+	var (
+		conds []string
+		args  []any
+	)
+	switch {
+	case dead:
+		conds = append(conds, "state = 'dead'")
+	case f.State != "":
+		conds = append(conds, "state = ?")
+		args = append(args, string(f.State))
+	}
+	if f.IDs != nil {
+		if len(f.IDs) == 0 {
+			conds = append(conds, "0")
+		} else {
+			conds = append(conds, "id IN (SELECT value FROM json_each(?))")
+			b, _ := json.Marshal(f.IDs)
+			args = append(args, string(b))
+		}
+	}
+	if f.Kind != "" {
+		conds = append(conds, "kind = ?")
+		args = append(args, f.Kind)
+	}
+	if f.Queue != "" {
+		conds = append(conds, "queue = ?")
+		args = append(args, f.Queue)
+	}
+	if f.DeadReason != "" {
+		conds = append(conds, "dead_reason = ?")
+		args = append(args, f.DeadReason)
+	}
+	if !f.FinishedBefore.IsZero() {
+		conds = append(conds, "finished_at < ?")
+		args = append(args, micros(f.FinishedBefore))
+	}
+	if f.AfterID > 0 {
+		conds = append(conds, "id > ?")
+		args = append(args, f.AfterID)
+	}
+	if len(conds) == 0 {
+		return "1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+func limit(f *queue.JobFilter) string {
+	if f.Limit > 0 {
+		return fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	return ""
+}
+
+// JobList implements queue.Store.
+func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	w, args := where(&f, false)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f), args...)
+	if err != nil {
+		return nil, wrap("list", err)
+	}
+	jobs, err := scanJobs(rows)
+	return jobs, wrap("list", err)
+}
+
+const dueSQL = `SELECT EXISTS (SELECT 1 FROM heed_jobs
+	WHERE state = 'available' AND queue = ? AND available_at <= ?)`
+
+const claimSQL = `UPDATE heed_jobs SET
+		state = 'running', attempt = attempt + 1,
+		lease_token = lower(hex(randomblob(16))), lease_until = ?, worker = ?,
+		attempted_at = ?, started_at = coalesce(started_at, ?)
+	WHERE id IN (
+		SELECT id FROM heed_jobs
+		WHERE state = 'available' AND queue = ? AND available_at <= ?
+		ORDER BY priority, available_at, id LIMIT ?)
+	RETURNING ` + jobColumns
+
+// JobClaim implements queue.Store with one UPDATE ... WHERE id IN (SELECT
+// ... LIMIT n) RETURNING statement; the single writer makes it atomic.
+func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	now := micros(p.Now)
+	// Idle polling should not queue behind writers: look first on a read
+	// connection (WAL readers do not block the writer, nor it them).
+	var due bool
+	check, err := s.preparedRead(ctx, dueSQL)
+	if err != nil {
+		return nil, wrap("claim", err)
+	}
+	if err := check.QueryRowContext(ctx, p.Queue, now).Scan(&due); err != nil {
+		return nil, wrap("claim", err)
+	}
+	if !due {
+		return nil, nil
+	}
+	claim, err := s.prepared(ctx, claimSQL)
+	if err != nil {
+		return nil, wrap("claim", err)
+	}
+	rows, err := claim.QueryContext(ctx, micros(p.LeaseUntil), p.Worker, now, now, p.Queue, now, p.Limit)
+	if err != nil {
+		return nil, wrap("claim", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, wrap("claim", err)
+	}
+	sort.Slice(jobs, func(i, j int) bool {
+		a, b := jobs[i], jobs[j]
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if !a.AvailableAt.Equal(b.AvailableAt) {
+			return a.AvailableAt.Before(b.AvailableAt)
+		}
+		return a.ID < b.ID
+	})
+	return jobs, nil
+}
+
+// JobLeaseRenew implements queue.Store.
+func (s *Store) JobLeaseRenew(ctx context.Context, id int64, token string, until time.Time) error {
+	if token == "" {
+		return &queue.InputError{Field: "token", Reason: "is empty"}
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE heed_jobs SET lease_until = ?
+		WHERE id = ? AND lease_token = ? AND state = 'running'`, micros(until), id, token)
+	return leaseResult("renew", id, res, err)
+}
+
+func leaseResult(op string, id int64, res sql.Result, err error) error {
+	if err != nil {
+		return wrap(op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlitestore: %s job %d: %w", op, id, queue.ErrLeaseLost)
+	}
+	return nil
+}
+
+const transitionSQL = `UPDATE heed_jobs SET
+			state = ?, attempt = ?, available_at = coalesce(?, available_at),
+			finished_at = ?, dead_reason = ?, lease_token = NULL, lease_until = NULL,
+			` + appendHistory + `
+		WHERE id = ? AND lease_token = ? AND state = 'running'`
+
+// JobTransition implements queue.Store.
+func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
+	st, err := s.prepared(ctx, transitionSQL)
+	if err != nil {
+		return wrap("transition", err)
+	}
+	if err := transition(ctx, st, &t); err != nil {
+		return err
+	}
+	if t.State == queue.StateAvailable && !t.AvailableAt.After(time.Now()) {
+		// A retry due now (or a release) can wake a worker at once.
+		s.notifyJob(ctx, t.ID)
+	}
+	return nil
+}
+
+// JobTransitions implements queue.TransitionBatcher: one IMMEDIATE
+// transaction, one commit.
+func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) ([]error, error) {
+	errs := make([]error, len(ts))
+	if len(ts) == 0 {
+		return errs, nil
+	}
+	prep, err := s.prepared(ctx, transitionSQL)
+	if err != nil {
+		return nil, wrap("transition", err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap("transition", err)
+	}
+	defer tx.Rollback()
+	st := tx.StmtContext(ctx, prep)
+	var wake []int64
+	for i := range ts {
+		errs[i] = transition(ctx, st, &ts[i])
+		if errs[i] != nil && !errors.Is(errs[i], queue.ErrLeaseLost) && !errors.Is(errs[i], queue.ErrInvalid) {
+			return nil, errs[i]
+		}
+		if errs[i] == nil && ts[i].State == queue.StateAvailable && !ts[i].AvailableAt.After(time.Now()) {
+			wake = append(wake, ts[i].ID)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, wrap("transition", err)
+	}
+	for _, id := range wake {
+		s.notifyJob(ctx, id)
+	}
+	return errs, nil
+}
+
+func transition(ctx context.Context, st *sql.Stmt, t *queue.Transition) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	entry, err := json.Marshal(t.Entry)
+	if err != nil {
+		return wrap("transition", err)
+	}
+	e := string(entry)
+	res, err := st.ExecContext(ctx, string(t.State), t.Attempt, nullMicros(t.AvailableAt), nullMicros(t.FinishedAt),
+		nullString(t.DeadReason), e, e, t.ID, t.LeaseToken)
+	return leaseResult("transition", t.ID, res, err)
+}
+
+func (s *Store) notifyJob(ctx context.Context, id int64) {
+	var q string
+	if s.r.QueryRowContext(ctx, `SELECT queue FROM heed_jobs WHERE id = ?`, id).Scan(&q) == nil {
+		s.notify(q)
+	}
+}
+
+// JobRescue implements queue.Store.
+func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var expired bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM heed_jobs
+		WHERE state = 'running' AND lease_until < ?)`, micros(p.Now)).Scan(&expired); err != nil {
+		return nil, wrap("rescue", err)
+	}
+	if !expired {
+		return nil, nil
+	}
+	rows, err := s.w.QueryContext(ctx, `UPDATE heed_jobs SET
+			lease_token = lower(hex(randomblob(16))), lease_until = ?
+		WHERE id IN (
+			SELECT id FROM heed_jobs WHERE state = 'running' AND lease_until < ?
+			ORDER BY lease_until, id LIMIT ?)
+		RETURNING `+jobColumns,
+		micros(p.LeaseUntil), micros(p.Now), p.Limit)
+	if err != nil {
+		return nil, wrap("rescue", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, wrap("rescue", err)
+	}
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
+	return jobs, nil
+}
+
+// DeadRequeue implements queue.Store. A dead job whose unique key is taken
+// by a live job is skipped (UPDATE OR IGNORE).
+func (s *Store) DeadRequeue(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	b, err := json.Marshal(entry)
+	if err != nil {
+		return 0, wrap("requeue", err)
+	}
+	e := string(b)
+	w, args := where(&f, true)
+	all := append([]any{micros(now), e, e}, args...)
+	rows, err := s.w.QueryContext(ctx, `UPDATE OR IGNORE heed_jobs SET
+			state = 'available', attempt = 0, available_at = ?, started_at = NULL,
+			finished_at = NULL, dead_reason = NULL, lease_token = NULL, lease_until = NULL,
+			`+appendHistory+`
+		WHERE id IN (SELECT id FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f)+`)
+		RETURNING queue`, all...)
+	if err != nil {
+		return 0, wrap("requeue", err)
+	}
+	defer rows.Close()
+	n, seen := 0, map[string]bool{}
+	var qs []string
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			return n, wrap("requeue", err)
+		}
+		n++
+		if !seen[q] {
+			seen[q] = true
+			qs = append(qs, q)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, wrap("requeue", err)
+	}
+	s.notify(qs...)
+	return n, nil
+}
+
+// DeadDelete implements queue.Store.
+func (s *Store) DeadDelete(ctx context.Context, f queue.JobFilter) (int, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	w, args := where(&f, true)
+	res, err := s.w.ExecContext(ctx, `DELETE FROM heed_jobs
+		WHERE id IN (SELECT id FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f)+`)`, args...)
+	if err != nil {
+		return 0, wrap("delete", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), wrap("delete", err)
+}
+
+// Stats implements queue.Store.
+func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
+	var st queue.Stats
+	rows, err := s.r.QueryContext(ctx, `SELECT queue, state, state = 'available' AND available_at > ?, count(*)
+		FROM heed_jobs GROUP BY 1, 2, 3 ORDER BY 1`, micros(now))
+	if err != nil {
+		return st, wrap("stats", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			q, state  string
+			scheduled bool
+			n         int
+		)
+		if err := rows.Scan(&q, &state, &scheduled, &n); err != nil {
+			return st, wrap("stats", err)
+		}
+		if len(st.Queues) == 0 || st.Queues[len(st.Queues)-1].Queue != q {
+			st.Queues = append(st.Queues, queue.QueueStats{Queue: q})
+		}
+		qs := &st.Queues[len(st.Queues)-1]
+		switch {
+		case scheduled:
+			qs.Scheduled += n
+		case state == string(queue.StateAvailable):
+			qs.Available += n
+		case state == string(queue.StateRunning):
+			qs.Running += n
+		case state == string(queue.StateSucceeded):
+			qs.Succeeded += n
+		case state == string(queue.StateDead):
+			qs.Dead += n
+			st.Dead += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, wrap("stats", err)
+	}
+	var oldest sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT min(finished_at) FROM heed_jobs WHERE state = 'dead'`).Scan(&oldest); err != nil {
+		return st, wrap("stats", err)
+	}
+	st.OldestDead = fromMicros(oldest)
+	return st, nil
+}

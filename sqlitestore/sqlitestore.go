@@ -1,0 +1,374 @@
+// Package sqlitestore is heed's embedded store: jobs (and later
+// idempotency keys) in one SQLite file, through the pure-Go driver
+// modernc.org/sqlite (no cgo).
+//
+// Most callers want [Open] and hand the [*Store] to queue.NewClient and
+// queue.NewWorker:
+//
+//	st, err := sqlitestore.Open(ctx, "heed.db")
+//
+// The database runs in WAL mode with a busy timeout of 10 s and foreign keys
+// on. Within one process, writes go through a single connection, one at a
+// time: SQLite allows one writer per database anyway, and a single
+// connection turns contention into a short queue in Go instead of
+// SQLITE_BUSY retries. Reads (JobGet, JobList, Stats) use a separate pool of
+// read-only connections and run beside the writer, as WAL allows. Several
+// processes may share a file (a worker and the heed command, say): write
+// transactions begin IMMEDIATE and wait up to the busy timeout for each
+// other.
+//
+// Claims are one UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING
+// statement, preceded by a cheap check on a read connection so that idle
+// polling never queues behind writers. The Store also implements
+// queue.TransitionBatcher (a worker's finished jobs in one transaction) and
+// queue.Notifier (wake-ups for jobs inserted through this Store; other
+// processes' jobs are found by polling). Hot statements are prepared once.
+//
+// The schema is created and upgraded by embedded, numbered migrations
+// recorded in the table heed_schema_migrations; every table is prefixed
+// heed_. Open applies pending migrations.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// ErrSchemaTooNew is matched by the error Open and Migrate return when the
+// database was migrated by a newer heed than this one. It is the same
+// sentinel as queue.ErrSchemaTooNew.
+var ErrSchemaTooNew = queue.ErrSchemaTooNew
+
+// SchemaError says the database's schema version is newer than the
+// binary's. It matches [ErrSchemaTooNew].
+type SchemaError struct {
+	Database int // the version recorded in the database
+	Binary   int // the newest version this binary knows
+}
+
+// Error names both versions.
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("sqlitestore: database schema version %d is newer than this binary's %d; upgrade heed", e.Database, e.Binary)
+}
+
+// Is reports whether target is ErrSchemaTooNew.
+func (e *SchemaError) Is(target error) bool { return target == ErrSchemaTooNew }
+
+// Store is a queue.Store (and queue.Notifier) over one SQLite database.
+// Make one with [Open]; the zero value is not usable. It is safe for
+// concurrent use by many goroutines. Close it when done.
+type Store struct {
+	w    *sql.DB // writes: one connection
+	r    *sql.DB // reads: read-only pool (the same as w for :memory:)
+	path string
+
+	stmtMu sync.Mutex
+	stmts  map[stmtKey]*sql.Stmt // prepared statements; nil once closed
+
+	mu   sync.Mutex
+	subs map[chan string]struct{} // nil once closed
+	done chan struct{}            // closed by Close
+}
+
+var _ queue.Store = (*Store)(nil)
+var _ queue.Notifier = (*Store)(nil)
+
+// Open opens (creating it if needed) the SQLite database named by dsn and
+// applies pending migrations.
+//
+// dsn is one of:
+//   - a file path: "heed.db", "/var/lib/heed/jobs.db";
+//   - a sqlite: URL: "sqlite:heed.db", "sqlite:///var/lib/heed/jobs.db";
+//   - a SQLite URI: "file:heed.db?cache=private"; its parameters are kept;
+//   - ":memory:": a private in-memory database for tests and examples
+//     (one connection, gone on Close).
+//
+// It returns an error matching ErrSchemaTooNew when the database was
+// migrated by a newer heed.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	path, params, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: path, subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}}
+	common := "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
+	if path == ":memory:" {
+		s.w, err = sql.Open("sqlite", "file::memory:?"+join(params, common))
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+		}
+		s.w.SetMaxOpenConns(1)
+		s.w.SetMaxIdleConns(1)
+		s.w.SetConnMaxLifetime(0)
+		s.w.SetConnMaxIdleTime(0)
+		s.r = s.w
+	} else {
+		wdsn := uriOf(path, join(params, common+"&_journal_mode=WAL&_synchronous=NORMAL"))
+		s.w, err = sql.Open("sqlite", wdsn)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+		}
+		s.w.SetMaxOpenConns(1)
+		s.w.SetMaxIdleConns(1)
+		s.w.SetConnMaxIdleTime(0)
+		s.w.SetConnMaxLifetime(0)
+		// The writer connection sets WAL mode first, so readers find it.
+		if err := s.w.PingContext(ctx); err != nil {
+			s.w.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+		}
+		s.r, err = sql.Open("sqlite", uriOf(path, join(params, "_busy_timeout=10000&_query_only=1")))
+		if err != nil {
+			s.w.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+		}
+		s.r.SetMaxOpenConns(4)
+		s.r.SetMaxIdleConns(4)
+		if err := s.r.PingContext(ctx); err != nil { // open one reader now, not on the first claim
+			s.w.Close()
+			s.r.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "&" + b
+}
+
+func uriOf(path, params string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params
+}
+
+// parseDSN returns the file path and the URI parameters of dsn.
+func parseDSN(dsn string) (path, params string, err error) {
+	orig := dsn
+	switch {
+	case dsn == "":
+		return "", "", fmt.Errorf("sqlitestore: empty database name: %w", queue.ErrInvalid)
+	case strings.HasPrefix(dsn, "sqlite://"):
+		dsn = strings.TrimPrefix(dsn, "sqlite://")
+	case strings.HasPrefix(dsn, "sqlite:"):
+		dsn = strings.TrimPrefix(dsn, "sqlite:")
+	case strings.HasPrefix(dsn, "file:"):
+		dsn = strings.TrimPrefix(dsn, "file:")
+		if i := strings.IndexByte(dsn, '?'); i >= 0 {
+			dsn, params = dsn[:i], dsn[i+1:]
+		}
+		if p, perr := url.PathUnescape(dsn); perr == nil {
+			dsn = p
+		}
+		if strings.HasPrefix(dsn, "//") { // file:///abs/path
+			dsn = dsn[2:]
+		}
+	}
+	if dsn == "" || dsn == "file::memory:" {
+		return "", "", fmt.Errorf("sqlitestore: no file path in %q: %w", orig, queue.ErrInvalid)
+	}
+	return dsn, params, nil
+}
+
+// Path returns the database's file path (":memory:" for a memory database).
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database and ends every JobNotify channel.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.subs == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	for c := range s.subs {
+		close(c)
+	}
+	s.subs = nil
+	close(s.done)
+	s.mu.Unlock()
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
+	err := s.w.Close()
+	if s.r != s.w {
+		if rerr := s.r.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// migration is one numbered schema step.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	ents, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range ents {
+		n := e.Name()
+		num, _, ok := strings.Cut(n, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("sqlitestore: migration %q is not named NNNN_name.sql", n)
+		}
+		b, err := migrationFS.ReadFile("migrations/" + n)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{v, n, string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// SchemaVersion returns the newest schema version this binary knows.
+func SchemaVersion() int {
+	ms, _ := migrations()
+	if len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// Migrate applies the pending embedded migrations, each in its own
+// transaction, and records them in heed_schema_migrations. It is safe to
+// call again (a no-op when none is pending) and from several processes at
+// once. It returns an error matching ErrSchemaTooNew, and changes nothing,
+// when the database is newer than this binary.
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS heed_schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	for _, m := range ms {
+		if err := s.apply(ctx, m, ms[len(ms)-1].version); err != nil {
+			return err
+		}
+	}
+	// A database newer than the binary, even with nothing to apply.
+	return s.checkVersion(ctx, s.w, ms[len(ms)-1].version)
+}
+
+func (s *Store) checkVersion(ctx context.Context, q querier, known int) error {
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM heed_schema_migrations`).Scan(&v); err != nil {
+		return fmt.Errorf("sqlitestore: read schema version: %w", err)
+	}
+	if v.Valid && int(v.Int64) > known {
+		return &SchemaError{Database: int(v.Int64), Binary: known}
+	}
+	return nil
+}
+
+func (s *Store) apply(ctx context.Context, m migration, known int) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if err := s.checkVersion(ctx, tx, known); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM heed_schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("sqlitestore: migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO heed_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, time.Now().UnixMicro()); err != nil {
+		return fmt.Errorf("sqlitestore: migration %s: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlitestore: migration %s: %w", m.name, err)
+	}
+	return nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// JobNotify implements queue.Notifier for jobs inserted or requeued through
+// this Store (other processes' inserts are found by polling). The channel
+// has a small buffer; a notification that does not fit is dropped, as the
+// worker polls anyway.
+func (s *Store) JobNotify(ctx context.Context) (<-chan string, error) {
+	c := make(chan string, 16)
+	s.mu.Lock()
+	if s.subs == nil {
+		s.mu.Unlock()
+		return nil, errors.New("sqlitestore: store is closed")
+	}
+	s.subs[c] = struct{}{}
+	s.mu.Unlock()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.done:
+		}
+		s.mu.Lock()
+		if _, ok := s.subs[c]; ok {
+			delete(s.subs, c)
+			close(c)
+		}
+		s.mu.Unlock()
+	}()
+	return c, nil
+}
+
+func (s *Store) notify(queues ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.subs {
+		for _, q := range queues {
+			select {
+			case c <- q:
+			default:
+			}
+		}
+	}
+}
