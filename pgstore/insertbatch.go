@@ -1,0 +1,233 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/heed-go/heed/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// insertReq is one JobInsert without a unique key, waiting for its batch.
+type insertReq struct {
+	ctx  context.Context
+	in   *queue.JobInsert
+	done chan struct{}
+	job  *queue.Job
+	err  error
+}
+
+func (r *insertReq) finish(job *queue.Job, err error) {
+	r.job, r.err = job, err
+	close(r.done)
+}
+
+// inserter combines concurrent JobInsert calls without a unique key as
+// batcher combines transitions: while one multi-row INSERT is in flight,
+// the calls that arrive go out together in the next, in one commit. A lone
+// call goes out at once. Inserts with a unique key are not combined (each
+// needs its own conflict check and read).
+type inserter struct {
+	pool *pgxpool.Pool
+	ctx  context.Context // ends on close
+
+	mu      sync.Mutex
+	pending []*insertReq
+	busy    bool
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+
+	batches, batched atomic.Int64 // multi-row statements and their rows (tests)
+}
+
+func newInserter(pool *pgxpool.Pool) *inserter {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &inserter{pool: pool, ctx: ctx, cancel: cancel}
+}
+
+// do inserts r.in and returns the job. When r.ctx ends first it returns
+// r.ctx.Err(); the job may or may not have been inserted.
+func (b *inserter) do(r *insertReq) (*queue.Job, error) {
+	r.done = make(chan struct{})
+	b.mu.Lock()
+	if b.ctx.Err() != nil {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	b.pending = append(b.pending, r)
+	if !b.busy {
+		b.busy = true
+		b.wg.Add(1)
+		go b.flush()
+	}
+	b.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.job, r.err
+	case <-r.ctx.Done():
+		return nil, r.ctx.Err()
+	}
+}
+
+func (b *inserter) close() {
+	b.mu.Lock()
+	b.cancel()
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+func (b *inserter) take() []*insertReq {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.pending) == 0 {
+		b.busy = false
+		return nil
+	}
+	n := min(len(b.pending), maxBatch)
+	batch := b.pending[:n:n]
+	b.pending = append([]*insertReq(nil), b.pending[n:]...)
+	return batch
+}
+
+func (b *inserter) flush() {
+	defer b.wg.Done()
+	for {
+		batch := b.take()
+		if batch == nil {
+			return
+		}
+		live := batch[:0]
+		for _, r := range batch {
+			switch {
+			case b.ctx.Err() != nil:
+				r.finish(nil, ErrClosed)
+			case r.ctx.Err() != nil:
+				r.finish(nil, r.ctx.Err()) // not inserted
+			default:
+				live = append(live, r)
+			}
+		}
+		if len(live) == 1 {
+			b.one(live[0])
+		} else if len(live) > 1 {
+			b.many(live)
+		}
+	}
+}
+
+func (b *inserter) stmtCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), batchTimeout)
+	stop := context.AfterFunc(b.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func (b *inserter) one(r *insertReq) {
+	ctx, cancel := b.stmtCtx(r.ctx)
+	defer cancel()
+	job, _, err := insertJob(ctx, b.pool, r.in)
+	r.finish(job, err)
+}
+
+// insertManySQL inserts one job per element of the arrays. IDs are drawn
+// first, in the CTE, so that each returned row can be matched to its
+// element (ord) without relying on the order of RETURNING.
+var insertManySQL = `WITH src AS (
+	SELECT nextval(pg_get_serial_sequence('heed_jobs', 'id')) AS id, t.*
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[])
+		WITH ORDINALITY AS t(kind, queue, args, priority, max_attempts, policy, available_at, created_at, ord)
+), ins AS (
+	INSERT INTO heed_jobs (id, kind, queue, args, state, priority, max_attempts, policy, available_at, created_at)
+	OVERRIDING SYSTEM VALUE
+	SELECT id, kind, queue, args::json, 'available', priority, max_attempts, policy::jsonb, available_at, created_at
+	FROM src
+	RETURNING ` + colsPlain + `
+)
+SELECT src.ord, ` + jobColumns("ins.") + ` FROM ins JOIN src USING (id)`
+
+// many inserts several jobs in one statement. If the server refuses it
+// (a NUL byte in one kind), each is inserted alone, for its own result.
+func (b *inserter) many(batch []*insertReq) {
+	ctx, cancel := b.stmtCtx(batch[0].ctx)
+	defer cancel()
+	b.batches.Add(1)
+	b.batched.Add(int64(len(batch)))
+	n := len(batch)
+	var (
+		kinds     = make([]string, n)
+		queues    = make([]string, n)
+		args      = make([]string, n)
+		prios     = make([]int32, n)
+		maxes     = make([]int32, n)
+		policies  = make([]string, n)
+		available = make([]pgtype.Timestamptz, n)
+		created   = make([]pgtype.Timestamptz, n)
+	)
+	for i, r := range batch {
+		in := r.in
+		p, err := json.Marshal(in.Policy)
+		if err != nil {
+			for _, r := range batch {
+				b.one(r)
+			}
+			return
+		}
+		kinds[i], queues[i], args[i], policies[i] = in.Kind, in.Queue, string(in.Args), string(p)
+		prios[i], maxes[i] = int32(in.Priority), int32(in.MaxAttempts)
+		available[i] = pgtype.Timestamptz{Time: in.AvailableAt, Valid: true}
+		created[i] = pgtype.Timestamptz{Time: in.CreatedAt, Valid: true}
+	}
+	rows, err := b.pool.Query(ctx, insertManySQL, kinds, queues, args, prios, maxes, policies, available, created)
+	jobs := make([]*queue.Job, n)
+	if err == nil {
+		err = func() error {
+			defer rows.Close()
+			for rows.Next() {
+				var ord int64
+				job, err := scanJob(ordRow{rows, &ord})
+				if err != nil {
+					return err
+				}
+				if ord < 1 || ord > int64(n) {
+					return fmt.Errorf("row for element %d of %d", ord, n)
+				}
+				jobs[ord-1] = job
+			}
+			return rows.Err()
+		}()
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		for _, r := range batch {
+			b.one(r)
+		}
+		return
+	}
+	for i, r := range batch {
+		switch {
+		case err != nil:
+			r.finish(nil, wrapErr("insert job", err))
+		case jobs[i] == nil:
+			r.finish(nil, errors.New("pgstore: insert job: the batch returned no row for it"))
+		default:
+			r.finish(jobs[i], nil)
+		}
+	}
+}
+
+// ordRow scans a row whose first column is the element's ordinal, then the
+// job's columns.
+type ordRow struct {
+	pgx.Row
+	ord *int64
+}
+
+func (r ordRow) Scan(dest ...any) error {
+	return r.Row.Scan(append([]any{r.ord}, dest...)...)
+}

@@ -1,0 +1,186 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/heed-go/heed/queue"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestLoadMigrations(t *testing.T) {
+	if len(migrations) == 0 || SchemaVersion != len(migrations) {
+		t.Fatalf("SchemaVersion %d, %d migrations", SchemaVersion, len(migrations))
+	}
+	for name, fsys := range map[string]fstest.MapFS{
+		"gap":      {"migrations/001_a.sql": {}, "migrations/003_c.sql": {}},
+		"bad name": {"migrations/first.sql": {}},
+		"zero":     {"migrations/000_a.sql": {}},
+	} {
+		if _, err := loadMigrations(fsys); err == nil || !strings.HasPrefix(err.Error(), "pgstore: ") {
+			t.Errorf("%s: loadMigrations = %v, want a pgstore error", name, err)
+		}
+	}
+	ms, err := loadMigrations(fstest.MapFS{"migrations/002_b.sql": {Data: []byte("B")}, "migrations/001_a.sql": {Data: []byte("A")}})
+	if err != nil || len(ms) != 2 || ms[0].name != "a" || ms[1].sql != "B" {
+		t.Errorf("loadMigrations = %+v, %v", ms, err)
+	}
+}
+
+func TestMigrateIdempotent(t *testing.T) {
+	t.Parallel()
+	_, u := testSchema(t)
+	ctx := t.Context()
+	for range 2 {
+		s, err := Open(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.Version(ctx)
+		s.Close()
+		if err != nil || v != SchemaVersion {
+			t.Fatalf("Version = %d, %v; want %d", v, err, SchemaVersion)
+		}
+	}
+}
+
+// TestMigrateConcurrent starts many migrations of one empty schema at
+// once: the advisory lock makes them apply each migration exactly once.
+func TestMigrateConcurrent(t *testing.T) {
+	t.Parallel()
+	_, u := testSchema(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, _ := New(pool)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := s.Migrate(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM heed_migrations`).Scan(&rows); err != nil || rows != SchemaVersion {
+		t.Errorf("heed_migrations has %d rows (%v), want %d", rows, err, SchemaVersion)
+	}
+}
+
+func TestSchemaTooNew(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := t.Context()
+	newer := SchemaVersion + 1
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO heed_migrations (version, name) VALUES ($1, 'from_the_future')`, newer); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Migrate(ctx)
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Database != newer || ve.Binary != SchemaVersion || !errors.Is(err, queue.ErrSchemaTooNew) {
+		t.Fatalf("Migrate = %v, want a *VersionError matching queue.ErrSchemaTooNew", err)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "pgstore: ") || !strings.Contains(msg, strconv.Itoa(newer)) || !strings.Contains(msg, strconv.Itoa(SchemaVersion)) {
+		t.Errorf("error %q should name both versions", msg)
+	}
+	// Open refuses it too, and closes what it opened.
+	var schema string
+	if err := s.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := Open(ctx, withParam(t, testURL(t), "search_path", schema)); !errors.Is(err, queue.ErrSchemaTooNew) {
+		if s2 != nil {
+			s2.Close()
+		}
+		t.Errorf("Open = %v, want ErrSchemaTooNew", err)
+	}
+}
+
+func TestNewNilPool(t *testing.T) {
+	if _, err := New(nil); err == nil {
+		t.Error("New(nil) succeeded")
+	}
+}
+
+func TestOpenErrorsHidePassword(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, u := range []string{
+		"postgres://heed:s3cr3t-pw@127.0.0.1:1/heed?sslmode=disable&connect_timeout=2", // nothing listens on port 1
+		"postgres://heed:s3cr3t-pw@127.0.0.1:notaport/heed",                            // unparseable
+		"postgres://heed:s3cr3t%2Dpw@[::1/heed",                                        // unparseable, escaped
+		"host=127.0.0.1 port=1 user=heed password=s3cr3t-pw connect_timeout=2 sslmode=disable",
+		"host=127.0.0.1 port=x user=heed password='s3cr3t-pw'",
+	} {
+		s, err := Open(ctx, u)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", u)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "s3cr3t") || !strings.HasPrefix(msg, "pgstore: ") {
+			t.Errorf("Open error shows the password or lacks the prefix: %s", msg)
+		}
+	}
+}
+
+func TestPassword(t *testing.T) {
+	for conn, want := range map[string]string{
+		"postgres://u:pw@h/db":          "pw",
+		"postgresql://u:p@ss:w@h/db":    "p@ss:w",
+		"postgres://u@h/db":             "",
+		"postgres://h/db":               "",
+		"host=h password=pw user=u":     "pw",
+		"host=h password='p w\\'x' u=1": "p w\\'x",
+		"host=h user=u":                 "",
+		"password=pw":                   "pw",
+	} {
+		if got := password(conn); got != want {
+			t.Errorf("password(%q) = %q, want %q", conn, got, want)
+		}
+	}
+}
+
+// TestMigrateUpgrade applies a later migration to a database at the
+// current version: only the new one runs, and the version moves on.
+func TestMigrateUpgrade(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := t.Context()
+	next := append(slices.Clone(migrations), migration{version: SchemaVersion + 1, name: "extra",
+		sql: `CREATE TABLE heed_extra (x int); INSERT INTO heed_extra VALUES (1);`})
+	applied, err := migrate(ctx, s.Pool(), next)
+	if err != nil || !slices.Equal(applied, []int{SchemaVersion + 1}) {
+		t.Fatalf("migrate = %v, %v; want [%d]", applied, err, SchemaVersion+1)
+	}
+	if applied, err := migrate(ctx, s.Pool(), next); err != nil || len(applied) != 0 {
+		t.Fatalf("second migrate = %v, %v; want nothing", applied, err)
+	}
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion+1 {
+		t.Errorf("Version = %d, %v", v, err)
+	}
+	// A failing migration changes nothing.
+	bad := append(slices.Clone(next), migration{version: SchemaVersion + 2, name: "bad",
+		sql: `CREATE TABLE heed_more (x int); SELECT no_such_function();`})
+	if _, err := migrate(ctx, s.Pool(), bad); err == nil || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("bad migrate = %v, want an error naming the migration", err)
+	}
+	var exists bool
+	if err := s.Pool().QueryRow(ctx, `SELECT to_regclass('heed_more') IS NOT NULL`).Scan(&exists); err != nil || exists {
+		t.Errorf("a failed migration left its table (%v)", err)
+	}
+	if v, _ := s.Version(ctx); v != SchemaVersion+1 {
+		t.Errorf("Version after a failed migration = %d", v)
+	}
+}

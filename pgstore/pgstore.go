@@ -1,0 +1,205 @@
+// Package pgstore is the PostgreSQL store of heed's durable job queue: many
+// worker processes on many machines share one database.
+//
+// Most callers want [Open], then pass the store to the queue package
+// (queue.NewClient, queue.NewWorker). It implements queue.Store,
+// queue.Notifier and queue.TransitionBatcher.
+//
+//   - Claims lock due jobs with FOR UPDATE SKIP LOCKED in a CTE, in
+//     (priority, available_at, id) order over a partial index, and mark
+//     them running in the same statement: concurrent workers never wait
+//     for each other nor take the same job.
+//   - Unique keys are a partial unique index over available and running
+//     jobs; an insert does ON CONFLICT DO NOTHING against it and then reads
+//     the job holding the key, so duplicates are impossible even across
+//     processes and transactions.
+//   - Idle workers are woken through LISTEN/NOTIFY ([Store.JobNotify]) as
+//     soon as a job is inserted or becomes available again; they poll as
+//     well, so a lost notification costs only latency.
+//   - [Store.EnqueueTx] enqueues a job inside the caller's own
+//     transaction: the job exists, and is announced, exactly when the
+//     caller's writes commit.
+//   - Writes are batched: [Store.JobTransitions] applies many transitions
+//     in one commit, and concurrent [Store.JobTransition] calls, and
+//     concurrent [Store.JobInsert] calls without a unique key, are combined
+//     the same way (calls arriving while one statement is in flight make up
+//     the next; no timer delays any), each still getting its own result.
+//   - The schema is embedded as numbered migrations, recorded in the table
+//     heed_migrations and applied under an advisory lock by [Open] (or
+//     [Store.Migrate]); a database migrated by a newer heed is refused with
+//     a [*VersionError]. Tables are named heed_* and live in the first
+//     schema of the connections' search_path. PostgreSQL 13 or later.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is a queue store in PostgreSQL. It is safe for concurrent use by
+// any number of goroutines and processes. Create one with [Open] or [New];
+// the zero value is not usable.
+type Store struct {
+	pool    *pgxpool.Pool
+	ownPool bool // Close closes the pool only when Open created it
+
+	notify  *notifier  // LISTEN side, for JobNotify
+	publish *publisher // NOTIFY side, for inserts and retries
+	batch   *batcher   // JobTransition
+	insert  *inserter  // JobInsert without a unique key
+
+	closeOnce sync.Once
+}
+
+// ErrClosed is returned by [Store.JobNotify] and [Store.JobTransition]
+// after [Store.Close]. Other methods called after Close fail with the
+// closed pool's error when [Open] created the pool.
+var ErrClosed = errors.New("pgstore: store is closed")
+
+// Open connects to the PostgreSQL database at url (a postgres:// URL or a
+// key=value connection string, as pgx accepts), checks that it is
+// reachable, and migrates its schema to [SchemaVersion]. It returns a
+// [*VersionError] when the database's schema is newer than this binary
+// knows. Close the store when done: it closes the pool Open created.
+//
+// Error messages never include the URL's password.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse connection string: %w", redact(err, url))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open pool: %w", redact(err, url))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: connect to %s: %w", describe(cfg), redact(err, url))
+	}
+	s := newStore(pool, true)
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New returns a store over an existing pool, which the caller keeps owning:
+// [Store.Close] does not close it. New does not touch the database; call
+// [Store.Migrate] before first use (it is cheap when the schema is
+// current). The pool's connections must all share one search_path.
+func New(pool *pgxpool.Pool) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgstore: New: pool is nil")
+	}
+	return newStore(pool, false), nil
+}
+
+func newStore(pool *pgxpool.Pool, own bool) *Store {
+	s := &Store{pool: pool, ownPool: own}
+	s.notify = newNotifier(pool)
+	s.publish = newPublisher(pool)
+	s.batch = newBatcher(pool)
+	s.insert = newInserter(pool)
+	return s
+}
+
+// Pool returns the store's connection pool, for callers that want to begin
+// transactions to pass to [Store.EnqueueTx].
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close stops the notification listener, waiting for it to exit, and closes
+// the pool if [Open] created it. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.insert.close()
+		s.batch.close()
+		s.publish.close()
+		s.notify.close()
+		if s.ownPool {
+			s.pool.Close()
+		}
+	})
+	return nil
+}
+
+// describe names the server of cfg for error messages: host, port,
+// database and user, never the password.
+func describe(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("%s:%d (database %q, user %q)", c.Host, c.Port, c.Database, c.User)
+}
+
+// redact wraps err so that its message does not show the password of the
+// connection string conn. pgx redacts most messages already, but an
+// unparseable URL is quoted whole by net/url.
+func redact(err error, conn string) error {
+	pw := password(conn)
+	if pw == "" {
+		return err
+	}
+	secrets := []string{pw, quoted(pw)}
+	if u, uerr := url.PathUnescape(pw); uerr == nil && u != pw {
+		secrets = append(secrets, u, quoted(u))
+	}
+	// Longest first, so that an escaped form is hidden whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	return &redactedError{err: err, secrets: secrets}
+}
+
+// redactedError is an error whose message hides secrets; it unwraps to the
+// original error.
+type redactedError struct {
+	err     error
+	secrets []string
+}
+
+func (e *redactedError) Error() string {
+	msg := e.err.Error()
+	for _, s := range e.secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
+
+func (e *redactedError) Unwrap() error { return e.err }
+
+// quoted is pw as strconv.Quote escapes it inside a quoted string.
+func quoted(pw string) string {
+	q := strconv.Quote(pw)
+	return q[1 : len(q)-1]
+}
+
+var kvPassword = regexp.MustCompile(`(?:^|\s)password\s*=\s*(?:'((?:[^'\\]|\\.)*)'|(\S+))`)
+
+// password finds the password in a URL or key=value connection string, or
+// returns "". In a URL it is everything between the first colon of the
+// user information and its last "@", so that an unescaped "@" in a
+// password is still found whole.
+func password(conn string) string {
+	if scheme, rest, ok := strings.Cut(conn, "://"); ok && !strings.ContainsAny(scheme, " =") {
+		at := strings.LastIndex(rest, "@")
+		if at < 0 {
+			return ""
+		}
+		if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+			return pw
+		}
+		return ""
+	}
+	if m := kvPassword.FindStringSubmatch(conn); m != nil {
+		return m[1] + m[2]
+	}
+	return ""
+}

@@ -1,0 +1,21 @@
+package pgstore
+
+import (
+	"testing"
+
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/storetest"
+)
+
+// TestStore runs queue's conformance suite, each test in a fresh schema.
+func TestStore(t *testing.T) {
+	testURL(t)
+	storetest.Run(t, func(t *testing.T) queue.Store {
+		_, u := testSchema(t)
+		s, err := Open(t.Context(), u)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
