@@ -123,6 +123,7 @@ type Worker struct {
 	loops    sync.WaitGroup
 	jobs     sync.WaitGroup
 	wake     map[string]chan struct{}
+	soon     map[string]chan time.Time // retries of this worker due before the next poll
 
 	batcher   TransitionBatcher // the store, when it batches
 	complete  chan completion   // to the completer
@@ -266,10 +267,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.jobCtx, w.jobStop = context.WithCancelCause(base)
 	w.stopping = make(chan struct{})
 	w.wake = map[string]chan struct{}{}
+	w.soon = map[string]chan time.Time{}
 	queues := make([]string, 0, len(w.cfg.Queues))
 	for q := range w.cfg.Queues {
 		queues = append(queues, q)
 		w.wake[q] = make(chan struct{}, 1)
+		w.soon[q] = make(chan time.Time, 16)
 	}
 	sort.Strings(queues)
 	if b, ok := w.store.(TransitionBatcher); ok { // before any goroutine may finish a job
@@ -422,7 +425,9 @@ func (w *Worker) listen(ch <-chan string) {
 func (w *Worker) claimLoop(q string, limit int) {
 	running := 0
 	done := make(chan struct{}, limit) // one slot per job: job goroutines never block on it
-	timer := clock.Or(w.cfg.Clock).NewTimer(w.jittered(w.cfg.PollInterval))
+	poll := w.jittered(w.cfg.PollInterval)
+	timer := clock.Or(w.cfg.Clock).NewTimer(poll)
+	next := w.now().Add(poll) // when the timer fires
 	defer timer.Stop()
 	// Claims are writes: while jobs may be waiting (the last claim filled
 	// every free slot), claim again once a quarter of the slots are free,
@@ -461,9 +466,19 @@ func (w *Worker) claimLoop(q string, limit int) {
 			running--
 		case <-w.wake[q]:
 			poke = true
+		case at := <-w.soon[q]:
+			// One of our retries is due at at: poll then if that is
+			// sooner than the timer.
+			if at.Before(next) {
+				now := w.now()
+				timer.Reset(max(at.Sub(now), 0))
+				next = at
+			}
 		case <-timer.C():
 			poke = true
-			timer.Reset(w.jittered(w.cfg.PollInterval))
+			poll := w.jittered(w.cfg.PollInterval)
+			timer.Reset(poll)
+			next = w.now().Add(poll)
 		}
 	}
 }
@@ -524,6 +539,14 @@ func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Durat
 			w.log(fmt.Sprintf("store the result of job %d", job.ID), err)
 		}
 		return
+	}
+	if t.State == StateAvailable {
+		// A retry due before the next poll: tell the claim loop, so that
+		// "retry in 20ms" runs in 20 ms and not at the next poll.
+		select {
+		case w.soon[job.Queue] <- t.AvailableAt:
+		default: // full: the next poll picks it up
+		}
 	}
 	kind := EventRetried
 	switch {

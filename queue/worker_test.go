@@ -609,3 +609,30 @@ func TestWorkerNotifyAndRun(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// A retry due before the next poll runs when it is due, not at the poll.
+func TestWorkerWakesForItsOwnShortRetries(t *testing.T) {
+	s := openStore(t)
+	cfg := fastConfig()
+	cfg.PollInterval = time.Hour // only the worker's own wake-up can run the retries
+	cfg.Policy.Backoff = backoff.Schedule{Kind: backoff.Constant, Base: 30 * time.Millisecond, Jitter: backoff.NoJitter}
+	w := newWorker(t, s, cfg)
+	var calls atomic.Int64
+	queue.Handle(w, "flaky", func(ctx context.Context, job *queue.Job, m msg) error {
+		if calls.Add(1) < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	c := queue.NewClient(s, queue.ClientConfig{})
+	j := enqueue(t, c, "flaky", msg{N: 1}, queue.EnqueueOptions{})
+	begin := time.Now()
+	start(t, w)
+	got := waitFinal(t, s, j.ID)[j.ID]
+	if got.State != queue.StateSucceeded || got.Attempt != 3 {
+		t.Fatalf("state %s after %d attempts", got.State, got.Attempt)
+	}
+	if el := time.Since(begin); el > 10*time.Second {
+		t.Fatalf("took %v: the retries waited for the hourly poll", el)
+	}
+}
