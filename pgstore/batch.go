@@ -301,7 +301,7 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) (errs
 	if len(rounds) == 0 {
 		return errs, nil
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.lazy.Begin(ctx)
 	if err != nil {
 		return nil, wrapErr("transition jobs: begin", err)
 	}

@@ -61,7 +61,11 @@ func TestMigrateConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	s, _ := New(pool)
+	s, err := New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

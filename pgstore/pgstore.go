@@ -48,9 +48,24 @@ import (
 // Store is a queue store in PostgreSQL. It is safe for concurrent use by
 // any number of goroutines and processes. Create one with [Open] or [New];
 // the zero value is not usable.
+//
+// Enqueues, requeues, deletes and migrations commit durably. A worker's
+// claims, lease renewals, rescues and results commit with
+// synchronous_commit=off, through a second, smaller pool the store opens
+// over the same database: on this kind of machine a durable commit costs
+// about a millisecond, and those writes are most of a busy queue's
+// commits. A crash of the database server can lose the last fraction of a
+// second of them, and no more than that: a lost claim leaves the job
+// available, a lost result leaves it running under a lease that expires
+// and is rescued as "lost", so the job runs again (the queue promises
+// at-least-once) and is never lost. Enqueued jobs are never lost.
 type Store struct {
 	pool    *pgxpool.Pool
 	ownPool bool // Close closes the pool only when Open created it
+	// lazy is a second pool over the same database whose connections
+	// commit with synchronous_commit=off, for a worker's claims, lease
+	// renewals, rescues and results (see Store's doc). The store owns it.
+	lazy *pgxpool.Pool
 
 	notify  *notifier  // LISTEN side, for JobNotify
 	publish *publisher // NOTIFY side, for inserts and retries
@@ -85,32 +100,48 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: connect to %s: %w", describe(cfg), redact(err, url))
 	}
-	s := newStore(pool, true)
-	if err := s.Migrate(ctx); err != nil {
+	s, err := newStore(pool, true)
+	if err != nil {
 		pool.Close()
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // New returns a store over an existing pool, which the caller keeps owning:
-// [Store.Close] does not close it. New does not touch the database; call
+// [Store.Close] does not close it, but must still be called, to stop the
+// store's own goroutines and close the worker pool it opens (see [Store]). New does not touch the database; call
 // [Store.Migrate] before first use (it is cheap when the schema is
 // current). The pool's connections must all share one search_path.
 func New(pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("pgstore: New: pool is nil")
 	}
-	return newStore(pool, false), nil
+	return newStore(pool, false)
 }
 
-func newStore(pool *pgxpool.Pool, own bool) *Store {
-	s := &Store{pool: pool, ownPool: own}
+func newStore(pool *pgxpool.Pool, own bool) (*Store, error) {
+	cfg := pool.Config() // a copy
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	cfg.MaxConns = max(2, cfg.MaxConns/2)
+	cfg.MinConns = 0
+	lazy, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects on first use
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open the worker pool: %w", err)
+	}
+	s := &Store{pool: pool, ownPool: own, lazy: lazy}
 	s.notify = newNotifier(pool)
 	s.publish = newPublisher(pool)
-	s.batch = newBatcher(pool)
+	s.batch = newBatcher(lazy)
 	s.insert = newInserter(pool)
-	return s
+	return s, nil
 }
 
 // Pool returns the store's connection pool, for callers that want to begin
@@ -125,6 +156,7 @@ func (s *Store) Close() error {
 		s.batch.close()
 		s.publish.close()
 		s.notify.close()
+		s.lazy.Close()
 		if s.ownPool {
 			s.pool.Close()
 		}

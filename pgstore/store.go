@@ -402,7 +402,7 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	jobs, err := collectJobs(s.pool.Query(ctx, claimSQL, p.Queue, p.Now, p.Limit, p.LeaseUntil, p.Worker))
+	jobs, err := collectJobs(s.lazy.Query(ctx, claimSQL, p.Queue, p.Now, p.Limit, p.LeaseUntil, p.Worker))
 	if err != nil {
 		return nil, wrapErr("claim jobs", err)
 	}
@@ -419,7 +419,7 @@ func (s *Store) JobLeaseRenew(ctx context.Context, id int64, token string, until
 	if until.IsZero() {
 		return &queue.InputError{Field: "until", Reason: "is zero"}
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE heed_jobs SET lease_until = $3
+	tag, err := s.lazy.Exec(ctx, `UPDATE heed_jobs SET lease_until = $3
 		WHERE id = $1 AND state = 'running' AND lease_token = $2
 RETURNING queue`, id, token, until)
 	if err != nil {
@@ -487,7 +487,7 @@ func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.J
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	jobs, err := collectJobs(s.pool.Query(ctx, rescueSQL, p.Now, p.LeaseUntil, p.Limit))
+	jobs, err := collectJobs(s.lazy.Query(ctx, rescueSQL, p.Now, p.LeaseUntil, p.Limit))
 	if err != nil {
 		return nil, wrapErr("rescue jobs", err)
 	}
