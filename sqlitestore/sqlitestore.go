@@ -1,5 +1,5 @@
-// Package sqlitestore is heed's embedded store: jobs (and later
-// idempotency keys) in one SQLite file, through the pure-Go driver
+// Package sqlitestore is heed's embedded store: jobs and idempotency keys
+// (see [Store.KeyClaim]) in one SQLite file, through the pure-Go driver
 // modernc.org/sqlite (no cgo).
 //
 // Most callers want [Open] and hand the [*Store] to queue.NewClient and

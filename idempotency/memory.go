@@ -1,0 +1,176 @@
+package idempotency
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+)
+
+// MemoryStore is a [Store] in memory, for tests and for a single process
+// whose keys need not survive a restart. The zero value is ready to use and
+// safe for concurrent use; do not copy it after first use. Records it
+// returns are copies.
+type MemoryStore struct {
+	mu   sync.Mutex
+	keys map[memKey]*memEntry
+}
+
+type memKey struct{ scope, key string }
+
+type memEntry struct {
+	rec   Record
+	token string
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty [MemoryStore].
+func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
+
+// KeyClaim implements [Store].
+func (s *MemoryStore) KeyClaim(ctx context.Context, c Claim) (*Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, false, err
+	}
+	k := memKey{c.Scope, c.Key}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.keys[k]; e != nil && e.rec.ExpiresAt.After(c.Now) &&
+		(e.rec.State == StateCompleted || e.rec.LeaseUntil.After(c.Now)) {
+		return copyRecord(&e.rec), false, nil
+	}
+	if s.keys == nil {
+		s.keys = map[memKey]*memEntry{}
+	}
+	e := &memEntry{token: c.Token, rec: Record{
+		Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint, State: StateRunning,
+		CreatedAt: c.Now.Truncate(time.Microsecond), LeaseUntil: c.LeaseUntil.Truncate(time.Microsecond),
+		ExpiresAt: c.ExpiresAt.Truncate(time.Microsecond),
+	}}
+	s.keys[k] = e
+	return copyRecord(&e.rec), true, nil
+}
+
+// KeyComplete implements [Store].
+func (s *MemoryStore) KeyComplete(ctx context.Context, c Completion) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.keys[memKey{c.Scope, c.Key}]
+	if e == nil || e.token != c.Token || e.rec.State != StateRunning {
+		return ErrLeaseLost
+	}
+	r := copyResponse(&c.Response)
+	e.rec.State = StateCompleted
+	e.rec.Response = r
+	e.rec.ExpiresAt = c.ExpiresAt.Truncate(time.Microsecond)
+	e.token = ""
+	return nil
+}
+
+// KeyExtend implements [Store].
+func (s *MemoryStore) KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidateExtend(scope, key, token, leaseUntil); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.keys[memKey{scope, key}]
+	if e == nil || e.token != token || e.rec.State != StateRunning {
+		return ErrLeaseLost
+	}
+	e.rec.LeaseUntil = leaseUntil.Truncate(time.Microsecond)
+	if e.rec.LeaseUntil.After(e.rec.ExpiresAt) {
+		e.rec.ExpiresAt = e.rec.LeaseUntil
+	}
+	return nil
+}
+
+// KeyRelease implements [Store].
+func (s *MemoryStore) KeyRelease(ctx context.Context, scope, key, token string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidateRelease(scope, key, token); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := memKey{scope, key}
+	e := s.keys[k]
+	if e == nil || e.token != token || e.rec.State != StateRunning {
+		return ErrLeaseLost
+	}
+	delete(s.keys, k)
+	return nil
+}
+
+// KeyReap implements [Store]. It deletes the keys that expired first.
+func (s *MemoryStore) KeyReap(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := ValidateReap(now, limit); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var expired []memKey
+	for k, e := range s.keys {
+		if !e.rec.ExpiresAt.After(now) {
+			expired = append(expired, k)
+		}
+	}
+	if len(expired) > limit {
+		sort.Slice(expired, func(i, j int) bool {
+			return s.keys[expired[i]].rec.ExpiresAt.Before(s.keys[expired[j]].rec.ExpiresAt)
+		})
+		expired = expired[:limit]
+	}
+	for _, k := range expired {
+		delete(s.keys, k)
+	}
+	return len(expired), nil
+}
+
+// Len returns the number of keys stored, expired or not.
+func (s *MemoryStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys)
+}
+
+func copyRecord(r *Record) *Record {
+	c := *r
+	if r.Response != nil {
+		c.Response = copyResponse(r.Response)
+	}
+	return &c
+}
+
+func copyResponse(r *Response) *Response {
+	c := Response{Status: r.Status}
+	if r.Header != nil {
+		c.Header = http.Header{}
+		for k, v := range r.Header {
+			c.Header[k] = append([]string(nil), v...)
+		}
+	}
+	if r.Body != nil {
+		c.Body = append([]byte{}, r.Body...)
+	}
+	return &c
+}
