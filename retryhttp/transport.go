@@ -232,6 +232,17 @@ func (t *Transport) retryable(code int) bool {
 	return code >= 0 && code < 512 && t.retrySet[code/64]&(1<<(code%64)) != 0
 }
 
+// keyedConflict reports whether resp is an Idempotency-Key server saying
+// that a request with the same key is still being processed: a 409 with a
+// Retry-After, to a request that carries a key, with keyed retries
+// allowed (the IETF draft's answer to a concurrent duplicate; heed's
+// idempotency middleware sends it). Such a request is repeated after the
+// wait; any other 409 is final.
+func (t *Transport) keyedConflict(c *call, resp *http.Response) bool {
+	return resp.StatusCode == http.StatusConflict && c.key != "" && !t.NoKeyedRetries &&
+		resp.Header.Get("Retry-After") != ""
+}
+
 func (t *Transport) host(h string) *hostState {
 	if v, ok := t.hosts.Load(h); ok {
 		return v.(*hostState)
@@ -504,7 +515,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		a := c.send(ctx, p, c.req, &h, now, body, rw, tracing)
 		body = nil
 		h.Attempts++
-		if a.err == nil && !t.retryable(a.resp.StatusCode) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
+		if a.err == nil && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
 			// Fast path: accepted, and nothing needs the time.
 			return c.final(a)
 		}
@@ -542,7 +553,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			}
 		} else {
 			status = a.resp.StatusCode
-			if t.retryable(status) {
+			if t.retryable(status) || t.keyedConflict(c, a.resp) {
 				class = RetryableStatus
 				se := &StatusError{StatusCode: status, Status: a.resp.Status}
 				if v := a.resp.Header.Get("Retry-After"); v != "" {

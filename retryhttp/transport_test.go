@@ -1063,3 +1063,45 @@ func TestRequestTimeoutStatusRetriedForPOST(t *testing.T) {
 		t.Errorf("last decision %v (%v), want not safe to repeat", d, d.Reason)
 	}
 }
+
+// A 409 with Retry-After to a keyed request is an idempotency server saying
+// "the first request with this key is still running": repeat after the
+// wait. A 409 without a key, or without Retry-After, is final.
+func TestKeyedConflictIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		key        bool
+		retryAfter bool
+		requests   int64
+	}{
+		{"keyed with Retry-After", true, true, 2},
+		{"keyed without Retry-After", true, false, 1},
+		{"no key", false, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+				if n == 1 {
+					if tc.retryAfter {
+						w.Header().Set("Retry-After", "0")
+					}
+					w.WriteHeader(http.StatusConflict)
+					return
+				}
+				w.WriteHeader(http.StatusCreated)
+			})
+			tr := newTransport(t, fast(3))
+			var hdr []string
+			if tc.key {
+				hdr = []string{"Idempotency-Key", `"k-1"`}
+			}
+			resp, err := do(t, tr, context.Background(), "POST", srv.URL, strings.NewReader("x"), hdr...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if got := srv.requests.Load(); got != tc.requests {
+				t.Fatalf("server saw %d requests, want %d (last status %d)", got, tc.requests, resp.StatusCode)
+			}
+		})
+	}
+}
