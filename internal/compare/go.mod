@@ -1,6 +1,6 @@
 module github.com/heed-go/heed/internal/compare
 
-go 1.26
+go 1.26.0
 
 replace github.com/heed-go/heed => ../..
 
