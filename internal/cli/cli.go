@@ -52,6 +52,8 @@ var commands = []command{
 	{"get", "send an HTTP request, retrying only what is safe to repeat", getMain},
 	{"plan", "print the schedule of a retry policy and its load on a call chain", planMain},
 	{"sim", "simulate what retry policies do to a struggling dependency", simMain},
+	{"jobs", "durable background jobs: enqueue, work, inspect, dead-letter", jobsMain},
+	{"demo", "watch the job queue retry, give up and dead-letter (about 2 s)", demoMain},
 	{"version", "print heed's version", versionMain},
 }
 

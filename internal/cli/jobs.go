@@ -1,0 +1,558 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/pgstore"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/sqlitestore"
+)
+
+// Exit codes of heed jobs besides the shared ones.
+const (
+	exitNoJob = 3 // no job has the ID given, or it is not in the state asked for
+)
+
+// Where heed jobs finds its database.
+const (
+	envDB     = "HEED_DB"
+	defaultDB = "heed.db"
+)
+
+// jobsKindsHelp lists the built-in job kinds for help texts.
+func jobsKindsHelp() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, k := range jobkinds.Kinds() {
+		fmt.Fprintf(tw, "  %s\t%s\n", k.Name, k.Example)
+		for _, l := range jobsWrap(k.Doc, 66) {
+			fmt.Fprintf(tw, "  \t  %s\n", l)
+		}
+	}
+	tw.Flush()
+	return b.String()
+}
+
+const jobsDBHelp = `Database (every subcommand): --db, else $HEED_DB, else ./heed.db:
+  heed.db, /var/lib/heed/jobs.db, sqlite:heed.db     a SQLite file (embedded;
+                                                      WAL mode; one machine)
+  postgres://user:pass@host:5432/db?sslmode=disable   PostgreSQL (many workers
+                                                      on many machines)
+The schema is created or upgraded when the database is opened by enqueue,
+work, migrate or bench; the other subcommands refuse a SQLite file that does
+not exist rather than create an empty one. Passwords are never printed.
+`
+
+const jobsExitHelp = `Exit codes:
+  0    success
+  1    failure: the database cannot be opened or reached, its schema is
+       newer than this heed, a query failed; heed jobs work: the shutdown
+       grace ran out and running jobs were released
+  2    usage error: unknown subcommand or flag, unknown job kind, invalid
+       JSON arguments
+  3    no job has the ID given, or it is not in the dead-letter (dead show,
+       requeue, delete)
+  130  interrupted (SIGINT or SIGTERM), except heed jobs work, for which a
+       signal is the normal way to stop (exit 0 after a graceful shutdown)
+`
+
+// jobsCommands are the subcommands of heed jobs.
+var jobsCommands = []command{
+	{"work", "run a worker: claim jobs and run them until stopped", jobsWorkMain},
+	{"enqueue", "add a job: heed jobs enqueue KIND JSON", jobsEnqueueMain},
+	{"ls", "list jobs (filter by state, kind, queue)", jobsLsMain},
+	{"show", "show a job and its full history", jobsShowMain},
+	{"dead", "the dead-letter: dead ls|show|requeue|delete|purge", jobsDeadMain},
+	{"stats", "count jobs by state per queue; dead-letter size and age", jobsStatsMain},
+	{"migrate", "create or upgrade the database schema", jobsMigrateMain},
+	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
+}
+
+func jobsUsage(w io.Writer) {
+	fmt.Fprint(w, `Usage: heed jobs COMMAND [FLAGS] [ARGS]
+
+Durable background jobs in SQLite or PostgreSQL. A job that fails is retried
+later with the same decisions as heed's retry.Do (its next attempt is the
+decision's time); a job that gives up lands in the dead-letter with its whole
+history, where you can read why and requeue it.
+
+Commands:
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range jobsCommands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, "\nJob kinds (built in; heed jobs work runs these, and enqueue accepts only\nthese, with their arguments checked):\n")
+	fmt.Fprint(w, jobsKindsHelp())
+	fmt.Fprint(w, "\n", jobsDBHelp, "\n", jobsExitHelp, `
+A tour:
+  heed jobs enqueue fail '{"times": 2}'          # fails twice, then succeeds
+  heed jobs enqueue fail '{"permanent": true}'   # dead after one attempt
+  heed jobs enqueue http '{"url": "https://example.com/"}' --in 1m --key ex
+  heed jobs work --base 100ms --until-empty      # run them; one line per attempt
+  heed jobs ls --state dead
+  heed jobs show 2                               # every attempt and decision
+  heed jobs dead requeue 2
+  heed jobs stats
+
+Run 'heed jobs COMMAND --help' for a command's flags.
+`)
+}
+
+// jobsMain is "heed jobs".
+func jobsMain(ctx context.Context, s streams, args []string) int {
+	if len(args) == 0 {
+		jobsUsage(s.stderr)
+		return exitUsage
+	}
+	switch name := args[0]; name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			for _, c := range jobsCommands {
+				if c.name == args[1] {
+					return c.run(ctx, s, []string{"--help"})
+				}
+			}
+			fmt.Fprintf(s.stderr, "heed jobs: unknown command %q\nRun 'heed jobs --help' for a list of commands.\n", args[1])
+			return exitUsage
+		}
+		jobsUsage(s.stdout)
+		return exitOK
+	default:
+		for _, c := range jobsCommands {
+			if c.name == name {
+				return c.run(ctx, s, args[1:])
+			}
+		}
+		fmt.Fprintf(s.stderr, "heed jobs: unknown command %q\nRun 'heed jobs --help' for a list of commands.\n", name)
+		return exitUsage
+	}
+}
+
+// addDBFlag registers --db on fs.
+func addDBFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", "", "the `DATABASE`: a SQLite file or sqlite: URL, or a postgres:// URL (default $HEED_DB, else ./heed.db)")
+}
+
+// resolveDB returns the database named by --db, $HEED_DB or the default.
+func resolveDB(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if v := os.Getenv(envDB); v != "" {
+		return v
+	}
+	return defaultDB
+}
+
+func isPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// sqlitePath returns the file path in a SQLite dsn (as sqlitestore.Open
+// reads it).
+func sqlitePath(dsn string) string {
+	for _, p := range []string{"sqlite://", "sqlite:", "file:"} {
+		if strings.HasPrefix(dsn, p) {
+			dsn = strings.TrimPrefix(dsn, p)
+			if p == "file:" {
+				dsn, _, _ = strings.Cut(dsn, "?")
+				if u, err := url.PathUnescape(dsn); err == nil {
+					dsn = u
+				}
+				if strings.HasPrefix(dsn, "//") {
+					dsn = dsn[2:]
+				}
+			}
+			break
+		}
+	}
+	return dsn
+}
+
+// redactDSN names a database for messages, without its password.
+func redactDSN(dsn string) string {
+	if !isPostgres(dsn) {
+		return "sqlite " + sqlitePath(dsn)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres (unparseable URL)"
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return "postgres " + u.String()
+}
+
+// jobsDB is an open job database.
+type jobsDB struct {
+	store queue.Store
+	name  string // for messages: redacted
+	pg    *pgstore.Store
+	lite  *sqlitestore.Store
+}
+
+func (d *jobsDB) Close() error { return d.store.Close() }
+
+// openTimeout bounds connecting to the database and migrating it.
+const openTimeout = 15 * time.Second
+
+// errNoDatabase is returned by openDB when a SQLite file does not exist and
+// create is false.
+var errNoDatabase = errors.New("no such database")
+
+// openDB opens the database dsn. With create false, a SQLite file that does
+// not exist is an error (read-only commands must not create one).
+func openDB(ctx context.Context, dsn string, create bool) (*jobsDB, error) {
+	d := &jobsDB{name: redactDSN(dsn)}
+	octx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	if isPostgres(dsn) {
+		st, err := pgstore.Open(octx, dsn)
+		if err != nil {
+			if strings.Contains(err.Error(), "SQLSTATE 3F000") {
+				// invalid_schema_name: search_path names no existing schema.
+				return nil, fmt.Errorf("cannot open %s: %w (create the schema of search_path first)", d.name, err)
+			}
+			return nil, fmt.Errorf("cannot open %s: %w", d.name, err)
+		}
+		d.store, d.pg = st, st
+		return d, nil
+	}
+	if path := sqlitePath(dsn); !create && path != ":memory:" {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s does not exist (heed jobs migrate or enqueue creates it; set --db or $%s)", errNoDatabase, d.name, envDB)
+		}
+	}
+	st, err := sqlitestore.Open(octx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s: %w", d.name, err)
+	}
+	d.store, d.lite = st, st
+	return d, nil
+}
+
+// jobsFail reports err for subcommand name and returns its exit code: 3
+// for a job that does not exist, 130 when interrupted, 1 otherwise.
+func jobsFail(ctx context.Context, s streams, name string, err error) int {
+	fmt.Fprintf(s.stderr, "heed %s: %v\n", name, err)
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		return exitNoJob
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return exitInterrupted
+	}
+	return exitFailure
+}
+
+// jobsParseID parses a job ID.
+func jobsParseID(arg string) (int64, error) {
+	var id int64
+	if _, err := fmt.Sscan(arg, &id); err != nil || id <= 0 || fmt.Sprint(id) != arg {
+		return 0, fmt.Errorf("%q is not a job ID (a positive integer)", arg)
+	}
+	return id, nil
+}
+
+// jobJSON is a job in --json output.
+type jobJSON struct {
+	ID          int64            `json:"id"`
+	Kind        string           `json:"kind"`
+	Queue       string           `json:"queue"`
+	Args        json.RawMessage  `json:"args"`
+	State       queue.State      `json:"state"`
+	Priority    int              `json:"priority"`
+	Attempt     int              `json:"attempt"`
+	MaxAttempts int              `json:"max_attempts,omitempty"`
+	Policy      *queue.JobPolicy `json:"policy,omitempty"`
+	AvailableAt time.Time        `json:"available_at"`
+	CreatedAt   time.Time        `json:"created_at"`
+	StartedAt   *time.Time       `json:"started_at,omitempty"`
+	AttemptedAt *time.Time       `json:"attempted_at,omitempty"`
+	FinishedAt  *time.Time       `json:"finished_at,omitempty"`
+	UniqueKey   string           `json:"unique_key,omitempty"`
+	LeaseUntil  *time.Time       `json:"lease_until,omitempty"`
+	Worker      string           `json:"worker,omitempty"`
+	DeadReason  string           `json:"dead_reason,omitempty"`
+	History     []queue.Attempt  `json:"history"`
+}
+
+func jobsTimePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func jobsToJSON(j *queue.Job) jobJSON {
+	v := jobJSON{ID: j.ID, Kind: j.Kind, Queue: j.Queue, Args: j.Args, State: j.State, Priority: j.Priority,
+		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, AvailableAt: j.AvailableAt, CreatedAt: j.CreatedAt,
+		StartedAt: jobsTimePtr(j.StartedAt), AttemptedAt: jobsTimePtr(j.AttemptedAt), FinishedAt: jobsTimePtr(j.FinishedAt),
+		UniqueKey: j.UniqueKey, LeaseUntil: jobsTimePtr(j.LeaseUntil), Worker: j.Worker, DeadReason: j.DeadReason,
+		History: j.History}
+	if !j.Policy.IsZero() {
+		p := j.Policy
+		v.Policy = &p
+	}
+	if v.History == nil {
+		v.History = []queue.Attempt{}
+	}
+	return v
+}
+
+func jobsWriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// jobsAgo describes t relative to now: "3s ago", "in 2m0s".
+func jobsAgo(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d >= 0:
+		return jobsRound(d) + " ago"
+	default:
+		return "in " + jobsRound(-d)
+	}
+}
+
+func jobsRound(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+// jobsShorten cuts s to n runes, with "…" when cut, on one line.
+func jobsShorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// stateOf describes a job's state with its reason or time.
+func stateOf(j *queue.Job, now time.Time) string {
+	switch j.State {
+	case queue.StateDead:
+		return "dead (" + j.DeadReason + ")"
+	case queue.StateAvailable:
+		if j.AvailableAt.After(now) {
+			return "scheduled " + jobsAgo(j.AvailableAt, now)
+		}
+		return "available"
+	}
+	return string(j.State)
+}
+
+// writeJobTable writes one line per job.
+func writeJobTable(w io.Writer, jobs []*queue.Job, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tATTEMPTS\tCREATED\tLAST ERROR\tARGS")
+	for _, j := range jobs {
+		last := ""
+		for i := len(j.History) - 1; i >= 0; i-- {
+			if e := j.History[i].Error; e != "" {
+				last = e
+				break
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, stateOf(j, now), j.Attempt,
+			jobsAgo(j.CreatedAt, now), jobsShorten(last, 40), jobsShorten(string(j.Args), 40))
+	}
+	tw.Flush()
+}
+
+// writeJob writes a job and its full history.
+func writeJob(w io.Writer, j *queue.Job, now time.Time) {
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02T15:04:05.000Z") + " (" + jobsAgo(t, now) + ")"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "job\t%d\n", j.ID)
+	fmt.Fprintf(tw, "kind\t%s\n", j.Kind)
+	fmt.Fprintf(tw, "queue\t%s (priority %d)\n", j.Queue, j.Priority)
+	fmt.Fprintf(tw, "state\t%s\n", stateOf(j, now))
+	fmt.Fprintf(tw, "args\t%s\n", j.Args)
+	maxA := "the worker's"
+	if j.MaxAttempts > 0 {
+		maxA = fmt.Sprint(j.MaxAttempts)
+	} else if j.MaxAttempts < 0 {
+		maxA = "unlimited"
+	}
+	fmt.Fprintf(tw, "attempts\t%d (limit: %s)\n", j.Attempt, maxA)
+	if !j.Policy.IsZero() {
+		fmt.Fprintf(tw, "policy\t%s\n", describeJobPolicy(j.Policy))
+	}
+	if j.UniqueKey != "" {
+		fmt.Fprintf(tw, "unique key\t%s\n", j.UniqueKey)
+	}
+	fmt.Fprintf(tw, "created\t%s\n", ts(j.CreatedAt))
+	fmt.Fprintf(tw, "available\t%s\n", ts(j.AvailableAt))
+	fmt.Fprintf(tw, "started\t%s\n", ts(j.StartedAt))
+	fmt.Fprintf(tw, "finished\t%s\n", ts(j.FinishedAt))
+	if j.State == queue.StateRunning {
+		fmt.Fprintf(tw, "lease\t%s, until %s\n", j.Worker, ts(j.LeaseUntil))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nhistory (%s):\n", jobsPlural(len(j.History), "entry", "entries"))
+	if len(j.History) == 0 {
+		fmt.Fprintln(w, "  (no attempt yet)")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tTOOK\tOUTCOME\tDECISION\tDELAY\tWORKER\tERROR")
+	for _, a := range j.History {
+		dec := a.Action
+		if a.Reason != "" && a.Reason != "success" {
+			dec += " (" + a.Reason + ")"
+		}
+		delay := "-"
+		if a.Delay > 0 {
+			delay = jobsRound(a.Delay)
+		}
+		n := fmt.Sprint(a.Attempt)
+		if a.Attempt == 0 {
+			n = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, a.StartedAt.UTC().Format("15:04:05.000"),
+			jobsRound(a.FinishedAt.Sub(a.StartedAt)), a.Outcome, dec, delay, a.Worker, jobsShorten(a.Error, 80))
+	}
+	tw.Flush()
+	for _, a := range j.History {
+		if a.Panic != "" {
+			fmt.Fprintf(w, "\npanic in attempt %d: %s\n%s\n", a.Attempt, a.Error, strings.TrimRight(a.Panic, "\n"))
+		}
+	}
+}
+
+// parseInterleaved parses args into fs, allowing flags after positional
+// arguments (heed jobs enqueue fail '{}' --in 1m), and returns the
+// positional arguments. Everything after "--" is positional. When it is
+// done (--help, or an error) it has printed what is needed; see parseFlags.
+func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (pos []string, code int, done bool) {
+	for {
+		if code, done := parseFlags(fs, args, s, d); done {
+			return nil, code, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		// flag stops at "--" (and consumes it) or at the first positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), 0, false
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// jobsWrap splits s into lines of at most width bytes, between words.
+func jobsWrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// withPoolSize returns a postgres:// dsn with pool_max_conns=n added,
+// unless it sets the pool's size itself (or is not a PostgreSQL URL). A
+// busy worker holds a connection for every claim, renewal and result, and
+// pgx's default pool (4 connections, or the number of CPUs) halves its
+// throughput.
+func withPoolSize(dsn string, n int) string {
+	if !isPostgres(dsn) {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn // pgstore.Open reports it
+	}
+	q := u.Query()
+	if q.Has("pool_max_conns") {
+		return dsn
+	}
+	q.Set("pool_max_conns", fmt.Sprint(n))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// poolSizeFor is the pool size for a worker running conc jobs at once in
+// all: 4 plus one per 4 jobs, at most 32.
+func poolSizeFor(conc int) int { return min(32, 4+conc/4) }
+
+// describeJobPolicy describes a job's own policy overrides.
+func describeJobPolicy(p queue.JobPolicy) string {
+	var parts []string
+	if b := p.Backoff; b != nil {
+		cp := ""
+		if b.Cap > 0 {
+			cp = fmt.Sprintf(" capped at %v", b.Cap)
+		}
+		parts = append(parts, fmt.Sprintf("%s backoff from %v%s (jitter: %s)", b.Kind, b.Base, cp, b.Jitter))
+	}
+	if p.TimeBudget > 0 {
+		parts = append(parts, fmt.Sprintf("time budget %v", p.TimeBudget))
+	}
+	if p.AttemptTimeout > 0 {
+		parts = append(parts, fmt.Sprintf("attempt timeout %v", p.AttemptTimeout))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// jobsPlural is "1 job", "2 jobs".
+func jobsPlural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

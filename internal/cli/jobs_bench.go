@@ -1,0 +1,312 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/queue"
+)
+
+var jobsBenchDoc = helpDoc{
+	head: `Usage: heed jobs bench [FLAGS]
+
+Measures the job queue on a database, with no-op jobs:
+
+  burn-down     inserts --jobs jobs, then starts a worker and drains them:
+                jobs per second, from the worker's start to the last success
+  steady state  enqueues --rate jobs per second for --duration while a worker
+                runs: the time from enqueue to the start of the job (p50, p90,
+                p99, max)
+
+The jobs go to queues of their own (bench-RANDOM), so other jobs in the
+database are not touched, but the benchmark's succeeded jobs stay in it: use
+a scratch database (the default is a new temporary SQLite file, deleted
+afterwards). On PostgreSQL the pool has 4 + (concurrency+inserters)/4
+connections (at most 32) unless the URL sets pool_max_conns, inserts go
+in transactions of 500, and every figure depends on the server's fsync:
+add &synchronous_commit=off to the URL to see the queue without it.
+`,
+	groups: []flagGroup{
+		{"Benchmark flags", []string{"jobs", "concurrency", "inserters", "rate", "duration", "burn", "steady", "cpuprofile"}},
+		{"Database flags", []string{"db"}},
+	},
+	foot: `Exit codes:
+  0    measured
+  1    the database cannot be opened, or the jobs did not all succeed
+  2    usage error
+  130  interrupted
+
+Examples:
+  heed jobs bench
+  heed jobs bench --db postgres://postgres@127.0.0.1/bench --concurrency 100
+  heed jobs bench --burn=false --rate 2000 --duration 30s
+`,
+}
+
+// jobsBenchMain is "heed jobs bench".
+func jobsBenchMain(ctx context.Context, s streams, args []string) int {
+	const name = "jobs bench"
+	fs := newFlagSet(name)
+	dbFlag := fs.String("db", "", "the `DATABASE`: a SQLite file or a postgres:// URL (default: a new temporary SQLite file)")
+	n := fs.Int("jobs", 100_000, "burn-down: jobs to insert, then drain")
+	conc := fs.Int("concurrency", 50, "jobs the worker runs at once")
+	inserters := fs.Int("inserters", 4, "burn-down: goroutines inserting jobs")
+	rate := fs.Float64("rate", 500, "steady state: jobs enqueued per second")
+	dur := fs.Duration("duration", 10*time.Second, "steady state: how long to enqueue")
+	burn := fs.Bool("burn", true, "run the burn-down")
+	steady := fs.Bool("steady", true, "run the steady state")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark to `FILE` (go tool pprof FILE)")
+	if code, done := parseFlags(fs, args, s, jobsBenchDoc); done {
+		return code
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	case *n < 1, *conc < 1, *inserters < 1:
+		return usageError(s, name, errors.New("--jobs, --concurrency and --inserters must be at least 1"))
+	case !(*rate > 0) || *dur <= 0:
+		return usageError(s, name, errors.New("--rate and --duration must be positive"))
+	case !*burn && !*steady:
+		return usageError(s, name, errors.New("nothing to run: --burn=false and --steady=false"))
+	}
+	dsn := *dbFlag
+	if dsn == "" {
+		dir, err := os.MkdirTemp("", "heed-bench-")
+		if err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		defer os.RemoveAll(dir)
+		dsn = filepath.Join(dir, "bench.db")
+	}
+	d, err := openDB(ctx, withPoolSize(dsn, poolSizeFor(*conc+*inserters)), true)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	prefix := "bench-" + hex.EncodeToString(b[:])
+	fmt.Fprintf(s.stdout, "heed jobs bench: %s, %d CPUs, %s, queues %s-*, worker concurrency %d\n",
+		d.name, runtime.NumCPU(), runtime.Version(), prefix, *conc)
+	c := queue.NewClient(d.store, queue.ClientConfig{})
+
+	if *burn {
+		q := prefix + "-burn"
+		start := time.Now()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		var insertErr error
+		var once sync.Once
+		for range *inserters {
+			wg.Go(func() {
+				if d.pg != nil {
+					// PostgreSQL: batches of 500 per transaction, as an
+					// application would with EnqueueTx; a commit each
+					// would measure the disk's fsync instead.
+					if err := benchInsertPG(ctx, d, q, &next, int64(*n)); err != nil {
+						once.Do(func() { insertErr = err })
+					}
+					return
+				}
+				for next.Add(1) <= int64(*n) {
+					if _, _, err := c.Enqueue(ctx, "noop", nil, queue.EnqueueOptions{Queue: q}); err != nil {
+						once.Do(func() { insertErr = err })
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if insertErr != nil {
+			return jobsFail(ctx, s, name, insertErr)
+		}
+		ins := time.Since(start)
+		fmt.Fprintf(s.stdout, "burn-down: inserted %d no-op jobs in %.2fs (%.0f jobs/s, %d inserters%s)\n",
+			*n, ins.Seconds(), float64(*n)/ins.Seconds(), *inserters, batchNote(d))
+		took, err := benchDrain(ctx, d.store, q, *conc, int64(*n), nil)
+		if err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		fmt.Fprintf(s.stdout, "burn-down: drained %d jobs in %.2fs: %.0f jobs/s\n", *n, took.Seconds(), float64(*n)/took.Seconds())
+	}
+
+	if *steady {
+		q := prefix + "-steady"
+		total := int64(float64(*dur) / float64(time.Second) * *rate)
+		if total < 1 {
+			total = 1
+		}
+		lat := make([]time.Duration, 0, total)
+		var mu sync.Mutex
+		onStart := func(e queue.Event) {
+			l := time.Since(e.Job.CreatedAt)
+			mu.Lock()
+			lat = append(lat, l)
+			mu.Unlock()
+		}
+		var enqErr error
+		var ewg sync.WaitGroup
+		ready := make(chan struct{})
+		ewg.Go(func() {
+			<-ready
+			// A pacer hands out send times; a few enqueuers follow them, so
+			// that one slow insert does not hold back the next.
+			ticks := make(chan time.Time)
+			var wg sync.WaitGroup
+			var once sync.Once
+			for range 4 {
+				wg.Go(func() {
+					for at := range ticks {
+						time.Sleep(time.Until(at))
+						if _, _, err := c.Enqueue(ctx, "noop", nil, queue.EnqueueOptions{Queue: q}); err != nil {
+							once.Do(func() { enqErr = err })
+						}
+					}
+				})
+			}
+			start := time.Now()
+			for i := range total {
+				at := start.Add(time.Duration(float64(i) / *rate * float64(time.Second)))
+				select {
+				case ticks <- at:
+				case <-ctx.Done():
+				}
+				if ctx.Err() != nil {
+					break
+				}
+			}
+			close(ticks)
+			wg.Wait()
+		})
+		_, err := benchDrain(ctx, d.store, q, *conc, total, func(e queue.Event) {
+			if e.Kind == queue.EventStarted {
+				onStart(e)
+			}
+		}, ready)
+		ewg.Wait()
+		if enqErr != nil {
+			return jobsFail(ctx, s, name, enqErr)
+		}
+		if err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		slices.Sort(lat)
+		pct := func(p float64) time.Duration {
+			if len(lat) == 0 {
+				return 0
+			}
+			return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
+		}
+		fmt.Fprintf(s.stdout, "steady state: %d jobs at %.0f/s for %v: enqueue to start p50 %v, p90 %v, p99 %v, max %v\n",
+			len(lat), *rate, *dur, pct(0.50), pct(0.90), pct(0.99), pct(1))
+	}
+	return exitOK
+}
+
+// benchDrain runs a worker on queue q until want jobs succeeded and returns
+// how long that took from the worker's start. When ready is given, it is
+// closed once the worker runs.
+func benchDrain(ctx context.Context, st queue.Store, q string, conc int, want int64, onEvent func(queue.Event), ready ...chan struct{}) (time.Duration, error) {
+	var ok, dead atomic.Int64
+	done := make(chan struct{})
+	var once sync.Once
+	w, err := queue.NewWorker(st, queue.WorkerConfig{
+		Queues:       map[string]int{q: conc},
+		PollInterval: 100 * time.Millisecond,
+		Logger:       nil,
+		Observe: func(_ context.Context, e queue.Event) {
+			if onEvent != nil {
+				onEvent(e)
+			}
+			switch e.Kind {
+			case queue.EventSucceeded:
+				if ok.Add(1) >= want {
+					once.Do(func() { close(done) })
+				}
+			case queue.EventDead:
+				dead.Add(1)
+				once.Do(func() { close(done) })
+			}
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	jobkinds.Register(w, jobkinds.Config{})
+	start := time.Now()
+	if err := w.Start(ctx); err != nil {
+		return 0, err
+	}
+	for _, r := range ready {
+		close(r)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	took := time.Since(start)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	w.Shutdown(sctx)
+	switch {
+	case ctx.Err() != nil:
+		return took, ctx.Err()
+	case dead.Load() > 0:
+		return took, fmt.Errorf("%d jobs died (see heed jobs dead ls)", dead.Load())
+	}
+	return took, nil
+}
+
+// benchInsertPG inserts no-op jobs into queue q of a PostgreSQL database in
+// transactions of up to 500, until next passes n.
+func benchInsertPG(ctx context.Context, d *jobsDB, q string, next *atomic.Int64, n int64) error {
+	for {
+		tx, err := d.pg.Pool().Begin(ctx)
+		if err != nil {
+			return err
+		}
+		k := 0
+		for ; k < 500 && next.Add(1) <= n; k++ {
+			if _, _, err := d.pg.EnqueueTx(ctx, tx, "noop", nil, queue.EnqueueOptions{Queue: q}); err != nil {
+				tx.Rollback(ctx)
+				return err
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		if k < 500 {
+			return nil
+		}
+	}
+}
+
+func batchNote(d *jobsDB) string {
+	if d.pg != nil {
+		return ", 500 per transaction"
+	}
+	return ", one per transaction"
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+)
+
+var jobsEnqueueDoc = helpDoc{
+	head: `Usage: heed jobs enqueue KIND JSON [FLAGS]
+
+Adds a job of KIND with the arguments JSON (a JSON object; '{}' for none) to
+the database, to run now, at --at, or after --in. KIND must be one of the
+built-in kinds and JSON must suit it (unknown fields are refused): nothing is
+written otherwise. With --key, enqueueing again while a job with that key is
+available or running returns that job instead of a duplicate.
+
+Job kinds:
+` + jobsKindsHelp(),
+	groups: []flagGroup{
+		{"Job flags", []string{"queue", "in", "at", "priority", "key", "attempts", "budget", "timeout", "json"}},
+		{"Database flags", []string{"db"}},
+	},
+	foot: `Exit codes:
+  0    the job was enqueued (or, with --key, an existing one returned)
+  1    the database cannot be opened or written
+  2    usage error: unknown KIND, invalid JSON, bad flag
+
+Examples:
+  heed jobs enqueue noop '{}'
+  heed jobs enqueue fail '{"times": 2, "message": "flaky"}' --attempts 5
+  heed jobs enqueue http '{"url": "https://example.com/hook"}' --in 10m --key hook-42
+  heed jobs enqueue sleep '{"ms": 500}' --queue slow --priority -1
+`,
+}
+
+// jobsEnqueueMain is "heed jobs enqueue".
+func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
+	const name = "jobs enqueue"
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	var opts queue.EnqueueOptions
+	fs.StringVar(&opts.Queue, "queue", queue.DefaultQueue, "the `QUEUE` to put the job on")
+	fs.DurationVar(&opts.In, "in", 0, "run the job no sooner than this from now (default: now)")
+	at := fs.String("at", "", "run the job no sooner than `TIME` (RFC 3339, such as 2026-12-01T08:00:00Z)")
+	fs.IntVar(&opts.Priority, "priority", 0, "lower runs first among due jobs of the queue")
+	fs.StringVar(&opts.UniqueKey, "key", "", "unique `KEY`: while a job with it is available or running, return that job")
+	fs.IntVar(&opts.MaxAttempts, "attempts", 0, "attempts for this job, the first included; -1 for no limit (default: the worker's)")
+	fs.DurationVar(&opts.Policy.TimeBudget, "budget", 0, "time budget of this job from its first attempt (default: the worker's)")
+	fs.DurationVar(&opts.Policy.AttemptTimeout, "timeout", 0, "time limit of each attempt of this job (default: the worker's)")
+	asJSON := fs.Bool("json", false, "print the job as JSON")
+	pos, code, done := parseInterleaved(fs, args, s, jobsEnqueueDoc)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
+		return usageError(s, name, errors.New("no job kind: heed jobs enqueue KIND JSON"))
+	case len(pos) == 1:
+		return usageError(s, name, fmt.Errorf("no arguments for the %s job: give a JSON object, such as '{}'", pos[0]))
+	case len(pos) > 2:
+		return usageError(s, name, fmt.Errorf("unexpected argument %q (quote the JSON as one argument)", pos[2]))
+	}
+	kind, raw := pos[0], json.RawMessage(pos[1])
+	if !json.Valid(raw) {
+		return usageError(s, name, fmt.Errorf("arguments are not valid JSON: %s", jobsShorten(pos[1], 60)))
+	}
+	if err := jobkinds.Validate(kind, raw); err != nil {
+		return usageError(s, name, err)
+	}
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339, *at)
+		if err != nil {
+			return usageError(s, name, flagError("at", "%q is not an RFC 3339 time such as 2026-12-01T08:00:00Z", *at))
+		}
+		opts.At = t
+	}
+	switch {
+	case opts.In < 0:
+		return usageError(s, name, flagError("in", "%v, must not be negative", opts.In))
+	case opts.In != 0 && !opts.At.IsZero():
+		return usageError(s, name, errors.New("--in and --at are both set; set one"))
+	case opts.MaxAttempts < retry.Unlimited || opts.MaxAttempts == 0 && isSet(fs, "attempts"):
+		return usageError(s, name, flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", opts.MaxAttempts))
+	case opts.Policy.TimeBudget < 0 || opts.Policy.TimeBudget == 0 && isSet(fs, "budget"):
+		return usageError(s, name, flagError("budget", "%v, must be positive", opts.Policy.TimeBudget))
+	case opts.Policy.AttemptTimeout < 0 || opts.Policy.AttemptTimeout == 0 && isSet(fs, "timeout"):
+		return usageError(s, name, flagError("timeout", "%v, must be positive", opts.Policy.AttemptTimeout))
+	}
+	// Everything the queue would refuse, refused before the database is
+	// opened (or created).
+	if _, err := queue.NewJobInsert(kind, raw, opts, time.Now()); err != nil {
+		return usageError(s, name, err)
+	}
+
+	d, err := openDB(ctx, resolveDB(*db), true)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	job, inserted, err := queue.NewClient(d.store, queue.ClientConfig{}).Enqueue(ctx, kind, raw, opts)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	if *asJSON {
+		jobsWriteJSON(s.stdout, struct {
+			Inserted bool `json:"inserted"`
+			jobJSON
+		}{inserted, jobsToJSON(job)})
+		return exitOK
+	}
+	now := time.Now()
+	if !inserted {
+		fmt.Fprintf(s.stdout, "job %d (%s) with key %q is already %s: not enqueued again\n", job.ID, job.Kind, job.UniqueKey, stateOf(job, now))
+		return exitOK
+	}
+	when := "now"
+	if job.AvailableAt.After(now) {
+		when = job.AvailableAt.UTC().Format(time.RFC3339) + " (" + jobsAgo(job.AvailableAt, now) + ")"
+	}
+	fmt.Fprintf(s.stdout, "enqueued job %d (%s) on queue %s, to run %s\n", job.ID, job.Kind, job.Queue, when)
+	return exitOK
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+var jobsLsDoc = helpDoc{
+	head: `Usage: heed jobs ls [FLAGS]
+
+Lists jobs, oldest first: ID, kind, queue, state (dead with its reason,
+scheduled with when), attempts, age, the last error and the arguments.
+`,
+	groups: []flagGroup{
+		{"Filter flags", []string{"state", "kind", "queue", "after", "limit"}},
+		{"Output flags", []string{"json"}},
+		{"Database flags", []string{"db"}},
+	},
+	foot: `Exit codes:
+  0    listed (possibly nothing)
+  1    the database cannot be opened or read
+  2    usage error
+
+Examples:
+  heed jobs ls
+  heed jobs ls --state dead --kind http
+  heed jobs ls --state available --queue emails --limit 20 --json
+`,
+}
+
+// jobsLsMain is "heed jobs ls".
+func jobsLsMain(ctx context.Context, s streams, args []string) int {
+	const name = "jobs ls"
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	var f queue.JobFilter
+	state := fs.String("state", "", "only jobs in `STATE`: available, running, succeeded or dead")
+	fs.StringVar(&f.Kind, "kind", "", "only jobs of `KIND`")
+	fs.StringVar(&f.Queue, "queue", "", "only jobs of `QUEUE`")
+	fs.Int64Var(&f.AfterID, "after", 0, "only jobs with an `ID` above this (paging)")
+	fs.IntVar(&f.Limit, "limit", 100, "list at most `N` jobs (0: all)")
+	asJSON := fs.Bool("json", false, "print the jobs, with their histories, as a JSON array")
+	if code, done := parseFlags(fs, args, s, jobsLsDoc); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	f.State = queue.State(*state)
+	if *state != "" && !f.State.Valid() {
+		return usageError(s, name, flagError("state", "%q is not available, running, succeeded or dead", *state))
+	}
+	if f.Limit < 0 {
+		return usageError(s, name, flagError("limit", "%d, must not be negative", f.Limit))
+	}
+	d, err := openDB(ctx, resolveDB(*db), false)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	jobs, err := queue.NewClient(d.store, queue.ClientConfig{}).Jobs(ctx, f)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	return printJobs(s, jobs, *asJSON, f.Limit, "jobs ls --after")
+}
+
+// printJobs prints a job list as a table or JSON.
+func printJobs(s streams, jobs []*queue.Job, asJSON bool, limit int, more string) int {
+	if asJSON {
+		out := make([]jobJSON, len(jobs))
+		for i, j := range jobs {
+			out[i] = jobsToJSON(j)
+		}
+		jobsWriteJSON(s.stdout, out)
+		return exitOK
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(s.stderr, "no jobs")
+		return exitOK
+	}
+	writeJobTable(s.stdout, jobs, time.Now())
+	if limit > 0 && len(jobs) == limit {
+		fmt.Fprintf(s.stderr, "(first %d; more with: heed %s %d)\n", limit, more, jobs[len(jobs)-1].ID)
+	}
+	return exitOK
+}
+
+var jobsShowDoc = helpDoc{
+	head: `Usage: heed jobs show [FLAGS] ID
+
+Shows job ID: its arguments, state, times, and its full history, one line
+per attempt (attempt, start, duration, outcome, decision, delay before the
+next attempt, worker, error) and one per requeue. Lost attempts (the
+worker died or lost its lease) have the outcome "lost". Panic stacks are
+printed after the table.
+`,
+	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
+	foot: `Exit codes:
+  0    shown
+  1    the database cannot be opened or read
+  2    usage error
+  3    no job has this ID
+
+Example:
+  heed jobs show 42
+`,
+}
+
+// jobsShowMain is "heed jobs show".
+func jobsShowMain(ctx context.Context, s streams, args []string) int {
+	return showJob(ctx, s, args, "jobs show", jobsShowDoc, false)
+}
+
+// showJob is "heed jobs show" and, with dead, "heed jobs dead show".
+func showJob(ctx context.Context, s streams, args []string, name string, doc helpDoc, dead bool) int {
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	asJSON := fs.Bool("json", false, "print the job, with its history, as JSON")
+	pos, code, done := parseInterleaved(fs, args, s, doc)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(s, name, errors.New("give one job ID"))
+	}
+	id, err := jobsParseID(pos[0])
+	if err != nil {
+		return usageError(s, name, err)
+	}
+	d, err := openDB(ctx, resolveDB(*db), false)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	job, err := queue.NewClient(d.store, queue.ClientConfig{}).Job(ctx, id)
+	if err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			err = fmt.Errorf("no job %d in %s", id, d.name)
+			fmt.Fprintf(s.stderr, "heed %s: %v\n", name, err)
+			return exitNoJob
+		}
+		return jobsFail(ctx, s, name, err)
+	}
+	if dead && job.State != queue.StateDead {
+		fmt.Fprintf(s.stderr, "heed %s: job %d is not in the dead-letter: it is %s (see heed jobs show %d)\n", name, id, job.State, id)
+		return exitNoJob
+	}
+	if *asJSON {
+		jobsWriteJSON(s.stdout, jobsToJSON(job))
+		return exitOK
+	}
+	writeJob(s.stdout, job, time.Now())
+	if job.State == queue.StateDead {
+		fmt.Fprintf(s.stdout, "\nIn the dead-letter since %s; requeue it with: heed jobs dead requeue %d\n",
+			job.FinishedAt.UTC().Format(time.RFC3339), id)
+	}
+	return exitOK
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heed-go/heed/pgstore"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/sqlitestore"
+)
+
+var jobsStatsDoc = helpDoc{
+	head: `Usage: heed jobs stats [FLAGS]
+
+Counts jobs by state for every queue (available now, scheduled for later,
+running, succeeded, dead), and the dead-letter's size and oldest entry.
+`,
+	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
+	foot: `Exit codes:
+  0    printed
+  1    the database cannot be opened or read
+  2    usage error
+`,
+}
+
+// jobsStatsMain is "heed jobs stats".
+func jobsStatsMain(ctx context.Context, s streams, args []string) int {
+	const name = "jobs stats"
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	asJSON := fs.Bool("json", false, "print the counts as JSON")
+	if code, done := parseFlags(fs, args, s, jobsStatsDoc); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	d, err := openDB(ctx, resolveDB(*db), false)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	st, err := queue.NewClient(d.store, queue.ClientConfig{}).Stats(ctx)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	now := time.Now()
+	if *asJSON {
+		type qs struct {
+			Queue     string `json:"queue"`
+			Available int    `json:"available"`
+			Scheduled int    `json:"scheduled"`
+			Running   int    `json:"running"`
+			Succeeded int    `json:"succeeded"`
+			Dead      int    `json:"dead"`
+		}
+		out := struct {
+			Queues     []qs       `json:"queues"`
+			Dead       int        `json:"dead"`
+			OldestDead *time.Time `json:"oldest_dead,omitempty"`
+		}{Queues: []qs{}, Dead: st.Dead, OldestDead: jobsTimePtr(st.OldestDead)}
+		for _, q := range st.Queues {
+			out.Queues = append(out.Queues, qs(q))
+		}
+		jobsWriteJSON(s.stdout, out)
+		return exitOK
+	}
+	fmt.Fprintf(s.stdout, "%s\n\n", d.name)
+	tw := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\t")
+	var total queue.QueueStats
+	for _, q := range st.Queues {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", q.Queue, q.Available, q.Scheduled, q.Running, q.Succeeded, q.Dead)
+		total.Available += q.Available
+		total.Scheduled += q.Scheduled
+		total.Running += q.Running
+		total.Succeeded += q.Succeeded
+		total.Dead += q.Dead
+	}
+	if len(st.Queues) > 1 {
+		fmt.Fprintf(tw, "(all)\t%d\t%d\t%d\t%d\t%d\t\n", total.Available, total.Scheduled, total.Running, total.Succeeded, total.Dead)
+	}
+	tw.Flush()
+	if len(st.Queues) == 0 {
+		fmt.Fprintln(s.stdout, "(no jobs)")
+	}
+	fmt.Fprintf(s.stdout, "\n%s\n", deadSummary(st, now))
+	return exitOK
+}
+
+var jobsMigrateDoc = helpDoc{
+	head: `Usage: heed jobs migrate [FLAGS]
+
+Creates the job tables, or applies the migrations this heed knows that the
+database lacks, and reports the schema version. It is safe to run again and
+from several processes at once. A database whose schema is newer than this
+heed is left alone, with an error: upgrade heed. (enqueue, work and bench
+also migrate when they open a database.)
+`,
+	groups: []flagGroup{{"Database flags", []string{"db"}}},
+	foot: `Exit codes:
+  0    the schema is current
+  1    the database cannot be opened or migrated, or its schema is newer
+       than this heed
+  2    usage error
+
+Examples:
+  heed jobs migrate --db /var/lib/heed/jobs.db
+  HEED_DB=postgres://heed@db.internal/heed heed jobs migrate
+`,
+}
+
+// jobsMigrateMain is "heed jobs migrate".
+func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
+	const name = "jobs migrate"
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	if code, done := parseFlags(fs, args, s, jobsMigrateDoc); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	// Opening migrates.
+	d, err := openDB(ctx, resolveDB(*db), true)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	if err := d.store.Migrate(ctx); err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	known := sqlitestore.SchemaVersion()
+	if d.pg != nil {
+		v, err := d.pg.Version(ctx)
+		if err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		known = pgstore.SchemaVersion
+		fmt.Fprintf(s.stdout, "%s: schema at version %d (this heed knows %d): up to date\n", d.name, v, known)
+		return exitOK
+	}
+	fmt.Fprintf(s.stdout, "%s: schema at version %d: up to date\n", d.name, known)
+	return exitOK
+}

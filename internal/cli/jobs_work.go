@@ -1,0 +1,401 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+)
+
+var jobsWorkDoc = helpDoc{
+	head: `Usage: heed jobs work [FLAGS]
+
+Runs a worker: it claims due jobs of its queues, runs them with the built-in
+handlers, and after each attempt applies heed's retry decision: done; retry
+at the decision's time (the job waits in the database, not in memory); or
+give up into the dead-letter. It prints one line per attempt on stdout:
+
+  18:02:11.204 job 7 fail: attempt 1: flaky (transient, 1 of 2), retry in 1.3s
+  18:02:12.530 job 7 fail: attempt 3: ok
+  18:02:12.611 job 8 fail: attempt 1: boom (permanent), gave up: permanent error -> dead-letter
+
+It runs until SIGINT or SIGTERM, --for, or --until-empty. Then it stops
+claiming, lets running jobs finish for up to --grace, and releases the rest
+(available again at once, their attempt not counted). Leases are renewed
+while a job runs; a worker that dies (SIGKILL, a crash, a lost machine)
+loses its leases after --lease, and any worker then rescues its jobs and
+records the lost attempt (outcome "lost").
+
+Run as many workers as you like on PostgreSQL, on any machines; on SQLite,
+workers must share the machine (and the file). On PostgreSQL, the worker's
+connection pool has 4 + (total concurrency)/4 connections (at most 32)
+unless the URL sets pool_max_conns.
+
+Job defaults are more patient than heed run's, because nobody is waiting:
+10 attempts, exponential backoff from 2s capped at 5m with full jitter (a
+failed batch must not come back all at once), and a time budget of 24h from
+a job's first attempt, after which it goes to the dead-letter even with
+attempts left. Per-job limits from heed jobs enqueue override them.
+
+Job kinds:
+` + jobsKindsHelp(),
+	groups: []flagGroup{
+		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "quiet", "allow-exec", "id"}},
+		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout"}},
+		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
+		{"Database flags", []string{"db"}},
+	},
+	foot: `Exit codes:
+  0    the worker stopped cleanly (a signal, --for, --until-empty)
+  1    the database cannot be opened; or the grace ran out and running jobs
+       were released
+  2    usage error
+
+Examples:
+  heed jobs work
+  heed jobs work --queues emails=20,reports=2 --timeout 2m
+  heed jobs work --base 100ms --cap 2s --until-empty     # drain, then exit
+  HEED_DB=postgres://heed@db/heed heed jobs work --concurrency 50
+`,
+}
+
+// jobsPolicyFlags are the policy flags of heed jobs work, with the job
+// defaults of package queue.
+type jobsPolicyFlags struct {
+	fs         *flag.FlagSet
+	attempts   int
+	kind       backoff.Kind
+	base, cap  time.Duration
+	multiplier float64
+	jitter     backoff.Jitter
+	budget     time.Duration
+	timeout    time.Duration
+}
+
+func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
+	pf := &jobsPolicyFlags{fs: fs}
+	fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
+	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
+	fs.DurationVar(&pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
+	fs.DurationVar(&pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
+	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
+	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
+	fs.DurationVar(&pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
+	fs.DurationVar(&pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
+	return pf
+}
+
+func (pf *jobsPolicyFlags) policy() (retry.Policy, error) {
+	switch {
+	case pf.attempts < retry.Unlimited || pf.attempts == 0:
+		return retry.Policy{}, flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", pf.attempts)
+	case pf.base <= 0:
+		return retry.Policy{}, flagError("base", "%v, must be positive", pf.base)
+	case pf.cap < pf.base:
+		return retry.Policy{}, flagError("cap", "%v is below --base %v", pf.cap, pf.base)
+	case math.IsNaN(pf.multiplier) || math.IsInf(pf.multiplier, 0) || pf.multiplier < 1:
+		return retry.Policy{}, flagError("multiplier", "%v, must be a number of at least 1", pf.multiplier)
+	case pf.budget <= 0:
+		return retry.Policy{}, flagError("budget", "%v, must be positive", pf.budget)
+	case pf.timeout <= 0:
+		return retry.Policy{}, flagError("timeout", "%v, must be positive", pf.timeout)
+	}
+	p := retry.Policy{
+		Attempts:       pf.attempts,
+		Backoff:        backoff.Schedule{Kind: pf.kind, Base: pf.base, Cap: pf.cap, Multiplier: pf.multiplier, Jitter: pf.jitter},
+		MaxDuration:    pf.budget,
+		AttemptTimeout: pf.timeout,
+	}
+	if err := p.Backoff.Validate(); err != nil {
+		return retry.Policy{}, err
+	}
+	return p, p.Validate()
+}
+
+func (pf *jobsPolicyFlags) describe(p retry.Policy) string {
+	att := strconv.Itoa(p.Attempts)
+	if p.Attempts == retry.Unlimited {
+		att = "unlimited"
+	}
+	return fmt.Sprintf("%s attempts, %s backoff %v..%v (%s jitter), budget %v, attempt timeout %v",
+		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.MaxDuration, p.AttemptTimeout)
+}
+
+// parseQueues parses "a,b=5" into a map of queue to concurrency.
+func parseQueues(list string, def int) (map[string]int, error) {
+	qs := map[string]int{}
+	for part := range strings.SplitSeq(list, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, n, hasN := strings.Cut(part, "=")
+		c := def
+		if hasN {
+			v, err := strconv.Atoi(n)
+			if err != nil || v < 1 {
+				return nil, fmt.Errorf("queue %q: concurrency %q must be a whole number of at least 1", name, n)
+			}
+			c = v
+		}
+		if name == "" {
+			return nil, fmt.Errorf("empty queue name in %q", list)
+		}
+		qs[name] = c
+	}
+	if len(qs) == 0 {
+		return nil, errors.New("no queue named")
+	}
+	return qs, nil
+}
+
+// jobsWorkMain is "heed jobs work".
+func jobsWorkMain(ctx context.Context, s streams, args []string) int {
+	const name = "jobs work"
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	queues := fs.String("queues", queue.DefaultQueue, "the `QUEUES` to work, comma-separated; NAME=N sets one's concurrency (default: the queue named default)")
+	conc := fs.Int("concurrency", queue.DefaultConcurrency, "jobs run at once per queue")
+	forD := fs.Duration("for", 0, "stop after this long (default: run until a signal)")
+	untilEmpty := fs.Bool("until-empty", false, "stop when no job of the queues is available, scheduled or running")
+	quiet := fs.Bool("quiet", false, "print no line per attempt")
+	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
+	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
+	pf := addJobsPolicyFlags(fs)
+	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal; a dead worker's jobs run again after it")
+	poll := fs.Duration("poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
+	grace := fs.Duration("grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
+	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	p, err := pf.policy()
+	if err != nil {
+		return usageError(s, name, err)
+	}
+	if *conc < 1 {
+		return usageError(s, name, flagError("concurrency", "%d, must be at least 1", *conc))
+	}
+	qs, err := parseQueues(*queues, *conc)
+	if err != nil {
+		return usageError(s, name, flagError("queues", "%v", err))
+	}
+	for fl, d := range map[string]time.Duration{"lease": *lease, "poll": *poll, "grace": *grace} {
+		if d <= 0 {
+			return usageError(s, name, flagError(fl, "%v, must be positive", d))
+		}
+	}
+	if *forD < 0 {
+		return usageError(s, name, flagError("for", "%v, must not be negative", *forD))
+	}
+
+	total := 0
+	for _, n := range qs {
+		total += n
+	}
+	d, err := openDB(ctx, withPoolSize(resolveDB(*db), poolSizeFor(total)), true)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	var out io.Writer
+	if !*quiet {
+		out = s.stdout
+	}
+	r := &workerRun{
+		store: d.store,
+		cfg: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
+			ShutdownGrace: *grace, Logger: storeLogger(s.stderr)},
+		kinds:      jobkinds.Config{AllowExec: *allowExec},
+		out:        out,
+		stamp:      func(t time.Time) string { return t.Format("15:04:05.000") },
+		untilEmpty: *untilEmpty,
+	}
+	w, err := r.worker()
+	if err != nil {
+		return usageError(s, name, err)
+	}
+	names := make([]string, 0, len(qs))
+	for q, n := range qs {
+		names = append(names, fmt.Sprintf("%s (%d at once)", q, n))
+	}
+	sort.Strings(names)
+	fmt.Fprintf(s.stderr, "heed jobs work: worker %s on %s\n  queues: %s\n  policy: %s; lease %v\n",
+		w.ID(), d.name, strings.Join(names, ", "), pf.describe(p), *lease)
+
+	rctx := ctx
+	var cancel context.CancelFunc = func() {}
+	if *forD > 0 {
+		rctx, cancel = context.WithTimeout(ctx, *forD)
+	}
+	defer cancel()
+	err = r.run(rctx, w, func() {
+		if ctx.Err() != nil {
+			fmt.Fprintf(s.stderr, "heed jobs work: stopping: running jobs have %v to finish\n", *grace)
+		}
+	})
+	fmt.Fprintf(s.stderr, "heed jobs work: stopped: %s\n", r.summary())
+	if err != nil {
+		fmt.Fprintf(s.stderr, "heed jobs work: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// storeLogger logs the worker's own warnings (store errors) to w, and not
+// its per-job records, which the decision lines already show.
+func storeLogger(w io.Writer) *slog.Logger {
+	return slog.New(&noJobRecords{slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})})
+}
+
+type noJobRecords struct{ slog.Handler }
+
+func (h *noJobRecords) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "job ") {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *noJobRecords) WithAttrs(as []slog.Attr) slog.Handler {
+	return &noJobRecords{h.Handler.WithAttrs(as)}
+}
+
+func (h *noJobRecords) WithGroup(n string) slog.Handler { return &noJobRecords{h.Handler.WithGroup(n)} }
+
+// workerRun runs a worker with the built-in kinds, printing its decisions,
+// for heed jobs work and heed demo.
+type workerRun struct {
+	store      queue.Store
+	cfg        queue.WorkerConfig
+	kinds      jobkinds.Config
+	out        io.Writer              // decision lines; nil for none
+	stamp      func(time.Time) string // each line's prefix
+	untilEmpty bool                   // stop when the worker's queues have no live job
+	onEvent    func(queue.Event)      // called for every event, after printing
+
+	mu     sync.Mutex // serialises lines
+	counts [16]atomic.Int64
+}
+
+func (r *workerRun) worker() (*queue.Worker, error) {
+	r.cfg.Observe = r.observe
+	w, err := queue.NewWorker(r.store, r.cfg)
+	if err != nil {
+		return nil, err
+	}
+	jobkinds.Register(w, r.kinds)
+	return w, nil
+}
+
+func (r *workerRun) observe(_ context.Context, e queue.Event) {
+	if int(e.Kind) < len(r.counts) {
+		r.counts[e.Kind].Add(1)
+	}
+	if r.out != nil {
+		if line := jobDecisionLine(e); line != "" {
+			now := time.Now()
+			r.mu.Lock()
+			fmt.Fprintf(r.out, "%s job %d %s: %s\n", r.stamp(now), e.Job.ID, e.Job.Kind, line)
+			r.mu.Unlock()
+		}
+	}
+	if r.onEvent != nil {
+		r.onEvent(e)
+	}
+}
+
+// jobDecisionLine describes an event in the words of heed run, or "" for
+// events that get no line.
+func jobDecisionLine(e queue.Event) string {
+	switch e.Kind {
+	case queue.EventSucceeded, queue.EventRetried, queue.EventSnoozed:
+		return e.Decision.String()
+	case queue.EventDead:
+		return e.Decision.String() + " -> dead-letter"
+	case queue.EventLost:
+		return fmt.Sprintf("attempt %d: lease expired (worker lost); rescued", e.Job.Attempt)
+	case queue.EventReleased:
+		return fmt.Sprintf("attempt %d: released at shutdown (attempt not counted)", e.Job.Attempt)
+	case queue.EventLeaseLost:
+		return fmt.Sprintf("attempt %d: lease lost while running; its result was dropped", e.Job.Attempt)
+	}
+	return ""
+}
+
+func (r *workerRun) count(k queue.EventKind) int64 { return r.counts[k].Load() }
+
+func (r *workerRun) summary() string {
+	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
+		r.count(queue.EventStarted), r.count(queue.EventSucceeded), r.count(queue.EventRetried), r.count(queue.EventDead),
+		r.count(queue.EventSnoozed), r.count(queue.EventReleased), r.count(queue.EventLost))
+}
+
+// emptyCheck is how often --until-empty counts the live jobs.
+const emptyCheck = 100 * time.Millisecond
+
+// run runs w until ctx ends or, with untilEmpty, its queues have no live
+// job; stopping is called when it starts to shut down.
+func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	if r.untilEmpty {
+		wg.Go(func() {
+			t := time.NewTicker(emptyCheck)
+			defer t.Stop()
+			for {
+				st, err := r.store.Stats(ctx, time.Now())
+				if err == nil && jobsLive(st, r.cfg.Queues) == 0 {
+					cancel()
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		<-ctx.Done()
+		if stopping != nil {
+			stopping()
+		}
+	})
+	err := w.Run(ctx)
+	cancel()
+	wg.Wait()
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the shutdown grace ran out: %d running jobs were released", r.count(queue.EventReleased))
+	}
+	return err
+}
+
+// jobsLive counts the available, scheduled and running jobs of queues.
+func jobsLive(st queue.Stats, queues map[string]int) int {
+	n := 0
+	for _, q := range st.Queues {
+		if _, ok := queues[q.Queue]; ok || queues == nil && q.Queue == queue.DefaultQueue {
+			n += q.Available + q.Scheduled + q.Running
+		}
+	}
+	return n
+}

@@ -1,0 +1,394 @@
+// Package jobkinds is the registry of the job kinds the heed command knows:
+// small, built-in handlers for `heed jobs work`, `heed demo`, the crash test
+// and the benchmarks. Go programs register their own kinds with queue.Handle;
+// these exist so that the command line can enqueue and run something useful
+// without writing Go.
+//
+// Most callers want [Validate] (before enqueueing) and [Register] (on a
+// worker). Every kind's arguments are a JSON object; unknown fields are
+// rejected by Validate, so a typo is caught at enqueue time rather than
+// silently ignored by the worker.
+package jobkinds
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/retryhttp"
+)
+
+// Kind describes one built-in job kind.
+type Kind struct {
+	Name    string // such as "fail"
+	Example string // a JSON example of its arguments
+	Doc     string // one line: what it does
+
+	validate func(raw json.RawMessage) error
+	register func(w *queue.Worker, cfg *Config)
+}
+
+// Config configures the handlers [Register] installs. The zero value is
+// ready to use: exec jobs are refused and HTTP jobs use a default client.
+type Config struct {
+	// AllowExec lets exec jobs run commands. Without it, an exec job fails
+	// permanently with a message saying so: anyone who can enqueue a job
+	// would otherwise run commands on the worker's machine.
+	AllowExec bool
+	// HTTP is the transport of http jobs (default: a retryhttp.Transport
+	// that makes one attempt per job attempt, so that the queue alone owns
+	// retries).
+	HTTP http.RoundTripper
+}
+
+// Limits on the arguments of the built-in kinds.
+const (
+	MaxSleep       = time.Hour        // sleep and fail's "ms"
+	DefaultTimeout = 30 * time.Second // http and exec without "timeout_ms"
+	maxOutput      = 512              // bytes of a failed command's output kept in its error
+)
+
+var kinds = []Kind{
+	{
+		Name: "noop", Example: `{}`, Doc: "does nothing and succeeds (benchmarks)",
+		validate: strict[noopArgs],
+		register: func(w *queue.Worker, _ *Config) {
+			queue.Handle(w, "noop", func(context.Context, *queue.Job, noopArgs) error { return nil })
+		},
+	},
+	{
+		Name: "sleep", Example: `{"ms": 250}`, Doc: "sleeps ms milliseconds (ends early, and fails, if the attempt is cancelled)",
+		validate: strict[sleepArgs],
+		register: func(w *queue.Worker, _ *Config) { queue.Handle(w, "sleep", runSleep) },
+	},
+	{
+		Name: "fail", Example: `{"times": 2, "permanent": false, "message": "boom", "ms": 0}`,
+		Doc:      "sleeps ms, fails transiently on its first N=times attempts, then succeeds (or, with permanent, fails permanently)",
+		validate: strict[failArgs],
+		register: func(w *queue.Worker, _ *Config) { queue.Handle(w, "fail", runFail) },
+	},
+	{
+		Name: "http", Example: `{"url": "https://example.com/", "method": "GET", "timeout_ms": 10000}`,
+		Doc:      "one request per attempt; 2xx/3xx succeed, 408, 429, 500, 502, 503, 504 are retried (honouring Retry-After), other statuses fail permanently",
+		validate: strict[httpArgs],
+		register: registerHTTP,
+	},
+	{
+		Name: "exec", Example: `{"argv": ["./sync.sh", "--all"], "timeout_ms": 60000}`,
+		Doc:      "runs argv (no shell); exit 0 succeeds, 126/127 fail permanently, other codes are retried; needs heed jobs work --allow-exec",
+		validate: strict[execArgs],
+		register: registerExec,
+	},
+}
+
+// Kinds returns the built-in kinds in the order their help lists them.
+func Kinds() []Kind { return slices.Clone(kinds) }
+
+// Names returns the names of the built-in kinds.
+func Names() []string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.Name
+	}
+	return names
+}
+
+// Lookup returns the built-in kind called name.
+func Lookup(name string) (Kind, bool) {
+	for _, k := range kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// ErrUnknownKind is matched by the error Validate returns for a kind that is
+// not built in.
+var ErrUnknownKind = errors.New("jobkinds: unknown job kind")
+
+// Validate checks that kind is built in and that args are valid arguments
+// for it (a JSON object with known fields of the right types and values).
+// An empty args is taken as {}.
+func Validate(kind string, args json.RawMessage) error {
+	k, ok := Lookup(kind)
+	if !ok {
+		return fmt.Errorf("%w %q (built in: %s)", ErrUnknownKind, kind, strings.Join(Names(), ", "))
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if err := k.validate(args); err != nil {
+		return fmt.Errorf("invalid arguments for %s job: %w (example: %s)", kind, err, k.Example)
+	}
+	return nil
+}
+
+// Register registers a handler for every built-in kind on w. It must be
+// called before w starts.
+func Register(w *queue.Worker, cfg Config) {
+	for _, k := range kinds {
+		k.register(w, &cfg)
+	}
+}
+
+// checker is implemented by argument types with rules beyond their JSON
+// types.
+type checker interface{ check() error }
+
+// strict decodes raw into a T, rejecting unknown fields and trailing data,
+// and checks it.
+func strict[T any](raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var v T
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	if c, ok := any(&v).(checker); ok {
+		return c.check()
+	}
+	return nil
+}
+
+func checkMillis(name string, ms int64, maxD time.Duration) error {
+	if ms < 0 || time.Duration(ms)*time.Millisecond > maxD {
+		return fmt.Errorf("%q is %d, must be from 0 to %d", name, ms, maxD.Milliseconds())
+	}
+	return nil
+}
+
+type noopArgs struct{}
+
+type sleepArgs struct {
+	MS int64 `json:"ms"`
+}
+
+func (a *sleepArgs) check() error { return checkMillis("ms", a.MS, MaxSleep) }
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func runSleep(ctx context.Context, _ *queue.Job, a sleepArgs) error {
+	return sleepCtx(ctx, time.Duration(a.MS)*time.Millisecond)
+}
+
+type failArgs struct {
+	Times     int    `json:"times"`
+	Permanent bool   `json:"permanent"`
+	Message   string `json:"message"`
+	MS        int64  `json:"ms"`
+}
+
+func (a *failArgs) check() error {
+	if a.Times < 0 {
+		return fmt.Errorf(`"times" is %d, must not be negative`, a.Times)
+	}
+	return checkMillis("ms", a.MS, MaxSleep)
+}
+
+// runFail fails transiently while the job's attempt number is at most
+// Times, then succeeds or fails permanently. The attempt number counts lost
+// attempts too, so a job whose worker died still follows its script.
+func runFail(ctx context.Context, job *queue.Job, a failArgs) error {
+	if err := sleepCtx(ctx, time.Duration(a.MS)*time.Millisecond); err != nil {
+		return err
+	}
+	msg := a.Message
+	if msg == "" {
+		msg = "scripted failure"
+	}
+	switch {
+	case job.Attempt <= a.Times:
+		return retry.Transient(fmt.Errorf("%s (transient, %d of %d)", msg, job.Attempt, a.Times))
+	case a.Permanent:
+		return retry.Permanent(fmt.Errorf("%s (permanent)", msg))
+	}
+	return nil
+}
+
+type httpArgs struct {
+	URL       string `json:"url"`
+	Method    string `json:"method"`
+	TimeoutMS int64  `json:"timeout_ms"`
+}
+
+func (a *httpArgs) check() error {
+	u, err := url.Parse(a.URL)
+	switch {
+	case a.URL == "":
+		return errors.New(`"url" is missing`)
+	case err != nil:
+		return fmt.Errorf(`"url" is not a URL`)
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf(`"url" must be an absolute http or https URL`)
+	}
+	switch a.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions:
+	default:
+		return fmt.Errorf(`"method" %q is not one of GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS`, a.Method)
+	}
+	return checkMillis("timeout_ms", a.TimeoutMS, MaxSleep)
+}
+
+func registerHTTP(w *queue.Worker, cfg *Config) {
+	rt := cfg.HTTP
+	if rt == nil {
+		// One attempt per job attempt: the queue owns retries (one owner
+		// per chain), and its backoff, attempts and time budget apply.
+		rt = &retryhttp.Transport{Policy: retry.Policy{Attempts: 1}, NoBudget: true}
+	}
+	client := &http.Client{Transport: rt}
+	queue.Handle(w, "http", func(ctx context.Context, job *queue.Job, a httpArgs) error {
+		return runHTTP(ctx, client, a)
+	})
+}
+
+func runHTTP(ctx context.Context, client *http.Client, a httpArgs) error {
+	timeout := DefaultTimeout
+	if a.TimeoutMS > 0 {
+		timeout = time.Duration(a.TimeoutMS) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	method := a.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.URL, nil)
+	if err != nil {
+		return retry.Permanent(fmt.Errorf("http: %v", err))
+	}
+	safe := retryhttp.RedactURL(req.URL)
+	resp, err := client.Do(req)
+	if err != nil {
+		// The error quotes the URL: show it without its secrets.
+		msg := strings.ReplaceAll(err.Error(), a.URL, safe)
+		return retry.Transient(fmt.Errorf("http %s %s: %s", method, safe, trimURLError(msg)))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	err = fmt.Errorf("http %s %s: %s", method, safe, resp.Status)
+	switch code := resp.StatusCode; {
+	case code < 400:
+		return nil
+	case slices.Contains(retryhttp.DefaultRetryStatus, code):
+		if d, ok := retryhttp.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return retry.After(d, fmt.Errorf("%w (Retry-After %v)", err, d))
+		}
+		return retry.Transient(err)
+	}
+	return retry.Permanent(err)
+}
+
+// trimURLError drops the `Get "url": ` prefix net/http puts on errors.
+func trimURLError(msg string) string {
+	if i := strings.Index(msg, `": `); i >= 0 && strings.Count(msg[:i], `"`) == 1 {
+		return msg[i+3:]
+	}
+	return msg
+}
+
+type execArgs struct {
+	Argv      []string `json:"argv"`
+	TimeoutMS int64    `json:"timeout_ms"`
+}
+
+func (a *execArgs) check() error {
+	if len(a.Argv) == 0 || a.Argv[0] == "" {
+		return errors.New(`"argv" must name a command, such as ["./sync.sh", "--all"]`)
+	}
+	return checkMillis("timeout_ms", a.TimeoutMS, 24*time.Hour)
+}
+
+// ErrExecDisabled is the permanent error of an exec job on a worker that
+// does not allow exec jobs.
+var ErrExecDisabled = errors.New("exec jobs are disabled on this worker (start it with heed jobs work --allow-exec)")
+
+func registerExec(w *queue.Worker, cfg *Config) {
+	allow := cfg.AllowExec
+	queue.Handle(w, "exec", func(ctx context.Context, job *queue.Job, a execArgs) error {
+		if !allow {
+			return retry.Permanent(ErrExecDisabled)
+		}
+		return runExec(ctx, a)
+	})
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	b   []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func runExec(ctx context.Context, a execArgs) error {
+	if err := (&a).check(); err != nil {
+		return retry.Permanent(err)
+	}
+	timeout := DefaultTimeout
+	if a.TimeoutMS > 0 {
+		timeout = time.Duration(a.TimeoutMS) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, a.Argv[0], a.Argv[1:]...)
+	out := &tail{max: maxOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimSpace(string(out.b))
+	if msg != "" {
+		msg = ": " + strings.ReplaceAll(msg, "\n", " | ")
+	}
+	var xe *exec.ExitError
+	switch {
+	case errors.As(err, &xe):
+		code := xe.ExitCode()
+		e := fmt.Errorf("exec %s: %v%s", a.Argv[0], err, msg)
+		if code == 126 || code == 127 {
+			return retry.Permanent(e)
+		}
+		return retry.Transient(e)
+	case ctx.Err() != nil:
+		return retry.Transient(fmt.Errorf("exec %s: %v", a.Argv[0], ctx.Err()))
+	}
+	// Could not start (not found, not executable): it will not start later.
+	return retry.Permanent(fmt.Errorf("exec %s: %v", a.Argv[0], err))
+}

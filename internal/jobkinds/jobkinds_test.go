@@ -1,0 +1,137 @@
+package jobkinds
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		kind, args string
+		want       string // "" for valid
+	}{
+		{"noop", `{}`, ""},
+		{"noop", ``, ""},
+		{"noop", `{"x": 1}`, `unknown field "x"`},
+		{"sleep", `{"ms": 10}`, ""},
+		{"sleep", `{"ms": -1}`, `"ms" is -1`},
+		{"sleep", `{"ms": "10"}`, "cannot unmarshal"},
+		{"sleep", `{} {}`, "trailing data"},
+		{"fail", `{"times": 2, "permanent": true, "message": "m", "ms": 1}`, ""},
+		{"fail", `{"times": -2}`, `"times" is -2`},
+		{"http", `{"url": "https://example.com/x"}`, ""},
+		{"http", `{}`, `"url" is missing`},
+		{"http", `{"url": "/relative"}`, "absolute"},
+		{"http", `{"url": "https://x", "method": "BREW"}`, `"method"`},
+		{"exec", `{"argv": ["true"]}`, ""},
+		{"exec", `{"argv": [""]}`, `"argv"`},
+		{"nope", `{}`, "unknown job kind"},
+	}
+	for _, tt := range tests {
+		err := Validate(tt.kind, json.RawMessage(tt.args))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("Validate(%s, %s) = %v", tt.kind, tt.args, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("Validate(%s, %s) = %v, want %q", tt.kind, tt.args, err, tt.want)
+		}
+	}
+	if err := Validate("nope", nil); !errors.Is(err, ErrUnknownKind) {
+		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+func TestFail(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		args    failArgs
+		attempt int
+		want    string // "ok", "transient", "permanent"
+	}{
+		{failArgs{Times: 2}, 1, "transient"},
+		{failArgs{Times: 2}, 2, "transient"},
+		{failArgs{Times: 2}, 3, "ok"},
+		{failArgs{Permanent: true}, 1, "permanent"},
+		{failArgs{Times: 1, Permanent: true}, 1, "transient"},
+		{failArgs{Times: 1, Permanent: true}, 2, "permanent"},
+	} {
+		err := runFail(ctx, &queue.Job{Attempt: tt.attempt}, tt.args)
+		got := "ok"
+		switch {
+		case retry.IsPermanent(err):
+			got = "permanent"
+		case err != nil:
+			got = "transient"
+		}
+		if got != tt.want {
+			t.Errorf("%+v attempt %d: %v, want %s", tt.args, tt.attempt, err, tt.want)
+		}
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	status, retryAfter := 200, ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	client := &http.Client{}
+	run := func() error {
+		return runHTTP(context.Background(), client, httpArgs{URL: srv.URL + "/x?token=secret"})
+	}
+	if err := run(); err != nil {
+		t.Errorf("200: %v", err)
+	}
+	status = 404
+	if err := run(); !retry.IsPermanent(err) || strings.Contains(err.Error(), "secret") {
+		t.Errorf("404: %v, want permanent, without the token", err)
+	}
+	status = 500
+	if err := run(); err == nil || retry.IsPermanent(err) {
+		t.Errorf("500: %v, want transient", err)
+	}
+	status, retryAfter = 503, "7"
+	var pb *retry.PushbackError
+	if err := run(); !errors.As(err, &pb) || pb.Wait != 7*time.Second {
+		t.Errorf("503 Retry-After 7: %v, want a pushback of 7s", err)
+	}
+	if err := runHTTP(context.Background(), client, httpArgs{URL: "http://127.0.0.1:1/"}); err == nil || retry.IsPermanent(err) {
+		t.Errorf("refused: %v, want transient", err)
+	}
+}
+
+func TestExec(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("uses sh")
+	}
+	ctx := context.Background()
+	if err := runExec(ctx, execArgs{Argv: []string{"sh", "-c", "exit 0"}}); err != nil {
+		t.Errorf("exit 0: %v", err)
+	}
+	err := runExec(ctx, execArgs{Argv: []string{"sh", "-c", "echo oops >&2; exit 3"}})
+	if err == nil || retry.IsPermanent(err) || !strings.Contains(err.Error(), "oops") {
+		t.Errorf("exit 3: %v, want transient with the output", err)
+	}
+	if err := runExec(ctx, execArgs{Argv: []string{"/no/such/command"}}); !retry.IsPermanent(err) {
+		t.Errorf("not found: %v, want permanent", err)
+	}
+	if err := runExec(ctx, execArgs{Argv: []string{"sh", "-c", "exit 127"}}); !retry.IsPermanent(err) {
+		t.Errorf("exit 127: %v, want permanent", err)
+	}
+	if err := runExec(ctx, execArgs{Argv: []string{"sleep", "5"}, TimeoutMS: 50}); err == nil || retry.IsPermanent(err) {
+		t.Errorf("timeout: %v, want transient", err)
+	}
+}
