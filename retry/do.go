@@ -115,6 +115,9 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 				var berr error
 				if permit, berr = p.Breaker.AllowAt(now); berr != nil {
 					d := Decision{Action: GiveUp, Reason: ReasonBreakerOpen, Attempt: h.Attempts, Err: berr, At: now, Elapsed: now.Sub(h.Start)}
+					if p.Observe != nil {
+						p.Observe(ctx, Event{Decision: d})
+					}
 					last := berr
 					if n := len(trace); n > 0 {
 						last = trace[n-1].Err

@@ -222,7 +222,12 @@ func TestDoBreakerOpenDoesNotCall(t *testing.T) {
 			_ = Do(t.Context(), p, func(context.Context) error { return errFlaky })
 		}
 		called := false
+		var seen []Event
+		p.Observe = func(_ context.Context, e Event) { seen = append(seen, e) }
 		err = Do(t.Context(), p, func(context.Context) error { called = true; return nil })
+		if len(seen) != 1 || seen[0].Reason != ReasonBreakerOpen {
+			t.Errorf("observer saw %+v, want one breaker-open give-up", seen)
+		}
 		var ex *ExhaustedError
 		if called || !errors.As(err, &ex) || ex.Reason != ReasonBreakerOpen || !errors.Is(err, breaker.ErrOpen) {
 			t.Fatalf("called = %v, err = %v", called, err)
