@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/heedotel"
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
@@ -54,7 +55,7 @@ attempts left. Per-job limits from heed jobs enqueue override them.
 Job kinds:
 ` + jobsKindsHelp(),
 	groups: []flagGroup{
-		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "quiet", "allow-exec", "id"}},
+		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "quiet", "allow-exec", "id", "metrics-addr"}},
 		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout"}},
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db"}},
@@ -179,6 +180,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal; a dead worker's jobs run again after it")
 	poll := fs.Duration("poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
 	grace := fs.Duration("grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
 	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
 		return code
 	}
@@ -226,6 +228,19 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		out:        out,
 		stamp:      func(t time.Time) string { return t.Format("15:04:05.000") },
 		untilEmpty: *untilEmpty,
+	}
+	if *metricsAddr != "" {
+		ms, err := heedotel.ServePrometheus(context.WithoutCancel(ctx), *metricsAddr) // until the worker has stopped
+		if err != nil {
+			return usageError(s, name, flagError("metrics-addr", "%v", err))
+		}
+		defer ms.Close()
+		observe := ms.Metrics().QueueObserver()
+		r.onEvent = func(e queue.Event) { observe(ctx, e) }
+		if _, err := ms.Metrics().ObserveQueue(d.store); err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		fmt.Fprintf(s.stderr, "heed jobs work: metrics at %s\n", ms.URL())
 	}
 	w, err := r.worker()
 	if err != nil {
