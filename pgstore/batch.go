@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/heed-go/heed/queue"
@@ -14,12 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// maxBatch caps the number of transitions one statement applies.
-const maxBatch = 256
-
-// batchTimeout bounds one batch's statement.
-const batchTimeout = time.Minute
 
 // transitionReq is one JobTransition waiting for its batch.
 type transitionReq struct {
@@ -36,31 +28,19 @@ func (r *transitionReq) finish(queue string, err error) {
 	close(r.done)
 }
 
-// batcher applies concurrent JobTransition calls together: while one batch
-// is in flight, the calls that arrive queue up and go out as the next one,
-// in one UPDATE and one commit. A lone call goes out at once, alone, so
-// batching adds no delay; under load it saves a statement and a commit per
-// job (River's batch completer, made invisible to the caller). Each call
-// still returns only after its own transition committed, with its own
-// result.
+func (r *transitionReq) context() context.Context { return r.ctx }
+func (r *transitionReq) fail(err error)           { r.finish("", err) }
+
+// batcher applies concurrent JobTransition calls together (see combiner).
 type batcher struct {
-	pool *pgxpool.Pool
-	ctx  context.Context // ends on close
-
-	mu      sync.Mutex
-	pending []*transitionReq
-	busy    bool // a flush goroutine is running
-	wg      sync.WaitGroup
-	cancel  context.CancelFunc
-
-	// batches and batched count the multi-row statements and the
-	// transitions they carried (for tests and benchmarks).
-	batches, batched atomic.Int64
+	combiner[*transitionReq]
 }
 
 func newBatcher(pool *pgxpool.Pool) *batcher {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &batcher{pool: pool, ctx: ctx, cancel: cancel}
+	b := &batcher{}
+	b.init(pool)
+	b.take, b.one, b.many = takeTransitions, b.applyOne, b.applyMany
+	return b
 }
 
 // do applies r's transition and returns the job's queue, or
@@ -68,47 +48,18 @@ func newBatcher(pool *pgxpool.Pool) *batcher {
 // r.ctx.Err(); the transition may or may not have been applied.
 func (b *batcher) do(r *transitionReq) (string, error) {
 	r.done = make(chan struct{})
-	b.mu.Lock()
-	if b.ctx.Err() != nil {
-		b.mu.Unlock()
-		return "", ErrClosed
+	if err := b.submit(r, r.done); err != nil {
+		return "", err
 	}
-	b.pending = append(b.pending, r)
-	if !b.busy {
-		b.busy = true
-		b.wg.Add(1)
-		go b.flush()
-	}
-	b.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.queue, r.err
-	case <-r.ctx.Done():
-		return "", r.ctx.Err()
-	}
+	return r.queue, r.err
 }
 
-// close fails what is pending and waits for the flush goroutine.
-func (b *batcher) close() {
-	b.mu.Lock()
-	b.cancel()
-	b.mu.Unlock()
-	b.wg.Wait()
-}
-
-// take removes the next batch from pending: at most maxBatch requests, at
-// most one per job (a second transition of one job waits for the next
-// batch, so that it sees the first's result, as it would run alone).
-func (b *batcher) take() []*transitionReq {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.pending) == 0 {
-		b.busy = false
-		return nil
-	}
-	var batch, rest []*transitionReq
-	seen := make(map[int64]bool, len(b.pending))
-	for _, r := range b.pending {
+// takeTransitions takes the next batch: at most maxBatch requests, at most
+// one per job (a second transition of one job waits for the next batch, so
+// that it sees the first's result, as it would run alone).
+func takeTransitions(pending []*transitionReq) (batch, rest []*transitionReq) {
+	seen := make(map[int64]bool, len(pending))
+	for _, r := range pending {
 		if len(batch) == maxBatch || seen[r.t.ID] {
 			rest = append(rest, r)
 			continue
@@ -116,38 +67,11 @@ func (b *batcher) take() []*transitionReq {
 		seen[r.t.ID] = true
 		batch = append(batch, r)
 	}
-	b.pending = rest
-	return batch
+	return batch, rest
 }
 
-func (b *batcher) flush() {
-	defer b.wg.Done()
-	for {
-		batch := b.take()
-		if batch == nil {
-			return
-		}
-		live := batch[:0]
-		for _, r := range batch {
-			switch {
-			case b.ctx.Err() != nil:
-				r.finish("", ErrClosed)
-			case r.ctx.Err() != nil:
-				r.finish("", r.ctx.Err()) // not applied
-			default:
-				live = append(live, r)
-			}
-		}
-		if len(live) == 1 {
-			b.one(live[0])
-		} else if len(live) > 1 {
-			b.many(live)
-		}
-	}
-}
-
-// one applies a lone transition with the single-row statement.
-func (b *batcher) one(r *transitionReq) {
+// applyOne applies a lone transition with the single-row statement.
+func (b *batcher) applyOne(r *transitionReq) {
 	ctx, cancel := b.stmtCtx(r.ctx)
 	defer cancel()
 	t := r.t
@@ -162,15 +86,6 @@ func (b *batcher) one(r *transitionReq) {
 	default:
 		r.finish(q, nil)
 	}
-}
-
-// stmtCtx is the context of a batch's statement: it ends when the store
-// closes or after batchTimeout, and carries no caller's cancellation (a
-// batch serves several callers), but keeps parent's values.
-func (b *batcher) stmtCtx(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), batchTimeout)
-	stop := context.AfterFunc(b.ctx, cancel)
-	return ctx, func() { stop(); cancel() }
 }
 
 // batchSQL applies one transition per element of the arrays; each job is
@@ -190,10 +105,10 @@ FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], 
 WHERE j.id = t.id AND j.state = 'running' AND j.lease_token = t.token
 RETURNING j.id, j.queue`
 
-// many applies several transitions in one statement. If the server
+// applyMany applies several transitions in one statement. If the server
 // refuses the statement, each is tried alone, so that one bad transition
 // (a NUL byte in a dead reason) does not fail the others.
-func (b *batcher) many(batch []*transitionReq) {
+func (b *batcher) applyMany(batch []*transitionReq) {
 	ctx, cancel := b.stmtCtx(batch[0].ctx)
 	defer cancel()
 	b.batches.Add(1)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5"
@@ -29,106 +27,41 @@ func (r *insertReq) finish(job *queue.Job, err error) {
 	close(r.done)
 }
 
-// inserter combines concurrent JobInsert calls without a unique key as
-// batcher combines transitions: while one multi-row INSERT is in flight,
-// the calls that arrive go out together in the next, in one commit. A lone
-// call goes out at once. Inserts with a unique key are not combined (each
-// needs its own conflict check and read).
+func (r *insertReq) context() context.Context { return r.ctx }
+func (r *insertReq) fail(err error)           { r.finish(nil, err) }
+
+// inserter combines concurrent JobInsert calls without a unique key (see
+// combiner): while one multi-row INSERT is in flight, the calls that arrive
+// go out together in the next, in one commit. Inserts with a unique key are
+// not combined (each needs its own conflict check and read).
 type inserter struct {
-	pool *pgxpool.Pool
-	ctx  context.Context // ends on close
-
-	mu      sync.Mutex
-	pending []*insertReq
-	busy    bool
-	wg      sync.WaitGroup
-	cancel  context.CancelFunc
-
-	batches, batched atomic.Int64 // multi-row statements and their rows (tests)
+	combiner[*insertReq]
 }
 
 func newInserter(pool *pgxpool.Pool) *inserter {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &inserter{pool: pool, ctx: ctx, cancel: cancel}
+	b := &inserter{}
+	b.init(pool)
+	b.take, b.one, b.many = takeInserts, b.applyOne, b.applyMany
+	return b
 }
 
 // do inserts r.in and returns the job. When r.ctx ends first it returns
 // r.ctx.Err(); the job may or may not have been inserted.
 func (b *inserter) do(r *insertReq) (*queue.Job, error) {
 	r.done = make(chan struct{})
-	b.mu.Lock()
-	if b.ctx.Err() != nil {
-		b.mu.Unlock()
-		return nil, ErrClosed
+	if err := b.submit(r, r.done); err != nil {
+		return nil, err
 	}
-	b.pending = append(b.pending, r)
-	if !b.busy {
-		b.busy = true
-		b.wg.Add(1)
-		go b.flush()
-	}
-	b.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.job, r.err
-	case <-r.ctx.Done():
-		return nil, r.ctx.Err()
-	}
+	return r.job, r.err
 }
 
-func (b *inserter) close() {
-	b.mu.Lock()
-	b.cancel()
-	b.mu.Unlock()
-	b.wg.Wait()
+// takeInserts takes the first maxBatch inserts.
+func takeInserts(pending []*insertReq) (batch, rest []*insertReq) {
+	n := min(len(pending), maxBatch)
+	return pending[:n:n], append([]*insertReq(nil), pending[n:]...)
 }
 
-func (b *inserter) take() []*insertReq {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.pending) == 0 {
-		b.busy = false
-		return nil
-	}
-	n := min(len(b.pending), maxBatch)
-	batch := b.pending[:n:n]
-	b.pending = append([]*insertReq(nil), b.pending[n:]...)
-	return batch
-}
-
-func (b *inserter) flush() {
-	defer b.wg.Done()
-	for {
-		batch := b.take()
-		if batch == nil {
-			return
-		}
-		live := batch[:0]
-		for _, r := range batch {
-			switch {
-			case b.ctx.Err() != nil:
-				r.finish(nil, ErrClosed)
-			case r.ctx.Err() != nil:
-				r.finish(nil, r.ctx.Err()) // not inserted
-			default:
-				live = append(live, r)
-			}
-		}
-		if len(live) == 1 {
-			b.one(live[0])
-		} else if len(live) > 1 {
-			b.many(live)
-		}
-	}
-}
-
-func (b *inserter) stmtCtx(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), batchTimeout)
-	stop := context.AfterFunc(b.ctx, cancel)
-	return ctx, func() { stop(); cancel() }
-}
-
-func (b *inserter) one(r *insertReq) {
+func (b *inserter) applyOne(r *insertReq) {
 	ctx, cancel := b.stmtCtx(r.ctx)
 	defer cancel()
 	job, _, err := insertJob(ctx, b.pool, r.in)
@@ -153,7 +86,7 @@ SELECT src.ord, ` + jobColumns("ins.") + ` FROM ins JOIN src USING (id)`
 
 // many inserts several jobs in one statement. If the server refuses it
 // (a NUL byte in one kind), each is inserted alone, for its own result.
-func (b *inserter) many(batch []*insertReq) {
+func (b *inserter) applyMany(batch []*insertReq) {
 	ctx, cancel := b.stmtCtx(batch[0].ctx)
 	defer cancel()
 	b.batches.Add(1)
