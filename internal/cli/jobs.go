@@ -36,7 +36,7 @@ func jobsKindsHelp() string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, k := range jobkinds.Kinds() {
 		fmt.Fprintf(tw, "  %s\t%s\n", k.Name, k.Example)
-		for _, l := range jobsWrap(k.Doc, 66) {
+		for _, l := range wrap(k.Doc, 66) {
 			fmt.Fprintf(tw, "  \t  %s\n", l)
 		}
 	}
@@ -482,26 +482,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (po
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-}
-
-// jobsWrap splits s into lines of at most width bytes, between words.
-func jobsWrap(s string, width int) []string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // withPoolSize returns a postgres:// dsn with pool_max_conns=n added,

@@ -120,6 +120,7 @@ func simHelp() helpDoc {
 	}
 }
 
+// wrap splits s into lines of at most width bytes, between words.
 func wrap(s string, width int) []string {
 	var lines []string
 	var line string
