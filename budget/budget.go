@@ -2,11 +2,17 @@
 // requests sent to it.
 //
 // A [Budget] counts first attempts ("requests") and granted retries over a
-// sliding window. A retry is allowed while
+// sliding window, which moves in steps of a tenth of its length. A retry is
+// allowed while
 //
 //	retries in window + 1 <= Ratio × requests in window + MinPerSecond × Window
 //
-// so that in a total outage the dependency sees at most about 1 + Ratio
+// where the requests are those of the window before the current step: a
+// request counts once its step is over (within 1 s, by default). Every
+// retry decision then reads settled totals rather than counters that other
+// cores are writing, which keeps the shared budget cheap under contention;
+// the floor covers the first step of a new client. The limit is applied so
+// that in a total outage the dependency sees at most about 1 + Ratio
 // times its normal load (1.1× at the default 10%), instead of the 3× that a
 // per-call limit of 3 attempts alone permits. The small floor lets a client
 // with little traffic still retry.
@@ -158,38 +164,37 @@ type Stats struct {
 }
 
 // Bucket scheme. The window is numBuckets buckets of width Window/numBuckets.
-// A bucket's epoch is floor(UnixNano / width). Each counter of a bucket is one
-// uint64: the low 32 bits of the epoch it belongs to in the high half, and the
-// count in the low half. Because the epoch travels with the count, a stale
-// bucket is reset and incremented by a single CAS, and a reader never adds a
-// count from an expired epoch: there is no moment at which a reset counter is
-// half written.
+// A bucket's epoch is floor(UnixNano / width), and epoch e is kept in slot
+// e mod numSlots of a ring. Each counter of a slot is one uint64: the low 32
+// bits of the epoch it belongs to in the high half, and the count in the low
+// half. Because the epoch travels with the count, a stale slot is reset and
+// incremented by a single CAS, and a reader never adds a count from an
+// expired epoch: there is no moment at which a reset counter is half written.
 //
-// Every event counts in the newest bucket (the end of the window), so the
-// other numBuckets-1 buckets of a window no longer change once the window
-// has moved on. Their totals are computed once per bucket width and cached
-// in a word tagged with the window's end epoch; the hot path then reads the
-// cached totals and the newest bucket only.
+// Every event counts in the newest bucket (the end of the window). A retry
+// decision compares the retries of the window ending there with the
+// requests of the numBuckets complete buckets before it, which no longer
+// change once the window has moved on; the ring has one slot more than a
+// window so that both stay readable. The request total and the retries of
+// the older buckets are computed once per bucket width and cached in words
+// tagged with the window's end epoch, so a retry decision reads two cached
+// words and the newest bucket's retry counter.
 //
-// A bucket's request and retry counters share a cache line, so that one
-// transfer of the line serves all of a call's reads and writes under
-// contention; the words every call reads but rarely writes (newest and the
-// cached totals) sit on a line of their own.
-//
-// Denials, the event of nearly every retry decision during an outage, are
-// counted in stripes: numStripes copies of the denial counters, each on
-// lines of its own, and a goroutine adds to the stripe of the processor (P)
-// it runs on (see stripeOf). A denial then writes a line no other core
-// writes and reads lines that change only when requests arrive, so cores
-// denying retries at the same time do not pass a line back and forth; only
-// StatsAt adds the stripes up. Requests and grants are not striped: every
-// retry decision reads the newest requests count, which would then have to
-// gather every stripe's line (measured slower when requests and retries
-// mix), and a grant must claim the last unit of budget exactly once, with a
-// CAS on one word.
+// Requests and denials, the events of nearly every call, are counted in
+// stripes: numStripes copies of their counters, each on lines of its own,
+// and a goroutine adds to the stripe of the processor (P) it runs on (see
+// stripeOf). A core then writes lines no other core writes, and reads lines
+// that change about once per bucket width, so goroutines on several cores do
+// not pass a line back and forth on every call; the stripes are added up
+// only to refresh the caches and for StatsAt. Granted retries are not
+// striped: a grant must claim the last unit of budget exactly once, with a
+// CAS on one word. (Counting the newest bucket's requests as well would make
+// every retry decision gather every stripe's newest line: measured two to
+// three times slower when requests and retries mix.)
 const (
 	numBuckets = 10
-	// numStripes is the number of copies of the denial counters.
+	numSlots   = numBuckets + 1
+	// numStripes is the number of copies of the request and denial counters.
 	// Processors beyond it share stripes, which costs speed, not
 	// correctness.
 	numStripes = 8
@@ -229,27 +234,17 @@ var (
 	baseNs = base.UnixNano()
 )
 
-// Kinds of counter in a bucket.
+// Kinds of striped counter.
 const (
 	requests = iota
-	retries
+	denied
 )
 
-// bucket holds a bucket's request and retry counters on one 64-byte
-// stride, so that one transfer of the line serves all of a call's reads
-// and writes. They do in a Budget from New (the heap places it 8 bytes past
-// a line); elsewhere they may straddle two lines, which costs speed, not
-// correctness.
-type bucket struct {
-	c [2]atomic.Uint64
-	_ [48]byte
-}
-
-// stripe holds one stripe's denial counters, one per bucket slot. The
-// padding keeps the next stripe's counters at least a cache line away.
+// stripe holds one stripe's request and denial counters for every slot.
+// The padding keeps the next stripe's counters at least a cache line away.
 type stripe struct {
-	denied [numBuckets]atomic.Uint64
-	_      [64]byte
+	c [2][numSlots]atomic.Uint64 // by kind, then slot
+	_ [64]byte
 }
 
 // stripeHints caches a stripe number per processor: sync.Pool keeps a
@@ -288,12 +283,13 @@ func stripeOf() int {
 //
 //   - AllowRetryAt claims its retry with a compare-and-swap on the newest
 //     bucket, so two retries racing for the last unit of budget never both
-//     win; but a request recorded during the call may not be seen yet (the
-//     budget errs towards denying).
+//     win.
 //   - A call racing with the window's move to a new bucket may count in the
 //     bucket just closed after its total was cached; the cached total then
 //     misses that count until the window moves again (at most one bucket
-//     width), so the budget may over-grant by that much.
+//     width): a retry counted so makes the budget over-grant by one, a
+//     request counted so is not seen by the limit (the budget errs towards
+//     denying).
 //   - A call descheduled for a whole window while the window moves on may
 //     add its count to the newer bucket that reused its slot.
 //
@@ -321,8 +317,8 @@ func stripeOf() int {
 // time.Time) is treated as the newest bucket's time, so the window never
 // moves backwards and old times cannot reset live buckets. A time far in the
 // future moves the window there, and until time catches up every call
-// counts in that one bucket: the floor is not renewed and the ratio applies
-// to the totals since the jump. Only an explicit wrong time can do this.
+// counts in that one bucket, which never completes: only what is left of
+// the floor is granted. Only an explicit wrong time can do this.
 // Epochs are stored modulo 2^32 bucket widths, so a bucket left untouched
 // for an exact multiple of 2^32 widths (136 years at the default 1 s
 // buckets) would be taken for a live one.
@@ -342,9 +338,9 @@ type Budget struct {
 	closedRets atomic.Uint64
 	_          [64]byte
 
-	buckets [numBuckets]bucket
+	rets    [numSlots]atomic.Uint64 // granted retries, by slot
 	_       [64]byte
-	stripes [numStripes]stripe // denials
+	stripes [numStripes]stripe // requests and denials
 }
 
 // New returns a Budget for cfg, or an [*InvalidError] matching [ErrInvalid]
@@ -402,11 +398,11 @@ func epochOf(ns, width int64) int64 {
 	return e
 }
 
-// slotOf returns the bucket index of epoch e.
+// slotOf returns the ring slot of epoch e.
 func slotOf(e int64) int {
-	s := e % numBuckets
+	s := e % numSlots
 	if s < 0 {
-		s += numBuckets
+		s += numSlots
 	}
 	return int(s)
 }
@@ -470,9 +466,10 @@ func (b *Budget) add(w *atomic.Uint64, e int64) {
 	}
 }
 
-// overtaken reports whether epoch e has left the window.
+// overtaken reports whether the ring has moved so far past epoch e that
+// e's slot may hold a newer epoch.
 func (b *Budget) overtaken(e int64) bool {
-	return int64(b.newest.Load()^bias)-e >= numBuckets
+	return int64(b.newest.Load()^bias)-e >= numSlots
 }
 
 // count returns the count of word w if it belongs to the epoch of tag.
@@ -483,47 +480,45 @@ func count(w, tag uint64) int64 {
 	return 0
 }
 
-// inWindow returns the count of word w if its epoch lies in the window
-// ending at the epoch whose low 32 bits are end.
-func inWindow(w uint64, end uint32) uint64 {
-	if end-uint32(w>>countBits) < numBuckets {
+// inSpan returns the count of word w if its epoch is one of the n epochs
+// that end with the epoch whose low 32 bits are last.
+func inSpan(w uint64, last, n uint32) uint64 {
+	if last-uint32(w>>countBits) < n {
 		return w & countMask
 	}
 	return 0
 }
 
-// sum returns the total of counter kind over the window ending at epoch
-// end, leaving out slot skip (pass -1 to keep all).
-func (b *Budget) sum(kind int, end int64, skip int) int64 {
+// sum returns the total of striped counter kind over the n epochs ending
+// with epoch last.
+func (b *Budget) sum(kind int, last int64, n uint32) int64 {
 	var s uint64
-	for i := range b.buckets {
-		if i != skip {
-			s += inWindow(b.buckets[i].c[kind].Load(), uint32(end))
+	for j := range b.stripes {
+		for i := range numSlots {
+			s += inSpan(b.stripes[j].c[kind][i].Load(), uint32(last), n)
 		}
 	}
 	return int64(s)
 }
 
-// sumDenied is sum for the striped denial counters.
-func (b *Budget) sumDenied(end int64) int64 {
+// sumRets is sum for the granted retries.
+func (b *Budget) sumRets(last int64, n uint32) int64 {
 	var s uint64
-	for i := range numBuckets {
-		for j := range b.stripes {
-			s += inWindow(b.stripes[j].denied[i].Load(), uint32(end))
-		}
+	for i := range b.rets {
+		s += inSpan(b.rets[i].Load(), uint32(last), n)
 	}
 	return int64(s)
 }
 
-// closed returns the total of counter kind over the window ending at end,
-// without the newest bucket, from cache when it holds that window.
-func (b *Budget) closed(cache *atomic.Uint64, kind int, end int64) int64 {
+// cached returns the total that total computes for the window ending at
+// end, from cache when it holds that window's, and otherwise caches it.
+func cached(cache *atomic.Uint64, end int64, total func() int64) int64 {
 	tag := tagOf(end) | cacheValid
 	w := cache.Load()
 	if w&^cacheMask == tag {
 		return int64(w & cacheMask)
 	}
-	s := min(b.sum(kind, end, slotOf(end)), cacheMask)
+	s := min(total(), cacheMask)
 	cache.CompareAndSwap(w, tag|uint64(s))
 	return s
 }
@@ -535,7 +530,7 @@ func (b *Budget) closed(cache *atomic.Uint64, kind int, end int64) int64 {
 func (b *Budget) RequestAt(now time.Time) {
 	width, _, _ := b.params()
 	e := b.end(now, width)
-	b.add(&b.buckets[slotOf(e)].c[requests], e)
+	b.add(&b.stripes[stripeOf()].c[requests][slotOf(e)], e)
 }
 
 // Request is shorthand for RequestAt(now) with now read from the Budget's
@@ -546,6 +541,8 @@ func (b *Budget) Request() { b.RequestAt(clock.Now(b.clk)) }
 //
 //	retries in window + 1 <= Ratio × requests in window + MinPerSecond × Window
 //
+// with the retries of the window ending at now's step, and the requests of
+// the window ending at the step before it (see the package documentation).
 // If it does, the retry is counted as spent and AllowRetryAt returns true; if
 // not, a denial is counted and it returns false. Ask once per retry, just
 // before making it. It is safe for concurrent use and does not allocate.
@@ -553,19 +550,19 @@ func (b *Budget) AllowRetryAt(now time.Time) bool {
 	width, ratio, floor := b.params()
 	end := b.end(now, width)
 	slot, tag := slotOf(end), tagOf(end)
-	bk := &b.buckets[slot]
-	reqs := b.closed(&b.closedReqs, requests, end) + count(bk.c[requests].Load(), tag)
+	// The requests of the numBuckets complete buckets before end, and the
+	// retries of the numBuckets-1 before it.
+	reqs := cached(&b.closedReqs, end, func() int64 { return b.sum(requests, end-1, numBuckets) })
+	rets := cached(&b.closedRets, end, func() int64 { return b.sumRets(end-1, numBuckets-1) })
 	limit := (ratio*float64(reqs) + floor) * (1 + eps)
-	rets := b.closed(&b.closedRets, retries, end)
-	w := &bk.c[retries]
+	w := &b.rets[slot]
 	for {
 		old := w.Load()
 		mine := count(old, tag)
 		if float64(rets+mine+1) > limit || (old&^countMask != tag && b.overtaken(end)) {
-			// Denied; or the window moved a whole window on during this
-			// call and the slot may belong to a newer bucket: deny rather
-			// than overwrite it.
-			b.add(&b.stripes[stripeOf()].denied[slot], end)
+			// Denied; or the ring moved on during this call and the slot
+			// may belong to a newer bucket: deny rather than overwrite it.
+			b.add(&b.stripes[stripeOf()].c[denied][slot], end)
 			return false
 		}
 		if mine >= maxCount {
@@ -581,7 +578,9 @@ func (b *Budget) AllowRetryAt(now time.Time) bool {
 // Budget's Clock (real time by default).
 func (b *Budget) AllowRetry() bool { return b.AllowRetryAt(clock.Now(b.clk)) }
 
-// StatsAt returns the counts of the window as of time now. It changes
+// StatsAt returns the counts of the window as of time now, its current
+// step included (so Requests may hold requests that do not count towards
+// the limit yet). It changes
 // nothing: a now after the newest bucket reports the window ending at now
 // (older buckets drop out), and a now before it reports the window ending at
 // the newest bucket, where the other methods would count it. It is safe for
@@ -591,9 +590,9 @@ func (b *Budget) StatsAt(now time.Time) Stats {
 	width, _, _ := b.params()
 	end := max(epochOf(unixNano(now), width), int64(b.newest.Load()^bias))
 	return Stats{
-		Requests: b.sum(requests, end, -1),
-		Retries:  b.sum(retries, end, -1),
-		Denied:   b.sumDenied(end),
+		Requests: b.sum(requests, end, numBuckets),
+		Retries:  b.sumRets(end, numBuckets),
+		Denied:   b.sum(denied, end, numBuckets),
 	}
 }
 

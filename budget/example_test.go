@@ -9,7 +9,9 @@ import (
 )
 
 // A budget with the defaults: 10% of the requests plus 1 retry per second,
-// over a 10 s window. After 100 requests, 10 + 10 retries fit.
+// over a 10 s window. After 100 requests, 10 + 10 retries fit. Requests
+// count towards the limit once their bucket (a tenth of the window) is
+// complete, so the retries here come a second later.
 func Example() {
 	b, err := budget.New(budget.Config{})
 	if err != nil {
@@ -33,20 +35,24 @@ func Example() {
 }
 
 // Requests and retries leave the window after Window (in steps of
-// Window/10), and the budget refills.
+// Window/10), and the budget refills. Requests count towards the limit
+// from the end of their step: the retry at t0 finds none.
 func ExampleBudget_StatsAt() {
 	b, _ := budget.New(budget.Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: budget.None})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for range 4 {
 		b.RequestAt(t0)
 	}
-	fmt.Println(b.AllowRetryAt(t0), b.AllowRetryAt(t0), b.AllowRetryAt(t0))
+	t1 := t0.Add(time.Second)
+	fmt.Println(b.AllowRetryAt(t0), b.AllowRetryAt(t1), b.AllowRetryAt(t1), b.AllowRetryAt(t1))
 	fmt.Printf("at 9s:  %+v\n", b.StatsAt(t0.Add(9*time.Second)))
 	fmt.Printf("at 10s: %+v\n", b.StatsAt(t0.Add(10*time.Second)))
+	fmt.Printf("at 11s: %+v\n", b.StatsAt(t0.Add(11*time.Second)))
 	// Output:
-	// true true false
-	// at 9s:  {Requests:4 Retries:2 Denied:1}
-	// at 10s: {Requests:0 Retries:0 Denied:0}
+	// false true true false
+	// at 9s:  {Requests:4 Retries:2 Denied:2}
+	// at 10s: {Requests:0 Retries:2 Denied:1}
+	// at 11s: {Requests:0 Retries:0 Denied:0}
 }
 
 // A floor-only budget grants a fixed number of retries per window, whatever

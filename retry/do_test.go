@@ -244,7 +244,8 @@ func TestDoBudgetDenies(t *testing.T) {
 		p := Policy{Attempts: 3, Budget: b, Backoff: backoff.Schedule{Kind: backoff.Immediate}}
 		var calls atomic.Int64
 		var denied int
-		for range 100 {
+		for range 100 { // over one window: requests count once their second is over
+			time.Sleep(100 * time.Millisecond)
 			err := Do(t.Context(), p, func(context.Context) error { calls.Add(1); return errFlaky })
 			var ex *ExhaustedError
 			if errors.As(err, &ex) && ex.Reason == ReasonBudget {

@@ -11,6 +11,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -149,15 +150,17 @@ func ExampleLogObserver() {
 // A retry budget and a circuit breaker are shared by every call to one
 // dependency. During an outage the budget keeps retries to about 10% of the
 // calls, and once the breaker opens, calls fail fast without reaching the
-// dependency at all.
+// dependency at all. (A fake clock moves 100 ms between calls.)
 func ExamplePolicy_budgetAndBreaker() {
+	clk := clocktest.New(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	b, _ := budget.New(budget.Config{Ratio: 0.1, MinPerSecond: budget.None})
 	br, _ := breaker.New(breaker.Config{MinCalls: 50, FailureRatio: 0.5, Cooldown: time.Minute})
-	p := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}, Budget: b, Breaker: br}
+	p := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}, Budget: b, Breaker: br, Clock: clk}
 
 	attempts := 0
 	reasons := map[retry.Reason]int{}
 	for range 100 {
+		clk.Advance(100 * time.Millisecond)
 		err := retry.Do(context.Background(), p, func(ctx context.Context) error {
 			attempts++
 			return retry.Transient(errors.New("503 Service Unavailable"))
@@ -173,7 +176,7 @@ func ExamplePolicy_budgetAndBreaker() {
 	fmt.Println("refused by the open breaker:", reasons[retry.ReasonBreakerOpen])
 	// Output:
 	// attempts reaching the dependency: 50
-	// gave up, retry budget empty: 46
+	// gave up, retry budget empty: 47
 	// gave up, attempts exhausted: 0
-	// refused by the open breaker: 54
+	// refused by the open breaker: 53
 }
