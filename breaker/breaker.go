@@ -78,6 +78,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/stripe"
 )
 
 // State is the state of a [Breaker]. The zero value is [Closed].
@@ -293,8 +294,7 @@ type Breaker struct {
 	probedAt atomic.Int64  // nanos of the change to HalfOpen or of the last probe result since
 
 	_       pad
-	buckets [numBuckets]bucket
-	_       pad
+	stripes [stripe.N]ring // outcomes, by stripe (see window.go)
 
 	rollMu sync.Mutex // serialises moving the window to a new bucket
 
@@ -565,8 +565,8 @@ func (p Permit) Record(o Outcome) {
 func (b *Breaker) maybeOpen(n int64, w uint64, at time.Time) {
 	s, f := b.sum(n)
 	total := s + f
-	// f/total >= ratio, in integers: total is at most 32 buckets of 2^31
-	// (2^36), times 10^6 (< 2^20), which fits in 64 bits.
+	// f/total >= ratio, in integers: total is at most 8 stripes of 32
+	// counters of 2^31 (2^39), times 10^6 (< 2^20), which fits in 64 bits.
 	if total >= b.minCalls && f*1e6 >= b.ratioPPM*total {
 		b.transition(w, Open, n, at)
 	}

@@ -16,14 +16,11 @@ var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func checkInvariant(t *testing.T, b *Breaker) {
 	t.Helper()
 	h := b.head.Load()
-	for j := range b.buckets {
-		for k := range b.buckets[j].n {
-			v := b.buckets[j].n[k].Load()
-			if e := epochOf(v, h); !inWindow(e, h) || e&bucketMask != int64(j) {
-				t.Fatalf("slot %d counter %d: epoch %d, head %d", j, k, e, h)
-			}
+	b.counters(func(j int, c *atomic.Uint64) {
+		if e := epochOf(c.Load(), h); !inWindow(e, h) || e&bucketMask != int64(j) {
+			t.Fatalf("slot %d: epoch %d, head %d", j, e, h)
 		}
-	}
+	})
 }
 
 func TestWindowInvariant(t *testing.T) {
@@ -77,14 +74,27 @@ func TestCounterSaturates(t *testing.T) {
 	}
 	p, _ := b.AllowAt(base)
 	p.RecordAt(base, Success) // moves the window to base
+	// Every stripe's success counter of the head bucket is 2 below the
+	// cap; 10 more successes saturate the stripes they land in.
 	h := b.head.Load()
-	c := &b.buckets[h&bucketMask].n[0]
-	c.Store(tagged(h, countMax-2))
+	for i := range b.stripes {
+		b.stripes[i].b[h&bucketMask].n[0].Store(tagged(h, countMax-2))
+	}
 	for range 10 {
 		p.RecordAt(base, Success)
 	}
-	if got := b.CountsAt(base).Successes; got != countMax-1 {
-		t.Fatalf("Successes = %d, want it saturated at %d", got, countMax-1)
+	saturated := 0
+	for i := range b.stripes {
+		switch v := uint32(b.stripes[i].b[h&bucketMask].n[0].Load()); v {
+		case countMax - 1:
+			saturated++
+		case countMax - 2:
+		default:
+			t.Fatalf("stripe %d: count %d, want it saturated at %d", i, v, countMax-1)
+		}
+	}
+	if saturated == 0 {
+		t.Fatal("no stripe saturated")
 	}
 	checkInvariant(t, b)
 }

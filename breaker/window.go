@@ -7,7 +7,15 @@ package breaker
 // epoch cur is made of the epochs cur-15 .. cur, kept in a ring of 16 slots:
 // epoch e lives in slot e mod 16.
 //
-// Each slot has two counters, successes and failures. A counter is one
+// Each slot has two counters, successes and failures, and each counter has
+// stripe.N copies, one per stripe (see package internal/stripe): a goroutine
+// adds to the copy of the processor it runs on, so that goroutines on
+// several cores recording outcomes at once write different cache lines
+// instead of passing one line back and forth on every call. Readers (sum,
+// on every failure and for Counts) add the stripes up, and moving the
+// window resets every stripe's counters.
+//
+// A counter A counter is one
 // atomic uint64 holding the low 32 bits of its epoch in its high half and the
 // count in its low half, so recording an outcome is a single atomic add, and
 // the returned value says whether the add landed in the intended epoch. A
@@ -32,6 +40,8 @@ package breaker
 
 import (
 	"sync/atomic"
+
+	"github.com/heed-go/heed/internal/stripe"
 )
 
 const (
@@ -42,6 +52,26 @@ const (
 // bucket is one slot of the ring: [0] counts successes, [1] failures.
 type bucket struct {
 	n [2]atomic.Uint64
+}
+
+// ring is one stripe's copy of the window. The padding keeps the next
+// stripe's counters off its cache lines (and off the adjacent line that
+// some processors fetch in pairs).
+type ring struct {
+	b [numBuckets]bucket
+	_ pad
+}
+
+// counters calls f with every counter of every stripe, and the slot it
+// belongs to.
+func (b *Breaker) counters(f func(slot int, c *atomic.Uint64)) {
+	for i := range b.stripes {
+		for j := range b.stripes[i].b {
+			for k := range b.stripes[i].b[j].n {
+				f(j, &b.stripes[i].b[j].n[k])
+			}
+		}
+	}
 }
 
 func tagged(epoch int64, count uint64) uint64 { return uint64(uint32(epoch))<<32 | count }
@@ -61,11 +91,7 @@ func slotEpoch(e int64, j int) int64 {
 // head, establishing the invariant.
 func (b *Breaker) initWindow(head int64) {
 	b.head.Store(head)
-	for j := range b.buckets {
-		for k := range b.buckets[j].n {
-			b.buckets[j].n[k].Store(tagged(slotEpoch(head, j), 0))
-		}
-	}
+	b.counters(func(j int, c *atomic.Uint64) { c.Store(tagged(slotEpoch(head, j), 0)) })
 }
 
 // add counts one outcome (kind 0: success, 1: failure) at n nanoseconds.
@@ -76,7 +102,7 @@ func (b *Breaker) add(n int64, kind uint) {
 	if uint64(n-h*b.width) >= uint64(b.width) {
 		h = b.advance(n)
 	}
-	c := &b.buckets[h&bucketMask].n[kind&1]
+	c := &b.stripes[stripe.Of()].b[h&bucketMask].n[kind&1]
 	if v := c.Add(1); uint32(v>>32) != uint32(h) || uint32(v) >= countMax {
 		unsaturate(c, v)
 	}
@@ -114,22 +140,18 @@ func (b *Breaker) advance(n int64) int64 {
 	}
 	// e > h, so e-h is positive, and exact in wrapping unsigned arithmetic.
 	whole := uint64(e-h) >= numBuckets
-	for j := range b.buckets {
-		ej := slotEpoch(e, j)
-		for k := range b.buckets[j].n {
-			c := &b.buckets[j].n[k]
-			v := c.Load()
-			if !whole && epochOf(v, h) > e-numBuckets {
-				continue // still inside the window
-			}
-			// Only writers of the old head bucket can race with us
-			// (writers of newer instants wait on rollMu), and what
-			// they add belongs to the old bucket.
-			for !c.CompareAndSwap(v, tagged(ej, 0)) {
-				v = c.Load()
-			}
+	b.counters(func(j int, c *atomic.Uint64) {
+		v := c.Load()
+		if !whole && epochOf(v, h) > e-numBuckets {
+			return // still inside the window
 		}
-	}
+		// Only writers of the old head bucket can race with us (writers
+		// of newer instants wait on rollMu), and what they add belongs
+		// to the old bucket.
+		for !c.CompareAndSwap(v, tagged(slotEpoch(e, j), 0)) {
+			v = c.Load()
+		}
+	})
 	b.head.Store(e)
 	return e
 }
@@ -139,13 +161,15 @@ func (b *Breaker) advance(n int64) int64 {
 func (b *Breaker) sum(n int64) (s, f uint64) {
 	h := b.head.Load()
 	cur := max(floorDiv(n, b.width), h)
-	for j := range b.buckets {
-		bk := &b.buckets[j]
-		if v := bk.n[0].Load(); inWindow(epochOf(v, h), cur) {
-			s += v & countMask
-		}
-		if v := bk.n[1].Load(); inWindow(epochOf(v, h), cur) {
-			f += v & countMask
+	for i := range b.stripes {
+		for j := range b.stripes[i].b {
+			bk := &b.stripes[i].b[j]
+			if v := bk.n[0].Load(); inWindow(epochOf(v, h), cur) {
+				s += v & countMask
+			}
+			if v := bk.n[1].Load(); inWindow(epochOf(v, h), cur) {
+				f += v & countMask
+			}
 		}
 	}
 	return s, f
@@ -157,11 +181,8 @@ func inWindow(epoch, cur int64) bool { return epoch <= cur && epoch > cur-numBuc
 func (b *Breaker) clearWindow() {
 	b.rollMu.Lock()
 	defer b.rollMu.Unlock()
-	for j := range b.buckets {
-		for k := range b.buckets[j].n {
-			c := &b.buckets[j].n[k]
-			for v := c.Load(); !c.CompareAndSwap(v, v&^countMask); v = c.Load() {
-			}
+	b.counters(func(_ int, c *atomic.Uint64) {
+		for v := c.Load(); !c.CompareAndSwap(v, v&^countMask); v = c.Load() {
 		}
-	}
+	})
 }

@@ -34,11 +34,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/stripe"
 )
 
 // Defaults used for a zero [Config] field and by the zero [Budget].
@@ -181,12 +181,12 @@ type Stats struct {
 // words and the newest bucket's retry counter.
 //
 // Requests and denials, the events of nearly every call, are counted in
-// stripes: numStripes copies of their counters, each on lines of its own,
+// stripes: stripe.N copies of their counters, each on lines of its own,
 // and a goroutine adds to the stripe of the processor (P) it runs on (see
-// stripeOf). A core then writes lines no other core writes, and reads lines
-// that change about once per bucket width, so goroutines on several cores do
-// not pass a line back and forth on every call; the stripes are added up
-// only to refresh the caches and for StatsAt. Granted retries are not
+// package internal/stripe). A core then writes lines no other core writes,
+// and reads lines that change about once per bucket width, so goroutines on
+// several cores do not pass a line back and forth on every call; the
+// stripes are added up only to refresh the caches and for StatsAt. Granted retries are not
 // striped: a grant must claim the last unit of budget exactly once, with a
 // CAS on one word. (Counting the newest bucket's requests as well would make
 // every retry decision gather every stripe's newest line: measured two to
@@ -194,10 +194,6 @@ type Stats struct {
 const (
 	numBuckets = 10
 	numSlots   = numBuckets + 1
-	// numStripes is the number of copies of the request and denial counters.
-	// Processors beyond it share stripes, which costs speed, not
-	// correctness.
-	numStripes = 8
 	countBits  = 32
 	countMask  = 1<<countBits - 1
 	// maxCount is where a bucket's counts saturate. Increments that race
@@ -240,31 +236,12 @@ const (
 	denied
 )
 
-// stripe holds one stripe's request and denial counters for every slot.
-// The padding keeps the next stripe's counters at least a cache line away.
-type stripe struct {
+// stripeCounts holds one stripe's request and denial counters for every
+// slot. The padding keeps the next stripe's counters at least a cache line
+// away.
+type stripeCounts struct {
 	c [2][numSlots]atomic.Uint64 // by kind, then slot
 	_ [64]byte
-}
-
-// stripeHints caches a stripe number per processor: sync.Pool keeps a
-// private slot for each P, so a Get then Put on the same P, with nothing
-// else using the Pool in between, returns the value that P last put. A
-// goroutine thus keeps to one stripe while it runs on one P. The values
-// are small integers, which convert to an interface without allocating.
-var (
-	stripeHints sync.Pool
-	nextStripe  atomic.Uint32
-)
-
-// stripeOf returns the stripe of the calling goroutine's processor.
-func stripeOf() int {
-	s, ok := stripeHints.Get().(uint8)
-	if !ok {
-		s = uint8(nextStripe.Add(1) % numStripes)
-	}
-	stripeHints.Put(s)
-	return int(s)
 }
 
 // Budget is a retry budget shared by every call to one destination.
@@ -276,7 +253,7 @@ func stripeOf() int {
 //
 // A Budget is safe for concurrent use by any number of goroutines. Its
 // methods never allocate and never wait for each other: they use sync/atomic,
-// and sync.Pool to find the caller's stripe of denial counters (whose first
+// and sync.Pool to find the caller's stripe of counters (whose first
 // use after each garbage collection takes the Pool's registration lock for
 // a moment). Every call is counted once. Under concurrency a few decisions are approximate,
 // each by about one count per racing call:
@@ -296,16 +273,15 @@ func stripeOf() int {
 // No count is ever negative, lost to a torn reset, or counted from an
 // expired bucket.
 //
-// Cost: RequestAt is one atomic add; AllowRetryAt reads five words and
-// makes one atomic write: a CAS when granting, an add to the caller's
-// stripe when denying. On one core of a small VM that is about 15 ns for a
-// request, 20 ns for a grant and 30 ns for a denial (finding the stripe
-// costs 10). Requests from goroutines on several cores share the newest
-// bucket's cache line, and pay for moving it between cores (about 22 ns a
-// call under b.RunParallel on a 2-core VM); denials write only their own
-// stripe (about 12 to 18 ns a call there). A retry decision needs every
-// core's latest request count, so that is the price of an exact shared
-// budget; it is small next to the network call behind every request.
+// Cost: RequestAt is one atomic add to the caller's stripe; AllowRetryAt
+// reads four words and makes one atomic write: a CAS when granting, an add
+// to the caller's stripe when denying. Finding the stripe costs about 10 ns
+// (a sync.Pool Get and Put), so on one core of a small VM a request or a
+// denial takes about 25 ns and a grant 15. Goroutines on several cores
+// write different lines and share lines that change once per step, so the
+// cost per call stays about the same under contention (about 15 to 20 ns a
+// call under b.RunParallel on a 2-core VM); only grants, a tenth of the
+// requests at most by default, contend for one word.
 //
 // Time: buckets are keyed by Unix time in multiples of the bucket width. A
 // time from time.Now (as the wrappers and the retry package use) is placed
@@ -340,7 +316,7 @@ type Budget struct {
 
 	rets    [numSlots]atomic.Uint64 // granted retries, by slot
 	_       [64]byte
-	stripes [numStripes]stripe // requests and denials
+	stripes [stripe.N]stripeCounts // requests and denials
 }
 
 // New returns a Budget for cfg, or an [*InvalidError] matching [ErrInvalid]
@@ -530,7 +506,7 @@ func cached(cache *atomic.Uint64, end int64, total func() int64) int64 {
 func (b *Budget) RequestAt(now time.Time) {
 	width, _, _ := b.params()
 	e := b.end(now, width)
-	b.add(&b.stripes[stripeOf()].c[requests][slotOf(e)], e)
+	b.add(&b.stripes[stripe.Of()].c[requests][slotOf(e)], e)
 }
 
 // Request is shorthand for RequestAt(now) with now read from the Budget's
@@ -562,7 +538,7 @@ func (b *Budget) AllowRetryAt(now time.Time) bool {
 		if float64(rets+mine+1) > limit || (old&^countMask != tag && b.overtaken(end)) {
 			// Denied; or the ring moved on during this call and the slot
 			// may belong to a newer bucket: deny rather than overwrite it.
-			b.add(&b.stripes[stripeOf()].c[denied][slot], end)
+			b.add(&b.stripes[stripe.Of()].c[denied][slot], end)
 			return false
 		}
 		if mine >= maxCount {
