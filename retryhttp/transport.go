@@ -54,6 +54,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -176,13 +177,24 @@ type Transport struct {
 	initOnce sync.Once
 	initErr  error
 	base     http.RoundTripper
+	perHost  bool      // each host has its own budget or breaker
 	retrySet [8]uint64 // bitset of statuses 0..511
 	hosts    sync.Map  // host -> *hostState
+	// lastHost is the host state created last: a Transport that calls one
+	// host finds it here without hashing the host into hosts. It is only
+	// ever set to a state that hosts holds, and states do not change once
+	// stored, so a stale value is merely a miss.
+	lastHost atomic.Pointer[hostState]
 }
 
+// hostState is what a Transport keeps per destination host. It does not
+// change once stored in Transport.hosts.
 type hostState struct {
-	budget  *budget.Budget
-	breaker *breaker.Breaker
+	name string // the host, as in URL.Host
+	// policy is Transport.Policy with the host's budget and breaker set
+	// (where the Policy has none of its own): built once per host, so
+	// that a request need not copy the Policy to add them.
+	policy retry.Policy
 }
 
 // NewClient returns an http.Client whose Transport is a [Transport] with
@@ -216,6 +228,7 @@ func (t *Transport) init() {
 			tr.TLSHandshakeTimeout = ct
 			t.base = tr
 		}
+		t.perHost = t.Policy.Budget == nil && !t.NoBudget || t.Policy.Breaker == nil && t.Breaker != nil
 		codes := t.RetryStatus
 		if codes == nil {
 			codes = DefaultRetryStatus
@@ -237,27 +250,39 @@ func (t *Transport) retryable(code int) bool {
 // Retry-After, to a request that carries a key, with keyed retries
 // allowed (the IETF draft's answer to a concurrent duplicate; heed's
 // idempotency middleware sends it). Such a request is repeated after the
-// wait; any other 409 is final.
+// wait; any other 409 is final. It is small enough to be inlined, so that
+// a response that is no 409 costs no call.
 func (t *Transport) keyedConflict(c *call, resp *http.Response) bool {
-	return resp.StatusCode == http.StatusConflict && c.key != "" && !t.NoKeyedRetries &&
-		resp.Header.Get("Retry-After") != ""
+	return resp.StatusCode == http.StatusConflict && t.keyedWait(c, resp)
 }
 
+// keyedWait is the rest of keyedConflict, for a 409.
+func (t *Transport) keyedWait(c *call, resp *http.Response) bool {
+	return !t.NoKeyedRetries && c.idempotencyKey() != "" && resp.Header.Get("Retry-After") != ""
+}
+
+// host returns the state of destination host h, creating it on first use.
 func (t *Transport) host(h string) *hostState {
+	if hs := t.lastHost.Load(); hs != nil && hs.name == h {
+		return hs
+	}
 	if v, ok := t.hosts.Load(h); ok {
 		return v.(*hostState)
 	}
-	hs := &hostState{}
+	hs := &hostState{name: h, policy: t.Policy}
 	if !t.NoBudget && t.Policy.Budget == nil {
-		hs.budget, _ = budget.New(t.Budget) // validated in init
+		hs.policy.Budget, _ = budget.New(t.Budget) // validated in init
 	}
 	if t.Breaker != nil && t.Policy.Breaker == nil {
 		b, err := breaker.New(*t.Breaker)
 		if err == nil {
-			hs.breaker = b
+			hs.policy.Breaker = b
 		}
 	}
-	v, _ := t.hosts.LoadOrStore(h, hs)
+	v, loaded := t.hosts.LoadOrStore(h, hs)
+	if !loaded {
+		t.lastHost.Store(hs)
+	}
 	return v.(*hostState)
 }
 
@@ -377,41 +402,41 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeReqBody(req)
 		return nil, err
 	}
-	p := t.Policy // a copy: the per-host budget and breaker go in it
-	var hs *hostState
-	if p.Budget == nil && !t.NoBudget || p.Breaker == nil && t.Breaker != nil {
-		hs = t.host(req.URL.Host)
-		if p.Budget == nil {
-			p.Budget = hs.budget
-		}
-		if p.Breaker == nil {
-			p.Breaker = hs.breaker
-		}
+	// The policy, never copied per request: the host's copy when the host
+	// has its own budget or breaker, or the Transport's. Neither is written.
+	p := &t.Policy
+	if t.perHost {
+		p = &t.host(req.URL.Host).policy
 	}
-	h := retry.History{UpstreamOwns: retry.UpstreamOwns(ctx)}
+	var h retry.History // UpstreamOwns is set by run when a decision needs it
 	if dl, ok := ctx.Deadline(); ok {
 		h.Deadline = dl
 	}
-	wantRetry := p.MaxAttempts() != 1 && !h.UpstreamOwns
+	c := call{t: t, req: req}
 
-	// Idempotency: by method, or by key.
-	var key string
-	if v := req.Header[IdempotencyKeyHeader]; len(v) > 0 { // canonical already: no Get
-		key = v[0]
+	// Idempotency: by method, or by key. With an idempotent method the key
+	// matters only for a 409 and for logging: it is read when needed.
+	idempotent := idempotentMethod(req.Method)
+	if !idempotent || t.Logger != nil {
+		c.readKey()
 	}
-	genKey := ""
-	if key == "" && t.GenerateKey && !idempotentMethod(req.Method) {
-		genKey = newKey()
-		key = genKey
+	if c.key == "" && t.GenerateKey && !idempotent {
+		c.genKey = newKey()
+		c.key = c.genKey
 	}
-	repeatable := idempotentMethod(req.Method) || key != "" && !t.NoKeyedRetries
+	repeatable := idempotent || c.key != "" && !t.NoKeyedRetries
 
-	first, rw, err := prepareBody(req, t.maxBuffered(), wantRetry)
-	if err != nil {
-		return nil, err
+	// No body (the common case) can be sent again as it is.
+	first, rw := req.Body, rewinder{ok: true}
+	if first != nil && first != http.NoBody {
+		// A body without GetBody is buffered only if it may be sent again.
+		wantRetry := req.GetBody == nil && p.MaxAttempts() != 1 && !c.upstreamOwns(ctx)
+		var err error
+		if first, rw, err = prepareBody(req, t.maxBuffered(), wantRetry); err != nil {
+			return nil, err
+		}
 	}
-	c := call{t: t, req: req, key: key, genKey: genKey}
-	return c.run(ctx, &p, h, first, &rw, repeatable)
+	return c.run(ctx, p, h, first, &rw, repeatable)
 }
 
 func (t *Transport) maxBuffered() int64 {
@@ -463,11 +488,43 @@ func newKey() string {
 
 // call is the state of one RoundTrip.
 type call struct {
-	t      *Transport
-	req    *http.Request
-	key    string // the idempotency key sent, if any
-	genKey string // a generated key to add
-	trace  []retry.Decision
+	t       *Transport
+	req     *http.Request
+	key     string // the idempotency key sent, if any (see keyRead)
+	genKey  string // a generated key to add
+	keyRead bool   // key holds the request's Idempotency-Key, if any
+	owns    int8   // retry.UpstreamOwns of the context: 0 unknown, 1 false, 2 true
+	trace   []retry.Decision
+}
+
+// readKey reads the request's Idempotency-Key into c.key.
+func (c *call) readKey() {
+	if v := c.req.Header[IdempotencyKeyHeader]; len(v) > 0 { // canonical already: no Get
+		c.key = v[0]
+	}
+	c.keyRead = true
+}
+
+// idempotencyKey returns the idempotency key sent with the request, if
+// any, reading the request's header on first use.
+func (c *call) idempotencyKey() string {
+	if !c.keyRead {
+		c.readKey()
+	}
+	return c.key
+}
+
+// upstreamOwns returns retry.UpstreamOwns(ctx), looked up on first use: a
+// context lookup walks the whole chain of contexts, and a request that
+// succeeds at once never needs it.
+func (c *call) upstreamOwns(ctx context.Context) bool {
+	if c.owns == 0 {
+		c.owns = 1
+		if retry.UpstreamOwns(ctx) {
+			c.owns = 2
+		}
+	}
+	return c.owns == 2
 }
 
 // attempt is the result of one attempt.
@@ -572,6 +629,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		canRepeat := rw.ok && (repeatable || class == NeverSent || status == http.StatusRequestTimeout)
 		h.TimedOut = a.timedOut
 		h.NotRepeatable = !canRepeat
+		h.UpstreamOwns = c.upstreamOwns(ctx)
 		d := retry.Decide(p, h, marked, now, p.Rand)
 		if p.Breaker != nil {
 			o := breaker.Success
@@ -661,10 +719,8 @@ func (c *call) send(ctx context.Context, p *retry.Policy, req *http.Request, h *
 	// A shallow copy of req with its own header map: the caller's request
 	// and header are never written to.
 	r := req.WithContext(actx)
-	hdr := make(http.Header, len(req.Header)+3)
-	for k, v := range req.Header {
-		hdr[k] = v
-	}
+	r.Header = copyHeader(req.Header)
+	hdr := r.Header
 	hdr[deadline.RetryAttemptHeader] = attemptValue(h.Attempts + 1)
 	if !until.IsZero() {
 		hdr[deadline.Header] = []string{deadline.FormatHeader(until.Sub(now) - t.headerMargin())}
@@ -672,7 +728,6 @@ func (c *call) send(ctx context.Context, p *retry.Policy, req *http.Request, h *
 	if c.genKey != "" {
 		hdr[IdempotencyKeyHeader] = []string{c.genKey}
 	}
-	r.Header = hdr
 	r.Body = body
 	if body != nil && body != http.NoBody {
 		r.GetBody = rw.getBodyFunc()
@@ -690,6 +745,23 @@ func (c *call) send(ctx context.Context, p *retry.Policy, req *http.Request, h *
 		}
 	}
 	return a
+}
+
+// copyHeader returns a copy of h with room for the up to three fields an
+// attempt adds. A header of up to five fields is cloned: such a map is
+// usually one group of eight slots (unless it was made much larger), which
+// maps.Clone copies whole instead of rehashing each field, and the three
+// additions still fit in it. A larger header is copied into a map sized for
+// the additions, so that adding them does not grow it.
+func copyHeader(h http.Header) http.Header {
+	if n := len(h); n > 0 && n <= 5 {
+		return maps.Clone(h)
+	}
+	c := make(http.Header, len(h)+3)
+	for k, v := range h {
+		c[k] = v
+	}
+	return c
 }
 
 // final returns the response of attempt a to the caller, with a body that
@@ -750,8 +822,8 @@ func (c *call) observe(ctx context.Context, p *retry.Policy, l *attemptLog, dur 
 	} else {
 		l.op = l.method + " " + l.host
 	}
-	if c.key != "" {
-		l.keyHash = KeyHash(c.key)
+	if k := c.idempotencyKey(); k != "" {
+		l.keyHash = KeyHash(k)
 	}
 	logAttempt(ctx, lg, l, req.URL.String())
 }
