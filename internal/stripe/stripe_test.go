@@ -27,17 +27,17 @@ func TestOfSticks(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops values at random under the race detector")
 	}
-	first := Of()
-	same := 0
+	// A garbage collection or a move to another P changes the stripe
+	// now and then; a hint that changed often would be no hint at all.
+	prev, changes := Of(), 0
 	for range 1000 {
-		if Of() == first {
-			same++
+		if s := Of(); s != prev {
+			prev = s
+			changes++
 		}
 	}
-	// A garbage collection or a move to another P changes the stripe
-	// now and then; most calls must keep it.
-	if same < 900 {
-		t.Fatalf("%d of 1000 calls kept stripe %d", same, first)
+	if changes > 20 {
+		t.Fatalf("the stripe changed %d times in 1000 calls", changes)
 	}
 }
 
