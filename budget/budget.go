@@ -113,9 +113,10 @@ type Config struct {
 	Ratio float64
 	// Window is the length of the sliding window (default 10 s, see
 	// [DefaultWindow]). It must be in [MinWindow, MaxWindow]. The window slides
-	// in steps of Window/10 (1 s by default), so a request or retry stops
-	// counting between 0.9 × Window and Window after it was recorded: the
-	// budget's precision in time is one tenth of the window.
+	// in steps of Window/10 (1 s by default), so a retry stops counting
+	// between 0.9 × Window and Window after it was granted, and a request
+	// counts towards the limit from the end of its step until one Window
+	// later: the budget's precision in time is one tenth of the window.
 	Window time.Duration
 	// MinPerSecond is the floor: retries per second allowed however few
 	// requests there were, granted as MinPerSecond × Window.Seconds()
