@@ -425,8 +425,8 @@ func (b *Budget) add(w *atomic.Uint64, e int64) {
 	// The slot holds another epoch, and our 1 went to it.
 	for {
 		if b.overtaken(e) {
-			// The window moved a whole window past e during this call,
-			// so the slot may now belong to a newer bucket: let the 1
+			// The ring moved a whole turn past e during this call, so
+			// the slot may now belong to a newer bucket: let the 1
 			// count there rather than reset it.
 			return
 		}
