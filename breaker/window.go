@@ -15,13 +15,12 @@ package breaker
 // on every failure and for Counts) add the stripes up, and moving the
 // window resets every stripe's counters.
 //
-// A counter A counter is one
-// atomic uint64 holding the low 32 bits of its epoch in its high half and the
-// count in its low half, so recording an outcome is a single atomic add, and
-// the returned value says whether the add landed in the intended epoch. A
-// counter is reset to a new epoch by one compare-and-swap of the whole word,
-// which can lose no concurrent add: an add that lands just before the reset
-// belonged to the old epoch.
+// A counter is one atomic uint64 holding the low 32 bits of its epoch in its
+// high half and the count in its low half, so recording an outcome is a
+// single atomic add, and the returned value says whether the add landed in
+// the intended epoch. A counter is reset to a new epoch by one
+// compare-and-swap of the whole word, which can lose no concurrent add: an
+// add that lands just before the reset belonged to the old epoch.
 //
 // head is the newest epoch the window has been moved to. Invariant: every
 // counter's epoch is in (head-16, head] (while the window is being moved,
