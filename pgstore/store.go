@@ -559,15 +559,29 @@ RETURNING j.queue`
 
 // DeadDelete deletes the dead jobs that match f and returns how many.
 func (s *Store) DeadDelete(ctx context.Context, f queue.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, queue.StateDead)
+}
+
+// SucceededDelete deletes the succeeded jobs that match f and returns how
+// many. f.State is ignored: only succeeded jobs are deleted.
+func (s *Store) SucceededDelete(ctx context.Context, f queue.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, queue.StateSucceeded)
+}
+
+// deleteJobs deletes the jobs in state (dead or succeeded) that match f,
+// whatever f.State says, and returns how many. The outer state test keeps a
+// job that changed state since the inner select out of the delete.
+func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.State) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	var args []any
-	sql := `DELETE FROM heed_jobs WHERE state = 'dead' AND id = ANY(ARRAY(
-	SELECT id FROM heed_jobs WHERE ` + where(&f, true, &args) + ` ORDER BY id` + limit(&f) + `))`
+	f.State = state
+	args := []any{string(state)}
+	sql := `DELETE FROM heed_jobs WHERE state = $1 AND id = ANY(ARRAY(
+	SELECT id FROM heed_jobs WHERE ` + where(&f, state == queue.StateDead, &args) + ` ORDER BY id` + limit(&f) + `))`
 	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
-		return 0, wrapErr("delete dead jobs", err)
+		return 0, wrapErr("delete "+string(state)+" jobs", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

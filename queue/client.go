@@ -163,6 +163,20 @@ func (c *Client) PurgeDead(ctx context.Context, age time.Duration) (int, error) 
 	return c.DeleteDead(ctx, DeadFilter{OlderThan: age})
 }
 
+// PurgeSucceeded deletes the succeeded jobs that finished more than age ago
+// (age must be positive) and returns how many. Nothing is ever purged
+// otherwise: succeeded jobs are kept until an operator purges them.
+func (c *Client) PurgeSucceeded(ctx context.Context, age time.Duration) (int, error) {
+	if age <= 0 {
+		return 0, &InputError{"age", fmt.Sprintf("is %v, must be positive", age)}
+	}
+	jf := JobFilter{State: StateSucceeded, FinishedBefore: clock.Now(c.cfg.Clock).Add(-age)}
+	if err := jf.Validate(); err != nil {
+		return 0, err
+	}
+	return c.store.SucceededDelete(ctx, jf)
+}
+
 // Stats returns the job counts per queue and state, and the dead-letter's
 // size and oldest entry.
 func (c *Client) Stats(ctx context.Context) (Stats, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
@@ -154,4 +155,54 @@ func ExampleClient_Enqueue() {
 	// 1 true reports {"month":"2026-05"}
 	// 1 false
 	// queue: args is not valid JSON: "{\"month\":"
+}
+
+// laterClock reads the real time plus a fixed offset: the example's way to
+// look at the store a day from now.
+type laterClock struct {
+	clock.Real
+	by time.Duration
+}
+
+func (c laterClock) Now() time.Time { return time.Now().Add(c.by) }
+
+// Succeeded jobs are kept (with their history) until purged. PurgeSucceeded
+// deletes those that finished more than an age ago, and nothing else.
+func ExampleClient_PurgeSucceeded() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+
+	done := make(chan struct{})
+	w, _ := queue.NewWorker(st, queue.WorkerConfig{
+		PollInterval: 10 * time.Millisecond,
+		Observe: func(ctx context.Context, e queue.Event) {
+			if e.Kind == queue.EventSucceeded {
+				close(done)
+			}
+		},
+	})
+	queue.Handle(w, "welcome", func(ctx context.Context, job *queue.Job, g Greeting) error { return nil })
+	c := queue.NewClient(st, queue.ClientConfig{})
+	if _, _, err := c.Enqueue(ctx, "welcome", Greeting{Name: "Ada"}, queue.EnqueueOptions{}); err != nil {
+		panic(err)
+	}
+	w.Start(ctx)
+	<-done
+	w.Shutdown(ctx)
+
+	n, _ := c.PurgeSucceeded(ctx, 24*time.Hour)
+	fmt.Println("purged now:", n)
+	tomorrow := queue.NewClient(st, queue.ClientConfig{Clock: laterClock{by: 25 * time.Hour}})
+	n, _ = tomorrow.PurgeSucceeded(ctx, 24*time.Hour)
+	fmt.Println("purged 25 hours later:", n)
+	_, err = c.PurgeSucceeded(ctx, -time.Hour)
+	fmt.Println(err)
+	// Output:
+	// purged now: 0
+	// purged 25 hours later: 1
+	// queue: age is -1h0m0s, must be positive
 }

@@ -513,17 +513,30 @@ func (s *Store) DeadRequeue(ctx context.Context, f queue.JobFilter, now time.Tim
 
 // DeadDelete implements queue.Store.
 func (s *Store) DeadDelete(ctx context.Context, f queue.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, queue.StateDead)
+}
+
+// SucceededDelete implements queue.Store. f.State is ignored: only
+// succeeded jobs are deleted.
+func (s *Store) SucceededDelete(ctx context.Context, f queue.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, queue.StateSucceeded)
+}
+
+// deleteJobs deletes the jobs in state (dead or succeeded) that match f,
+// whatever f.State says, and returns how many.
+func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.State) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	w, args := where(&f, true)
+	f.State = state
+	w, args := where(&f, state == queue.StateDead)
 	res, err := s.w.ExecContext(ctx, `DELETE FROM heed_jobs
 		WHERE id IN (SELECT id FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f)+`)`, args...)
 	if err != nil {
-		return 0, wrap("delete", err)
+		return 0, wrap("delete "+string(state), err)
 	}
 	n, err := res.RowsAffected()
-	return int(n), wrap("delete", err)
+	return int(n), wrap("delete "+string(state), err)
 }
 
 // Stats implements queue.Store.

@@ -74,6 +74,7 @@ var jobsCommands = []command{
 	{"ls", "list jobs (filter by state, kind, queue)", jobsLsMain},
 	{"show", "show a job and its full history", jobsShowMain},
 	{"dead", "the dead-letter: dead ls|show|requeue|delete|purge", jobsDeadMain},
+	{"purge", "delete succeeded jobs older than --succeeded-older-than", jobsPurgeMain},
 	{"stats", "count jobs by state per queue; dead-letter size and age", jobsStatsMain},
 	{"migrate", "create or upgrade the database schema", jobsMigrateMain},
 	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
@@ -106,6 +107,7 @@ A tour:
   heed jobs show 2                               # every attempt and decision
   heed jobs dead requeue 2
   heed jobs stats
+  heed jobs purge --succeeded-older-than 168h    # succeeded jobs are kept until purged
 
 Run 'heed jobs COMMAND --help' for a command's flags.
 `)

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"DeadRequeue", testDeadRequeue},
 		{"DeadRequeueUnique", testDeadRequeueUnique},
 		{"DeadDelete", testDeadDelete},
+		{"SucceededDelete", testSucceededDelete},
 		{"Stats", testStats},
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},
@@ -747,6 +748,86 @@ func testDeadDelete(t *testing.T, s queue.Store) {
 	n, err = s.DeadDelete(ctx, queue.JobFilter{})
 	if err != nil || n != 1 {
 		t.Fatalf("delete all dead: %d, %v; want 1", n, err)
+	}
+}
+
+// succeed makes a succeeded job of kind in queue q, finished at fin.
+func succeed(t *testing.T, s queue.Store, kind, q string, fin time.Time) *queue.Job {
+	t.Helper()
+	j := insert(t, s, kind, queue.EnqueueOptions{Queue: q})
+	c := claimOne(t, s, q, t0)
+	if c.ID != j.ID {
+		t.Fatalf("claimed job %d, want %d", c.ID, j.ID)
+	}
+	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
+		Attempt: c.Attempt, FinishedAt: fin, Entry: entry(1, "ok", "succeed", "", t0)}); err != nil {
+		t.Fatalf("JobTransition(succeeded): %v", err)
+	}
+	return get(t, s, j.ID)
+}
+
+func testSucceededDelete(t *testing.T, s queue.Store) {
+	old := succeed(t, s, "k", "q", t0.Add(-72*time.Hour))
+	mid := succeed(t, s, "k", "q", t0.Add(-24*time.Hour))
+	recent := succeed(t, s, "j", "q", t0)
+	dead := kill(t, s, "k", "q", "permanent", t0.Add(-100*time.Hour), "")
+	avail := insert(t, s, "k", queue.EnqueueOptions{Queue: "idle"})
+	running := insert(t, s, "k", queue.EnqueueOptions{Queue: "busy"})
+	if c := claimOne(t, s, "busy", t0); c.ID != running.ID {
+		t.Fatalf("claimed job %d, want %d", c.ID, running.ID)
+	}
+	others := map[int64]queue.State{dead.ID: queue.StateDead, avail.ID: queue.StateAvailable, running.ID: queue.StateRunning}
+	checkOthers := func(when string) {
+		t.Helper()
+		for id, want := range others {
+			if g := get(t, s, id); g.State != want {
+				t.Errorf("%s: job %d is %s, want %s", when, id, g.State, want)
+			}
+		}
+	}
+
+	n, err := s.SucceededDelete(ctx, queue.JobFilter{FinishedBefore: t0.Add(-48 * time.Hour)})
+	if err != nil || n != 1 {
+		t.Fatalf("purge older than 48h: %d, %v; want 1", n, err)
+	}
+	if _, err := s.JobGet(ctx, old.ID); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("purged job still there: %v", err)
+	}
+	get(t, s, mid.ID)
+	checkOthers("after purge by age")
+
+	n, err = s.SucceededDelete(ctx, queue.JobFilter{IDs: []int64{mid.ID, dead.ID, avail.ID, running.ID}})
+	if err != nil || n != 1 {
+		t.Fatalf("delete by IDs: %d, %v; want 1", n, err)
+	}
+	if _, err := s.JobGet(ctx, mid.ID); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("deleted job still there: %v", err)
+	}
+	checkOthers("after delete by IDs")
+
+	n, err = s.SucceededDelete(ctx, queue.JobFilter{Kind: "k"})
+	if err != nil || n != 0 {
+		t.Fatalf("delete of nothing: %d, %v; want 0", n, err)
+	}
+	n, err = s.SucceededDelete(ctx, queue.JobFilter{IDs: []int64{}})
+	if err != nil || n != 0 {
+		t.Fatalf("delete of no IDs: %d, %v; want 0", n, err)
+	}
+	if g := get(t, s, recent.ID); g.State != queue.StateSucceeded {
+		t.Errorf("recent job is %s", g.State)
+	}
+	checkOthers("after deletes of nothing")
+
+	n, err = s.SucceededDelete(ctx, queue.JobFilter{})
+	if err != nil || n != 1 {
+		t.Fatalf("delete all succeeded: %d, %v; want 1", n, err)
+	}
+	if _, err := s.JobGet(ctx, recent.ID); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("deleted job still there: %v", err)
+	}
+	checkOthers("after delete of all succeeded")
+	if _, err := s.SucceededDelete(ctx, queue.JobFilter{Limit: -1}); err == nil {
+		t.Error("SucceededDelete accepted a negative Limit")
 	}
 }
 

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+// heed jobs purge deletes succeeded jobs older than the age given, and
+// nothing else.
+func TestJobsPurgeSucceeded(t *testing.T) {
+	path := jobsTestDB(t)
+	mustRun := func(want int, args ...string) string {
+		t.Helper()
+		code, stdout, stderr := heed(t, "", args...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, stdout, stderr)
+		}
+		return stdout
+	}
+	mustRun(0, "jobs", "enqueue", "noop", "{}")                  // 1: succeeds
+	mustRun(0, "jobs", "enqueue", "noop", "{}")                  // 2: succeeds
+	mustRun(0, "jobs", "enqueue", "fail", `{"permanent": true}`) // 3: dead
+	mustRun(0, "jobs", "work", "--poll", "10ms", "--until-empty", "--for", "20s")
+	mustRun(0, "jobs", "enqueue", "noop", "{}", "--queue", "other") // 4: available (no worker for it)
+
+	if out := mustRun(0, "jobs", "purge", "--succeeded-older-than", "1h"); out != "purged 0 jobs that succeeded more than 1h0m0s ago\n" {
+		t.Errorf("purge of nothing that old: %q", out)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if out := mustRun(0, "jobs", "purge", "--succeeded-older-than", "1ms"); out != "purged 2 jobs that succeeded more than 1ms ago\n" {
+		t.Errorf("purge: %q", out)
+	}
+	if out := mustRun(0, "jobs", "purge", "--succeeded-older-than", "1ms"); out != "purged 0 jobs that succeeded more than 1ms ago\n" {
+		t.Errorf("second purge: %q", out)
+	}
+
+	d, err := openDB(context.Background(), path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for id, want := range map[int64]queue.State{3: queue.StateDead, 4: queue.StateAvailable} {
+		if j, err := d.store.JobGet(context.Background(), id); err != nil || j.State != want {
+			t.Errorf("job %d after purge: %+v, %v; want %s", id, j, err, want)
+		}
+	}
+	for _, id := range []int64{1, 2} {
+		if _, err := d.store.JobGet(context.Background(), id); !errors.Is(err, queue.ErrNotFound) {
+			t.Errorf("succeeded job %d not purged: %v", id, err)
+		}
+	}
+}
