@@ -13,28 +13,20 @@ import (
 // nothing else.
 func TestJobsPurgeSucceeded(t *testing.T) {
 	path := jobsTestDB(t)
-	mustRun := func(want int, args ...string) string {
-		t.Helper()
-		code, stdout, stderr := heed(t, "", args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, stdout, stderr)
-		}
-		return stdout
-	}
-	mustRun(0, "jobs", "enqueue", "noop", "{}")                  // 1: succeeds
-	mustRun(0, "jobs", "enqueue", "noop", "{}")                  // 2: succeeds
-	mustRun(0, "jobs", "enqueue", "fail", `{"permanent": true}`) // 3: dead
-	mustRun(0, "jobs", "work", "--poll", "10ms", "--until-empty", "--for", "20s")
-	mustRun(0, "jobs", "enqueue", "noop", "{}", "--queue", "other") // 4: available (no worker for it)
+	mustHeed(t, 0, "jobs", "enqueue", "noop", "{}")                  // 1: succeeds
+	mustHeed(t, 0, "jobs", "enqueue", "noop", "{}")                  // 2: succeeds
+	mustHeed(t, 0, "jobs", "enqueue", "fail", `{"permanent": true}`) // 3: dead
+	mustHeed(t, 0, "jobs", "work", "--poll", "10ms", "--until-empty", "--for", "20s")
+	mustHeed(t, 0, "jobs", "enqueue", "noop", "{}", "--queue", "other") // 4: available (no worker for it)
 
-	if out := mustRun(0, "jobs", "purge", "--succeeded-older-than", "1h"); out != "purged 0 jobs that succeeded more than 1h0m0s ago\n" {
+	if out := mustHeed(t, 0, "jobs", "purge", "--succeeded-older-than", "1h"); out != "purged 0 jobs that succeeded more than 1h0m0s ago\n" {
 		t.Errorf("purge of nothing that old: %q", out)
 	}
 	time.Sleep(10 * time.Millisecond)
-	if out := mustRun(0, "jobs", "purge", "--succeeded-older-than", "1ms"); out != "purged 2 jobs that succeeded more than 1ms ago\n" {
+	if out := mustHeed(t, 0, "jobs", "purge", "--succeeded-older-than", "1ms"); out != "purged 2 jobs that succeeded more than 1ms ago\n" {
 		t.Errorf("purge: %q", out)
 	}
-	if out := mustRun(0, "jobs", "purge", "--succeeded-older-than", "1ms"); out != "purged 0 jobs that succeeded more than 1ms ago\n" {
+	if out := mustHeed(t, 0, "jobs", "purge", "--succeeded-older-than", "1ms"); out != "purged 0 jobs that succeeded more than 1ms ago\n" {
 		t.Errorf("second purge: %q", out)
 	}
 

@@ -196,30 +196,33 @@ func pgTestSchema(t *testing.T, base string) string {
 	return u.String()
 }
 
-func jobsTour(t *testing.T, dsn string) {
-	mustRun := func(want int, args ...string) string {
-		t.Helper()
-		code, stdout, stderr := heed(t, "", args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, stdout, stderr)
-		}
-		return stdout
+// mustHeed runs heed with args and fails the test unless it exits with
+// want; it returns the standard output.
+func mustHeed(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := heed(t, "", args...)
+	if code != want {
+		t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, stdout, stderr)
 	}
-	out := mustRun(0, "jobs", "enqueue", "fail", `{"times": 1}`)
+	return stdout
+}
+
+func jobsTour(t *testing.T, dsn string) {
+	out := mustHeed(t, 0, "jobs", "enqueue", "fail", `{"times": 1}`)
 	if out != "enqueued job 1 (fail) on queue default, to run now\n" {
 		t.Errorf("enqueue: %q", out)
 	}
-	mustRun(0, "jobs", "enqueue", "fail", `{"permanent": true, "message": "bad address"}`)
-	mustRun(0, "jobs", "enqueue", "fail", `{"times": 99}`, "--attempts", "2")
-	mustRun(0, "jobs", "enqueue", "noop", "{}", "--queue", "other", "--in", "1h", "--key", "k")
-	out = mustRun(0, "jobs", "enqueue", "noop", "{}", "--queue", "other", "--key", "k")
+	mustHeed(t, 0, "jobs", "enqueue", "fail", `{"permanent": true, "message": "bad address"}`)
+	mustHeed(t, 0, "jobs", "enqueue", "fail", `{"times": 99}`, "--attempts", "2")
+	mustHeed(t, 0, "jobs", "enqueue", "noop", "{}", "--queue", "other", "--in", "1h", "--key", "k")
+	out = mustHeed(t, 0, "jobs", "enqueue", "noop", "{}", "--queue", "other", "--key", "k")
 	if !strings.Contains(out, "already scheduled") {
 		t.Errorf("enqueue with a held key: %q", out)
 	}
 	// --db wins over HEED_DB.
-	mustRun(0, "jobs", "migrate", "--db", filepath.Join(t.TempDir(), "other.db"))
+	mustHeed(t, 0, "jobs", "migrate", "--db", filepath.Join(t.TempDir(), "other.db"))
 
-	out = mustRun(0, "jobs", "work", "--base", "1ms", "--cap", "5ms", "--poll", "10ms", "--until-empty", "--for", "20s")
+	out = mustHeed(t, 0, "jobs", "work", "--base", "1ms", "--cap", "5ms", "--poll", "10ms", "--until-empty", "--for", "20s")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	line := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} job \d+ fail: attempt \d: `)
 	for _, l := range lines {
@@ -241,42 +244,42 @@ func jobsTour(t *testing.T, dsn string) {
 		t.Errorf("%d decision lines, want 5:\n%s", len(lines), out)
 	}
 
-	out = mustRun(0, "jobs", "ls", "--state", "dead")
+	out = mustHeed(t, 0, "jobs", "ls", "--state", "dead")
 	if !strings.Contains(out, "dead (permanent)") || !strings.Contains(out, "dead (attempts)") || strings.Contains(out, "succeeded") {
 		t.Errorf("ls --state dead:\n%s", out)
 	}
-	out = mustRun(0, "jobs", "show", "3")
+	out = mustHeed(t, 0, "jobs", "show", "3")
 	for _, want := range []string{"state      dead (attempts)", "attempts   2 (limit: 2)", "retry (transient)", "give up (attempts)", "heed jobs dead requeue 3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show 3 lacks %q:\n%s", want, out)
 		}
 	}
 	var j jobJSON
-	if err := json.Unmarshal([]byte(mustRun(0, "jobs", "show", "1", "--json")), &j); err != nil || j.State != queue.StateSucceeded || len(j.History) != 2 {
+	if err := json.Unmarshal([]byte(mustHeed(t, 0, "jobs", "show", "1", "--json")), &j); err != nil || j.State != queue.StateSucceeded || len(j.History) != 2 {
 		t.Errorf("show --json: %+v, %v", j, err)
 	}
-	mustRun(3, "jobs", "show", "99")
-	mustRun(3, "jobs", "dead", "show", "1") // succeeded, not dead
-	out = mustRun(0, "jobs", "dead", "show", "2")
+	mustHeed(t, 3, "jobs", "show", "99")
+	mustHeed(t, 3, "jobs", "dead", "show", "1") // succeeded, not dead
+	out = mustHeed(t, 0, "jobs", "dead", "show", "2")
 	if !strings.Contains(out, "bad address (permanent)") {
 		t.Errorf("dead show 2:\n%s", out)
 	}
-	out = mustRun(0, "jobs", "dead", "ls", "--reason", "attempts")
+	out = mustHeed(t, 0, "jobs", "dead", "ls", "--reason", "attempts")
 	if !strings.Contains(out, "dead (attempts)") || strings.Contains(out, "permanent") {
 		t.Errorf("dead ls --reason attempts:\n%s", out)
 	}
 	// Requeue: an ID that is not dead changes nothing.
-	mustRun(3, "jobs", "dead", "requeue", "2", "1")
-	mustRun(3, "jobs", "dead", "requeue", "2", "99")
-	if out := mustRun(0, "jobs", "dead", "requeue", "--all", "--dry-run"); out == "" {
+	mustHeed(t, 3, "jobs", "dead", "requeue", "2", "1")
+	mustHeed(t, 3, "jobs", "dead", "requeue", "2", "99")
+	if out := mustHeed(t, 0, "jobs", "dead", "requeue", "--all", "--dry-run"); out == "" {
 		t.Errorf("dry run printed nothing")
 	}
-	out = mustRun(0, "jobs", "dead", "requeue", "3")
+	out = mustHeed(t, 0, "jobs", "dead", "requeue", "3")
 	if out != "requeued 1 job (attempts reset, history kept)\n" {
 		t.Errorf("requeue: %q", out)
 	}
-	mustRun(0, "jobs", "dead", "purge", "--older-than", "1h") // nothing that old
-	out = mustRun(0, "jobs", "dead", "delete", "--all", "--kind", "fail")
+	mustHeed(t, 0, "jobs", "dead", "purge", "--older-than", "1h") // nothing that old
+	out = mustHeed(t, 0, "jobs", "dead", "delete", "--all", "--kind", "fail")
 	if out != "deleted 1 job\n" {
 		t.Errorf("delete: %q", out)
 	}
@@ -302,14 +305,14 @@ func jobsTour(t *testing.T, dsn string) {
 		}
 		Dead int
 	}
-	if err := json.Unmarshal([]byte(mustRun(0, "jobs", "stats", "--json")), &stats); err != nil {
+	if err := json.Unmarshal([]byte(mustHeed(t, 0, "jobs", "stats", "--json")), &stats); err != nil {
 		t.Fatal(err)
 	}
 	if len(stats.Queues) != 2 || stats.Queues[0].Available != 1 || stats.Queues[0].Succeeded != 1 ||
 		stats.Queues[1].Scheduled != 1 || stats.Dead != 0 {
 		t.Errorf("stats: %+v", stats)
 	}
-	if out := mustRun(0, "jobs", "stats"); !strings.Contains(out, "dead-letter: empty") {
+	if out := mustHeed(t, 0, "jobs", "stats"); !strings.Contains(out, "dead-letter: empty") {
 		t.Errorf("stats:\n%s", out)
 	}
 }
