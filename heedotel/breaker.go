@@ -41,6 +41,19 @@ func (m *Metrics) BreakerObserver(name string) func(from, to breaker.State, at t
 	}
 }
 
+// HostBreakerObserver returns a function for
+// retryhttp.Transport.OnBreakerChange that counts heed.breaker.transitions
+// of each destination host's breaker under the host's name (host and port,
+// as in URL.Host), by previous and new state. The hosts are those the
+// program calls, so the attribute stays bounded.
+func (m *Metrics) HostBreakerObserver() func(host string, from, to breaker.State, at time.Time) {
+	return func(host string, from, to breaker.State, _ time.Time) {
+		o := newOpts(KeyBreaker.String(host), KeyBreakerFrom.String(stateName(stateIndex(from))),
+			KeyBreakerState.String(stateName(stateIndex(to))))
+		m.breakerTransitions.Add(context.Background(), 1, o.add...)
+	}
+}
+
 // ObserveBreaker reports the state of b as heed.breaker.state under name:
 // one series per state, 1 for the state b is in at collection time (as
 // b.State() reports it) and 0 for the others. It returns the callback's

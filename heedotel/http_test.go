@@ -142,6 +142,30 @@ func TestTransportBreakerOpensAndRefuses(t *testing.T) {
 		heedotel.KeyBreakerFrom.String("closed"), heedotel.KeyBreakerState.String("open"))
 }
 
+// TestHostBreakerObserver: with OnBreakerChange, transitions are counted
+// under the host whose breaker changed.
+func TestHostBreakerObserver(t *testing.T) {
+	m, r := newMetrics(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: &retryhttp.Transport{
+		Policy:          retry.Policy{Attempts: 1},
+		Breaker:         &breaker.Config{MinCalls: 2, Cooldown: time.Hour},
+		OnBreakerChange: m.HostBreakerObserver(),
+	}}
+	defer client.CloseIdleConnections()
+	for range 3 {
+		if resp, err := get(t, context.Background(), client, srv.URL); err == nil {
+			resp.Body.Close()
+		}
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	collect(t, r).wantSum("heed.breaker.transitions", 1, heedotel.KeyBreaker.String(host),
+		heedotel.KeyBreakerFrom.String("closed"), heedotel.KeyBreakerState.String("open"))
+}
+
 // TestTransportCanceled: a call whose caller gives up during the wait
 // before a retry still counts as a call, with reason "canceled".
 func TestTransportCanceled(t *testing.T) {

@@ -208,3 +208,45 @@ func TestBodyBufferedUnlessUpstreamOwns(t *testing.T) {
 		})
 	}
 }
+
+// OnBreakerChange tells the hosts' breakers apart, and the shared
+// OnStateChange still sees every change.
+func TestOnBreakerChangeNamesTheHost(t *testing.T) {
+	type change struct {
+		host     string
+		from, to breaker.State
+	}
+	var mu sync.Mutex
+	var changes []change
+	shared := 0
+	tr := &retryhttp.Transport{
+		Base: funcBase(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host == "down.internal" {
+				return status(r, http.StatusBadGateway), nil
+			}
+			return status(r, http.StatusOK), nil
+		}),
+		Policy: retry.Policy{Attempts: 1},
+		Breaker: &breaker.Config{MinCalls: 2, Cooldown: time.Hour,
+			OnStateChange: func(from, to breaker.State, at time.Time) { mu.Lock(); shared++; mu.Unlock() }},
+		OnBreakerChange: func(host string, from, to breaker.State, at time.Time) {
+			mu.Lock()
+			changes = append(changes, change{host, from, to})
+			mu.Unlock()
+		},
+	}
+	for range 3 {
+		for _, host := range []string{"up.internal", "down.internal"} {
+			req, _ := http.NewRequest("GET", "http://"+host+"/x", nil)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []change{{"down.internal", breaker.Closed, breaker.Open}}
+	if fmt.Sprint(changes) != fmt.Sprint(want) || shared != 1 {
+		t.Fatalf("changes %v, shared %d; want %v and 1", changes, shared, want)
+	}
+}

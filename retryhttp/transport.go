@@ -168,6 +168,12 @@ type Transport struct {
 	// Breaker, when set, gives each destination host a circuit breaker
 	// with this configuration (default: none).
 	Breaker *breaker.Config
+	// OnBreakerChange, when set, is called on every change of state of a
+	// host's breaker, with the host (URL.Host, port included), after
+	// Breaker.OnStateChange (which is shared by every host's breaker and
+	// cannot tell them apart). It is called as OnStateChange is: one call
+	// at a time per breaker, in order.
+	OnBreakerChange func(host string, from, to breaker.State, at time.Time)
 
 	// Logger, when set, receives one record per attempt (Debug for a
 	// success, Info for a retry, Warn for a give-up), with secrets
@@ -274,7 +280,16 @@ func (t *Transport) host(h string) *hostState {
 		hs.policy.Budget, _ = budget.New(t.Budget) // validated in init
 	}
 	if t.Breaker != nil && t.Policy.Breaker == nil {
-		b, err := breaker.New(*t.Breaker)
+		cfg := *t.Breaker
+		if each, all := t.OnBreakerChange, cfg.OnStateChange; each != nil {
+			cfg.OnStateChange = func(from, to breaker.State, at time.Time) {
+				if all != nil {
+					all(from, to, at)
+				}
+				each(h, from, to, at)
+			}
+		}
+		b, err := breaker.New(cfg)
 		if err == nil {
 			hs.policy.Breaker = b
 		}
