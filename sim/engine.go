@@ -117,6 +117,13 @@ type faultRT struct {
 }
 
 type engine struct {
+	// script, when set (by the executor conformance test), replaces the
+	// bottom service's behaviour: the n-th job served (from 1) takes
+	// latency and fails with err. decided, when set, sees every decision.
+	script  func(n int) (err error, latency time.Duration)
+	scriptN int
+	decided func(retry.Decision)
+
 	sc        *Scenario
 	pol       *Policy
 	layers    []layerRT
@@ -411,6 +418,9 @@ func (e *engine) startCall(idx int32, c *call) {
 func (e *engine) attempt(idx int32, c *call) {
 	lim, d, ok := c.rc.Admit(e.tnow)
 	if !ok {
+		if e.decided != nil {
+			e.decided(d)
+		}
 		up := c.err
 		switch {
 		case d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget:
@@ -498,6 +508,9 @@ func (e *engine) deliver(parent int32, ptok uint64, err error) {
 func (e *engine) decide(idx int32, c *call, err error, timedOut bool) {
 	e.events++ // an attempt ends
 	d := c.rc.End(e.tnow, retry.Result{Err: err, TimedOut: timedOut})
+	if e.decided != nil {
+		e.decided(d)
+	}
 	switch d.Action {
 	case retry.Done:
 		e.finish(idx, c, nil, retry.ReasonSuccess)
@@ -579,6 +592,12 @@ func (e *engine) serve(idx int32, j *call) {
 		}
 	}
 	d := int64(st) + e.loadLat*int64(e.busy-1)
+	if e.script != nil {
+		e.scriptN++
+		var lat time.Duration
+		j.err, lat = e.script(e.scriptN)
+		d = int64(lat)
+	}
 	j.tok = e.token()
 	e.push(e.now+d, evServed, idx, j.tok)
 }
@@ -595,7 +614,9 @@ func (e *engine) served(idx int32) {
 	j := e.pool.at(idx)
 	e.busy--
 	var err error
-	if len(e.faults) > 0 && e.faultActive(Outage) {
+	if e.script != nil {
+		err = j.err
+	} else if len(e.faults) > 0 && e.faultActive(Outage) {
 		err = errRefused
 	} else if r := e.errorRate(); r > 0 && e.rnd.Float64() < r {
 		err = errFailed
