@@ -203,7 +203,8 @@ func (c *Call) End(now time.Time, r Result) Decision {
 	if r.Err != nil && o == OutcomeOK {
 		o, wait = p.Classify(r.Err, r.TimedOut)
 	}
-	d := decide(p, *h, o, wait, r.Err, now, p.Rand, c.Durable)
+	var d Decision
+	decide(&d, p, h, o, wait, r.Err, now, p.Rand, c.Durable)
 	if p.Breaker != nil {
 		bo := breaker.Success
 		if o.Failure() {

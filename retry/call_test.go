@@ -164,4 +164,3 @@ func TestCallSteps(t *testing.T) {
 		}
 	})
 }
-

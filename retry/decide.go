@@ -211,64 +211,67 @@ func (d Decision) String() string {
 // Budget or Breaker); the decision's At and Elapsed are then zero.
 func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decision {
 	o, wait := p.Classify(err, h.TimedOut)
-	return decide(p, h, o, wait, err, now, r, false)
+	var d Decision
+	decide(&d, p, &h, o, wait, err, now, r, false)
+	return d
 }
 
 // decide is Decide for an attempt whose outcome o (and pushback wait) is
-// known. A durable decision leaves the breaker and the budget to admission
-// and honours any pushback.
-func decide(p *Policy, h History, o Outcome, wait time.Duration, err error, now time.Time, r rand.Source, durable bool) Decision {
-	d := Decision{Attempt: h.Attempts, Err: err, At: now, Outcome: o}
+// known, writing the decision to d (one copy fewer on the retry path). A
+// durable decision leaves the breaker and the budget to admission and
+// honours any pushback.
+func decide(d *Decision, p *Policy, h *History, o Outcome, wait time.Duration, err error, now time.Time, r rand.Source, durable bool) {
+	*d = Decision{Attempt: h.Attempts, Err: err, At: now, Outcome: o}
 	if !h.Start.IsZero() && !now.IsZero() {
 		d.Elapsed = now.Sub(h.Start)
 	}
 	if err == nil && o == OutcomeOK {
 		d.Action, d.Reason = Done, ReasonSuccess
-		return d
+		return
 	}
 	d.Action = GiveUp
 	switch o {
 	case OutcomePermanent:
 		d.Reason = ReasonPermanent
-		return d
+		return
 	case OutcomeRefused:
 		d.Reason = ReasonServerRefused
-		return d
+		return
 	}
 	switch limit := p.MaxAttempts(); {
 	case h.NotRepeatable:
 		d.Reason = ReasonNotRepeatable
-		return d
+		return
 	case h.UpstreamOwns:
 		d.Reason = ReasonUpstreamOwns
-		return d
+		return
 	case limit > 0 && h.Attempts >= limit:
 		d.Reason = ReasonAttempts
-		return d
+		return
 	}
 	delay := p.Backoff.Next(h.Attempts, h.LastDelay, r)
 	if o == OutcomePushback && wait > delay {
 		if wait > p.maxPushback() && !durable {
 			d.Reason, d.Delay = ReasonPushbackTooLong, wait
-			return d
+			return
 		}
 		delay = wait
 	}
 	d.Delay = delay
 	if ok, reason := p.fits(h, now, delay); !ok {
 		d.Reason = reason
-		return d
+		return
 	}
 	if !durable {
 		if p.Breaker != nil && p.Breaker.StateAt(now) == breaker.Open {
 			d.Reason = ReasonBreakerOpen
-			return d
+			return
 		}
 		// The budget is asked last, so that a retry ruled out otherwise
 		// does not spend a token.
 		if p.Budget != nil && !p.Budget.AllowRetryAt(now) {
 			d.Reason = ReasonBudget
-			return d
+			return
 		}
 	}
 	d.Action = Retry
@@ -283,7 +286,6 @@ func decide(p *Policy, h History, o Outcome, wait time.Duration, err error, now 
 	default:
 		d.Reason = ReasonTransient
 	}
-	return d
 }
 
 // Fits reports whether a retry decided at now, after delay, still leaves
@@ -294,10 +296,10 @@ func decide(p *Policy, h History, o Outcome, wait time.Duration, err error, now 
 // one more whole attempt plus its delay still fits"; [Decide] applies it,
 // and planning tools (heed plan) use it to say which attempts start.
 func (p *Policy) Fits(h History, now time.Time, delay time.Duration) (bool, Reason) {
-	return p.fits(h, now, delay)
+	return p.fits(&h, now, delay)
 }
 
-func (p *Policy) fits(h History, now time.Time, delay time.Duration) (bool, Reason) {
+func (p *Policy) fits(h *History, now time.Time, delay time.Duration) (bool, Reason) {
 	deadline, reason := h.Deadline, ReasonDeadline
 	if p.MaxDuration > 0 && !h.Start.IsZero() {
 		if end := h.Start.Add(p.MaxDuration); deadline.IsZero() || end.Before(deadline) {
