@@ -18,21 +18,34 @@
 //
 // A job is available (from its AvailableAt), then running (leased to one
 // worker under a lease token, renewed while its handler runs), then
-// succeeded or dead. After every attempt the worker asks retry.Decide, as
-// retry.Do does, and applies the decision: done; retry, with the decision's
-// time as the job's AvailableAt; or give up, to the dead-letter with the
-// decision's reason ("permanent", "attempts", "time_budget", ...). Each
-// attempt and its decision are appended to the job's history.
+// succeeded or dead. Every attempt goes through retry's call protocol
+// (retry.Call), as in retry.Do: the policy's breaker is asked before it and
+// told its outcome, a job's first attempt counts as a request in the
+// policy's retry budget, and after it the worker applies the decision:
+// done; retry, with the decision's time as the job's AvailableAt; or give
+// up, to the dead-letter with the decision's reason ("permanent",
+// "attempts", "time_budget", ...). A job is a durable call: while the
+// breaker is open or the budget has no retry to spare, it is not run but
+// deferred (available again when the breaker may admit it or the budget
+// refills, the attempt not counted, reason "breaker_open" or "budget");
+// these never send it to the dead-letter. Each attempt and its decision
+// are appended to the job's history.
 //
 // A handler steers with its error: nil succeeds; retry.Permanent(err) gives
-// up at once; retry.After(d, err) retries no sooner than d; [Snooze](d)
-// runs the job again after d without using an attempt; anything else is
-// retried by default (see [RetryAll] for why). A panic is recovered and
-// recorded with its stack, and is classified like an error.
+// up at once; retry.After(d, err) retries no sooner than d (a durable job
+// honours any wait within its time budget); [Snooze](d) runs the job again
+// after d without using an attempt; anything else is classified as
+// retry.Do classifies it: errors marked retry.Transient, network and
+// timeout errors and transient database errors are retried, and an error
+// that says nothing goes to the dead-letter at once (set
+// WorkerConfig.Policy.Retryable to [RetryAll] to retry every error). A
+// panic is recovered and recorded with its stack, and is classified like
+// an error.
 //
 // Every job has a time budget (default [DefaultTimeBudget], counted from
-// the start of its first attempt): when the next attempt would start after
-// it, the job goes to the dead-letter now, even with attempts left.
+// the start of its first attempt): when the next attempt, with its delay
+// and its whole attempt timeout, would not end within it, the job goes to
+// the dead-letter now, even with attempts left.
 //
 // # Crash safety
 //

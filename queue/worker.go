@@ -214,7 +214,8 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // steers the job: nil succeeds; retry.Permanent(err) sends it to the
 // dead-letter at once; retry.After(d, err) retries no sooner than d; Snooze(d)
 // runs it again after d without using an attempt; any other error is
-// classified by the worker's policy (by default, retried). A panic is
+// classified by the worker's policy (by default as retry.Do does: retried
+// when known to be transient, else sent to the dead-letter). A panic is
 // recovered, recorded with its stack, and classified like an error (a
 // [*PanicError]).
 //

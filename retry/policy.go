@@ -6,11 +6,14 @@
 // 5 s with full jitter, retrying only errors known to be transient.
 //
 // Every retry decision is made by [Decide], a pure function of the policy,
-// the history of the call, the error and the current time. Do, the HTTP
+// the history of the call, the error and the current time. The steps
+// around it (breaker admission and outcome, budget accounting, the
+// attempt's limits, the trace) are the call protocol, [Call]. Do, the HTTP
 // transport (retryhttp), the job queue (queue) and the simulator (sim) all
-// apply the same decisions, so one policy behaves the same everywhere. Each
-// decision carries its reason, and the list of them (the trace) is passed to
-// the observer and kept on the error returned when a call gives up.
+// go through it, so one policy behaves the same everywhere; the suite in
+// retry/executortest checks that they do. Each decision carries its reason,
+// and the list of them (the trace) is passed to the observer and kept on
+// the error returned when a call gives up.
 package retry
 
 import (
