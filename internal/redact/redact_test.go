@@ -27,7 +27,7 @@ func TestSecretName(t *testing.T) {
 func TestCredential(t *testing.T) {
 	for _, s := range []string{
 		canary,
-		"B07ABCDE1F2gh3IJ4kl5MN6o",                     // Slack-like
+		"B07ABCDE1F2gh3IJ4kl5MN6o", // Slack-like
 		"123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", // Telegram bot
 		"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",         // JWT header
 		"3f2b8c9d0e1a4b5c6d7e8f90a1b2c3d4",             // hex
