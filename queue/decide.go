@@ -83,9 +83,9 @@ func budgetEnd(p *retry.Policy, job *Job) time.Time {
 // store and the decision behind it. It is pure: time and randomness come in.
 // p is the job's effective policy.
 func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source) (Transition, retry.Decision) {
-	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now, Panic: res.stack}
+	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now, Panic: panicText(res.stack)}
 	if res.err != nil {
-		e.Error = res.err.Error()
+		e.Error = errorText(res.err)
 	}
 	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
 
@@ -143,9 +143,9 @@ func decideExpired(job *Job, worker string, now time.Time) (Transition, retry.De
 // decideRelease hands a job back at shutdown without using its attempt.
 func decideRelease(job *Job, res result, now time.Time) Transition {
 	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now,
-		Outcome: OutcomeReleased, Action: "release", Panic: res.stack}
+		Outcome: OutcomeReleased, Action: "release", Panic: panicText(res.stack)}
 	if res.err != nil {
-		e.Error = res.err.Error()
+		e.Error = errorText(res.err)
 	}
 	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateAvailable, Attempt: max(job.Attempt-1, 0),
 		AvailableAt: now, Entry: e}
