@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -283,14 +284,12 @@ func runHTTP(ctx context.Context, client *http.Client, a httpArgs) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, a.URL, nil)
 	if err != nil {
-		return retry.Permanent(fmt.Errorf("http: %v", err))
+		return retry.Permanent(fmt.Errorf("http: %s", redact.Text(err.Error())))
 	}
 	safe := retryhttp.RedactURL(req.URL)
 	resp, err := client.Do(req)
 	if err != nil {
-		// The error quotes the URL: show it without its secrets.
-		msg := strings.ReplaceAll(err.Error(), a.URL, safe)
-		return retry.Transient(fmt.Errorf("http %s %s: %s", method, safe, trimURLError(msg)))
+		return retry.Transient(fmt.Errorf("http %s %s: %s", method, safe, causeText(req.URL, err)))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -307,12 +306,19 @@ func runHTTP(ctx context.Context, client *http.Client, a httpArgs) error {
 	return retry.Permanent(err)
 }
 
-// trimURLError drops the `Get "url": ` prefix net/http puts on errors.
-func trimURLError(msg string) string {
-	if i := strings.Index(msg, `": `); i >= 0 && strings.Count(msg[:i], `"`) == 1 {
-		return msg[i+3:]
+// causeText is the message of err without the `Get "url": ` of the
+// *url.Errors around it (net/http's, which quotes the URL whole, and
+// retryhttp's), and with the secrets of u removed: the job's line already
+// names the redacted URL.
+func causeText(u *url.URL, err error) string {
+	for {
+		ue, ok := err.(*url.Error)
+		if !ok {
+			break
+		}
+		err = ue.Err
 	}
-	return msg
+	return redact.ErrorText(err.Error(), u)
 }
 
 type execArgs struct {
