@@ -591,3 +591,25 @@ func Size(n int) string {
 	}
 	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i]
 }
+
+// Host returns the host name (or host:port) h with every DNS label that
+// looks like a credential ([Credential]) replaced by "REDACTED", for
+// services that put a token in a subdomain; other hosts are returned as
+// they are.
+func Host(h string) string {
+	if len(h) < MinCredential {
+		return h
+	}
+	labels := strings.Split(h, ".")
+	changed := false
+	for i, l := range labels {
+		if Credential(l) {
+			labels[i] = Mark
+			changed = true
+		}
+	}
+	if !changed {
+		return h
+	}
+	return strings.Join(labels, ".")
+}

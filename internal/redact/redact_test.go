@@ -198,3 +198,34 @@ func FuzzURL(f *testing.F) {
 		_ = ErrorText(s, u)
 	})
 }
+
+func TestJSON(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"url": "https://example.com/", "method": "GET"}`, `{"url": "https://example.com/", "method": "GET"}`},
+		{`{"url":"http://u:` + canary + `@h/?api_key=` + canary + `","n":1}`, `{"url":"http://REDACTED@h/?api_key=REDACTED","n":1}`},
+		{`{"password":"hunter2","nested":{"token":{"a":[1,2]},"ok":[true,null,"x"]},"pin":1234}`,
+			`{"password":"REDACTED","nested":{"token":"REDACTED","ok":[true,null,"x"]},"pin":1234}`},
+		{`["a","` + canary + `"]`, `["a","REDACTED"]`},
+		{`{"html":"<b>&</b>","secret":1}`, `{"html":"<b>&</b>","secret":"REDACTED"}`},
+		{`{"a":`, `"{\"a\":"`},
+	}
+	for _, tt := range tests {
+		if got := string(JSON([]byte(tt.in))); got != tt.want {
+			t.Errorf("JSON(%s)\n got %s\nwant %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"api.example.com":                  "api.example.com",
+		"orders.svc.cluster.local:8080":    "orders.svc.cluster.local:8080",
+		canary + ".hooks.example.com":      "REDACTED.hooks.example.com",
+		"10.0.0.1":                         "10.0.0.1",
+		"my-long-service-name.example.com": "my-long-service-name.example.com",
+	} {
+		if got := Host(in); got != want {
+			t.Errorf("Host(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
