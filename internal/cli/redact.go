@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+
+	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+)
+
+// maxLine is the most of a decision a worker line prints: 1 KiB, with the
+// cut marked. The history keeps more (queue.MaxErrorText): see heed jobs
+// show.
+const maxLine = 1 << 10
+
+// workerDecision is d as a worker line prints it: its error redacted and
+// the whole cut at maxLine.
+func workerDecision(d retry.Decision) string {
+	if d.Err != nil {
+		d.Err = errors.New(redact.Text(redact.Cut(d.Err.Error(), maxLine)))
+	}
+	return redact.Cut(d.String(), maxLine)
+}
+
+// addRevealFlag adds --reveal, which prints job arguments as stored.
+func addRevealFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("reveal", false, "print job arguments as stored, secrets included (default: values of secret-looking names such as token or password, URL credentials and credential-like words are REDACTED)")
+}
+
+// redactJobs returns jobs with their arguments redacted (redact.JSON),
+// unless reveal; the jobs given are not modified.
+func redactJobs(jobs []*queue.Job, reveal bool) []*queue.Job {
+	if reveal {
+		return jobs
+	}
+	out := make([]*queue.Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = redactJob(j, false)
+	}
+	return out
+}
+
+// redactJob is redactJobs for one job.
+func redactJob(j *queue.Job, reveal bool) *queue.Job {
+	if reveal || j == nil {
+		return j
+	}
+	c := *j
+	c.Args = redact.JSON(j.Args)
+	return &c
+}
