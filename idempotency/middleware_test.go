@@ -537,3 +537,4 @@ func TestValidate(t *testing.T) {
 	}()
 	idempotency.Middleware{}.Wrap(http.NotFoundHandler())
 }
+
