@@ -74,12 +74,24 @@ type headerList []string
 
 func (h *headerList) String() string { return strings.Join(*h, ", ") }
 
+// Set accepts any value; check reports a bad one after parsing, because
+// the flag package would quote the whole value, a token perhaps, in its
+// error.
 func (h *headerList) Set(s string) error {
-	name, _, ok := strings.Cut(s, ":")
-	if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-		return fmt.Errorf("%q is not 'Name: value'", redact.Text(s))
-	}
 	*h = append(*h, s)
+	return nil
+}
+
+// check returns an error for the first header that is not 'Name: value',
+// naming it without its value.
+func (h *headerList) check() error {
+	for _, s := range *h {
+		name, _, ok := strings.Cut(s, ":")
+		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
+			first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+			return flagError("H", "%q... is not 'Name: value'", redact.Text(first))
+		}
+	}
 	return nil
 }
 
@@ -125,6 +137,8 @@ func getMain(ctx context.Context, s streams, args []string) int {
 			safe[i] = redact.URLString(p)
 		}
 		return usageError(s, "get", fmt.Errorf("more than one URL: %s", strings.Join(safe, " ")))
+	case headers.check() != nil:
+		return usageError(s, "get", headers.check())
 	case *connectTimeout < 0:
 		return usageError(s, "get", flagError("connect-timeout", "%v, must not be negative", *connectTimeout))
 	case *maxTime < 0:
