@@ -537,4 +537,3 @@ func TestValidate(t *testing.T) {
 	}()
 	idempotency.Middleware{}.Wrap(http.NotFoundHandler())
 }
-
