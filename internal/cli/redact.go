@@ -18,7 +18,8 @@ const maxLine = 1 << 10
 // the whole cut at maxLine.
 func workerDecision(d retry.Decision) string {
 	if d.Err != nil {
-		d.Err = errors.New(redact.Text(redact.Cut(d.Err.Error(), maxLine)))
+		// Room for the rest of the line ("attempt N: ", the decision).
+		d.Err = errors.New(redact.Text(redact.Cut(d.Err.Error(), maxLine-128)))
 	}
 	return redact.Cut(d.String(), maxLine)
 }
