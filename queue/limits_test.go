@@ -1,8 +1,10 @@
 package queue
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -78,5 +80,15 @@ func TestNames(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("NewJobInsert(%q, queue %q): %q, want %q", tt.kind, tt.queue, got, tt.want)
 		}
+	}
+}
+
+func TestLogObserverCutsErrors(t *testing.T) {
+	var b strings.Builder
+	obs := LogObserver(slog.New(slog.NewTextHandler(&b, nil)))
+	obs(context.Background(), Event{Kind: EventDead, Job: &Job{ID: 1, Kind: "k", Queue: "q"},
+		Err: errors.New("https://u:pw-CANARYx7Qp2Lm9Zr4@h/ " + strings.Repeat("z", 10<<20))})
+	if n := b.Len(); n > MaxErrorText+512 || strings.Contains(b.String(), "CANARY") || !strings.Contains(b.String(), "MB cut]") {
+		t.Errorf("record of %d bytes: %.200s", n, b.String())
 	}
 }

@@ -34,6 +34,10 @@ func KeyHash(key string) string {
 	return hex.EncodeToString(s[:4])
 }
 
+// maxLogError is the most of an attempt's error text a log record holds:
+// 8 KiB, with the cut marked.
+const maxLogError = 8 << 10
+
 // attemptLog is what one slog record says about an attempt.
 type attemptLog struct {
 	op, method, host, url, keyHash string
@@ -71,7 +75,7 @@ func logAttempt(ctx context.Context, l *slog.Logger, a *attemptLog, u *url.URL) 
 		attrs = append(attrs, slog.Int("status", a.status))
 	}
 	if a.err != nil {
-		attrs = append(attrs, slog.String("error_kind", errKind(a.err)), slog.String("error", redact.ErrorText(a.err.Error(), u)))
+		attrs = append(attrs, slog.String("error_kind", errKind(a.err)), slog.String("error", redact.ErrorText(redact.Cut(a.err.Error(), maxLogError), u)))
 	}
 	if a.prog != nil {
 		attrs = append(attrs, slog.String("progress", a.prog.String()))
