@@ -19,9 +19,12 @@ import (
 // json, not jsonb).
 func historyAppend(h, e string) string {
 	marker := `(CASE WHEN ` + h + `->1->>'outcome' = 'cut' THEN 1 ELSE 0 END)`
-	return `(CASE WHEN json_array_length(` + h + `) = 0 THEN '[' || ` + e + ` || ']'
-		WHEN json_array_length(` + h + `) < ` + strconv.Itoa(queue.MaxHistory+1) + ` + ` + marker + `
-			THEN left(rtrim(` + h + `::text), -1) || ',' || ` + e + ` || ']'
+	splice := `(CASE WHEN json_array_length(` + h + `) = 0 THEN '[' || ` + e + ` || ']'
+			ELSE left(rtrim(` + h + `::text), -1) || ',' || ` + e + ` || ']' END)`
+	// The first test is on the text's length, so that a short history
+	// costs no more than it did before the cap.
+	return `(CASE WHEN octet_length(` + h + `::text) < ` + strconv.Itoa(minFullHistory) + ` THEN ` + splice + `
+		WHEN json_array_length(` + h + `) < ` + strconv.Itoa(queue.MaxHistory+1) + ` + ` + marker + ` THEN ` + splice + `
 		ELSE (SELECT '[' || (` + h + `->0)::text || ',` + cutMarkerHead + `'
 				|| (coalesce((` + h + `->1->>'cut')::int, 0) + 1) || '},'
 				|| string_agg(x.v::text, ',' ORDER BY x.i) || ',' || ` + e + ` || ']'
@@ -29,6 +32,11 @@ func historyAppend(h, e string) string {
 			WHERE x.i >= 3 + ` + marker + `)
 	END)::json`
 }
+
+// minFullHistory is a length of history text below which it cannot hold
+// queue.MaxHistory+1 entries: every entry, even the shortest, has more
+// than 80 bytes (attempt, both times, outcome and action).
+const minFullHistory = 80 * (queue.MaxHistory + 1)
 
 // cutMarkerHead is the JSON of a cut marker entry up to its count: the
 // fields of a queue.Attempt with outcome and action "cut" and zero times.
