@@ -119,3 +119,17 @@ func BenchmarkJobsLsHugeError(b *testing.B) {
 		}
 	}
 }
+
+// heed jobs show says where a long history was cut.
+func TestJobsShowCutHistory(t *testing.T) {
+	var b strings.Builder
+	j := &queue.Job{ID: 1, Kind: "k", Queue: "q", Args: []byte(`{}`), State: queue.StateAvailable, History: []queue.Attempt{
+		{Attempt: 1, Outcome: "transient", Action: "retry"},
+		{Outcome: queue.OutcomeCut, Action: "cut", Cut: 57},
+		{Attempt: 59, Outcome: "transient", Action: "retry"},
+	}}
+	writeJob(&b, j, time.Now())
+	if !strings.Contains(b.String(), "... 57 entries cut (the history keeps the first and the last 100)") {
+		t.Errorf("no cut line:\n%s", b.String())
+	}
+}

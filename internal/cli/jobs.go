@@ -450,6 +450,10 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tTOOK\tOUTCOME\tDECISION\tDELAY\tWORKER\tERROR")
 	for _, a := range j.History {
+		if a.Outcome == queue.OutcomeCut {
+			fmt.Fprintf(tw, "  ...\t\t\t%s\t\t\t\t%s\n", a.Outcome, a.String())
+			continue
+		}
 		dec := a.Action
 		if a.Reason != "" && a.Reason != "success" {
 			dec += " (" + a.Reason + ")"

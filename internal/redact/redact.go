@@ -548,33 +548,27 @@ func keywordValue(s string) string {
 	return b.String()
 }
 
-// Cut returns s if it is at most max bytes long, or else its first bytes
-// (on a rune boundary) followed by a mark that says how much was cut, such
-// as " ... [9.9 MB cut]", the whole at most max bytes long. A max below
-// 64 is taken as 64.
-func Cut(s string, max int) string {
-	max = maxOf(max, 64)
-	if len(s) <= max {
+// Cut returns s if it is at most limit bytes long, or else its first
+// bytes (on a rune boundary) followed by a mark that says about how much
+// was cut, such as " ... [9.9 MB cut]", the whole at most limit bytes
+// long. A limit below 64 is taken as 64.
+func Cut(s string, limit int) string {
+	limit = max(limit, 64)
+	if len(s) <= limit {
 		return s
 	}
-	mark := " ... [" + Size(len(s)-max) + " cut]"
-	keep := max - len(mark)
-	// The mark was computed for max bytes kept; it may be one digit
-	// shorter than the real cut, never longer than 24 bytes.
-	mark = " ... [" + Size(len(s)-keep) + " cut]"
-	keep = max - len(mark)
+	// The size in the mark depends on the mark's own length: size it
+	// for the mark of a cut of len(s)-limit, then once more.
+	keep := limit - len(cutMark(len(s)-limit))
+	mark := cutMark(len(s) - keep)
+	keep = limit - len(mark)
 	for keep > 0 && !utf8.RuneStart(s[keep]) {
 		keep--
 	}
 	return s[:keep] + mark
 }
 
-func maxOf(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
-}
+func cutMark(n int) string { return " ... [" + Size(n) + " cut]" }
 
 // Size formats a byte count for people: "512 B", "8.0 KB", "9.9 MB",
 // "1.2 GB" (powers of 1000, one decimal).
