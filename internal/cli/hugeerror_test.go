@@ -133,3 +133,15 @@ func TestJobsShowCutHistory(t *testing.T) {
 		t.Errorf("no cut line:\n%s", b.String())
 	}
 }
+
+// Rows written before the caps are printed cut as the queue cuts today.
+func TestRedactJobCutsLegacyHistory(t *testing.T) {
+	j := &queue.Job{ID: 1, Args: []byte(`{"token":"x"}`), History: []queue.Attempt{{Attempt: 1, Error: "ok"}, {Attempt: 2, Error: strings.Repeat("e", 10<<20)}}}
+	c := redactJob(j, true)
+	if len(c.History[1].Error) > queue.MaxErrorText || len(j.History[1].Error) != 10<<20 || c.History[0].Error != "ok" || string(c.Args) != `{"token":"x"}` {
+		t.Errorf("redactJob(reveal): %d bytes of error, args %s", len(c.History[1].Error), c.Args)
+	}
+	if c := redactJob(j, false); string(c.Args) != `{"token":"REDACTED"}` {
+		t.Errorf("redactJob: args %s", c.Args)
+	}
+}

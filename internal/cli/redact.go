@@ -29,25 +29,37 @@ func addRevealFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("reveal", false, "print job arguments as stored, secrets included (default: values of secret-looking names such as token or password, URL credentials and credential-like words are REDACTED)")
 }
 
-// redactJobs returns jobs with their arguments redacted (redact.JSON),
-// unless reveal; the jobs given are not modified.
+// redactJobs returns jobs as commands print them (see redactJob); the
+// jobs given are not modified.
 func redactJobs(jobs []*queue.Job, reveal bool) []*queue.Job {
-	if reveal {
-		return jobs
-	}
 	out := make([]*queue.Job, len(jobs))
 	for i, j := range jobs {
-		out[i] = redactJob(j, false)
+		out[i] = redactJob(j, reveal)
 	}
 	return out
 }
 
-// redactJob is redactJobs for one job.
+// redactJob returns j as commands print it: its arguments redacted
+// (redact.JSON) unless reveal, and history texts longer than the queue
+// keeps today (rows written before the caps) cut as it would cut them.
+// j is not modified.
 func redactJob(j *queue.Job, reveal bool) *queue.Job {
-	if reveal || j == nil {
-		return j
+	if j == nil {
+		return nil
 	}
 	c := *j
-	c.Args = redact.JSON(j.Args)
+	if !reveal {
+		c.Args = redact.JSON(j.Args)
+	}
+	copied := false
+	for i, a := range j.History {
+		if len(a.Error) > queue.MaxErrorText || len(a.Panic) > queue.MaxPanicText {
+			if !copied {
+				c.History, copied = append([]queue.Attempt(nil), j.History...), true
+			}
+			c.History[i].Error = redact.Cut(a.Error, queue.MaxErrorText)
+			c.History[i].Panic = redact.Cut(a.Panic, queue.MaxPanicText)
+		}
+	}
 	return &c
 }
