@@ -9,5 +9,5 @@
 // without its propagation headers, failsafe-go's failsafehttp), each an
 // *http.Client over the same in-memory transport, with zero delays:
 //
-//	cd internal/compare && go test -run x -bench HTTP -benchmem -count 6
+//	cd internal/compare && go test -run x -bench HTTP -benchmem -count 10
 package compare
