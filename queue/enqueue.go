@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -67,7 +68,7 @@ func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now ti
 		return JobInsert{}, err
 	}
 	if !json.Valid(args) {
-		return JobInsert{}, &InputError{"args", fmt.Sprintf("is not valid JSON: %.40q", args)}
+		return JobInsert{}, &InputError{"args", fmt.Sprintf("is not valid JSON: %.40q", redact.Text(string(args)))}
 	}
 	q := opts.Queue
 	if q == "" {

@@ -92,3 +92,10 @@ func TestLogObserverCutsErrors(t *testing.T) {
 		t.Errorf("record of %d bytes: %.200s", n, b.String())
 	}
 }
+
+func TestInvalidArgsErrorIsRedacted(t *testing.T) {
+	_, err := NewJobInsert("k", json.RawMessage(`{"u":"http://u:CANARYx7Qp2Lm9Zr@h/"`), EnqueueOptions{}, t0)
+	if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "CANARY") || !strings.Contains(err.Error(), "is not valid JSON") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/heed-go/heed/internal/redact"
 )
 
 // Validate reports the first invalid field of in, naming it, or nil.
@@ -24,7 +26,7 @@ func (in *JobInsert) Validate() error {
 	}
 	switch {
 	case len(in.Args) == 0 || !json.Valid(in.Args):
-		return &InputError{"JobInsert.Args", fmt.Sprintf("is not valid JSON: %.40q", in.Args)}
+		return &InputError{"JobInsert.Args", fmt.Sprintf("is not valid JSON: %.40q", redact.Text(string(in.Args)))}
 	case in.MaxAttempts < -1:
 		return &InputError{"JobInsert.MaxAttempts", fmt.Sprintf("is %d, must be at least -1", in.MaxAttempts)}
 	case in.AvailableAt.IsZero():
