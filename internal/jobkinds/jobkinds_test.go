@@ -4,16 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
-	"github.com/heed-go/heed/retryhttp"
 )
 
 func TestValidate(t *testing.T) {
@@ -89,7 +90,7 @@ func TestHTTP(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	defer srv.Close()
-	client := &http.Client{}
+	client := newHTTPClient(nil)
 	run := func() error {
 		return runHTTP(context.Background(), client, httpArgs{URL: srv.URL + "/x?token=secret"})
 	}
@@ -111,6 +112,43 @@ func TestHTTP(t *testing.T) {
 	}
 	if err := runHTTP(context.Background(), client, httpArgs{URL: "http://127.0.0.1:1/"}); err == nil || retry.IsPermanent(err) {
 		t.Errorf("refused: %v, want transient", err)
+	}
+	status, retryAfter = 503, ""
+	if err := runHTTP(context.Background(), client, httpArgs{URL: srv.URL, Method: "POST"}); !retry.IsPermanent(err) {
+		t.Errorf("POST answered 503: %v, want permanent: retryhttp does not repeat an unkeyed POST", err)
+	}
+}
+
+// The http kind passes retryhttp's classification on: what retryhttp
+// would not repeat, the queue does not repeat either.
+func TestHTTPClassificationIsRetryhttps(t *testing.T) {
+	var posts atomic.Int64
+	reset := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		io.Copy(io.Discard, r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // the request was read: it may have been processed
+		}
+	}))
+	defer reset.Close()
+	client := newHTTPClient(nil)
+	err := runHTTP(context.Background(), client, httpArgs{URL: reset.URL, Method: "POST"})
+	if !retry.IsPermanent(err) || posts.Load() != 1 {
+		t.Errorf("POST reset after sending: %v after %d requests, want permanent after 1", err, posts.Load())
+	}
+	if err := runHTTP(context.Background(), client, httpArgs{URL: reset.URL, Method: "GET"}); err == nil || retry.IsPermanent(err) {
+		t.Errorf("GET reset after sending: %v, want transient", err)
+	}
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer tlsSrv.Close()
+	if err := runHTTP(context.Background(), client, httpArgs{URL: tlsSrv.URL}); !retry.IsPermanent(err) {
+		t.Errorf("untrusted certificate: %v, want permanent", err)
+	}
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer slow.Close()
+	if err := runHTTP(context.Background(), client, httpArgs{URL: slow.URL, TimeoutMS: 20}); err == nil || retry.IsPermanent(err) {
+		t.Errorf("timeout_ms ran out: %v, want transient", err)
 	}
 }
 
@@ -148,18 +186,17 @@ func (quotingBase) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestHTTPErrorsAreRedacted(t *testing.T) {
 	const canary = "CANARYx7Qp2Lm9Zr4Tv8Wb3N"
 	u := `http://u:` + canary + `@127.0.0.1:1/hooks/T0/B0/` + canary + `?access_token=` + canary + `&q="x"#jwt=` + canary
-	for name, rt := range map[string]http.RoundTripper{
-		"default transport": nil,
-		"retryhttp":         &retryhttp.Transport{Policy: retry.Policy{Attempts: 1}, NoBudget: true},
-		"quoting base":      &retryhttp.Transport{Base: quotingBase{}, Policy: retry.Policy{Attempts: 1}, NoBudget: true},
+	for name, base := range map[string]http.RoundTripper{
+		"default base": nil,
+		"quoting base": quotingBase{},
 	} {
-		err := runHTTP(context.Background(), &http.Client{Transport: rt}, httpArgs{URL: u})
+		err := runHTTP(context.Background(), newHTTPClient(base), httpArgs{URL: u})
 		if err == nil || strings.Contains(err.Error(), canary) || !strings.HasPrefix(err.Error(), "http GET http://REDACTED@127.0.0.1:1/hooks/T0/B0/REDACTED?") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	// A URL that does not parse is quoted by net/url's error.
-	err := runHTTP(context.Background(), &http.Client{}, httpArgs{URL: "http://u:" + canary + "@[::1" + canary + "/"})
+	err := runHTTP(context.Background(), newHTTPClient(nil), httpArgs{URL: "http://u:" + canary + "@[::1" + canary + "/"})
 	if err == nil || strings.Contains(err.Error(), canary) {
 		t.Errorf("unparseable URL: %v", err)
 	}
