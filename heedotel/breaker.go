@@ -6,6 +6,7 @@ import (
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/redact"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -48,7 +49,7 @@ func (m *Metrics) BreakerObserver(name string) func(from, to breaker.State, at t
 // program calls, so the attribute stays bounded.
 func (m *Metrics) HostBreakerObserver() func(host string, from, to breaker.State, at time.Time) {
 	return func(host string, from, to breaker.State, _ time.Time) {
-		o := newOpts(KeyBreaker.String(host), KeyBreakerFrom.String(stateName(stateIndex(from))),
+		o := newOpts(KeyBreaker.String(redact.Host(host)), KeyBreakerFrom.String(stateName(stateIndex(from))),
 			KeyBreakerState.String(stateName(stateIndex(to))))
 		m.breakerTransitions.Add(context.Background(), 1, o.add...)
 	}

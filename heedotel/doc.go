@@ -78,8 +78,9 @@
 // Every attribute value comes from a small fixed set (outcomes, reasons,
 // states, status classes, known HTTP methods) or from a name the program
 // chooses (operation, breaker, budget, queue, job kind). Destinations are
-// host and port only, never URLs, paths or query strings, and at most
-// [MaxHosts] of them are told apart.
+// host and port only, never URLs, paths or query strings (a host label
+// that looks like a token is recorded as REDACTED), and at most [MaxHosts]
+// of them are told apart.
 //
 // # Cost
 //

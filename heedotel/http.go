@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -37,7 +38,8 @@ const (
 // breaker refusals and whole calls as the heed.http.client.* instruments;
 // all with http.request.method, server.address and server.port, and with
 // the status class (heed.http.status_class) where a response came back.
-// URLs, paths and query strings are never recorded.
+// URLs, paths and query strings are never recorded, and a host name label
+// that looks like a credential is recorded as REDACTED.
 //
 // Transport sets t.Policy.Observe, calling any observer already there
 // first, so call it once, before t is used, and send requests only through
@@ -295,7 +297,7 @@ func (t *hostTable) get(method string, u *url.URL) *hostSets {
 		}
 	}
 	p, _ := strconv.Atoi(port)
-	hs := newHostSets(keyMethod.String(method), keyAddress.String(u.Hostname()), keyPort.Int(p))
+	hs := newHostSets(keyMethod.String(method), keyAddress.String(redact.Host(u.Hostname())), keyPort.Int(p))
 	t.m.Store(k, hs)
 	t.n++
 	return hs

@@ -299,3 +299,37 @@ func TestTransportBodyTooLarge(t *testing.T) {
 	c.wantSum("heed.http.client.attempts", 1, with(dst, statusClass("error"), outcome("ok"))...)
 	c.wantCount("heed.http.client.call.duration", 1, with(dst, statusClass("error"), reason("error"))...)
 }
+
+// hostBase answers every request 200 in memory, whatever its host.
+type hostBase struct{}
+
+func (hostBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+}
+
+// A token in a host name (as some webhook services put one) is recorded
+// as REDACTED, in server.address and in the breaker's name.
+func TestTransportRedactsTokenHosts(t *testing.T) {
+	const tok = "CANARYx7Qp2Lm9Zr4Tv8Wb3N"
+	m, r := newMetrics(t)
+	tr := &retryhttp.Transport{Base: hostBase{}, Policy: retry.Policy{Backoff: constant1ms}}
+	client := &http.Client{Transport: m.Transport(tr)}
+	resp, err := get(t, context.Background(), client, "http://"+tok+".hooks.example:8080/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	m.HostBreakerObserver()(tok+".hooks.example:8080", breaker.Closed, breaker.Open, time.Now())
+	c := collect(t, r)
+	found := false
+	for _, kv := range c.allAttrs() {
+		v := kv.Value.Emit()
+		if strings.Contains(v, tok) {
+			t.Errorf("attribute %s=%q has the token", kv.Key, v)
+		}
+		found = found || v == "REDACTED.hooks.example"
+	}
+	if !found {
+		t.Error("no server.address REDACTED.hooks.example")
+	}
+}

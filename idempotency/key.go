@@ -164,3 +164,23 @@ func KeyHash(headerValue string) string {
 	s := sha256.Sum256([]byte(headerValue))
 	return hex.EncodeToString(s[:4])
 }
+
+// StoredKey returns what a store keeps in place of the client's key: the
+// SHA-256 of scope, a NUL byte and key, in 64 lower-case hex digits. A key
+// is a bearer of the right to have its response replayed, so a store keeps
+// only this digest, next to the scope in clear (scopes name principals and
+// routes, not secrets): a copy of the table, a backup or a query log hands
+// out no key. Keys come from clients and are random enough that an
+// unkeyed hash is as good as an HMAC here, and needs no secret to manage.
+//
+// sqlitestore and pgstore use it for every statement, and their migrations
+// (sqlitestore 0004, pgstore 004) rewrote keys stored raw by older
+// versions the same way. A Store of your own should use it too.
+func StoredKey(scope, key string) string {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
+}

@@ -16,10 +16,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/internal/redact"
 )
 
 // Defaults for the zero fields of a [Middleware].
@@ -131,7 +135,9 @@ type Middleware struct {
 
 	// Route returns the route part of the scope (default: r.Pattern, the
 	// http.ServeMux pattern that matched, such as "POST /payments"; if
-	// empty, the escaped URL path).
+	// empty, the escaped URL path, with segments that look like
+	// credentials replaced by a hash of them). Scopes are stored in
+	// clear: a Route of your own must not return secrets.
 	Route func(r *http.Request) string
 
 	// FingerprintHeaders names request headers that belong in the
@@ -478,7 +484,35 @@ func (h *handler) route(r *http.Request) string {
 	if r.Pattern != "" {
 		return r.Pattern
 	}
-	return r.URL.EscapedPath()
+	return pathRoute(r.URL.EscapedPath())
+}
+
+// pathRoute is the route of a request that matched no pattern: its escaped
+// path, with every segment that looks like a credential (a webhook token,
+// say: see retryhttp.RedactURL for the rule) replaced by "sha256:" and the
+// first 32 hex digits of its SHA-256, so that the scope, which stores keep
+// in clear, holds no secret and still tells such paths apart.
+func pathRoute(p string) string {
+	if len(p) < redact.MinCredential {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	changed := false
+	for i, seg := range segs {
+		un, err := url.PathUnescape(seg)
+		if err != nil {
+			un = seg
+		}
+		if redact.Credential(un) {
+			sum := sha256.Sum256([]byte(un))
+			segs[i] = "sha256:" + hex.EncodeToString(sum[:16])
+			changed = true
+		}
+	}
+	if !changed {
+		return p
+	}
+	return strings.Join(segs, "/")
 }
 
 // scope is the quoted principal, the method and the route; hashed when it

@@ -90,14 +90,13 @@ func (b *batcher) applyOne(r *transitionReq) {
 
 // batchSQL applies one transition per element of the arrays; each job is
 // guarded by its own lease token, as in transitionSQL.
-const batchSQL = `UPDATE heed_jobs j SET
+var batchSQL = `UPDATE heed_jobs j SET
 	state = t.state,
 	attempt = t.attempt,
 	available_at = coalesce(t.available_at, j.available_at),
 	finished_at = t.finished_at,
 	dead_reason = t.dead_reason,
-	history = (CASE WHEN json_array_length(j.history) = 0 THEN '[' || t.entry || ']'
-		ELSE left(rtrim(j.history::text), -1) || ',' || t.entry || ']' END)::json,
+	history = ` + historyAppend("j.history", "t.entry") + `,
 	lease_token = NULL,
 	lease_until = NULL
 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[])

@@ -12,7 +12,9 @@ import (
 )
 
 // The Store is also an idempotency.Store: keys and stored responses live in
-// the table heed_idempotency_keys (migration 002), beside the jobs.
+// the table heed_idempotency_keys (migration 002), beside the jobs. The key
+// column holds idempotency.StoredKey(scope, key), never the key itself
+// (migration 004 rewrote older rows).
 //
 // A claim is an INSERT ... ON CONFLICT DO NOTHING: the primary key (scope,
 // key) makes it atomic across connections and machines, and when the key
@@ -45,7 +47,7 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 		return nil, false, err
 	}
 	now, lease, exp := c.Now.UTC().Truncate(time.Microsecond), c.LeaseUntil.UTC().Truncate(time.Microsecond), c.ExpiresAt.UTC().Truncate(time.Microsecond)
-	args := []any{c.Scope, c.Key, c.Fingerprint, c.Token, now, lease, exp}
+	args := []any{c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Fingerprint, c.Token, now, lease, exp}
 	won := func(sql string) (bool, error) {
 		var token string
 		err := s.pool.QueryRow(ctx, sql, args...).Scan(&token)
@@ -69,7 +71,7 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 			return mine, true, nil
 		}
 		// The key exists: read it.
-		rec, err := scanKey(s.pool.QueryRow(ctx, keyGetSQL, c.Scope, c.Key))
+		rec, err := scanKey(s.pool.QueryRow(ctx, keyGetSQL, c.Scope, idempotency.StoredKey(c.Scope, c.Key)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // released or reaped in between: claim again
 		}
@@ -148,7 +150,7 @@ func (s *Store) KeyComplete(ctx context.Context, c idempotency.Completion) error
 	tag, err := s.pool.Exec(ctx, `UPDATE heed_idempotency_keys
 		SET state = 'completed', token = NULL, status = $1, headers = $2, body = $3, expires_at = $4
 		WHERE scope = $5 AND key = $6 AND token = $7 AND state = 'running'`,
-		c.Response.Status, headers, body, c.ExpiresAt.UTC().Truncate(time.Microsecond), c.Scope, c.Key, c.Token)
+		c.Response.Status, headers, body, c.ExpiresAt.UTC().Truncate(time.Microsecond), c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Token)
 	if err != nil {
 		return pgErr("key complete", err)
 	}
@@ -166,7 +168,7 @@ func (s *Store) KeyExtend(ctx context.Context, scope, key, token string, leaseUn
 	tag, err := s.pool.Exec(ctx, `UPDATE heed_idempotency_keys
 		SET lease_until = $1, expires_at = GREATEST(expires_at, $1)
 		WHERE scope = $2 AND key = $3 AND token = $4 AND state = 'running'`,
-		leaseUntil.UTC().Truncate(time.Microsecond), scope, key, token)
+		leaseUntil.UTC().Truncate(time.Microsecond), scope, idempotency.StoredKey(scope, key), token)
 	if err != nil {
 		return pgErr("key extend", err)
 	}
@@ -182,7 +184,7 @@ func (s *Store) KeyRelease(ctx context.Context, scope, key, token string) error 
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM heed_idempotency_keys
-		WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'`, scope, key, token)
+		WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'`, scope, idempotency.StoredKey(scope, key), token)
 	if err != nil {
 		return pgErr("key release", err)
 	}

@@ -178,9 +178,7 @@ func truncUTC(t time.Time) time.Time {
 // parameter $n appended. history is a json array written by this package;
 // the splice keeps every existing entry byte for byte.
 func appendHistory(n int) string {
-	p := "$" + strconv.Itoa(n) + "::text"
-	return `(CASE WHEN json_array_length(history) = 0 THEN '[' || ` + p + ` || ']'
-		ELSE left(rtrim(history::text), -1) || ',' || ` + p + ` || ']' END)::json`
+	return historyAppend("history", "$"+strconv.Itoa(n)+"::text")
 }
 
 // insertSQL inserts a job unless its unique key is held by an available or

@@ -97,9 +97,9 @@ func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source)
 
 // settle is decide for the call c that admitted job's attempt.
 func settle(c *retry.Call, job *Job, res result, now time.Time) (Transition, retry.Decision) {
-	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now, Panic: res.stack}
+	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now, Panic: panicText(res.stack)}
 	if res.err != nil {
-		e.Error = res.err.Error()
+		e.Error = errorText(res.err)
 	}
 	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
 
@@ -153,7 +153,7 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time) Transitio
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now,
 		Action: d.Action.String(), Reason: d.Reason.Key()}
 	if d.Err != nil {
-		e.Error = d.Err.Error()
+		e.Error = errorText(d.Err)
 	}
 	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
 	if d.Action == retry.Defer {
@@ -170,9 +170,9 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time) Transitio
 // decideRelease hands a job back at shutdown without using its attempt.
 func decideRelease(job *Job, res result, now time.Time) Transition {
 	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now,
-		Outcome: OutcomeReleased, Action: "release", Panic: res.stack}
+		Outcome: OutcomeReleased, Action: "release", Panic: panicText(res.stack)}
 	if res.err != nil {
-		e.Error = res.err.Error()
+		e.Error = errorText(res.err)
 	}
 	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateAvailable, Attempt: max(job.Attempt-1, 0),
 		AvailableAt: now, Entry: e}

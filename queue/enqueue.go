@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -52,27 +53,32 @@ type EnqueueOptions struct {
 // offer a transactional enqueue (pgstore's EnqueueTx) use it so that their
 // jobs are validated exactly as the Client's are.
 //
-// args must be valid JSON (an empty args is taken as {}). Errors match
-// ErrInvalid and name the bad field.
+// args must be valid JSON (an empty args is taken as {}) of at most
+// [MaxArgs] bytes; kind and queue names at most [MaxName] bytes of UTF-8
+// without control characters. Errors match ErrInvalid and name the bad
+// field.
 func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now time.Time) (JobInsert, error) {
-	if kind == "" {
-		return JobInsert{}, &InputError{"kind", "is empty"}
-	}
-	if len(kind) > 255 {
-		return JobInsert{}, &InputError{"kind", fmt.Sprintf("is %d bytes long, at most 255", len(kind))}
+	if err := validName("kind", kind, MaxName); err != nil {
+		return JobInsert{}, err
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	if err := validArgs("args", len(args)); err != nil {
+		return JobInsert{}, err
+	}
 	if !json.Valid(args) {
-		return JobInsert{}, &InputError{"args", fmt.Sprintf("is not valid JSON: %.40q", args)}
+		return JobInsert{}, &InputError{"args", fmt.Sprintf("is not valid JSON: %.40q", redact.Text(string(args)))}
 	}
 	q := opts.Queue
 	if q == "" {
 		q = DefaultQueue
 	}
-	if len(q) > 255 {
-		return JobInsert{}, &InputError{"EnqueueOptions.Queue", fmt.Sprintf("is %d bytes long, at most 255", len(q))}
+	if err := validName("EnqueueOptions.Queue", q, MaxName); err != nil {
+		return JobInsert{}, err
+	}
+	if err := validOptionalName("EnqueueOptions.UniqueKey", opts.UniqueKey, MaxUniqueKey); err != nil {
+		return JobInsert{}, err
 	}
 	if opts.In < 0 {
 		return JobInsert{}, &InputError{"EnqueueOptions.In", fmt.Sprintf("is %v, must not be negative", opts.In)}

@@ -59,7 +59,8 @@ type Event struct {
 // LogObserver returns an observer that writes one record per event to l:
 // retries and releases at Info, dead jobs and lost leases at Warn, the rest
 // at Debug, with the attributes job_id, kind, queue, attempt, event and,
-// when they apply, decision, reason, delay, duration and error.
+// when they apply, decision, reason, delay, duration and error (redacted
+// and cut at MaxErrorText, as a history entry keeps it).
 func LogObserver(l *slog.Logger) func(context.Context, Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelDebug
@@ -90,7 +91,7 @@ func LogObserver(l *slog.Logger) func(context.Context, Event) {
 			attrs = append(attrs, slog.Duration("delay", e.Decision.Delay), slog.Duration("duration", e.Duration))
 		}
 		if e.Err != nil {
-			attrs = append(attrs, slog.String("error", e.Err.Error()))
+			attrs = append(attrs, slog.String("error", errorText(e.Err)))
 		}
 		l.LogAttrs(ctx, level, "job "+e.Kind.String(), attrs...)
 	}

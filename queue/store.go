@@ -63,12 +63,18 @@ const (
 	OutcomeRequeued = "requeued" // an operator requeued the dead job (not an attempt)
 	OutcomeExpired  = "expired"  // the time budget ended before the attempt started
 	OutcomeDeferred = "deferred" // the breaker or the retry budget refused the attempt; it was given back
+	// OutcomeCut marks where a store dropped old entries of a long
+	// history (see [MaxHistory]); Attempt.Cut says how many.
+	OutcomeCut = "cut"
 )
 
 // Attempt is one entry of a job's history: an attempt and the decision
 // taken after it, or an operator's requeue (Outcome "requeued", Attempt 0).
 // Entries are appended, never rewritten; stores keep them exactly (every
-// string byte for byte, times to the microsecond).
+// string byte for byte, times to the microsecond). A store keeps the first
+// entry and the last [MaxHistory]: past that, each new entry drops the
+// oldest but the first, and one entry with Outcome [OutcomeCut] after the
+// first counts the entries dropped.
 type Attempt struct {
 	// Attempt is the attempt number (from 1), or 0 for a requeue entry.
 	Attempt int `json:"attempt"`
@@ -81,9 +87,11 @@ type Attempt struct {
 	// Outcome is the class of the result: a [retry.Outcome] name or one of
 	// the Outcome constants of this package.
 	Outcome string `json:"outcome"`
-	// Error is the error's text, when the attempt failed.
+	// Error is the error's text, when the attempt failed: redacted (URL
+	// secrets, credential-like words) and cut at [MaxErrorText].
 	Error string `json:"error,omitempty"`
-	// Panic is the stack of the panic, when the handler panicked.
+	// Panic is the stack of the panic, when the handler panicked, cut at
+	// [MaxPanicText].
 	Panic string `json:"panic,omitempty"`
 	// Action is what was decided: "done", "retry", "give up", "defer",
 	// "snooze", "release" or "requeue".
@@ -93,14 +101,20 @@ type Attempt struct {
 	Reason string `json:"reason,omitempty"`
 	// Delay is the wait before the next attempt (retry, snooze).
 	Delay time.Duration `json:"delay,omitempty"`
+	// Cut is, on an entry with Outcome [OutcomeCut], how many entries
+	// were dropped in its place.
+	Cut int `json:"cut,omitempty"`
 }
 
 // String describes the entry in one line, such as
 // "attempt 2: transient: connection reset; retry in 4s" or
 // "attempt 3: permanent: no such user; give up (permanent)".
 func (a Attempt) String() string {
-	if a.Outcome == OutcomeRequeued {
+	switch a.Outcome {
+	case OutcomeRequeued:
 		return "requeued by " + a.Worker
+	case OutcomeCut:
+		return fmt.Sprintf("... %d entries cut (the history keeps the first and the last %d)", a.Cut, MaxHistory)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "attempt %d: %s", a.Attempt, a.Outcome)

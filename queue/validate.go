@@ -4,19 +4,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/heed-go/heed/internal/redact"
 )
 
 // Validate reports the first invalid field of in, naming it, or nil.
 // Stores call it before writing, so that a JobInsert built by hand cannot
 // corrupt the table. Errors match ErrInvalid.
 func (in *JobInsert) Validate() error {
+	if err := validName("JobInsert.Kind", in.Kind, MaxName); err != nil {
+		return err
+	}
+	if err := validName("JobInsert.Queue", in.Queue, MaxName); err != nil {
+		return err
+	}
+	if err := validOptionalName("JobInsert.UniqueKey", in.UniqueKey, MaxUniqueKey); err != nil {
+		return err
+	}
+	if err := validArgs("JobInsert.Args", len(in.Args)); err != nil {
+		return err
+	}
 	switch {
-	case in.Kind == "":
-		return &InputError{"JobInsert.Kind", "is empty"}
-	case in.Queue == "":
-		return &InputError{"JobInsert.Queue", "is empty"}
 	case len(in.Args) == 0 || !json.Valid(in.Args):
-		return &InputError{"JobInsert.Args", fmt.Sprintf("is not valid JSON: %.40q", in.Args)}
+		return &InputError{"JobInsert.Args", fmt.Sprintf("is not valid JSON: %.40q", redact.Text(string(in.Args)))}
 	case in.MaxAttempts < -1:
 		return &InputError{"JobInsert.MaxAttempts", fmt.Sprintf("is %d, must be at least -1", in.MaxAttempts)}
 	case in.AvailableAt.IsZero():
@@ -60,9 +70,13 @@ func (t *Transition) Validate() error {
 // Validate reports the first invalid field of p, or nil. Errors match
 // ErrInvalid.
 func (p *ClaimParams) Validate() error {
+	if err := validName("ClaimParams.Queue", p.Queue, MaxName); err != nil {
+		return err
+	}
+	if err := validOptionalName("ClaimParams.Worker", p.Worker, MaxName); err != nil {
+		return err
+	}
 	switch {
-	case p.Queue == "":
-		return &InputError{"ClaimParams.Queue", "is empty"}
 	case p.Limit < 1:
 		return &InputError{"ClaimParams.Limit", fmt.Sprintf("is %d, must be at least 1", p.Limit)}
 	case p.Now.IsZero():
@@ -90,6 +104,12 @@ func (p *RescueParams) Validate() error {
 // Validate reports the first invalid field of f, or nil. Errors match
 // ErrInvalid.
 func (f *JobFilter) Validate() error {
+	if err := validOptionalName("JobFilter.Kind", f.Kind, MaxName); err != nil {
+		return err
+	}
+	if err := validOptionalName("JobFilter.Queue", f.Queue, MaxName); err != nil {
+		return err
+	}
 	switch {
 	case f.State != "" && !f.State.Valid():
 		return &InputError{"JobFilter.State", fmt.Sprintf("is %q, not a state", f.State)}

@@ -75,7 +75,10 @@ func (f *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 //   - retryhttp: retryhttp.Transport with its defaults: default policy,
 //     per-host retry budget on (so one clock read and one budget count per
 //     request), Retry-Attempt sent, no deadline. Same allocations as floor.
-//   - retryhttp-deadline: the same with a deadline on the request's context
+//   - retryhttp-nopropagate: retryhttp with Propagate off: nothing is
+//     added to the request, so the base gets the caller's request itself
+//     and the transport adds no allocation to base's.
+//   - retryhttp-deadline: retryhttp with a deadline on the request's context
 //     (and no Accept header), which adds Timeout-Remaining: its value and
 //     the []string holding it, 2 more allocations. No attempt context is
 //     made, since the caller's deadline is the attempt's.
@@ -93,6 +96,9 @@ func BenchmarkSuccess(b *testing.B) {
 	})
 	b.Run("retryhttp", func(b *testing.B) {
 		benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{}})
+	})
+	b.Run("retryhttp-nopropagate", func(b *testing.B) {
+		benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{}, Propagate: func(*http.Request) bool { return false }})
 	})
 	b.Run("retryhttp-deadline", func(b *testing.B) {
 		tr := &retryhttp.Transport{Base: &memBase{}}

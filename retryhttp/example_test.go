@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -164,4 +165,39 @@ func ExampleParseRetryAfter() {
 	// "-1": 0s false
 	// "1.5": 0s false
 	// "soon": 0s false
+}
+
+// The propagation headers go only to your own services, not to a
+// third-party API.
+func ExamplePropagateTo() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "Retry-Attempt %q", r.Header.Get("Retry-Attempt"))
+	}))
+	defer srv.Close()
+
+	tr := &retryhttp.Transport{Propagate: retryhttp.PropagateTo(".svc.cluster.local")}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL) // 127.0.0.1: not ours
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Println(string(b))
+	// Output: Retry-Attempt ""
+}
+
+// http.Client.Do quotes the request's URL, tokens included, in its errors:
+// RedactError makes them safe to log.
+func ExampleRedactError() {
+	tr := &retryhttp.Transport{Policy: retry.Policy{Attempts: 1}, NoBudget: true}
+	client := &http.Client{Transport: tr}
+	_, err := client.Get("http://127.0.0.1:1/hooks?token=s3cr3t-t0ken")
+	fmt.Println(strings.Contains(err.Error(), "s3cr3t"))
+	safe := retryhttp.RedactError(err).Error()
+	fmt.Println(strings.Contains(safe, "s3cr3t"), strings.HasPrefix(safe, `Get "http://127.0.0.1:1/hooks?token=REDACTED": `))
+	// Output:
+	// true
+	// false true
 }

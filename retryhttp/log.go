@@ -6,56 +6,23 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/url"
-	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
 
-// secretWords are the parts of query parameter names whose values are
-// redacted in logs.
-var secretWords = []string{"token", "key", "secret", "sig", "password", "passwd", "pwd", "auth", "credential", "session", "code"}
-
-// RedactURL returns u as a string fit for logs: without user info, and with
-// the values of query parameters whose names look like tokens, keys,
-// secrets, signatures, passwords or credentials replaced by "REDACTED".
-func RedactURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	c := *u
-	c.User = nil
-	if c.RawQuery != "" {
-		q, err := url.ParseQuery(c.RawQuery)
-		if err != nil {
-			c.RawQuery = "REDACTED"
-		} else {
-			changed := false
-			for name, vs := range q {
-				if secretName(name) {
-					for i := range vs {
-						vs[i] = "REDACTED"
-					}
-					changed = true
-				}
-			}
-			if changed {
-				c.RawQuery = q.Encode()
-			}
-		}
-	}
-	return c.String()
-}
-
-func secretName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
+// RedactURL returns u as a string fit for logs and errors: user
+// information, the values of query parameters and fragment pairs whose
+// names look secret (token, access_token, api_key, key, secret, password,
+// pass, pwd, jwt, bearer, auth, authorization, signature, sig, session,
+// code and any name ending in one of them, such as X-Amz-Signature), and
+// path segments or values that look like credentials (16 bytes or more of
+// a token alphabet, changing between digits, lower- and upper-case letters
+// at least once every four bytes, as webhook tokens do; long hex IDs are
+// hidden too) are replaced by "REDACTED". The rules are heed's one set,
+// shared by its logs, job histories, command and metrics.
+func RedactURL(u *url.URL) string { return redact.URL(u) }
 
 // KeyHash returns the short hash under which an idempotency key appears in
 // logs: the first 8 hex digits of its SHA-256.
@@ -67,15 +34,9 @@ func KeyHash(key string) string {
 	return hex.EncodeToString(s[:4])
 }
 
-// redactErr returns err's message with the raw URL replaced by its redacted
-// form, in case an error quotes it.
-func redactErr(err error, raw, safe string) string {
-	msg := err.Error()
-	if raw != safe && raw != "" {
-		msg = strings.ReplaceAll(msg, raw, safe)
-	}
-	return msg
-}
+// maxLogError is the most of an attempt's error text a log record holds:
+// 8 KiB, with the cut marked.
+const maxLogError = 8 << 10
 
 // attemptLog is what one slog record says about an attempt.
 type attemptLog struct {
@@ -90,7 +51,7 @@ type attemptLog struct {
 
 // logAttempt writes the record of one attempt: Debug for a success, Info
 // for a retry, Warn for a give-up.
-func logAttempt(ctx context.Context, l *slog.Logger, a *attemptLog, rawURL string) {
+func logAttempt(ctx context.Context, l *slog.Logger, a *attemptLog, u *url.URL) {
 	level := slog.LevelDebug
 	switch a.d.Action {
 	case retry.Retry:
@@ -114,7 +75,7 @@ func logAttempt(ctx context.Context, l *slog.Logger, a *attemptLog, rawURL strin
 		attrs = append(attrs, slog.Int("status", a.status))
 	}
 	if a.err != nil {
-		attrs = append(attrs, slog.String("error_kind", errKind(a.err)), slog.String("error", redactErr(a.err, rawURL, a.url)))
+		attrs = append(attrs, slog.String("error_kind", errKind(a.err)), slog.String("error", redact.ErrorText(redact.Cut(a.err.Error(), maxLogError), u)))
 	}
 	if a.prog != nil {
 		attrs = append(attrs, slog.String("progress", a.prog.String()))

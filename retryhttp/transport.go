@@ -44,7 +44,13 @@
 // the first as its deadline and, because of the second, marks its context
 // with retry.WithUpstreamOwner: heed clients it calls under that context
 // make a single attempt, so a chain of services makes (1+r) attempts, not
-// (1+r)^hops.
+// (1+r)^hops. Transport.Propagate turns the two headers off for hosts that
+// are not heed services (third-party APIs).
+//
+// Secrets: log records and returned errors show URLs through [RedactURL]
+// and idempotency keys through [KeyHash]; header values are never logged.
+// Errors come as a *url.Error with the redacted URL; http.Client.Do wraps
+// them in its own, which quotes the raw URL: log [RedactError](err).
 package retryhttp
 
 import (
@@ -159,6 +165,18 @@ type Transport struct {
 	// HeaderMargin is subtracted from the time left before it is sent as
 	// Timeout-Remaining (default 5 ms).
 	HeaderMargin time.Duration
+
+	// Propagate chooses the requests that carry the propagation headers,
+	// Retry-Attempt and Timeout-Remaining (default, nil: every request).
+	// They are on by default because they are what keeps one retry owner
+	// in a chain of heed services: a server wrapped in [Handler] adopts the
+	// deadline and, seeing Retry-Attempt, makes its own heed clients try
+	// once, so a chain of services makes (1+r) attempts, not (1+r)^hops.
+	// To a third-party API they mean nothing and tell it how you retry and
+	// how long you wait: return false for hosts that are not yours, for
+	// example with [PropagateTo]. A request without them costs less (no
+	// copy of its header), and is otherwise retried the same way.
+	Propagate func(*http.Request) bool
 
 	// Budget configures the retry budget of each destination host (zero:
 	// budget's defaults, 10% of requests plus 1 retry per second).
@@ -407,7 +425,11 @@ func (p *progress) String() string {
 // (matching retry.ErrExhausted, and budget.ErrExhausted or breaker.ErrOpen
 // when those ended the call) when it gives up without a response; and an
 // error wrapping ErrBodyTooLarge when the response is larger than
-// MaxResponseBody.
+// MaxResponseBody. Those errors, and any other but ctx.Err(), come as a
+// *url.Error whose URL is the redacted one ([RedactURL]) and whose message
+// has the URL's secrets removed, so that err.Error() is safe to log; use
+// errors.As and errors.Is to reach the cause. (http.Client.Do wraps them
+// again with the raw URL: see [RedactError].)
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.init()
 	if t.initErr != nil {
@@ -433,7 +455,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		h.Deadline = dl
 	}
-	c := call{t: t, req: req}
+	c := call{t: t, req: req, propagate: t.Propagate == nil || t.Propagate(req)}
 
 	// Idempotency: by method, or by key. With an idempotent method the key
 	// matters only for a 409 and for logging: it is read when needed.
@@ -457,7 +479,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	return c.run(ctx, p, h, first, &rw, repeatable)
+	resp, err := c.run(ctx, p, h, first, &rw, repeatable)
+	if err != nil {
+		return nil, urlError(req, err)
+	}
+	return resp, nil
 }
 
 func (t *Transport) maxBuffered() int64 {
@@ -515,6 +541,8 @@ type call struct {
 	genKey  string // a generated key to add
 	keyRead bool   // key holds the request's Idempotency-Key, if any
 	owns    int8   // retry.UpstreamOwns of the context: 0 unknown, 1 false, 2 true
+	// propagate: attempts carry Retry-Attempt and Timeout-Remaining.
+	propagate bool
 }
 
 // readKey reads the request's Idempotency-Key into c.key.
@@ -710,14 +738,27 @@ func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time
 		actx = httptrace.WithClientTrace(actx, a.prog.trace())
 	}
 
+	if !c.propagate && c.genKey == "" && actx == req.Context() && body == req.Body && (body == nil || body == http.NoBody) {
+		// Nothing to add or change: the base gets the caller's request,
+		// which it must not modify either.
+		a.resp, a.err = t.base.RoundTrip(req)
+		if a.err != nil && a.resp != nil {
+			a.resp.Body.Close()
+			a.resp = nil
+		}
+		return a
+	}
+
 	// A shallow copy of req with its own header map: the caller's request
 	// and header are never written to.
 	r := req.WithContext(actx)
 	r.Header = copyHeader(req.Header)
 	hdr := r.Header
-	hdr[deadline.RetryAttemptHeader] = attemptValue(n)
-	if !lim.At.IsZero() {
-		hdr[deadline.Header] = []string{deadline.FormatHeader(lim.At.Sub(now) - t.headerMargin())}
+	if c.propagate {
+		hdr[deadline.RetryAttemptHeader] = attemptValue(n)
+		if !lim.At.IsZero() {
+			hdr[deadline.Header] = []string{deadline.FormatHeader(lim.At.Sub(now) - t.headerMargin())}
+		}
 	}
 	if c.genKey != "" {
 		hdr[IdempotencyKeyHeader] = []string{c.genKey}
@@ -811,7 +852,7 @@ func (c *call) observe(ctx context.Context, p *retry.Policy, l *attemptLog, dur 
 	if k := c.idempotencyKey(); k != "" {
 		l.keyHash = KeyHash(k)
 	}
-	logAttempt(ctx, lg, l, req.URL.String())
+	logAttempt(ctx, lg, l, req.URL)
 }
 
 func itoa(n int64) string {

@@ -3,16 +3,20 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/heed-go/heed/idempotency"
+	"modernc.org/sqlite"
 )
 
 // The Store is also an idempotency.Store: keys and stored responses live in
-// the table heed_idempotency_keys (migration 0002), beside the jobs.
+// the table heed_idempotency_keys (migration 0002), beside the jobs. The key
+// column holds idempotency.StoredKey(scope, key), never the key itself
+// (migration 0004 rewrote older rows).
 //
 // A claim is one INSERT ... ON CONFLICT DO UPDATE ... WHERE statement on
 // the writer connection: the primary key (scope, key) makes it atomic
@@ -50,7 +54,7 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 	}
 	for range 10 {
 		var token string
-		err := ins.QueryRowContext(ctx, c.Scope, c.Key, c.Fingerprint, c.Token,
+		err := ins.QueryRowContext(ctx, c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Fingerprint, c.Token,
 			micros(c.Now), micros(c.LeaseUntil), micros(c.ExpiresAt)).Scan(&token)
 		switch {
 		case err == nil && token == c.Token:
@@ -63,7 +67,7 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 			return nil, false, wrap("key claim", err)
 		}
 		// The key is held: read it.
-		rec, err := scanKey(get.QueryRowContext(ctx, c.Scope, c.Key))
+		rec, err := scanKey(get.QueryRowContext(ctx, c.Scope, idempotency.StoredKey(c.Scope, c.Key)))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // released or reaped in between: claim again
 		}
@@ -129,7 +133,7 @@ func (s *Store) KeyComplete(ctx context.Context, c idempotency.Completion) error
 	if err != nil {
 		return wrap("key complete", err)
 	}
-	res, err := st.ExecContext(ctx, c.Response.Status, headers, body, micros(c.ExpiresAt), c.Scope, c.Key, c.Token)
+	res, err := st.ExecContext(ctx, c.Response.Status, headers, body, micros(c.ExpiresAt), c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Token)
 	return affected("key complete", res, err)
 }
 
@@ -160,7 +164,7 @@ func (s *Store) KeyExtend(ctx context.Context, scope, key, token string, leaseUn
 	if err != nil {
 		return wrap("key extend", err)
 	}
-	res, err := st.ExecContext(ctx, micros(leaseUntil), scope, key, token)
+	res, err := st.ExecContext(ctx, micros(leaseUntil), scope, idempotency.StoredKey(scope, key), token)
 	return affected("key extend", res, err)
 }
 
@@ -176,7 +180,7 @@ func (s *Store) KeyRelease(ctx context.Context, scope, key, token string) error 
 	if err != nil {
 		return wrap("key release", err)
 	}
-	res, err := st.ExecContext(ctx, scope, key, token)
+	res, err := st.ExecContext(ctx, scope, idempotency.StoredKey(scope, key), token)
 	return affected("key release", res, err)
 }
 
@@ -196,4 +200,19 @@ func (s *Store) KeyReap(ctx context.Context, now time.Time, limit int) (int, err
 		return 0, wrap("key reap", err)
 	}
 	return int(n), nil
+}
+
+// storedKeyFunc is the SQL name of idempotency.StoredKey, for migration
+// 0004, which rewrote the keys stored raw by older versions.
+const storedKeyFunc = "heed_stored_key"
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction(storedKeyFunc, 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		scope, ok1 := args[0].(string)
+		key, ok2 := args[1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("sqlitestore: %s: want two text arguments, got %T and %T", storedKeyFunc, args[0], args[1])
+		}
+		return idempotency.StoredKey(scope, key), nil
+	})
 }

@@ -17,11 +17,9 @@ const jobColumns = `id, kind, queue, args, state, priority, attempt, max_attempt
 	available_at, created_at, started_at, attempted_at, finished_at, unique_key,
 	lease_token, lease_until, worker, dead_reason, history`
 
-// appendHistory appends the JSON entry (the last parameter bound to it) to
-// the history array by splicing bytes, so the entries already stored are
-// kept exactly as written.
-const appendHistory = `history = CASE WHEN history = '[]' THEN '[' || ? || ']'
-	ELSE substr(history, 1, length(history) - 1) || ',' || ? || ']' END`
+// appendHistory appends the JSON entry (the two parameters bound to it,
+// both the entry) to the history array: see historyAppend.
+var appendHistory = `history = ` + historyAppend
 
 // prepared returns the writer's prepared statement for query, preparing
 // it once: the hot statements skip SQLite's parse and plan on every call.
@@ -358,7 +356,7 @@ func leaseResult(op string, id int64, res sql.Result, err error) error {
 	return nil
 }
 
-const transitionSQL = `UPDATE heed_jobs SET
+var transitionSQL = `UPDATE heed_jobs SET
 			state = ?, attempt = ?, available_at = coalesce(?, available_at),
 			finished_at = ?, dead_reason = ?, lease_token = NULL, lease_until = NULL,
 			` + appendHistory + `

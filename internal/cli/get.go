@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
@@ -43,7 +44,7 @@ Flags may come before or after URL; -X, -H, -d, -o, -i and -v may be
 written with one dash or two.
 `,
 	groups: []flagGroup{
-		{"Request flags", []string{"X", "H", "d", "idempotency-key", "connect-timeout", "max-time"}},
+		{"Request flags", []string{"X", "H", "d", "idempotency-key", "connect-timeout", "max-time", "propagate"}},
 		{"Output flags", []string{"o", "i", "v"}},
 		policyGroup,
 	},
@@ -73,12 +74,24 @@ type headerList []string
 
 func (h *headerList) String() string { return strings.Join(*h, ", ") }
 
+// Set accepts any value; check reports a bad one after parsing, because
+// the flag package would quote the whole value, a token perhaps, in its
+// error.
 func (h *headerList) Set(s string) error {
-	name, _, ok := strings.Cut(s, ":")
-	if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-		return fmt.Errorf("%q is not 'Name: value'", s)
-	}
 	*h = append(*h, s)
+	return nil
+}
+
+// check returns an error for the first header that is not 'Name: value',
+// naming it without its value.
+func (h *headerList) check() error {
+	for _, s := range *h {
+		name, _, ok := strings.Cut(s, ":")
+		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
+			first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+			return flagError("H", "%q... is not 'Name: value'", redact.Text(first))
+		}
+	}
 	return nil
 }
 
@@ -96,6 +109,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	output := fs.String("o", "", "write the body to `FILE` instead of stdout")
 	include := fs.Bool("i", false, "write the status line and response headers before the body")
 	verbose := fs.Bool("v", false, "print one line per decision on stderr")
+	propagate := fs.Bool("propagate", true, "send Retry-Attempt and Timeout-Remaining, so that a heed server retries no further and adopts the deadline; --propagate=false for third-party APIs, to which they mean nothing")
 
 	// Flags may follow the URL, as with curl.
 	var positional []string
@@ -118,7 +132,13 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	case len(positional) == 0:
 		return usageError(s, "get", errors.New("no URL given: heed get [FLAGS] URL"))
 	case len(positional) > 1:
-		return usageError(s, "get", fmt.Errorf("more than one URL: %s", strings.Join(positional, " ")))
+		safe := make([]string, len(positional))
+		for i, p := range positional {
+			safe[i] = redact.URLString(p)
+		}
+		return usageError(s, "get", fmt.Errorf("more than one URL: %s", strings.Join(safe, " ")))
+	case headers.check() != nil:
+		return usageError(s, "get", headers.check())
 	case *connectTimeout < 0:
 		return usageError(s, "get", flagError("connect-timeout", "%v, must not be negative", *connectTimeout))
 	case *maxTime < 0:
@@ -126,7 +146,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	}
 	u, err := url.Parse(positional[0])
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError(s, "get", fmt.Errorf("%q is not an http or https URL", positional[0]))
+		return usageError(s, "get", fmt.Errorf("%q is not an http or https URL", redact.URLString(positional[0])))
 	}
 
 	// The request.
@@ -153,7 +173,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	}
 	req, err := http.NewRequestWithContext(ctx, m, u.String(), body)
 	if err != nil {
-		return usageError(s, "get", err)
+		return usageError(s, "get", retryhttp.RedactError(err))
 	}
 	req.Header.Set("User-Agent", "heed-get")
 	if hasBody {
@@ -164,6 +184,9 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	tr := &retryhttp.Transport{NoBudget: true, ConnectTimeout: *connectTimeout}
+	if !*propagate {
+		tr.Propagate = func(*http.Request) bool { return false }
+	}
 	switch *key {
 	case "":
 	case "auto":
@@ -177,14 +200,14 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	p.Observe = func(_ context.Context, e retry.Event) {
 		last = e.Decision
 		if *verbose {
-			fmt.Fprintf(s.stderr, "heed: %s\n", e.Decision)
+			fmt.Fprintf(s.stderr, "heed: %s\n", redact.ErrorText(workerDecision(e.Decision), u))
 		}
 	}
 	tr.Policy = p
 
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return getErrorCode(ctx, s, err)
+		return getErrorCode(ctx, s, u, err)
 	}
 	defer resp.Body.Close()
 
@@ -296,15 +319,19 @@ func writeHead(w io.Writer, resp *http.Response) {
 
 // getErrorCode reports an error with no response and returns the exit
 // code.
-func getErrorCode(ctx context.Context, s streams, err error) int {
+func getErrorCode(ctx context.Context, s streams, u *url.URL, err error) int {
 	if ctx.Err() != nil {
 		return ctxExit(ctx, s)
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // the URL is known to the user; keep the message short
+	msg := err
+	for {
+		ue, ok := msg.(*url.Error)
+		if !ok {
+			break
+		}
+		msg = ue.Err // the URL is known to the user; keep the message short
 	}
-	fmt.Fprintf(s.stderr, "heed get: %v\n", err)
+	fmt.Fprintf(s.stderr, "heed get: %s\n", redact.ErrorText(msg.Error(), u))
 	if wait, ok := retryhttp.RetryAfter(err); ok {
 		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", wait)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/sqlitestore"
@@ -160,7 +161,23 @@ func resolveDB(flagValue string) string {
 }
 
 func isPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || isKeywordValue(dsn)
+}
+
+// isKeywordValue reports whether dsn is a libpq keyword/value connection
+// string ("host=db user=heed password=..."), which pgx reads as well as a
+// URL: it starts with one of the libpq keywords and "=". Such a string was
+// once taken for a SQLite file name, and echoed, password and all.
+func isKeywordValue(dsn string) bool {
+	key, _, ok := strings.Cut(strings.TrimSpace(dsn), "=")
+	if !ok {
+		return false
+	}
+	switch strings.TrimSpace(key) {
+	case "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "service", "connect_timeout", "options", "application_name", "target_session_attrs", "search_path":
+		return true
+	}
+	return false
 }
 
 // sqlitePath returns the file path in a SQLite dsn (as sqlitestore.Open
@@ -184,26 +201,18 @@ func sqlitePath(dsn string) string {
 	return dsn
 }
 
-// redactDSN names a database for messages, without its password.
+// redactDSN names a database for messages, without its password or
+// other secrets (redact.DSN).
 func redactDSN(dsn string) string {
 	if !isPostgres(dsn) {
-		return "sqlite " + sqlitePath(dsn)
+		return "sqlite " + redact.DSN(sqlitePath(dsn))
 	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "postgres (unparseable URL)"
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if !isKeywordValue(dsn) {
+		if _, err := url.Parse(dsn); err != nil {
+			return "postgres (unparseable URL)"
 		}
 	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return "postgres " + u.String()
+	return "postgres " + redact.DSN(dsn)
 }
 
 // jobsDB is an open job database.
@@ -441,6 +450,10 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tTOOK\tOUTCOME\tDECISION\tDELAY\tWORKER\tERROR")
 	for _, a := range j.History {
+		if a.Outcome == queue.OutcomeCut {
+			fmt.Fprintf(tw, "  ...\t\t\t%s\t\t\t\t%s\n", a.Outcome, a.String())
+			continue
+		}
 		dec := a.Action
 		if a.Reason != "" && a.Reason != "success" {
 			dec += " (" + a.Reason + ")"

@@ -91,7 +91,7 @@ var deadLsDoc = helpDoc{
 
 Lists the dead-letter, oldest job first, and its size and oldest entry.
 `,
-	groups: []flagGroup{filterGroup, {"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
+	groups: []flagGroup{filterGroup, {"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
 	foot: `Exit codes:
   0    listed (possibly nothing)
   1    the database cannot be opened or read
@@ -110,6 +110,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	fs.Int64Var(&f.AfterID, "after", 0, "only jobs with an `ID` above this (paging)")
 	fs.IntVar(&f.Limit, "limit", 100, "list at most `N` jobs (0: all)")
 	asJSON := fs.Bool("json", false, "print the jobs, with their histories, as a JSON array")
+	reveal := addRevealFlag(fs)
 	if code, done := parseFlags(fs, args, s, deadLsDoc); done {
 		return code
 	}
@@ -129,7 +130,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	if code := printJobs(s, jobs, *asJSON, f.Limit, "jobs dead ls --after"); code != exitOK || *asJSON {
+	if code := printJobs(s, redactJobs(jobs, *reveal), *asJSON, f.Limit, "jobs dead ls --after"); code != exitOK || *asJSON {
 		return code
 	}
 	st, err := c.Stats(ctx)
@@ -155,7 +156,7 @@ var deadShowDoc = helpDoc{
 Shows dead job ID with its full history: why it gave up, every attempt and
 decision. It is heed jobs show for a job that must be in the dead-letter.
 `,
-	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
+	groups: []flagGroup{{"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
 	foot: `Exit codes:
   0    shown
   1    the database cannot be opened or read
@@ -282,7 +283,7 @@ func deadChange(ctx context.Context, s streams, args []string, name string, doc 
 	}
 	if *dry {
 		if len(matching) > 0 {
-			writeJobTable(s.stdout, matching, time.Now())
+			writeJobTable(s.stdout, redactJobs(matching, false), time.Now())
 		}
 		fmt.Fprintf(s.stderr, "dry run: would %s %d jobs\n", verb, len(matching))
 		return exitOK

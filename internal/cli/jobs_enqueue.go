@@ -112,7 +112,7 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		jobsWriteJSON(s.stdout, struct {
 			Inserted bool `json:"inserted"`
 			jobJSON
-		}{inserted, jobsToJSON(job)})
+		}{inserted, jobsToJSON(redactJob(job, false))})
 		return exitOK
 	}
 	now := time.Now()

@@ -17,7 +17,7 @@ scheduled with when), attempts, age, the last error and the arguments.
 `,
 	groups: []flagGroup{
 		{"Filter flags", []string{"state", "kind", "queue", "after", "limit"}},
-		{"Output flags", []string{"json"}},
+		{"Output flags", []string{"json", "reveal"}},
 		{"Database flags", []string{"db"}},
 	},
 	foot: `Exit codes:
@@ -44,6 +44,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	fs.Int64Var(&f.AfterID, "after", 0, "only jobs with an `ID` above this (paging)")
 	fs.IntVar(&f.Limit, "limit", 100, "list at most `N` jobs (0: all)")
 	asJSON := fs.Bool("json", false, "print the jobs, with their histories, as a JSON array")
+	reveal := addRevealFlag(fs)
 	if code, done := parseFlags(fs, args, s, jobsLsDoc); done {
 		return code
 	}
@@ -66,7 +67,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	return printJobs(s, jobs, *asJSON, f.Limit, "jobs ls --after")
+	return printJobs(s, redactJobs(jobs, *reveal), *asJSON, f.Limit, "jobs ls --after")
 }
 
 // printJobs prints a job list as a table or JSON.
@@ -99,7 +100,7 @@ next attempt, worker, error) and one per requeue. Lost attempts (the
 worker died or lost its lease) have the outcome "lost". Panic stacks are
 printed after the table.
 `,
-	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
+	groups: []flagGroup{{"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
 	foot: `Exit codes:
   0    shown
   1    the database cannot be opened or read
@@ -121,6 +122,7 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	asJSON := fs.Bool("json", false, "print the job, with its history, as JSON")
+	reveal := addRevealFlag(fs)
 	pos, code, done := parseInterleaved(fs, args, s, doc)
 	if done {
 		return code
@@ -150,6 +152,7 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 		fmt.Fprintf(s.stderr, "heed %s: job %d is not in the dead-letter: it is %s (see heed jobs show %d)\n", name, id, job.State, id)
 		return exitNoJob
 	}
+	job = redactJob(job, *reveal)
 	if *asJSON {
 		jobsWriteJSON(s.stdout, jobsToJSON(job))
 		return exitOK

@@ -346,9 +346,9 @@ func (r *workerRun) observe(_ context.Context, e queue.Event) {
 func jobDecisionLine(e queue.Event) string {
 	switch e.Kind {
 	case queue.EventSucceeded, queue.EventRetried, queue.EventSnoozed:
-		return e.Decision.String()
+		return workerDecision(e.Decision)
 	case queue.EventDead:
-		return e.Decision.String() + " -> dead-letter"
+		return workerDecision(e.Decision) + " -> dead-letter"
 	case queue.EventLost:
 		return fmt.Sprintf("attempt %d: lease expired (worker lost); rescued", e.Job.Attempt)
 	case queue.EventReleased:

@@ -6,6 +6,14 @@ replace github.com/heed-go/heed => ../..
 
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/heed-go/heed v0.0.0-00010101000000-000000000000
 	github.com/sony/gobreaker/v2 v2.4.0
+)
+
+require (
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/influxdata/tdigest v0.0.1 // indirect
 )

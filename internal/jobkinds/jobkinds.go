@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -306,14 +307,12 @@ func runHTTP(ctx context.Context, hc *httpClient, a httpArgs) error {
 	d := retry.Decision{Action: noDecision}
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, decisionKey{}, &d), method, a.URL, nil)
 	if err != nil {
-		return retry.Permanent(fmt.Errorf("http: %v", err))
+		return retry.Permanent(fmt.Errorf("http: %s", redact.Text(err.Error())))
 	}
 	safe := retryhttp.RedactURL(req.URL)
 	resp, err := hc.client.Do(req)
 	if err != nil {
-		// The error quotes the URL: show it without its secrets.
-		msg := strings.ReplaceAll(err.Error(), a.URL, safe)
-		err = fmt.Errorf("http %s %s: %s", method, safe, trimURLError(msg))
+		err = fmt.Errorf("http %s %s: %s", method, safe, causeText(req.URL, err))
 		switch {
 		case d.Action == retry.GiveUp && notRetryable(d.Reason):
 			return retry.Permanent(err)
@@ -348,12 +347,19 @@ func notRetryable(r retry.Reason) bool {
 	return r == retry.ReasonPermanent || r == retry.ReasonServerRefused || r == retry.ReasonNotRepeatable
 }
 
-// trimURLError drops the `Get "url": ` prefix net/http puts on errors.
-func trimURLError(msg string) string {
-	if i := strings.Index(msg, `": `); i >= 0 && strings.Count(msg[:i], `"`) == 1 {
-		return msg[i+3:]
+// causeText is the message of err without the `Get "url": ` of the
+// *url.Errors around it (net/http's, which quotes the URL whole, and
+// retryhttp's), and with the secrets of u removed: the job's line already
+// names the redacted URL.
+func causeText(u *url.URL, err error) string {
+	for {
+		ue, ok := err.(*url.Error)
+		if !ok {
+			break
+		}
+		err = ue.Err
 	}
-	return msg
+	return redact.ErrorText(err.Error(), u)
 }
 
 type execArgs struct {

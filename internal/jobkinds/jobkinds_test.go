@@ -174,3 +174,30 @@ func TestExec(t *testing.T) {
 		t.Errorf("timeout: %v, want transient", err)
 	}
 }
+
+// quotingBase fails every request with an error that quotes its URL, as a
+// proxy's or a custom transport's error may.
+type quotingBase struct{}
+
+func (quotingBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	return nil, errors.New("upstream refused " + r.URL.String())
+}
+
+func TestHTTPErrorsAreRedacted(t *testing.T) {
+	const canary = "CANARYx7Qp2Lm9Zr4Tv8Wb3N"
+	u := `http://u:` + canary + `@127.0.0.1:1/hooks/T0/B0/` + canary + `?access_token=` + canary + `&q="x"#jwt=` + canary
+	for name, base := range map[string]http.RoundTripper{
+		"default base": nil,
+		"quoting base": quotingBase{},
+	} {
+		err := runHTTP(context.Background(), newHTTPClient(base), httpArgs{URL: u})
+		if err == nil || strings.Contains(err.Error(), canary) || !strings.HasPrefix(err.Error(), "http GET http://REDACTED@127.0.0.1:1/hooks/T0/B0/REDACTED?") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A URL that does not parse is quoted by net/url's error.
+	err := runHTTP(context.Background(), newHTTPClient(nil), httpArgs{URL: "http://u:" + canary + "@[::1" + canary + "/"})
+	if err == nil || strings.Contains(err.Error(), canary) {
+		t.Errorf("unparseable URL: %v", err)
+	}
+}

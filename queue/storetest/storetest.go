@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 	}{
 		{"InsertGet", testInsertGet},
 		{"InsertInvalid", testInsertInvalid},
+		{"NamesInvalid", testNamesInvalid},
 		{"GetNotFound", testGetNotFound},
 		{"Unique", testUnique},
 		{"ClaimOrder", testClaimOrder},
@@ -55,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"Snooze", testSnooze},
 		{"TransitionInvalid", testTransitionInvalid},
 		{"History", testHistory},
+		{"HistoryCap", testHistoryCap},
 		{"ArgsRoundTrip", testArgsRoundTrip},
 		{"DeadList", testDeadList},
 		{"DeadRequeue", testDeadRequeue},
@@ -924,5 +926,121 @@ func testTransitionBatch(t *testing.T, s queue.Store) {
 	errs, err = b.JobTransitions(ctx, []queue.Transition{ok1})
 	if err != nil || !errors.Is(errs[0], queue.ErrLeaseLost) {
 		t.Errorf("repeated transition: %v, %v", errs, err)
+	}
+}
+
+// testHistoryCap appends many entries to one job's history, through
+// JobTransition, JobTransitions (when the store has it) and DeadRequeue,
+// and checks that the store keeps the first entry, a cut marker counting
+// the dropped ones, and the last queue.MaxHistory, in order.
+func testHistoryCap(t *testing.T, s queue.Store) {
+	b, batcher := s.(queue.TransitionBatcher)
+	j := insert(t, s, "k", queue.EnqueueOptions{MaxAttempts: -1})
+	check := func(n int) {
+		t.Helper()
+		h := get(t, s, j.ID).History
+		want := []int{}
+		for i := 1; i <= n; i++ {
+			want = append(want, i)
+		}
+		cut := 0
+		if n > queue.MaxHistory+1 {
+			cut = n - queue.MaxHistory - 1
+			want = append([]int{1, 0}, want[cut+1:]...)
+		}
+		got := make([]int, len(h))
+		for i, e := range h {
+			got[i] = e.Attempt
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("after %d entries, the history holds attempts %v, want %v", n, got, want)
+		}
+		if cut > 0 {
+			m := h[1]
+			if m.Outcome != queue.OutcomeCut || m.Action != "cut" || m.Cut != cut {
+				t.Fatalf("after %d entries, marker %+v, want outcome cut counting %d", n, m, cut)
+			}
+		}
+		for i, e := range h {
+			if e.Attempt == 0 {
+				continue
+			}
+			if w := entry(e.Attempt, "transient", "retry", "transient", t0.Add(time.Duration(e.Attempt)*time.Second)); !reflect.DeepEqual(normalize([]queue.Attempt{e}), normalize([]queue.Attempt{w})) {
+				t.Fatalf("after %d entries, entry %d is %+v, want %+v", n, i, e, w)
+			}
+		}
+	}
+	total := 2*queue.MaxHistory + 50
+	for n := 1; n <= total; n++ {
+		at := t0.Add(time.Duration(n) * time.Second)
+		c := claimOne(t, s, queue.DefaultQueue, at)
+		tr := queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateAvailable, Attempt: c.Attempt,
+			AvailableAt: at, Entry: entry(n, "transient", "retry", "transient", at)}
+		if batcher && n%2 == 0 {
+			errs, err := b.JobTransitions(ctx, []queue.Transition{tr})
+			if err != nil || errs[0] != nil {
+				t.Fatalf("JobTransitions: %v, %v", errs, err)
+			}
+		} else if err := s.JobTransition(ctx, tr); err != nil {
+			t.Fatalf("JobTransition: %v", err)
+		}
+		switch n {
+		case 1, queue.MaxHistory, queue.MaxHistory + 1, queue.MaxHistory + 2, queue.MaxHistory + 3, total:
+			check(n)
+		}
+	}
+	// Kill it, then requeue: the requeue entry is appended under the cap too.
+	at := t0.Add(time.Duration(total+1) * time.Second)
+	c := claimOne(t, s, queue.DefaultQueue, at)
+	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateDead, Attempt: c.Attempt,
+		FinishedAt: at, DeadReason: "attempts", Entry: entry(total+1, "transient", "retry", "transient", at)}); err != nil {
+		t.Fatal(err)
+	}
+	check(total + 1)
+	if n, err := s.DeadRequeue(ctx, queue.JobFilter{IDs: []int64{j.ID}}, at, queue.Attempt{Attempt: total + 2, Outcome: queue.OutcomeRequeued,
+		Worker: "w1", StartedAt: at.Add(time.Second), FinishedAt: at.Add(2 * time.Second), Error: "boom", Action: "retry", Reason: "transient"}); err != nil || n != 1 {
+		t.Fatalf("DeadRequeue: %d, %v", n, err)
+	}
+	h := get(t, s, j.ID).History
+	if len(h) != queue.MaxHistory+2 || h[1].Cut != total+2-queue.MaxHistory-1 || h[len(h)-1].Outcome != queue.OutcomeRequeued {
+		t.Errorf("after the requeue: %d entries, marker %+v, last %+v", len(h), h[1], h[len(h)-1])
+	}
+}
+
+// testNamesInvalid checks that names no store could keep faithfully (a
+// NUL byte, invalid UTF-8, control characters, too long) are refused by
+// validation, with the same error on every store, before any SQL runs.
+func testNamesInvalid(t *testing.T, s queue.Store) {
+	good, err := queue.NewJobInsert("k", nil, queue.EnqueueOptions{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mutate func(in *queue.JobInsert)
+		want   string
+	}{
+		{func(in *queue.JobInsert) { in.Kind = "a\x00b" }, `queue: JobInsert.Kind has the control character U+0000: "a\x00b"`},
+		{func(in *queue.JobInsert) { in.Queue = "q\xff" }, `queue: JobInsert.Queue is not valid UTF-8: "q\xff"`},
+		{func(in *queue.JobInsert) { in.Queue = "two\nlines" }, `queue: JobInsert.Queue has the control character U+000A: "two\nlines"`},
+		{func(in *queue.JobInsert) { in.Kind = strings.Repeat("k", queue.MaxName+1) }, `queue: JobInsert.Kind is 256 bytes long, at most 255`},
+		{func(in *queue.JobInsert) { in.UniqueKey = "u\x00" }, `queue: JobInsert.UniqueKey has the control character U+0000: "u\x00"`},
+	} {
+		in := good
+		tt.mutate(&in)
+		_, _, err := s.JobInsert(ctx, in)
+		if !errors.Is(err, queue.ErrInvalid) || err.Error() != tt.want {
+			t.Errorf("JobInsert: error %v, want %s", err, tt.want)
+		}
+	}
+	if _, err := s.JobList(ctx, queue.JobFilter{Kind: "a\x00"}); !errors.Is(err, queue.ErrInvalid) ||
+		err.Error() != `queue: JobFilter.Kind has the control character U+0000: "a\x00"` {
+		t.Errorf("JobList: %v", err)
+	}
+	if _, err := s.JobClaim(ctx, queue.ClaimParams{Queue: "\xc3", Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute)}); !errors.Is(err, queue.ErrInvalid) ||
+		err.Error() != `queue: ClaimParams.Queue is not valid UTF-8: "\xc3"` {
+		t.Errorf("JobClaim: %v", err)
+	}
+	if jobs, err := s.JobList(ctx, queue.JobFilter{}); err != nil || len(jobs) != 0 {
+		t.Errorf("invalid inserts wrote %d jobs (%v)", len(jobs), err)
 	}
 }

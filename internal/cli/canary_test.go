@@ -1,0 +1,353 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/pgstore/pgstoretest"
+	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/retryhttp"
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
+)
+
+// canary is planted wherever a secret can be; it must come out nowhere.
+// It looks like a credential (long, mixed classes) as real tokens do.
+const canary = "CANARYx7Qp2Lm9Zr4Tv8Wb3N"
+
+// canaryURL has the canary in the user information, in every query name
+// of the documented list, in a fragment and in a webhook-style path
+// segment, and a character (") that Go quotes in its error messages.
+func canaryURL(host, path string) string {
+	var q []string
+	for _, n := range []string{"token", "access_token", "id_token", "refresh_token", "api_key", "apikey", "key",
+		"secret", "client_secret", "password", "pass", "pwd", "jwt", "bearer", "auth", "authorization",
+		"signature", "sig", "session", "code"} {
+		q = append(q, n+"="+canary)
+	}
+	return "http://u:" + canary + "@" + host + path + "/hooks/T000/B000/" + canary + "?" + strings.Join(q, "&") +
+		`&q="x"#access_token=` + canary
+}
+
+// lineWriter is a goroutine-safe buffer that calls onLine, under its lock,
+// with every complete line written.
+type lineWriter struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	part   []byte
+	onLine func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			break
+		}
+		if w.onLine != nil {
+			w.onLine(string(w.part[:i]))
+		}
+		w.part = w.part[i+1:]
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestCanary plants the canary in an Authorization and a Cookie header,
+// user information, every listed query name, a fragment, a credential-like
+// path segment, a DSN password and an idempotency key, runs every output
+// path (retryhttp logs and errors, heed get -v with good and malformed
+// URLs, a failing http job through heed jobs work, heed jobs show, ls and
+// dead show with and without --json, the metrics endpoint, the database
+// tables) and finds it nowhere, on SQLite and on PostgreSQL.
+func TestCanary(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		runCanary(t, filepath.Join(t.TempDir(), "jobs.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		_, u := pgstoretest.Schema(t)
+		runCanary(t, u)
+	})
+}
+
+// pgTables dumps every row of every heed table of the PostgreSQL schema,
+// but the args of jobs: see runCanary.
+func pgTables(t *testing.T, ctx context.Context, u string) map[string]string {
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	out := map[string]string{}
+	for _, table := range []string{"heed_jobs", "heed_idempotency_keys", "heed_migrations"} {
+		rows, err := conn.Query(ctx, "SELECT (to_jsonb(t) - 'args')::text FROM "+table+" t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(s + "\n")
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		out["table "+table] = b.String()
+	}
+	return out
+}
+
+// sqliteTables dumps every row of every heed table of the SQLite file, but
+// the args of jobs: see runCanary.
+func sqliteTables(t *testing.T, path string) map[string]string {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := map[string]string{}
+	for _, table := range []string{"heed_jobs", "heed_idempotency_keys", "heed_schema_migrations"} {
+		rows, err := db.Query("SELECT * FROM " + table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		var b strings.Builder
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vals {
+				if cols[i] == "args" {
+					continue
+				}
+				if bs, ok := v.([]byte); ok {
+					v = string(bs)
+				}
+				fmt.Fprintf(&b, "%s=%v\t", cols[i], v)
+			}
+			b.WriteString("\n")
+		}
+		rows.Close()
+		out["table "+table] = b.String()
+	}
+	return out
+}
+
+// runCanary runs every output path over the database db. The one place the
+// canary stays is the args column of heed_jobs: a job's arguments are
+// stored as enqueued, because the worker needs them (an http job's URL,
+// token included, is what it calls); heed jobs show --reveal prints them,
+// and the test checks that it does, so that it could see the canary
+// anywhere else.
+func runCanary(t *testing.T, db string) {
+	ctx := context.Background()
+	outputs := map[string]string{}
+	record := func(name string, code int, stdout, stderr string) {
+		outputs[name+" (stdout)"] = stdout
+		outputs[name+" (stderr)"] = stderr
+		outputs[name+" (exit)"] = fmt.Sprint(code)
+	}
+
+	// A service that fails every request, and scrapes the worker's
+	// metrics while the worker runs the job.
+	var metricsURL atomic.Pointer[string]
+	var metricsMu sync.Mutex
+	var scraped strings.Builder
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := metricsURL.Load(); u != nil {
+			resp, err := http.Get(*u)
+			if err != nil {
+				t.Errorf("scrape %s: %v", *u, err)
+			} else {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				metricsMu.Lock()
+				scraped.Write(b)
+				metricsMu.Unlock()
+			}
+		}
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	host := strings.TrimPrefix(failing.URL, "http://")
+
+	// A service behind idempotency middleware on the store under test.
+	d, err := openDB(ctx, db, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var idem idempotency.Store = d.lite
+	if d.pg != nil {
+		idem = d.pg
+	}
+	keyed := httptest.NewServer(idempotency.Middleware{Store: idem}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintln(w, "made")
+	})))
+	defer keyed.Close()
+
+	// heed get -v, good URLs: the headers, the URL and the key carry the
+	// canary; once answered at once, once retried until it gives up.
+	code, stdout, stderr := heed(t, "", "get", "-v", "-X", "POST", "-d", "x",
+		"-H", "Authorization: Bearer "+canary, "-H", "Cookie: sid="+canary, "--idempotency-key", canary,
+		canaryURL(strings.TrimPrefix(keyed.URL, "http://"), "/orders"))
+	record("heed get -v (keyed)", code, stdout, stderr)
+	if code != 0 || stdout != "made\n" || !strings.Contains(stderr, "attempt 1: ok") {
+		t.Errorf("heed get: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, stderr = heed(t, "", "get", "-v", "--attempts", "2", "--base", "1ms",
+		"-H", "Authorization: Bearer "+canary, "-H", "Cookie: sid="+canary, canaryURL(host, ""))
+	record("heed get -v (failing)", code, stdout, stderr)
+	if code != exitHTTPError || !strings.Contains(stderr, "attempt 2: 500 Internal Server Error, gave up") {
+		t.Errorf("heed get: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// Malformed URLs, refused connections, bad headers.
+	for name, args := range map[string][]string{
+		"heed get malformed URL": {"get", "-v", "http://u:" + canary + "@[::1" + canary + "/?token=" + canary},
+		"heed get not http":      {"get", "ftp://u:" + canary + "@h/?token=" + canary},
+		"heed get two URLs":      {"get", canaryURL("a", ""), canaryURL("b", "")},
+		"heed get refused":       {"get", "-v", "--attempts", "2", "--base", "1ms", canaryURL("127.0.0.1:1", "")},
+		"heed get bad header":    {"get", "-H", "Authorization Bearer " + canary, "http://h/"},
+	} {
+		code, stdout, stderr := heed(t, "", args...)
+		record(name, code, stdout, stderr)
+		if code == 0 {
+			t.Errorf("%s: exit 0", name)
+		}
+	}
+
+	// A DSN password in --db.
+	for name, dsn := range map[string]string{
+		"--db keyword/value": "host=127.0.0.1 port=1 user=u password=" + canary + " dbname=x connect_timeout=2",
+		"--db URL":           "postgres://u:" + canary + "@127.0.0.1:1/x?connect_timeout=2&password=" + canary,
+	} {
+		code, stdout, stderr := heed(t, "", "jobs", "ls", "--db", dsn)
+		record(name, code, stdout, stderr)
+		if code != 1 || !strings.Contains(stderr, "REDACTED") {
+			t.Errorf("%s: exit %d, stderr %q", name, code, stderr)
+		}
+	}
+
+	// retryhttp's logs and returned errors, in process.
+	var logs bytes.Buffer
+	tr := &retryhttp.Transport{Policy: retry.Policy{Attempts: 2}, NoBudget: true,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	defer tr.CloseIdleConnections()
+	for _, u := range []string{canaryURL(host, ""), canaryURL("127.0.0.1:1", "")} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+		req.Header.Set("Authorization", "Bearer "+canary)
+		req.Header.Set("Cookie", "sid="+canary)
+		req.Header.Set("Idempotency-Key", canary)
+		if _, err := tr.RoundTrip(req); err != nil {
+			outputs["retryhttp RoundTrip error "+u[len(u)-10:]] = err.Error()
+		}
+		if resp, err := (&http.Client{Transport: tr}).Do(req); err != nil {
+			outputs["retryhttp RedactError(Client.Do error)"] = retryhttp.RedactError(err).Error()
+		} else {
+			resp.Body.Close()
+		}
+	}
+	outputs["retryhttp log"] = logs.String()
+
+	// A failing http job, run by heed jobs work with metrics on.
+	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "--attempts", "2", "http", `{"url": "`+strings.ReplaceAll(canaryURL(host, ""), `"`, `\"`)+`"}`)
+	record("heed jobs enqueue", code, stdout, stderr)
+	if code != 0 {
+		t.Fatalf("enqueue: exit %d: %s", code, stderr)
+	}
+	id := regexp.MustCompile(`job (\d+)`).FindStringSubmatch(stdout)
+	if id == nil {
+		t.Fatalf("enqueue printed no job ID: %q", stdout)
+	}
+	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "--json", "fail", `{"permanent": true, "message": "token=`+canary+`"}`)
+	record("heed jobs enqueue --json", code, stdout, stderr)
+
+	addrLine := regexp.MustCompile(`metrics at (http://127\.0\.0\.1:\d+/metrics)`)
+	workOut := &lineWriter{}
+	workErr := &lineWriter{onLine: func(l string) {
+		if m := addrLine.FindStringSubmatch(l); m != nil {
+			metricsURL.Store(&m[1])
+		}
+	}}
+	code = Main(ctx, []string{"jobs", "work", "--db", db, "--until-empty", "--base", "1ms", "--cap", "2ms", "--poll", "5ms",
+		"--metrics-addr", "127.0.0.1:0"}, strings.NewReader(""), workOut, workErr)
+	record("heed jobs work", code, workOut.String(), workErr.String())
+	metricsMu.Lock()
+	outputs["metrics endpoint"] = scraped.String()
+	metricsMu.Unlock()
+	if code != 0 || !strings.Contains(workOut.String(), "-> dead-letter") || !strings.Contains(outputs["metrics endpoint"], "heed_queue_jobs_started_total") {
+		t.Errorf("heed jobs work: exit %d\nstdout: %s\nstderr: %s\nmetrics: %.300s", code, workOut.String(), workErr.String(), outputs["metrics endpoint"])
+	}
+
+	// Every way to look at the job.
+	for _, args := range [][]string{
+		{"jobs", "show", id[1]}, {"jobs", "show", "--json", id[1]},
+		{"jobs", "ls"}, {"jobs", "ls", "--json"},
+		{"jobs", "dead", "ls"}, {"jobs", "dead", "ls", "--json"},
+		{"jobs", "dead", "show", id[1]}, {"jobs", "dead", "show", "--json", id[1]},
+	} {
+		code, stdout, stderr := heed(t, "", append(args, "--db", db)...)
+		name := "heed " + strings.Join(args, " ")
+		record(name, code, stdout, stderr)
+		if code != 0 || !strings.Contains(stdout, "REDACTED") {
+			t.Errorf("%s: exit %d, no REDACTED in its output:\n%s%s", name, code, stdout, stderr)
+		}
+	}
+	// The test can see the canary: --reveal shows the args as stored.
+	if _, stdout, _ := heed(t, "", "jobs", "show", "--reveal", "--db", db, id[1]); !strings.Contains(stdout, canary) {
+		t.Errorf("jobs show --reveal does not show the canary, so this test could not see it either:\n%s", stdout)
+	}
+
+	// The tables.
+	d.Close()
+	dumps := map[string]string{}
+	if d.lite != nil {
+		dumps = sqliteTables(t, db)
+	} else {
+		dumps = pgTables(t, ctx, db)
+	}
+	for name, dump := range dumps {
+		outputs[name] = dump
+	}
+	if !strings.Contains(outputs["table heed_jobs"], "500 Internal Server Error") || !strings.Contains(outputs["table heed_idempotency_keys"], "201") {
+		t.Errorf("the tables lack the job's history or the stored response:\n%s\n%s", outputs["table heed_jobs"], outputs["table heed_idempotency_keys"])
+	}
+
+	for name, text := range outputs {
+		if strings.Contains(text, canary) {
+			t.Errorf("%s has the canary:\n%s", name, text)
+		}
+	}
+}

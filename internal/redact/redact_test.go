@@ -1,0 +1,231 @@
+package redact
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+const canary = "CANARYx7Qp2Lm9Zr4Tv8Wb3N"
+
+func TestSecretName(t *testing.T) {
+	for _, n := range []string{"token", "access_token", "id_token", "refresh_token", "api_key", "apikey", "key",
+		"secret", "client_secret", "password", "pass", "pwd", "jwt", "bearer", "auth", "authorization",
+		"signature", "sig", "session", "code", "X-Amz-Signature", "oauth_token", "githubToken", "client-secret",
+		"X-API-KEY", "sessionid", "passwd", "AWSAccessKey", "zipcode"} {
+		if !SecretName(n) {
+			t.Errorf("SecretName(%q) = false", n)
+		}
+	}
+	for _, n := range []string{"", "page", "q", "limit", "id", "user", "sort", "keyword", "codec", "passage"} {
+		if SecretName(n) {
+			t.Errorf("SecretName(%q) = true", n)
+		}
+	}
+}
+
+func TestCredential(t *testing.T) {
+	for _, s := range []string{
+		canary,
+		"B07ABCDE1F2gh3IJ4kl5MN6o", // Slack-like
+		"123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", // Telegram bot
+		"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",         // JWT header
+		"3f2b8c9d0e1a4b5c6d7e8f90a1b2c3d4",             // hex
+	} {
+		if !Credential(s) {
+			t.Errorf("Credential(%q) = false", s)
+		}
+	}
+	for _, s := range []string{
+		"", "short1A", "how-to-retry-requests-in-go", "CreateOrderRequest", "IncomingWebhook",
+		"2026-12-01T21-30-00", "12345678901234567890", "order-12345678901234", "XXXXXXXXXXXXXXXXXXXXXXXX",
+		"has space 1a2b3c4d5e6f7g", "v1.2.3-release-candidate",
+		"550e8400-e29b-41d4-a716-446655440000", // UUIDs: mostly kept (short hex groups), see the doc
+
+	} {
+		if Credential(s) {
+			t.Errorf("Credential(%q) = true", s)
+		}
+	}
+}
+
+func TestURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://example.com/items?page=2", "https://example.com/items?page=2"},
+		{"https://u:pw@example.com/", "https://REDACTED@example.com/"},
+		{"https://tok@example.com/", "https://REDACTED@example.com/"},
+		{"https://h/p?access_token=abc&page=2&X-Amz-Signature=ff", "https://h/p?access_token=REDACTED&page=2&X-Amz-Signature=REDACTED"},
+		{"https://h/p?jwt=a&bearer=b&pass=c&key=d&sig=e;code=f", "https://h/p?jwt=REDACTED&bearer=REDACTED&pass=REDACTED&key=REDACTED&sig=REDACTED;code=REDACTED"},
+		{"https://h/cb#access_token=abc&token_type=bearer&state=xyz", "https://h/cb#access_token=REDACTED&token_type=bearer&state=xyz"},
+		{"https://h/doc#section-2", "https://h/doc#section-2"},
+		{"https://h/cb#" + canary, "https://h/cb#REDACTED"},
+		{"https://hooks.example.com/services/T000/B000/" + canary, "https://hooks.example.com/services/T000/B000/REDACTED"},
+		{"https://api.example.com/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe", "https://api.example.com/REDACTED/getMe"},
+		{"https://h/p?q=%22x%22&token=%22" + canary + "%22", "https://h/p?q=%22x%22&token=REDACTED"},
+		{"https://h/p?u=" + canary, "https://h/p?u=REDACTED"},
+		{"https://h/a%2Fb/c", "https://h/a%2Fb/c"},
+	}
+	for _, tt := range tests {
+		u, err := url.Parse(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := URL(u); got != tt.want {
+			t.Errorf("URL(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+	if URL(nil) != "" {
+		t.Error("URL(nil) is not empty")
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	raw := `http://u:` + canary + `@host/p?access_token=` + canary + `&q="x"`
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As net/http quotes it: password masked, then %q.
+	masked := strings.Replace(u.String(), u.User.String()+"@", "u:***@", 1)
+	for _, msg := range []string{
+		`Get "` + quoted(masked) + `": dial tcp: connection refused`,
+		`Get "` + quoted(u.String()) + `": EOF`,
+		`Get ` + u.String() + `: EOF`,
+		"proxy said: " + canary,
+	} {
+		got := ErrorText(msg, u)
+		if strings.Contains(got, canary) {
+			t.Errorf("ErrorText(%q) = %q: canary kept", msg, got)
+		}
+	}
+	if got := ErrorText("dial tcp 10.0.0.1:80: connection refused", u); got != "dial tcp 10.0.0.1:80: connection refused" {
+		t.Errorf("innocent text changed: %q", got)
+	}
+}
+
+func TestText(t *testing.T) {
+	for _, s := range []string{
+		`parse "http://u:` + canary + `@h/p?api_key=x\"y": invalid`,
+		"GET https://h/p?token=" + canary + " failed",
+		"the key is " + canary + ".",
+		"password=" + canary,
+		`"https://u:pw@[::1` + canary + `"`,
+	} {
+		if got := Text(s); strings.Contains(got, canary) {
+			t.Errorf("Text(%q) = %q: canary kept", s, got)
+		}
+	}
+	for _, s := range []string{"connection refused", "job 42 failed: boom", "http GET https://example.com/items?page=2: 503 Service Unavailable"} {
+		if got := Text(s); got != s {
+			t.Errorf("Text(%q) = %q, want it unchanged", s, got)
+		}
+	}
+}
+
+func TestDSN(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"postgres://heed:" + canary + "@db:5432/heed?sslmode=disable", "postgres://REDACTED@db:5432/heed?sslmode=disable"},
+		{"postgres://db/heed?password=" + canary, "postgres://db/heed?password=REDACTED"},
+		{"host=db user=heed password=" + canary + " dbname=heed", "host=db user=heed password=REDACTED dbname=heed"},
+		{"host=db password='" + canary + " \\' x' dbname=heed", "host=db password=REDACTED dbname=heed"},
+		{"heed.db", "heed.db"},
+		{"file:heed.db?cache=private", "file:heed.db?cache=private"},
+	}
+	for _, tt := range tests {
+		if got := DSN(tt.in); got != tt.want {
+			t.Errorf("DSN(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestHeader(t *testing.T) {
+	for _, n := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "Idempotency-Key", "X-Auth-Token"} {
+		if got := Header(n, canary); strings.Contains(got, canary) {
+			t.Errorf("Header(%q) = %q", n, got)
+		}
+	}
+	if got := Header("Accept", "application/json"); got != "Accept: application/json" {
+		t.Errorf("Header(Accept) = %q", got)
+	}
+}
+
+func TestCut(t *testing.T) {
+	if got := Cut("short", 100); got != "short" {
+		t.Errorf("Cut kept %q", got)
+	}
+	s := strings.Repeat("é", 5<<20) // 10 MB
+	got := Cut(s, 8<<10)
+	if len(got) > 8<<10 || !strings.HasSuffix(got, " MB cut]") {
+		t.Fatalf("Cut: len %d, ends %q", len(got), got[len(got)-30:])
+	}
+	if !strings.Contains(got, " ... [10.5 MB cut]") {
+		t.Errorf("Cut: mark %q", got[len(got)-30:])
+	}
+	for _, max := range []int{64, 100, 1000, 1024} {
+		for _, n := range []int{max + 1, max + 5, 10 * max, 100000} {
+			got := Cut(strings.Repeat("ab", n), max)
+			if len(got) > max {
+				t.Errorf("Cut(%d bytes, %d) is %d bytes", 2*n, max, len(got))
+			}
+		}
+	}
+}
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int]string{0: "0 B", 999: "999 B", 1000: "1.0 KB", 9_900_000: "9.9 MB", 1_200_000_000: "1.2 GB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func FuzzURL(f *testing.F) {
+	f.Add("https://u:p@h/p?token=" + canary + "#x")
+	f.Add("http://h/" + canary)
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := url.Parse(s)
+		if err != nil {
+			_ = Text(s)
+			return
+		}
+		out := URL(u)
+		if pw, ok := u.User.Password(); ok && len(pw) >= 4 && strings.Contains(out, pw) && !strings.Contains(Mark, pw) {
+			// The password may appear elsewhere in the URL by chance.
+			if !strings.Contains(strings.Replace(s, u.User.String()+"@", "", 1), pw) {
+				t.Errorf("URL(%q) = %q keeps the password", s, out)
+			}
+		}
+		_ = ErrorText(s, u)
+	})
+}
+
+func TestJSON(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"url": "https://example.com/", "method": "GET"}`, `{"url": "https://example.com/", "method": "GET"}`},
+		{`{"url":"http://u:` + canary + `@h/?api_key=` + canary + `","n":1}`, `{"url":"http://REDACTED@h/?api_key=REDACTED","n":1}`},
+		{`{"password":"hunter2","nested":{"token":{"a":[1,2]},"ok":[true,null,"x"]},"pin":1234}`,
+			`{"password":"REDACTED","nested":{"token":"REDACTED","ok":[true,null,"x"]},"pin":1234}`},
+		{`["a","` + canary + `"]`, `["a","REDACTED"]`},
+		{`{"html":"<b>&</b>","secret":1}`, `{"html":"<b>&</b>","secret":"REDACTED"}`},
+		{`{"a":`, `"{\"a\":"`},
+	}
+	for _, tt := range tests {
+		if got := string(JSON([]byte(tt.in))); got != tt.want {
+			t.Errorf("JSON(%s)\n got %s\nwant %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"api.example.com":                  "api.example.com",
+		"orders.svc.cluster.local:8080":    "orders.svc.cluster.local:8080",
+		canary + ".hooks.example.com":      "REDACTED.hooks.example.com",
+		"10.0.0.1":                         "10.0.0.1",
+		"my-long-service-name.example.com": "my-long-service-name.example.com",
+	} {
+		if got := Host(in); got != want {
+			t.Errorf("Host(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
