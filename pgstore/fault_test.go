@@ -418,6 +418,18 @@ func TestFaultDatabaseOutage(t *testing.T) {
 	n, lines := logs.snapshot()
 	t.Logf("%d acknowledged jobs all succeeded; %d producer errors during the outage; %d attempts rescued as lost (each one a documented re-run); %d worker log lines",
 		len(acked), prodErrs.Load(), lost, n)
+	// Each worker logs the outage's start and end; a connection that fails
+	// once more while the pool replaces its dead ones may add a second pair.
+	reconnected := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "queue: database reconnected after ") {
+			reconnected++
+		}
+	}
+	if n > 4*len(workers) || reconnected < len(workers) {
+		t.Errorf("the outage left %d log lines (%d reconnected), want at most %d with one reconnected per worker:\n%s",
+			n, reconnected, 4*len(workers), strings.Join(lines, "\n"))
+	}
 	if testing.Verbose() {
 		for _, l := range lines {
 			t.Log("log: " + l)

@@ -81,7 +81,11 @@ type WorkerConfig struct {
 	// Observe, when set, is called for every event of every job, on the
 	// goroutine that ran it. It must not block.
 	Observe func(ctx context.Context, e Event)
-	// Logger, when set, receives one record per event (see LogObserver).
+	// Logger, when set, receives one record per event (see LogObserver),
+	// and the worker's own warnings. Failing store calls (an unreachable
+	// database) are logged as a change of state: "database unreachable
+	// since ...; retrying" once, again every OutageLogInterval while it
+	// lasts, and "database reconnected after 4.2s" once.
 	Logger *slog.Logger
 	// Clock is the time source for decisions and leases (default: real
 	// time). Attempt timeouts use the context package's clock.
@@ -124,6 +128,8 @@ type Worker struct {
 	jobs     sync.WaitGroup
 	wake     map[string]chan struct{}
 	soon     map[string]chan time.Time // retries of this worker due before the next poll
+
+	outage outage // failing store calls, for the log
 
 	batcher   TransitionBatcher // the store, when it batches
 	complete  chan completion   // to the completer
@@ -447,7 +453,9 @@ func (w *Worker) claimLoop(q string, limit int) {
 			jobs, err := w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: free, Now: now,
 				LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID})
 			if err != nil {
-				w.log("claim "+q, err)
+				w.storeFailed("claim "+q, err)
+			} else {
+				w.storeOK()
 			}
 			for _, job := range jobs {
 				running++
@@ -504,9 +512,10 @@ func (w *Worker) rescue() {
 		now := w.now()
 		jobs, err := w.store.JobRescue(w.ctx, RescueParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: 100})
 		if err != nil {
-			w.log("rescue", err)
+			w.storeFailed("rescue", err)
 			return
 		}
+		w.storeOK()
 		for _, job := range jobs {
 			w.emit(Event{Kind: EventLost, Job: job, Err: ErrLeaseExpired})
 			p := effective(w.policy, job)
@@ -536,7 +545,7 @@ func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Durat
 			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: err})
 		} else {
 			// The lease will expire and the rescuer will retry the job.
-			w.log(fmt.Sprintf("store the result of job %d", job.ID), err)
+			w.storeFailed(fmt.Sprintf("store the result of job %d", job.ID), err)
 		}
 		return
 	}
@@ -658,7 +667,7 @@ func (w *Worker) renew(job *Job, lost context.CancelCauseFunc, stop <-chan struc
 			lost(err)
 			return
 		case err != nil:
-			w.log(fmt.Sprintf("renew the lease of job %d", job.ID), err)
+			w.storeFailed(fmt.Sprintf("renew the lease of job %d", job.ID), err)
 			timer.Reset(third / 4) // try again soon
 			continue
 		}
