@@ -327,7 +327,7 @@ func (w *Worker) completeLoop() {
 		for _, c := range batch {
 			ts = append(ts, c.t)
 		}
-		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease)
+		ctx, cancel := context.WithTimeout(w.ctx, w.resultTimeout())
 		errs, err := w.batcher.JobTransitions(ctx, ts)
 		cancel()
 		for i, c := range batch {
@@ -530,22 +530,12 @@ func (w *Worker) rescue() {
 
 // finish stores t and reports it.
 func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Duration) {
-	var err error
-	if w.batcher != nil {
-		c := completion{t: t, done: make(chan error, 1)}
-		w.complete <- c
-		err = <-c.done
-	} else {
-		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease)
-		err = w.store.JobTransition(ctx, t)
-		cancel()
-	}
-	if err != nil {
+	if err := w.storeResult(t); err != nil { // retried: see storeResult
 		if errors.Is(err, ErrLeaseLost) {
 			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: err})
 		} else {
 			// The lease will expire and the rescuer will retry the job.
-			w.storeFailed(fmt.Sprintf("store the result of job %d", job.ID), err)
+			w.log(fmt.Sprintf("store the result of job %d", job.ID), err)
 		}
 		return
 	}

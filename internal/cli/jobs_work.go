@@ -177,7 +177,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
 	pf := addJobsPolicyFlags(fs)
-	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal; a dead worker's jobs run again after it")
+	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal (at least 1s); a dead worker's jobs run again after it")
 	poll := fs.Duration("poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
 	grace := fs.Duration("grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
@@ -202,6 +202,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		if d <= 0 {
 			return usageError(s, name, flagError(fl, "%v, must be positive", d))
 		}
+	}
+	if *lease < minLease {
+		return usageError(s, name, flagError("lease", "%v is below the minimum of %v: a lease must outlast several database round trips, or finished jobs are rescued as lost and run again", *lease, minLease))
 	}
 	if *forD < 0 {
 		return usageError(s, name, flagError("for", "%v, must not be negative", *forD))
@@ -272,6 +275,11 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	}
 	return exitOK
 }
+
+// minLease is the shortest --lease heed jobs work accepts. Renewals and
+// result writes must fit in a lease with room to spare; below a second a
+// loaded machine turns finished work into "lost" attempts.
+const minLease = time.Second
 
 // storeLogger logs the worker's own warnings (store errors) to w, and not
 // its per-job records, which the decision lines already show.
