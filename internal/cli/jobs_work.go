@@ -18,6 +18,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/heedotel"
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/signals"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
@@ -36,7 +37,9 @@ give up into the dead-letter. It prints one line per attempt on stdout:
 
 It runs until SIGINT or SIGTERM, --for, or --until-empty. Then it stops
 claiming, lets running jobs finish for up to --grace, and releases the rest
-(available again at once, their attempt not counted). Leases are renewed
+(available again at once, their attempt not counted). A second SIGINT or
+SIGTERM ends the grace at once: running jobs are cancelled and released. A
+signal that arrives while the worker is still starting stops it cleanly too. Leases are renewed
 while a job runs; a worker that dies (SIGKILL, a crash, a lost machine)
 loses its leases after --lease, and any worker then rescues its jobs and
 records the lost attempt (outcome "lost").
@@ -65,6 +68,8 @@ Job kinds:
   1    the database cannot be opened; or the grace ran out and running jobs
        were released
   2    usage error
+  130  a second signal stopped the worker before the grace ended (running
+       jobs were released)
 
 Examples:
   heed jobs work
@@ -216,6 +221,12 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	}
 	d, err := openDB(ctx, withPoolSize(resolveDB(*db), poolSizeFor(total)), true)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A signal while connecting is the normal way to stop, too:
+			// no job was claimed, nothing is left to release.
+			fmt.Fprintf(s.stderr, "heed jobs work: stopped before starting (signal while opening the database)\n")
+			return exitOK
+		}
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
@@ -271,6 +282,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	fmt.Fprintf(s.stderr, "heed jobs work: stopped: %s\n", r.summary())
 	if err != nil {
 		fmt.Fprintf(s.stderr, "heed jobs work: %v\n", err)
+		if errors.Is(err, errInterruptedAgain) {
+			return exitInterrupted
+		}
 		return exitFailure
 	}
 	return exitOK
@@ -403,7 +417,26 @@ func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) e
 			stopping()
 		}
 	})
-	err := w.Run(ctx)
+	err := w.Start(ctx)
+	if err == nil {
+		<-ctx.Done()
+		// A second signal (see signals.Again) ends the grace at once:
+		// running jobs are cancelled and released.
+		sctx, stop := context.WithTimeoutCause(context.WithoutCancel(ctx), r.cfg.ShutdownGrace, errGraceOver)
+		defer stop()
+		again := signals.Again(ctx)
+		go func() {
+			select {
+			case <-again:
+				stop()
+			case <-sctx.Done():
+			}
+		}()
+		err = w.Shutdown(sctx)
+		if err != nil && context.Cause(sctx) != errGraceOver {
+			err = fmt.Errorf("%w: %d running jobs were released", errInterruptedAgain, r.count(queue.EventReleased))
+		}
+	}
 	cancel()
 	wg.Wait()
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -411,6 +444,13 @@ func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) e
 	}
 	return err
 }
+
+// errGraceOver is the cause of the end of a shutdown grace that ran out.
+var errGraceOver = errors.New("the shutdown grace ran out")
+
+// errInterruptedAgain is returned by workerRun.run when a second signal
+// ended the shutdown grace.
+var errInterruptedAgain = errors.New("interrupted again: stopped at once")
 
 // jobsLive counts the available, scheduled and running jobs of queues.
 func jobsLive(st queue.Stats, queues map[string]int) int {
