@@ -28,7 +28,8 @@
 //   - The schema is embedded as numbered migrations, recorded in the table
 //     heed_migrations and applied under an advisory lock by [Open] (or
 //     [Store.Migrate]); a database migrated by a newer heed is refused with
-//     a [*VersionError]. Tables are named heed_* and live in the first
+//     a [*VersionError]. [OpenWith] with NoMigrate only checks, and names
+//     the missing migrations in a [*SchemaBehindError]. Tables are named heed_* and live in the first
 //     schema of the connections' search_path. PostgreSQL 13 or later.
 package pgstore
 
@@ -86,9 +87,30 @@ var ErrClosed = errors.New("pgstore: store is closed")
 // reachable, and migrates its schema to [SchemaVersion]. It returns a
 // [*VersionError] when the database's schema is newer than this binary
 // knows. Close the store when done: it closes the pool Open created.
+// [OpenWith] opens without migrating.
 //
 // Error messages never include the URL's password.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenWith(ctx, url, OpenOptions{})
+}
+
+// OpenOptions configures [OpenWith]. The zero value opens as [Open] does.
+type OpenOptions struct {
+	// NoMigrate opens without changing the schema, as a program that only
+	// reads (or a fleet that upgrades with an explicit step) wants: a
+	// newer binary must not upgrade a database under older workers. A
+	// schema behind [SchemaVersion] is refused with a [*SchemaBehindError]
+	// naming the missing migrations; one that is newer, with a
+	// [*VersionError].
+	NoMigrate bool
+	// CreateEmpty, with NoMigrate, still creates the schema in a database
+	// (search_path schema) that has no heed tables at all: nothing older
+	// can be using it.
+	CreateEmpty bool
+}
+
+// OpenWith is [Open] with options.
+func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", redact(err, url))
@@ -106,7 +128,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := s.Migrate(ctx); err != nil {
+	err = s.Check(ctx)
+	var behind *SchemaBehindError
+	switch {
+	case errors.As(err, &behind) && (!o.NoMigrate || o.CreateEmpty && behind.Database == 0):
+		err = s.Migrate(ctx)
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
