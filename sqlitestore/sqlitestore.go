@@ -230,7 +230,7 @@ func checkPath(path string, create, readOnly bool) (fresh bool, err error) {
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
-		return false, fmt.Errorf("sqlitestore: %s is a directory, not a database file: %w", path, queue.ErrInvalid)
+		return false, &pathError{fmt.Sprintf("sqlitestore: %s is a directory, not a database file", path), queue.ErrInvalid}
 	case err == nil:
 		if !readOnly {
 			f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -246,20 +246,30 @@ func checkPath(path string, create, readOnly bool) (fresh bool, err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	case !create:
-		return false, fmt.Errorf("sqlitestore: %s does not exist (nothing was created): %w", path, fs.ErrNotExist)
+		return false, &pathError{fmt.Sprintf("sqlitestore: %s does not exist (nothing was created)", path), fs.ErrNotExist}
 	}
 	dir := filepath.Dir(path)
 	di, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return false, fmt.Errorf("sqlitestore: cannot create %s: directory %s does not exist: %w", path, dir, fs.ErrNotExist)
+		return false, &pathError{fmt.Sprintf("sqlitestore: cannot create %s: directory %s does not exist", path, dir), fs.ErrNotExist}
 	case err != nil:
 		return false, fmt.Errorf("sqlitestore: cannot create %s: %w", path, err)
 	case !di.IsDir():
-		return false, fmt.Errorf("sqlitestore: cannot create %s: %s is not a directory: %w", path, dir, queue.ErrInvalid)
+		return false, &pathError{fmt.Sprintf("sqlitestore: cannot create %s: %s is not a directory", path, dir), queue.ErrInvalid}
 	}
 	return true, nil
 }
+
+// pathError is an error about a database path that matches a sentinel
+// (fs.ErrNotExist, queue.ErrInvalid) without repeating its text.
+type pathError struct {
+	msg string
+	is  error
+}
+
+func (e *pathError) Error() string        { return e.msg }
+func (e *pathError) Is(target error) bool { return target == e.is }
 
 func join(a, b string) string {
 	if a == "" {
@@ -296,7 +306,7 @@ func parseDSN(dsn string) (path, params string, err error) {
 	case strings.Contains(dsn, "://") && !strings.ContainsAny(dsn[:strings.Index(dsn, "://")], `/\.`):
 		// Name only the scheme: the rest may hold a password.
 		scheme := dsn[:strings.Index(dsn, "://")]
-		return "", "", fmt.Errorf("sqlitestore: unsupported database URL scheme %q: want a file path, a sqlite: URL or a file: URI: %w", scheme, queue.ErrInvalid)
+		return "", "", &pathError{fmt.Sprintf("sqlitestore: unsupported database URL scheme %q: want a file path, a sqlite: URL or a file: URI", scheme), queue.ErrInvalid}
 	}
 	if dsn == "" || dsn == "file::memory:" {
 		return "", "", fmt.Errorf("sqlitestore: no file path in %q: %w", orig, queue.ErrInvalid)

@@ -285,7 +285,7 @@ func jobsTour(t *testing.T, dsn string) {
 		t.Errorf("delete: %q", out)
 	}
 
-	d, err := openDB(context.Background(), dsn, false)
+	d, err := openDB(context.Background(), dsn, openWrite)
 	if err != nil {
 		t.Fatal(err)
 	}

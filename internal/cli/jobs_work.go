@@ -61,7 +61,7 @@ Job kinds:
 		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "quiet", "allow-exec", "id", "metrics-addr"}},
 		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout"}},
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
-		{"Database flags", []string{"db"}},
+		{"Database flags", []string{"db", "no-migrate"}},
 	},
 	foot: `Exit codes:
   0    the worker stopped cleanly (a signal, --for, --until-empty)
@@ -185,6 +185,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal (at least 1s); a dead worker's jobs run again after it")
 	poll := fs.Duration("poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
 	grace := fs.Duration("grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
+	noMigrate := fs.Bool("no-migrate", false, "do not create or upgrade the database schema: refuse to start, naming the missing migrations, when it is behind this heed (for fleets that migrate in a separate step)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
 	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
 		return code
@@ -219,7 +220,11 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	for _, n := range qs {
 		total += n
 	}
-	d, err := openDB(ctx, withPoolSize(resolveDB(*db), poolSizeFor(total)), true)
+	workMode := openMigrate
+	if *noMigrate {
+		workMode = openWrite
+	}
+	d, err := openDB(ctx, withPoolSize(resolveDB(*db), poolSizeFor(total)), workMode)
 	if err != nil {
 		if ctx.Err() != nil {
 			// A signal while connecting is the normal way to stop, too:
