@@ -177,8 +177,11 @@ func newStore(pool *pgxpool.Pool, own bool) (*Store, error) {
 // transactions to pass to [Store.EnqueueTx].
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close stops the notification listener, waiting for it to exit, and closes
-// the pool if [Open] created it. It is safe to call more than once.
+// Close sends the notifications of jobs enqueued just before (waiting up to
+// 2 s for the server, so that a producer that enqueues and exits still
+// wakes the workers), stops the notification listener, waiting for it to
+// exit, and closes the pool if [Open] created it. It is safe to call more
+// than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.insert.close()

@@ -108,7 +108,10 @@ type handler func(ctx context.Context, job *Job) error
 // (or Start and Shutdown). Its methods are safe for concurrent use; Handle
 // must be called before Start. Delivery is at least once: a handler may run
 // again for an attempt whose result was lost (a crash, an expired lease),
-// so handlers should be safe to repeat.
+// so handlers should be safe to repeat. A result write that fails (an
+// unreachable or overloaded database) is retried with backoff under the
+// attempt's lease token, past the lease, before the attempt is left to
+// be rescued as lost; a worker never exits because its store fails.
 type Worker struct {
 	store    Store
 	cfg      WorkerConfig
