@@ -22,6 +22,7 @@ import (
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
+	"github.com/jackc/pgx/v5"
 )
 
 // faultProxy is a TCP proxy in front of the PostgreSQL server, for fault
@@ -35,6 +36,7 @@ type faultProxy struct {
 	ln    net.Listener // nil while down
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	holed atomic.Bool // drop every byte, keep connections open (a partition)
 }
 
 // startProxy listens on a free loopback port and forwards to target.
@@ -75,7 +77,18 @@ func (p *faultProxy) serve(ln net.Listener) {
 			p.conns[c], p.conns[up] = struct{}{}, struct{}{}
 			p.mu.Unlock()
 			pipe := func(dst, src net.Conn) {
-				_, _ = io.Copy(dst, src)
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if n > 0 && !p.holed.Load() {
+						if _, werr := dst.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
 				dst.Close()
 				src.Close()
 				p.mu.Lock()
@@ -493,5 +506,104 @@ func TestFaultIdempotencyOutage(t *testing.T) {
 	}
 	if n := ran.Load(); n != 1 {
 		t.Fatalf("handler ran %d times, want once", n)
+	}
+}
+
+// TestFaultPartition: the proxy drops every byte but keeps the
+// connections open, as a partition or a server that lost power does (no
+// FIN, no RST). A worker's polls must not hang on those connections, and
+// the listener must notice that its connection is dead: after the
+// partition heals, work resumes and notifications arrive again. (Closing
+// the store afterwards takes about 10 s: pgx waits up to 15 s for the
+// cancel request it sent for the statement cut off by the partition.)
+func TestFaultPartition(t *testing.T) {
+	t.Parallel()
+	_, u := testSchema(t)
+	proxy := startProxy(t, serverAddr(t))
+	ctx := t.Context()
+	direct, err := Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	st, err := Open(ctx, viaProxy(t, u, proxy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.pollTimeout = time.Second // instead of 30 s
+	st.notify.checkEvery = 500 * time.Millisecond
+	listens := make(chan struct{}, 16)
+	st.notify.connected = func(*pgx.Conn) { listens <- struct{}{} }
+
+	succeeded := make(chan time.Time, 1024)
+	w, err := queue.NewWorker(st, queue.WorkerConfig{
+		Lease:        5 * time.Second,
+		PollInterval: time.Hour, // only the first poll and notifications start jobs
+		Observe: func(_ context.Context, e queue.Event) {
+			if e.Kind == queue.EventSucceeded {
+				succeeded <- time.Now()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue.Handle(w, "work", func(context.Context, *queue.Job, struct{}) error { return nil })
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Shutdown(context.Background())
+	<-listens
+	dc := queue.NewClient(direct, queue.ClientConfig{})
+	enqueue := func() {
+		t.Helper()
+		if _, _, err := dc.Enqueue(ctx, "work", struct{}{}, queue.EnqueueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue()
+	select {
+	case <-succeeded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no job before the partition")
+	}
+
+	proxy.holed.Store(true)
+	enqueue() // its notification is lost in the partition
+	// A poll (whose context, like a worker's, has no deadline) fails after
+	// the store's poll timeout instead of hanging.
+	claimed := make(chan error, 1)
+	go func() {
+		now := time.Now()
+		_, err := st.JobClaim(context.Background(), queue.ClaimParams{Queue: "elsewhere", Limit: 1, Now: now,
+			LeaseUntil: now.Add(time.Minute), Worker: "probe"})
+		claimed <- err
+	}()
+	select {
+	case err := <-claimed:
+		if err == nil {
+			t.Error("a claim through the partition succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a claim through the partition still hangs after 10s (poll timeout 1s)")
+	}
+	time.Sleep(time.Second) // the rest of the partition
+	proxy.holed.Store(false)
+	healed := time.Now()
+	// The listener finds its connection dead, reconnects, and announces
+	// the queue with the job enqueued during the partition: the worker,
+	// which polls only hourly, runs it.
+	select {
+	case <-listens:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the listener did not reconnect after the partition")
+	}
+	select {
+	case at := <-succeeded:
+		t.Logf("the job enqueued during the partition ran %v after it healed", at.Sub(healed).Round(time.Millisecond))
+
+	case <-time.After(20 * time.Second):
+		t.Fatal("the job enqueued during the partition did not run after it healed")
 	}
 }

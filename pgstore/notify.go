@@ -181,7 +181,19 @@ type notifier struct {
 	// connected, when set (by tests, before the first subscription), is
 	// called each time LISTEN succeeds, with the connection.
 	connected func(*pgx.Conn)
+	// checkEvery is how long the listener waits for a notification before
+	// it pings the server (listenCheck; tests shorten it).
+	checkEvery time.Duration
 }
+
+// listenCheck is how long an idle listener waits before it checks that its
+// server is still there: a connection cut without a FIN or RST (a
+// partition) is otherwise noticed only by TCP, after many minutes, and the
+// store would hear no notification meanwhile.
+const listenCheck = 30 * time.Second
+
+// listenPing bounds that check.
+const listenPing = 5 * time.Second
 
 // subscription receives queue names on ch until it is removed, when ch is
 // closed.
@@ -191,7 +203,7 @@ type subscription struct {
 }
 
 func newNotifier(pool *pgxpool.Pool) *notifier {
-	return &notifier{pool: pool, subs: make(map[*subscription]struct{})}
+	return &notifier{pool: pool, subs: make(map[*subscription]struct{}), checkEvery: listenCheck}
 }
 
 // subscribe registers a subscription that lasts until ctx ends or close,
@@ -376,7 +388,21 @@ func closeConn(conn *pgx.Conn) {
 // ctx ends.
 func (n *notifier) listen(ctx context.Context, conn *pgx.Conn, schema string) {
 	for {
-		msg, err := conn.WaitForNotification(ctx)
+		wctx, cancel := context.WithTimeout(ctx, n.checkEvery)
+		msg, err := conn.WaitForNotification(wctx)
+		timedOut := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if timedOut {
+			// Quiet for a while: is the server still there? (A wait that
+			// timed out leaves the connection usable.)
+			pctx, cancel := context.WithTimeout(ctx, listenPing)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			return
 		}

@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -74,7 +75,28 @@ type Store struct {
 	batch   *batcher   // JobTransition
 	insert  *inserter  // JobInsert without a unique key
 
+	// pollTimeout bounds claims and rescues (see bounded); tests shorten
+	// it before first use.
+	pollTimeout time.Duration
+
 	closeOnce sync.Once
+}
+
+// defaultPollTimeout bounds a claim or a rescue whose context has no
+// earlier deadline (a worker's polls have none): a poll must not hang on a
+// connection whose server vanished without closing it (a partition, a
+// machine that lost power), which TCP notices only after many minutes.
+// The statement fails, pgx discards the connection, and the next poll
+// uses a new one.
+const defaultPollTimeout = 30 * time.Second
+
+// bounded returns ctx with the store's poll timeout, unless it ends
+// sooner.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= s.pollTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.pollTimeout)
 }
 
 // ErrClosed is returned by [Store.JobNotify] and [Store.JobTransition]
@@ -165,7 +187,7 @@ func newStore(pool *pgxpool.Pool, own bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open the worker pool: %w", err)
 	}
-	s := &Store{pool: pool, ownPool: own, lazy: lazy}
+	s := &Store{pool: pool, ownPool: own, lazy: lazy, pollTimeout: defaultPollTimeout}
 	s.notify = newNotifier(pool)
 	s.publish = newPublisher(pool)
 	s.batch = newBatcher(lazy)
