@@ -323,15 +323,35 @@ func (n *notifier) run(ctx context.Context) {
 			}
 			continue
 		}
-		failures, wait = 0, 0
 		for _, q := range pending {
 			n.send(q)
 		}
+		up := time.Now()
 		n.listen(ctx, conn, schema)
 		n.setUp(false)
 		closeConn(conn)
+		if time.Since(up) >= stableListen {
+			failures, wait = 0, 0
+			continue
+		}
+		// A connection that drops as soon as it is up (a server
+		// restarting, a proxy that accepts and cuts) counts as a failed
+		// attempt, so that reconnecting backs off instead of spinning.
+		failures++
+		wait = listenBackoff.Next(failures, wait, nil)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
+
+// stableListen is how long a LISTEN connection must last for the
+// listener's reconnection backoff to start over.
+const stableListen = time.Second
 
 // connect takes a connection out of the pool for good (so that it has the
 // pool's configuration, search_path included), LISTENs on it, and returns
