@@ -10,8 +10,8 @@ import (
 	"github.com/heed-go/heed/clock"
 )
 
-// resultBackoff paces the retries of a result write: from 50 ms up to 2 s,
-// full jitter.
+// resultBackoff paces the retries of a result write: from 50 ms up to 2 s
+// (or a quarter of the lease, if less), full jitter.
 var resultBackoff = backoff.Schedule{Base: 50 * time.Millisecond, Cap: 2 * time.Second}
 
 // minResultTimeout is the least time one result write gets before it is
@@ -40,6 +40,10 @@ func (w *Worker) resultRetryFor() time.Duration { return max(10*w.cfg.Lease, tim
 // rescued as lost.
 func (w *Worker) storeResult(t Transition) error {
 	start := w.now()
+	// Retry at least four times a lease: once the store is back, the
+	// result should land before a rescuer finds the expired lease.
+	sched := resultBackoff
+	sched.Cap = max(min(sched.Cap, w.cfg.Lease/4), sched.Base)
 	var wait time.Duration
 	for n := 1; ; n++ {
 		err := w.writeResult(t)
@@ -56,7 +60,7 @@ func (w *Worker) storeResult(t Transition) error {
 			return fmt.Errorf("queue: gave up storing the result of job %d after %d tries: %w", t.ID, n, err)
 		}
 		w.storeFailed(fmt.Sprintf("store the result of job %d", t.ID), err)
-		wait = resultBackoff.Next(n, wait, w.cfg.Rand)
+		wait = sched.Next(n, wait, w.cfg.Rand)
 		// A rescue's result is not worth delaying shutdown for: the job
 		// stays leased and is rescued again.
 		var stop <-chan struct{}
