@@ -79,7 +79,12 @@ func TestWorkerResultWriteLeaseLost(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Lease = time.Second
 	cfg.RescueInterval = time.Hour // the rescue below stands for another worker's
-	cfg.Observe = func(_ context.Context, e queue.Event) { events <- e.Kind }
+	cfg.Observe = func(_ context.Context, e queue.Event) {
+		select {
+		case events <- e.Kind:
+		default: // Observe must not block
+		}
+	}
 	w := newWorker(t, plainStore{fw}, cfg)
 	done := make(chan struct{})
 	queue.Handle(w, "once", func(context.Context, *queue.Job, msg) error { close(done); return nil })
