@@ -513,9 +513,14 @@ func TestFaultIdempotencyOutage(t *testing.T) {
 // connections open, as a partition or a server that lost power does (no
 // FIN, no RST). A worker's polls must not hang on those connections, and
 // the listener must notice that its connection is dead: after the
-// partition heals, work resumes and notifications arrive again. (Closing
-// the store afterwards takes about 10 s: pgx waits up to 15 s for the
-// cancel request it sent for the statement cut off by the partition.)
+// partition heals, work resumes and notifications arrive again.
+//
+// How soon work resumes varies from a few hundred milliseconds to about 15
+// s: pgx cleans up a connection whose statement timed out by sending a
+// cancel request, and waits up to 15 s for it. A cancel request sent during
+// the partition is lost, and until it times out the connection still
+// holds its slot in the worker pool. The store's Close waits for that
+// cleanup too.
 func TestFaultPartition(t *testing.T) {
 	t.Parallel()
 	_, u := testSchema(t)
@@ -539,7 +544,7 @@ func TestFaultPartition(t *testing.T) {
 	succeeded := make(chan time.Time, 1024)
 	w, err := queue.NewWorker(st, queue.WorkerConfig{
 		Lease:        5 * time.Second,
-		PollInterval: time.Hour, // only the first poll and notifications start jobs
+		PollInterval: time.Second, // a claim cut off by the partition is retried at the next poll
 		Observe: func(_ context.Context, e queue.Event) {
 			if e.Kind == queue.EventSucceeded {
 				succeeded <- time.Now()
@@ -591,9 +596,9 @@ func TestFaultPartition(t *testing.T) {
 	time.Sleep(time.Second) // the rest of the partition
 	proxy.holed.Store(false)
 	healed := time.Now()
-	// The listener finds its connection dead, reconnects, and announces
-	// the queue with the job enqueued during the partition: the worker,
-	// which polls only hourly, runs it.
+	// The listener finds its connection dead and reconnects (and announces
+	// the queue with the job enqueued during the partition), and the
+	// worker runs that job.
 	select {
 	case <-listens:
 	case <-time.After(20 * time.Second):
@@ -603,7 +608,7 @@ func TestFaultPartition(t *testing.T) {
 	case at := <-succeeded:
 		t.Logf("the job enqueued during the partition ran %v after it healed", at.Sub(healed).Round(time.Millisecond))
 
-	case <-time.After(20 * time.Second):
-		t.Fatal("the job enqueued during the partition did not run after it healed")
+	case <-time.After(40 * time.Second):
+		t.Fatal("the job enqueued during the partition did not run within 40s after it healed")
 	}
 }
