@@ -331,28 +331,65 @@ func TestPanicHoldsKeyUntilLease(t *testing.T) {
 	}
 }
 
+// extendLog is a store that reports each lease extension.
+type extendLog struct {
+	idempotency.Store
+	until chan time.Time
+}
+
+func (s *extendLog) KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error {
+	err := s.Store.KeyExtend(ctx, scope, key, token, leaseUntil)
+	if err == nil {
+		select {
+		case s.until <- leaseUntil:
+		default:
+		}
+	}
+	return err
+}
+
 // A handler slower than the lease keeps its key: its process renews the
-// lease, so a retry meanwhile gets 409, never a second run.
+// lease, so a retry meanwhile gets 409, never a second run. Lease expiry
+// is judged on a fake clock, and each retry waits for a renewal made at
+// the clock's new time (the event itself), so a loaded machine that
+// renews late cannot fail the test; the renewals come from the
+// middleware's own timers.
 func TestSlowHandlerKeepsKey(t *testing.T) {
+	const lease = 40 * time.Millisecond
+	clk := newClock()
+	st := &extendLog{Store: idempotency.NewMemoryStore(), until: make(chan time.Time, 1)}
 	var runs atomic.Int64
-	started := make(chan struct{})
-	h := idempotency.Middleware{Store: idempotency.NewMemoryStore(), Lease: 40 * time.Millisecond}.Wrap(
+	started, finish := make(chan struct{}), make(chan struct{})
+	h := idempotency.Middleware{Store: st, Lease: lease, Now: clk.Now}.Wrap(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if runs.Add(1) == 1 {
 				close(started)
-				time.Sleep(300 * time.Millisecond) // 7 leases
+				<-finish // slower than many leases
 			}
 			w.WriteHeader(http.StatusCreated)
 		}))
 	done := make(chan result)
 	go func() { done <- send(h, "POST", "/payments", "x", "Idempotency-Key", "k") }()
 	<-started
-	for range 5 {
-		time.Sleep(45 * time.Millisecond)
+	for i := range 5 {
+		clk.Add(lease * 3 / 4) // after two steps the first lease has lapsed
+		want := clk.Now().Add(lease)
+	renewal: // wait for a renewal at the new time
+		for timeout := time.After(10 * time.Second); ; {
+			select {
+			case until := <-st.until:
+				if !until.Before(want) {
+					break renewal
+				}
+			case <-timeout:
+				t.Fatalf("retry %d: no lease renewal to %v within 10s", i+1, want)
+			}
+		}
 		if r := send(h, "POST", "/payments", "x", "Idempotency-Key", "k"); r.code != 409 {
-			t.Errorf("retry while the slow handler runs: %d, want 409", r.code)
+			t.Errorf("retry %d while the slow handler runs, %v after its claim: %d, want 409", i+1, time.Duration(i+1)*lease*3/4, r.code)
 		}
 	}
+	close(finish)
 	if r := <-done; r.code != 201 {
 		t.Errorf("slow request: %d", r.code)
 	}

@@ -96,6 +96,65 @@ func (e *VersionError) Error() string {
 // Is reports whether target is queue.ErrSchemaTooNew.
 func (e *VersionError) Is(target error) bool { return target == queue.ErrSchemaTooNew }
 
+// SchemaBehindError reports a database whose schema lacks migrations this
+// binary has, found by a store opened without migrating (see
+// [OpenOptions]). Apply them with [Store.Migrate] (heed jobs migrate). It
+// matches queue.ErrSchemaTooOld.
+type SchemaBehindError struct {
+	// Database is the schema version recorded in the database (0: no heed
+	// tables at all).
+	Database int
+	// Binary is the newest version this binary knows ([SchemaVersion]).
+	Binary int
+	// Missing names the migrations not applied, in order
+	// ("003_succeeded_index").
+	Missing []string
+}
+
+func (e *SchemaBehindError) Error() string {
+	if e.Database == 0 {
+		return "pgstore: the database has no heed schema (no heed_migrations table in the search_path schema)"
+	}
+	return fmt.Sprintf("pgstore: database schema version %d is behind this binary's %d: %s %s not applied",
+		e.Database, e.Binary, plural(len(e.Missing), "migration", "migrations"), strings.Join(e.Missing, ", "))
+}
+
+// plural is "migration" or "migrations".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Is reports whether target is queue.ErrSchemaTooOld.
+func (e *SchemaBehindError) Is(target error) bool { return target == queue.ErrSchemaTooOld }
+
+// Check reads the database's schema version without changing anything: nil
+// when it is [SchemaVersion], a [*SchemaBehindError] when migrations are
+// missing, a [*VersionError] when it is newer than this binary knows.
+func (s *Store) Check(ctx context.Context) error {
+	return check(ctx, s.pool, migrations)
+}
+
+func check(ctx context.Context, q querier, ms []migration) error {
+	v, err := version(ctx, q)
+	if err != nil {
+		return fmt.Errorf("pgstore: read schema version: %w", err)
+	}
+	switch {
+	case v > len(ms):
+		return &VersionError{Database: v, Binary: len(ms)}
+	case v < len(ms):
+		e := &SchemaBehindError{Database: v, Binary: len(ms)}
+		for _, m := range ms[v:] {
+			e.Missing = append(e.Missing, fmt.Sprintf("%03d_%s", m.version, m.name))
+		}
+		return e
+	}
+	return nil
+}
+
 // versionTable records applied migrations, one row per version.
 const versionTable = `CREATE TABLE IF NOT EXISTS heed_migrations (
 	version    integer PRIMARY KEY,

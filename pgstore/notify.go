@@ -48,13 +48,27 @@ type publisher struct {
 	mu      sync.Mutex
 	pending map[string]struct{}
 	kick    chan struct{} // capacity 1
-	cancel  context.CancelFunc
+	stop    chan struct{} // closed by close: send what is pending, then return
+	abort   context.CancelFunc
+	ctx     context.Context // of every NOTIFY; cancelled publishFlush after close
 	done    chan struct{}
+	started bool
 	closed  bool
 }
 
+// publishTimeout bounds one NOTIFY, so that a server that stopped
+// answering does not hold notifications (the next NOTIFY carries them).
+const publishTimeout = 5 * time.Second
+
+// publishFlush is how long close lets the publisher send what was
+// published before it: a short-lived producer (enqueue, then Close) must
+// still wake the workers.
+const publishFlush = 2 * time.Second
+
 func newPublisher(pool *pgxpool.Pool) *publisher {
-	return &publisher{pool: pool, pending: make(map[string]struct{}), kick: make(chan struct{}, 1)}
+	ctx, abort := context.WithCancel(context.Background())
+	return &publisher{pool: pool, pending: make(map[string]struct{}), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), ctx: ctx, abort: abort, done: make(chan struct{})}
 }
 
 // publish queues a notification for each queue name, starting the
@@ -71,10 +85,9 @@ func (p *publisher) publish(queues ...string) {
 	for _, q := range queues {
 		p.pending[q] = struct{}{}
 	}
-	if p.cancel == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		p.cancel, p.done = cancel, make(chan struct{})
-		go p.run(ctx)
+	if !p.started {
+		p.started = true
+		go p.run()
 	}
 	p.mu.Unlock()
 	select {
@@ -95,37 +108,49 @@ func (p *publisher) take() []string {
 	return qs
 }
 
-func (p *publisher) run(ctx context.Context) {
-	defer close(p.done)
-	for {
-		select {
-		case <-ctx.Done():
-			// Announce what was published before Close, briefly.
-			if qs := p.take(); len(qs) > 0 {
-				fctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_, _ = p.pool.Exec(fctx, notifyManySQL, qs)
-				cancel()
-			}
-			return
-		case <-p.kick:
-		}
-		if qs := p.take(); len(qs) > 0 {
-			// A failure only costs latency: workers poll as well.
-			_, _ = p.pool.Exec(ctx, notifyManySQL, qs)
-		}
+// send NOTIFYs for what is pending. A failure only costs latency: workers
+// poll as well.
+func (p *publisher) send() {
+	if qs := p.take(); len(qs) > 0 {
+		ctx, cancel := context.WithTimeout(p.ctx, publishTimeout)
+		_, _ = p.pool.Exec(ctx, notifyManySQL, qs)
+		cancel()
 	}
 }
 
-// close sends what is pending and stops the goroutine.
+func (p *publisher) run() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.stop:
+			// Announce what was published before close. A NOTIFY in
+			// flight when close was called has not been cancelled.
+			p.send()
+			return
+		case <-p.kick:
+		}
+		p.send()
+	}
+}
+
+// close sends what is pending (waiting up to publishFlush for the
+// server) and stops the goroutine.
 func (p *publisher) close() {
 	p.mu.Lock()
-	p.closed = true
-	cancel, done := p.cancel, p.done
-	p.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	if p.closed {
+		p.mu.Unlock()
+		return
 	}
+	p.closed = true
+	started := p.started
+	p.mu.Unlock()
+	close(p.stop)
+	if started {
+		t := time.AfterFunc(publishFlush, p.abort)
+		<-p.done
+		t.Stop()
+	}
+	p.abort()
 }
 
 // listenBackoff paces reconnections of the listener: from 100 ms up to
@@ -156,7 +181,19 @@ type notifier struct {
 	// connected, when set (by tests, before the first subscription), is
 	// called each time LISTEN succeeds, with the connection.
 	connected func(*pgx.Conn)
+	// checkEvery is how long the listener waits for a notification before
+	// it pings the server (listenCheck; tests shorten it).
+	checkEvery time.Duration
 }
+
+// listenCheck is how long an idle listener waits before it checks that its
+// server is still there: a connection cut without a FIN or RST (a
+// partition) is otherwise noticed only by TCP, after many minutes, and the
+// store would hear no notification meanwhile.
+const listenCheck = 30 * time.Second
+
+// listenPing bounds that check.
+const listenPing = 5 * time.Second
 
 // subscription receives queue names on ch until it is removed, when ch is
 // closed.
@@ -166,7 +203,7 @@ type subscription struct {
 }
 
 func newNotifier(pool *pgxpool.Pool) *notifier {
-	return &notifier{pool: pool, subs: make(map[*subscription]struct{})}
+	return &notifier{pool: pool, subs: make(map[*subscription]struct{}), checkEvery: listenCheck}
 }
 
 // subscribe registers a subscription that lasts until ctx ends or close,
@@ -286,44 +323,50 @@ func (n *notifier) run(ctx context.Context) {
 			}
 			continue
 		}
-		failures, wait = 0, 0
 		for _, q := range pending {
 			n.send(q)
 		}
+		up := time.Now()
 		n.listen(ctx, conn, schema)
 		n.setUp(false)
-		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = conn.Close(closeCtx)
-		cancel()
+		closeConn(conn)
+		if time.Since(up) >= stableListen {
+			failures, wait = 0, 0
+			continue
+		}
+		// A connection that drops as soon as it is up (a server
+		// restarting, a proxy that accepts and cuts) counts as a failed
+		// attempt, so that reconnecting backs off instead of spinning.
+		failures++
+		wait = listenBackoff.Next(failures, wait, nil)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
 
+// stableListen is how long a LISTEN connection must last for the
+// listener's reconnection backoff to start over.
+const stableListen = time.Second
+
 // connect takes a connection out of the pool for good (so that it has the
 // pool's configuration, search_path included), LISTENs on it, and returns
-// it with its current schema and the queues that have available jobs.
-func (n *notifier) connect(ctx context.Context) (conn *pgx.Conn, schema string, pending []string, err error) {
+// it with its current schema and the queues that have available jobs. On
+// error it has closed the connection and returns none: the server may go
+// away between any two of these statements.
+func (n *notifier) connect(ctx context.Context) (*pgx.Conn, string, []string, error) {
 	pc, err := n.pool.Acquire(ctx)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	conn = pc.Hijack()
-	defer func() {
-		if err != nil {
-			_ = conn.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if _, err = conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return nil, "", nil, err
-	}
-	if err = conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return nil, "", nil, err
-	}
-	// After LISTEN, so that no job falls between the two.
-	rows, err := conn.Query(ctx, `SELECT DISTINCT queue FROM heed_jobs WHERE state = 'available'`)
-	if err == nil {
-		pending, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	}
+	conn := pc.Hijack()
+	schema, pending, err := n.prepare(ctx, conn)
 	if err != nil {
+		closeConn(conn)
 		return nil, "", nil, err
 	}
 	if n.connected != nil {
@@ -332,11 +375,54 @@ func (n *notifier) connect(ctx context.Context) (conn *pgx.Conn, schema string, 
 	return conn, schema, pending, nil
 }
 
+// prepare LISTENs on conn and reads its schema and the queues with
+// available jobs.
+func (n *notifier) prepare(ctx context.Context, conn *pgx.Conn) (schema string, pending []string, err error) {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return "", nil, err
+	}
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return "", nil, err
+	}
+	// After LISTEN, so that no job falls between the two.
+	rows, err := conn.Query(ctx, `SELECT DISTINCT queue FROM heed_jobs WHERE state = 'available'`)
+	if err != nil {
+		return "", nil, err
+	}
+	pending, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", nil, err
+	}
+	return schema, pending, nil
+}
+
+// closeConn closes a hijacked connection, waiting at most 5 s for the
+// server to acknowledge (a server that is gone does not).
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = conn.Close(ctx)
+	cancel()
+}
+
 // listen delivers notifications for schema until the connection fails or
 // ctx ends.
 func (n *notifier) listen(ctx context.Context, conn *pgx.Conn, schema string) {
 	for {
-		msg, err := conn.WaitForNotification(ctx)
+		wctx, cancel := context.WithTimeout(ctx, n.checkEvery)
+		msg, err := conn.WaitForNotification(wctx)
+		timedOut := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if timedOut {
+			// Quiet for a while: is the server still there? (A wait that
+			// timed out leaves the connection usable.)
+			pctx, cancel := context.WithTimeout(ctx, listenPing)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			return
 		}

@@ -333,3 +333,37 @@ func TestNotifyServerDown(t *testing.T) {
 	s.Close()
 	drainUntilClosed(t, ch)
 }
+
+// TestNotifyConnectFailsAfterHijack: a listener whose connection fails
+// after it was taken from the pool (here: the schema has no heed_jobs
+// table yet, as when the server goes away between LISTEN and the query)
+// closes that connection and retries; it does not crash the process.
+func TestNotifyConnectFailsAfterHijack(t *testing.T) {
+	t.Parallel()
+	_, u := testSchema(t)
+	pool, err := pgxpool.New(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := New(pool) // not migrated: the listener's query fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.JobNotify(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.notify.listening() {
+		t.Error("listening without a heed_jobs table")
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.JobInsert(t.Context(), newInsert(t, "k", queue.EnqueueOptions{Queue: "late"})); err != nil {
+		t.Fatal(err)
+	}
+	expectQueue(t, ch, "late") // the listener's retry succeeded
+	s.Close()
+	drainUntilClosed(t, ch)
+}

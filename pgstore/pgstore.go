@@ -28,7 +28,8 @@
 //   - The schema is embedded as numbered migrations, recorded in the table
 //     heed_migrations and applied under an advisory lock by [Open] (or
 //     [Store.Migrate]); a database migrated by a newer heed is refused with
-//     a [*VersionError]. Tables are named heed_* and live in the first
+//     a [*VersionError]. [OpenWith] with NoMigrate only checks, and names
+//     the missing migrations in a [*SchemaBehindError]. Tables are named heed_* and live in the first
 //     schema of the connections' search_path. PostgreSQL 13 or later.
 package pgstore
 
@@ -42,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -73,7 +75,28 @@ type Store struct {
 	batch   *batcher   // JobTransition
 	insert  *inserter  // JobInsert without a unique key
 
+	// pollTimeout bounds claims and rescues (see bounded); tests shorten
+	// it before first use.
+	pollTimeout time.Duration
+
 	closeOnce sync.Once
+}
+
+// defaultPollTimeout bounds a claim or a rescue whose context has no
+// earlier deadline (a worker's polls have none): a poll must not hang on a
+// connection whose server vanished without closing it (a partition, a
+// machine that lost power), which TCP notices only after many minutes.
+// The statement fails, pgx discards the connection, and the next poll
+// uses a new one.
+const defaultPollTimeout = 30 * time.Second
+
+// bounded returns ctx with the store's poll timeout, unless it ends
+// sooner.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= s.pollTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.pollTimeout)
 }
 
 // ErrClosed is returned by [Store.JobNotify] and [Store.JobTransition]
@@ -86,9 +109,30 @@ var ErrClosed = errors.New("pgstore: store is closed")
 // reachable, and migrates its schema to [SchemaVersion]. It returns a
 // [*VersionError] when the database's schema is newer than this binary
 // knows. Close the store when done: it closes the pool Open created.
+// [OpenWith] opens without migrating.
 //
 // Error messages never include the URL's password.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenWith(ctx, url, OpenOptions{})
+}
+
+// OpenOptions configures [OpenWith]. The zero value opens as [Open] does.
+type OpenOptions struct {
+	// NoMigrate opens without changing the schema, as a program that only
+	// reads (or a fleet that upgrades with an explicit step) wants: a
+	// newer binary must not upgrade a database under older workers. A
+	// schema behind [SchemaVersion] is refused with a [*SchemaBehindError]
+	// naming the missing migrations; one that is newer, with a
+	// [*VersionError].
+	NoMigrate bool
+	// CreateEmpty, with NoMigrate, still creates the schema in a database
+	// (search_path schema) that has no heed tables at all: nothing older
+	// can be using it.
+	CreateEmpty bool
+}
+
+// OpenWith is [Open] with options.
+func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", redact(err, url))
@@ -106,7 +150,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := s.Migrate(ctx); err != nil {
+	err = s.Check(ctx)
+	var behind *SchemaBehindError
+	switch {
+	case errors.As(err, &behind) && (!o.NoMigrate || o.CreateEmpty && behind.Database == 0):
+		err = s.Migrate(ctx)
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -137,7 +187,7 @@ func newStore(pool *pgxpool.Pool, own bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open the worker pool: %w", err)
 	}
-	s := &Store{pool: pool, ownPool: own, lazy: lazy}
+	s := &Store{pool: pool, ownPool: own, lazy: lazy, pollTimeout: defaultPollTimeout}
 	s.notify = newNotifier(pool)
 	s.publish = newPublisher(pool)
 	s.batch = newBatcher(lazy)
@@ -149,8 +199,11 @@ func newStore(pool *pgxpool.Pool, own bool) (*Store, error) {
 // transactions to pass to [Store.EnqueueTx].
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close stops the notification listener, waiting for it to exit, and closes
-// the pool if [Open] created it. It is safe to call more than once.
+// Close sends the notifications of jobs enqueued just before (waiting up to
+// 2 s for the server, so that a producer that enqueues and exits still
+// wakes the workers), stops the notification listener, waiting for it to
+// exit, and closes the pool if [Open] created it. It is safe to call more
+// than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.insert.close()

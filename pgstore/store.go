@@ -400,6 +400,8 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	jobs, err := collectJobs(s.lazy.Query(ctx, claimSQL, p.Queue, p.Now, p.Limit, p.LeaseUntil, p.Worker))
 	if err != nil {
 		return nil, wrapErr("claim jobs", err)
@@ -485,6 +487,8 @@ func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.J
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	jobs, err := collectJobs(s.lazy.Query(ctx, rescueSQL, p.Now, p.LeaseUntil, p.Limit))
 	if err != nil {
 		return nil, wrapErr("rescue jobs", err)

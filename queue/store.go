@@ -28,6 +28,11 @@ var (
 	// version of heed than this binary knows; upgrade the binary. Stores
 	// return an error naming both versions that matches it.
 	ErrSchemaTooNew = errors.New("queue: database schema is newer than this binary")
+	// ErrSchemaTooOld: the database's schema lacks migrations this binary
+	// needs, and the store was opened without migrating (as read-only
+	// commands open it). Stores return an error naming the missing
+	// migrations that matches it.
+	ErrSchemaTooOld = errors.New("queue: database schema is older than this binary")
 )
 
 // State is where a job is in its life.

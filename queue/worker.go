@@ -88,7 +88,11 @@ type WorkerConfig struct {
 	// Observe, when set, is called for every event of every job, on the
 	// goroutine that ran it. It must not block.
 	Observe func(ctx context.Context, e Event)
-	// Logger, when set, receives one record per event (see LogObserver).
+	// Logger, when set, receives one record per event (see LogObserver),
+	// and the worker's own warnings. Failing store calls (an unreachable
+	// database) are logged as a change of state: "database unreachable
+	// since ...; retrying" once, again every OutageLogInterval while it
+	// lasts, and "database reconnected after 4.2s" once.
 	Logger *slog.Logger
 	// Clock is the time source for decisions and leases (default: real
 	// time). Attempt timeouts use the context package's clock.
@@ -111,7 +115,10 @@ type handler func(ctx context.Context, job *Job) error
 // (or Start and Shutdown). Its methods are safe for concurrent use; Handle
 // must be called before Start. Delivery is at least once: a handler may run
 // again for an attempt whose result was lost (a crash, an expired lease),
-// so handlers should be safe to repeat.
+// so handlers should be safe to repeat. A result write that fails (an
+// unreachable or overloaded database) is retried with backoff under the
+// attempt's lease token, past the lease, before the attempt is left to
+// be rescued as lost; a worker never exits because its store fails.
 type Worker struct {
 	store    Store
 	cfg      WorkerConfig
@@ -131,6 +138,8 @@ type Worker struct {
 	jobs     sync.WaitGroup
 	wake     map[string]chan struct{}
 	soon     map[string]chan time.Time // retries of this worker due before the next poll
+
+	outage outage // failing store calls, for the log
 
 	batcher   TransitionBatcher // the store, when it batches
 	complete  chan completion   // to the completer
@@ -329,7 +338,7 @@ func (w *Worker) completeLoop() {
 		for _, c := range batch {
 			ts = append(ts, c.t)
 		}
-		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease)
+		ctx, cancel := context.WithTimeout(w.ctx, w.resultTimeout())
 		errs, err := w.batcher.JobTransitions(ctx, ts)
 		cancel()
 		for i, c := range batch {
@@ -455,7 +464,9 @@ func (w *Worker) claimLoop(q string, limit int) {
 			jobs, err := w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: free, Now: now,
 				LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID})
 			if err != nil {
-				w.log("claim "+q, err)
+				w.storeFailed("claim "+q, err)
+			} else {
+				w.storeOK()
 			}
 			for _, job := range jobs {
 				running++
@@ -512,9 +523,10 @@ func (w *Worker) rescue() {
 		now := w.now()
 		jobs, err := w.store.JobRescue(w.ctx, RescueParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: 100})
 		if err != nil {
-			w.log("rescue", err)
+			w.storeFailed("rescue", err)
 			return
 		}
+		w.storeOK()
 		for _, job := range jobs {
 			w.emit(Event{Kind: EventLost, Job: job, Err: ErrLeaseExpired})
 			p := effective(w.policy, job)
@@ -529,17 +541,7 @@ func (w *Worker) rescue() {
 
 // finish stores t and reports it.
 func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Duration) {
-	var err error
-	if w.batcher != nil {
-		c := completion{t: t, done: make(chan error, 1)}
-		w.complete <- c
-		err = <-c.done
-	} else {
-		ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease)
-		err = w.store.JobTransition(ctx, t)
-		cancel()
-	}
-	if err != nil {
+	if err := w.storeResult(t); err != nil { // retried: see storeResult
 		if errors.Is(err, ErrLeaseLost) {
 			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: err})
 		} else {
@@ -670,7 +672,7 @@ func (w *Worker) renew(job *Job, lost context.CancelCauseFunc, stop <-chan struc
 			lost(err)
 			return
 		case err != nil:
-			w.log(fmt.Sprintf("renew the lease of job %d", job.ID), err)
+			w.storeFailed(fmt.Sprintf("renew the lease of job %d", job.ID), err)
 			timer.Reset(third / 4) // try again soon
 			continue
 		}

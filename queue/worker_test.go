@@ -315,6 +315,15 @@ func TestWorkerRescue(t *testing.T) {
 	if !errors.Is(err, queue.ErrLeaseLost) {
 		t.Errorf("late transition: %v, want ErrLeaseLost", err)
 	}
+	// The worker reports "succeeded" after storing it: wait for the event.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		done := slices.Contains(events, "succeeded")
+		mu.Unlock()
+		if done || time.Now().After(deadline) {
+			break
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	// The rescuer reports "retried" after storing it, so the new attempt

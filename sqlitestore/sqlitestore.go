@@ -26,7 +26,9 @@
 //
 // The schema is created and upgraded by embedded, numbered migrations
 // recorded in the table heed_schema_migrations; every table is prefixed
-// heed_. Open applies pending migrations.
+// heed_. Open applies pending migrations; [OpenWith] can open without
+// creating or migrating anything (NoMigrate), or read-only (ReadOnly), and
+// then names missing migrations in a [*SchemaBehindError].
 package sqlitestore
 
 import (
@@ -37,6 +39,9 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,7 +95,8 @@ var _ queue.Store = (*Store)(nil)
 var _ queue.Notifier = (*Store)(nil)
 
 // Open opens (creating it if needed) the SQLite database named by dsn and
-// applies pending migrations.
+// applies pending migrations. [OpenWith] opens without creating or
+// migrating, or read-only.
 //
 // dsn is one of:
 //   - a file path: "heed.db", "/var/lib/heed/jobs.db";
@@ -99,16 +105,57 @@ var _ queue.Notifier = (*Store)(nil)
 //   - ":memory:": a private in-memory database for tests and examples
 //     (one connection, gone on Close).
 //
-// It returns an error matching ErrSchemaTooNew when the database was
-// migrated by a newer heed.
+// Errors name the cause: a URL of another scheme (mysql://...), a path
+// that is a directory, a parent directory that does not exist, a file
+// that is read-only. It returns an error matching ErrSchemaTooNew when the
+// database was migrated by a newer heed.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWith(ctx, dsn, OpenOptions{})
+}
+
+// OpenOptions configures [OpenWith]. The zero value opens as [Open] does.
+type OpenOptions struct {
+	// NoMigrate opens without creating the file or changing the schema,
+	// as a program that only reads (or a fleet that upgrades with an
+	// explicit step) wants: a newer binary must not upgrade a database
+	// under older workers. A file that does not exist is an error matching
+	// fs.ErrNotExist (and none is created); a schema behind the binary's
+	// is refused with a [*SchemaBehindError] naming the missing
+	// migrations.
+	NoMigrate bool
+	// CreateEmpty, with NoMigrate, still creates a database that does not
+	// exist yet, or the schema in a file that has no heed tables: nothing
+	// older can be using it.
+	CreateEmpty bool
+	// ReadOnly opens the file read-only (SQLite's mode=ro), which works on
+	// a file the process may not write; every write fails. It implies
+	// NoMigrate without CreateEmpty.
+	ReadOnly bool
+
+	// stopAt, when set (by tests), migrates only up to this version, to
+	// build a database as an older heed left it.
+	stopAt int
+}
+
+// OpenWith is [Open] with options.
+func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 	path, params, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
+	if o.ReadOnly {
+		o.NoMigrate, o.CreateEmpty = true, false
+	}
+	fresh := false // the file does not exist yet: Open creates it
+	if path != ":memory:" {
+		if fresh, err = checkPath(path, !o.NoMigrate || o.CreateEmpty, o.ReadOnly); err != nil {
+			return nil, err
+		}
+	}
 	s := &Store{path: path, subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}}
 	common := "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
-	if path == ":memory:" {
+	switch {
+	case path == ":memory:":
 		s.w, err = sql.Open("sqlite", "file::memory:?"+join(params, common))
 		if err != nil {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
@@ -118,11 +165,24 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		s.w.SetConnMaxLifetime(0)
 		s.w.SetConnMaxIdleTime(0)
 		s.r = s.w
-	} else {
+	case o.ReadOnly:
+		// One read-only pool serves both sides; writes fail.
+		s.r, err = sql.Open("sqlite", uriOf(path, join(params, "mode=ro&_busy_timeout=10000&_query_only=1")))
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		}
+		s.r.SetMaxOpenConns(4)
+		s.r.SetMaxIdleConns(4)
+		if err := s.r.PingContext(ctx); err != nil {
+			s.r.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s read-only: %w", path, err)
+		}
+		s.w = s.r
+	default:
 		wdsn := uriOf(path, join(params, common+"&_journal_mode=WAL&_synchronous=NORMAL"))
 		s.w, err = sql.Open("sqlite", wdsn)
 		if err != nil {
-			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 		s.w.SetMaxOpenConns(1)
 		s.w.SetMaxIdleConns(1)
@@ -131,27 +191,85 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		// The writer connection sets WAL mode first, so readers find it.
 		if err := s.w.PingContext(ctx); err != nil {
 			s.w.Close()
-			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+			if fresh {
+				os.Remove(path) // create nothing on failure
+			}
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 		s.r, err = sql.Open("sqlite", uriOf(path, join(params, "_busy_timeout=10000&_query_only=1")))
 		if err != nil {
 			s.w.Close()
-			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 		s.r.SetMaxOpenConns(4)
 		s.r.SetMaxIdleConns(4)
 		if err := s.r.PingContext(ctx); err != nil { // open one reader now, not on the first claim
 			s.w.Close()
 			s.r.Close()
-			return nil, fmt.Errorf("sqlitestore: open %s: %w", dsn, err)
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
 	}
-	if err := s.Migrate(ctx); err != nil {
+	err = s.Check(ctx)
+	var behind *SchemaBehindError
+	if errors.As(err, &behind) && (!o.NoMigrate || o.CreateEmpty && behind.Database == 0) {
+		err = s.migrate(ctx, o.stopAt)
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
+
+// checkPath checks, before SQLite opens path, what would make the open
+// fail or create something it should not, so that the error names the
+// cause: a directory, a missing parent directory, a read-only file, a
+// file that does not exist when create is false. It reports whether the
+// file does not exist yet.
+func checkPath(path string, create, readOnly bool) (fresh bool, err error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return false, &pathError{fmt.Sprintf("sqlitestore: %s is a directory, not a database file", path), queue.ErrInvalid}
+	case err == nil:
+		if !readOnly {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				if errors.Is(err, fs.ErrPermission) {
+					return false, fmt.Errorf("sqlitestore: %s is read-only (heed writes to it; open it read-only to read it): %w", path, err)
+				}
+				return false, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+			}
+			f.Close()
+		}
+		return false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	case !create:
+		return false, &pathError{fmt.Sprintf("sqlitestore: %s does not exist (nothing was created)", path), fs.ErrNotExist}
+	}
+	dir := filepath.Dir(path)
+	di, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, &pathError{fmt.Sprintf("sqlitestore: cannot create %s: directory %s does not exist", path, dir), fs.ErrNotExist}
+	case err != nil:
+		return false, fmt.Errorf("sqlitestore: cannot create %s: %w", path, err)
+	case !di.IsDir():
+		return false, &pathError{fmt.Sprintf("sqlitestore: cannot create %s: %s is not a directory", path, dir), queue.ErrInvalid}
+	}
+	return true, nil
+}
+
+// pathError is an error about a database path that matches a sentinel
+// (fs.ErrNotExist, queue.ErrInvalid) without repeating its text.
+type pathError struct {
+	msg string
+	is  error
+}
+
+func (e *pathError) Error() string        { return e.msg }
+func (e *pathError) Is(target error) bool { return target == e.is }
 
 func join(a, b string) string {
 	if a == "" {
@@ -185,6 +303,10 @@ func parseDSN(dsn string) (path, params string, err error) {
 		if strings.HasPrefix(dsn, "//") { // file:///abs/path
 			dsn = dsn[2:]
 		}
+	case strings.Contains(dsn, "://") && !strings.ContainsAny(dsn[:strings.Index(dsn, "://")], `/\.`):
+		// Name only the scheme: the rest may hold a password.
+		scheme := dsn[:strings.Index(dsn, "://")]
+		return "", "", &pathError{fmt.Sprintf("sqlitestore: unsupported database URL scheme %q: want a file path, a sqlite: URL or a file: URI", scheme), queue.ErrInvalid}
 	}
 	if dsn == "" || dsn == "file::memory:" {
 		return "", "", fmt.Errorf("sqlitestore: no file path in %q: %w", orig, queue.ErrInvalid)
@@ -262,15 +384,81 @@ func SchemaVersion() int {
 	return ms[len(ms)-1].version
 }
 
+// SchemaBehindError reports a database whose schema lacks migrations this
+// binary has, found by a store opened without migrating (see
+// [OpenOptions]). Apply them with [Store.Migrate] (heed jobs migrate). It
+// matches queue.ErrSchemaTooOld.
+type SchemaBehindError struct {
+	Database int      // the version recorded in the database; 0: no heed tables
+	Binary   int      // the newest version this binary knows
+	Missing  []string // the migrations not applied, in order ("0003_succeeded_index")
+}
+
+// Error names the missing migrations.
+func (e *SchemaBehindError) Error() string {
+	if e.Database == 0 {
+		return "sqlitestore: the database has no heed schema (no heed_schema_migrations table)"
+	}
+	what := "migration"
+	if len(e.Missing) != 1 {
+		what += "s"
+	}
+	return fmt.Sprintf("sqlitestore: database schema version %d is behind this binary's %d: %s %s not applied",
+		e.Database, e.Binary, what, strings.Join(e.Missing, ", "))
+}
+
+// Is reports whether target is queue.ErrSchemaTooOld.
+func (e *SchemaBehindError) Is(target error) bool { return target == queue.ErrSchemaTooOld }
+
+// Check reads the schema version without changing anything: nil when it
+// is [SchemaVersion], a [*SchemaBehindError] when migrations are missing,
+// an error matching ErrSchemaTooNew when it is newer.
+func (s *Store) Check(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'heed_schema_migrations'`).Scan(&n); err != nil {
+		return fmt.Errorf("sqlitestore: read schema version: %w", err)
+	}
+	v := 0
+	if n > 0 {
+		if err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&v); err != nil {
+			return fmt.Errorf("sqlitestore: read schema version: %w", err)
+		}
+	}
+	known := ms[len(ms)-1].version
+	switch {
+	case v > known:
+		return &SchemaError{Database: v, Binary: known}
+	case v < known:
+		e := &SchemaBehindError{Database: v, Binary: known}
+		for _, m := range ms {
+			if m.version > v {
+				e.Missing = append(e.Missing, strings.TrimSuffix(m.name, ".sql"))
+			}
+		}
+		return e
+	}
+	return nil
+}
+
 // Migrate applies the pending embedded migrations, each in its own
 // transaction, and records them in heed_schema_migrations. It is safe to
 // call again (a no-op when none is pending) and from several processes at
 // once. It returns an error matching ErrSchemaTooNew, and changes nothing,
 // when the database is newer than this binary.
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) error { return s.migrate(ctx, 0) }
+
+// migrate applies the pending migrations up to version stopAt (0: all).
+func (s *Store) migrate(ctx context.Context, stopAt int) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
+	}
+	if stopAt > 0 {
+		ms = slices.DeleteFunc(ms, func(m migration) bool { return m.version > stopAt })
 	}
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS heed_schema_migrations (
 		version    INTEGER PRIMARY KEY,

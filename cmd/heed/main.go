@@ -5,14 +5,13 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/heed-go/heed/internal/cli"
+	"github.com/heed-go/heed/internal/signals" // catches SIGINT and SIGTERM from the start
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signals.NotifyContext(context.Background())
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

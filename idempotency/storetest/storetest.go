@@ -512,8 +512,9 @@ func testBadInput(t *testing.T, s idempotency.Store) {
 }
 
 // testMiddlewareConcurrent sends 50 concurrent requests with one key
-// through the middleware: the handler runs exactly once; every other
-// request gets 409 or the replay.
+// through the middleware, holding the handler until every other request
+// has been answered: the handler runs exactly once, and while it runs
+// every other request gets 409. Afterwards the key replays.
 func testMiddlewareConcurrent(t *testing.T, s idempotency.Store) {
 	var runs atomic.Int64
 	release := make(chan struct{})
@@ -529,7 +530,7 @@ func testMiddlewareConcurrent(t *testing.T, s idempotency.Store) {
 	codes := make([]int, n)
 	bodies := make([]string, n)
 	var wg sync.WaitGroup
-	var arrived atomic.Int64
+	var answered atomic.Int64
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -537,16 +538,21 @@ func testMiddlewareConcurrent(t *testing.T, s idempotency.Store) {
 			req := httptest.NewRequest("POST", "/charges", strings.NewReader("amount=10"))
 			req.Header.Set("Idempotency-Key", `"one-key"`)
 			rec := httptest.NewRecorder()
-			arrived.Add(1)
 			h.ServeHTTP(rec, req)
 			codes[i], bodies[i] = rec.Code, rec.Body.String()
+			answered.Add(1)
 		}()
 	}
-	// Let most requests meet the running key, then let the handler finish.
-	for arrived.Load() < n {
-		time.Sleep(time.Millisecond)
+	// The handler holds the key until every other request has been
+	// answered (on the event itself, not after a guess at how long the
+	// claims take on a loaded machine).
+	for deadline := time.Now().Add(time.Minute); answered.Load() < n-1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			wg.Wait()
+			t.Fatalf("only %d of the %d other requests were answered within a minute while the handler held the key", answered.Load(), n-1)
+		}
 	}
-	time.Sleep(20 * time.Millisecond)
 	close(release)
 	wg.Wait()
 	if r := runs.Load(); r != 1 {
@@ -567,8 +573,8 @@ func testMiddlewareConcurrent(t *testing.T, s idempotency.Store) {
 			t.Errorf("request %d: status %d, want 201 or 409", i, c)
 		}
 	}
-	if created < 1 || conflicts < 1 {
-		t.Errorf("%d created and %d conflicts; want the original plus conflicts", created, conflicts)
+	if created != 1 || conflicts != n-1 {
+		t.Errorf("%d created and %d conflicts; want the original and %d conflicts", created, conflicts, n-1)
 	}
 	// And afterwards, a replay.
 	req := httptest.NewRequest("POST", "/charges", strings.NewReader("amount=10"))

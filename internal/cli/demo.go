@@ -142,7 +142,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 			}
 		}
 	}
-	d, err := openDB(ctx, dsn, true)
+	d, err := openDB(ctx, dsn, openMigrate)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

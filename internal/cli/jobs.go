@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -50,9 +51,12 @@ const jobsDBHelp = `Database (every subcommand): --db, else $HEED_DB, else ./hee
                                                       WAL mode; one machine)
   postgres://user:pass@host:5432/db?sslmode=disable   PostgreSQL (many workers
                                                       on many machines)
-The schema is created or upgraded when the database is opened by enqueue,
-work, migrate or bench; the other subcommands refuse a SQLite file that does
-not exist rather than create an empty one. Passwords are never printed.
+The schema is upgraded only by migrate, work (unless --no-migrate), demo and
+bench; enqueue creates a database that does not exist yet but never upgrades
+one. The other subcommands change no schema (ls, show, stats and dead
+ls/show open SQLite files read-only): on an older schema they name the
+missing migration, and on a path with no database they say so and create
+nothing. Passwords are never printed.
 `
 
 const jobsExitHelp = `Exit codes:
@@ -229,38 +233,68 @@ func (d *jobsDB) Close() error { return d.store.Close() }
 const openTimeout = 15 * time.Second
 
 // errNoDatabase is returned by openDB when a SQLite file does not exist and
-// create is false.
+// the mode may not create one.
 var errNoDatabase = errors.New("no such database")
 
-// openDB opens the database dsn. With create false, a SQLite file that does
-// not exist is an error (read-only commands must not create one).
-func openDB(ctx context.Context, dsn string, create bool) (*jobsDB, error) {
+// openMode says what openDB may do to a database.
+type openMode int
+
+const (
+	// openRead: the database must exist at the current schema; SQLite
+	// files are opened read-only. For ls, show, stats, dead ls and show.
+	openRead openMode = iota
+	// openWrite: as openRead, but writable. For requeue, delete, purge.
+	openWrite
+	// openCreate: a database that does not exist yet is created, but an
+	// existing one is never upgraded (older workers may be using it). For
+	// enqueue.
+	openCreate
+	// openMigrate: created or upgraded to the current schema. For
+	// migrate, work, demo and bench.
+	openMigrate
+)
+
+// openDB opens the database dsn as mode allows.
+func openDB(ctx context.Context, dsn string, mode openMode) (*jobsDB, error) {
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !isPostgres(dsn) && !strings.ContainsAny(scheme, `/\.`) &&
+		scheme != "sqlite" && scheme != "file" {
+		// Name only the scheme: the rest may hold a password.
+		return nil, fmt.Errorf("unsupported database URL scheme %q: heed uses SQLite (a file path, sqlite:PATH, file:PATH) or PostgreSQL (postgres://...)", scheme)
+	}
 	d := &jobsDB{name: redactDSN(dsn)}
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	if isPostgres(dsn) {
-		st, err := pgstore.Open(octx, dsn)
+		st, err := pgstore.OpenWith(octx, dsn, pgstore.OpenOptions{NoMigrate: mode != openMigrate, CreateEmpty: mode == openCreate})
 		if err != nil {
 			if strings.Contains(err.Error(), "SQLSTATE 3F000") {
 				// invalid_schema_name: search_path names no existing schema.
 				return nil, fmt.Errorf("cannot open %s: %w (create the schema of search_path first)", d.name, err)
 			}
-			return nil, fmt.Errorf("cannot open %s: %w", d.name, err)
+			return nil, fmt.Errorf("cannot open %s: %w%s", d.name, err, migrateHint(err))
 		}
 		d.store, d.pg = st, st
 		return d, nil
 	}
-	if path := sqlitePath(dsn); !create && path != ":memory:" {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s does not exist (heed jobs migrate or enqueue creates it; set --db or $%s)", errNoDatabase, d.name, envDB)
-		}
-	}
-	st, err := sqlitestore.Open(octx, dsn)
+	st, err := sqlitestore.OpenWith(octx, dsn, sqlitestore.OpenOptions{
+		NoMigrate: mode != openMigrate, CreateEmpty: mode == openCreate, ReadOnly: mode == openRead})
 	if err != nil {
-		return nil, fmt.Errorf("cannot open %s: %w", d.name, err)
+		if path := sqlitePath(dsn); mode < openCreate && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s does not exist, and nothing was created (heed jobs migrate or enqueue creates it; set --db or $%s)", errNoDatabase, "sqlite "+path, envDB)
+		}
+		return nil, fmt.Errorf("cannot open %s: %w%s", d.name, err, migrateHint(err))
 	}
 	d.store, d.lite = st, st
 	return d, nil
+}
+
+// migrateHint tells how to apply missing migrations, for an error that
+// says they are missing.
+func migrateHint(err error) string {
+	if errors.Is(err, queue.ErrSchemaTooOld) {
+		return "; apply it with: heed jobs migrate (with the same --db or $" + envDB + ")"
+	}
+	return ""
 }
 
 // jobsFail reports err for subcommand name and returns its exit code: 3

@@ -90,7 +90,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		defer os.RemoveAll(dir)
 		dsn = filepath.Join(dir, "bench.db")
 	}
-	d, err := openDB(ctx, withPoolSize(dsn, poolSizeFor(*conc+*inserters)), true)
+	d, err := openDB(ctx, withPoolSize(dsn, poolSizeFor(*conc+*inserters)), openMigrate)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

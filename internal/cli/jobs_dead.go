@@ -120,7 +120,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	if f.OlderThan < 0 || f.Limit < 0 {
 		return usageError(s, name, errors.New("--older-than and --limit must not be negative"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), false)
+	d, err := openDB(ctx, resolveDB(*db), openRead)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -251,7 +251,7 @@ func deadChange(ctx context.Context, s streams, args []string, name string, doc 
 		}
 		f.IDs = append(f.IDs, id)
 	}
-	d, err := openDB(ctx, resolveDB(*db), false)
+	d, err := openDB(ctx, resolveDB(*db), openWrite)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -341,7 +341,7 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 	if *older <= 0 {
 		return usageError(s, name, errors.New("--older-than is required and must be positive, such as 720h"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), false)
+	d, err := openDB(ctx, resolveDB(*db), openWrite)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -99,7 +99,7 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, name, err)
 	}
 
-	d, err := openDB(ctx, resolveDB(*db), true)
+	d, err := openDB(ctx, resolveDB(*db), openCreate)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -58,7 +58,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	if f.Limit < 0 {
 		return usageError(s, name, flagError("limit", "%d, must not be negative", f.Limit))
 	}
-	d, err := openDB(ctx, resolveDB(*db), false)
+	d, err := openDB(ctx, resolveDB(*db), openRead)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -134,7 +134,7 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 	if err != nil {
 		return usageError(s, name, err)
 	}
-	d, err := openDB(ctx, resolveDB(*db), false)
+	d, err := openDB(ctx, resolveDB(*db), openRead)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -42,7 +42,7 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 	if *older <= 0 {
 		return usageError(s, name, errors.New("--succeeded-older-than is required and must be positive, such as 168h"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), false)
+	d, err := openDB(ctx, resolveDB(*db), openWrite)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

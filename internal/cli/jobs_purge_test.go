@@ -30,7 +30,7 @@ func TestJobsPurgeSucceeded(t *testing.T) {
 		t.Errorf("second purge: %q", out)
 	}
 
-	d, err := openDB(context.Background(), path, false)
+	d, err := openDB(context.Background(), path, openWrite)
 	if err != nil {
 		t.Fatal(err)
 	}

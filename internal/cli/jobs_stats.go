@@ -37,7 +37,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	d, err := openDB(ctx, resolveDB(*db), false)
+	d, err := openDB(ctx, resolveDB(*db), openRead)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -124,7 +124,7 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	// Opening migrates.
-	d, err := openDB(ctx, resolveDB(*db), true)
+	d, err := openDB(ctx, resolveDB(*db), openMigrate)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -107,6 +107,7 @@ func TestJobsBadInput(t *testing.T) {
 		{[]string{"jobs", "work", "--queues", "a=0"}, 2, "--queues"},
 		{[]string{"jobs", "work", "--cap", "1s", "--base", "2s"}, 2, "--cap"},
 		{[]string{"jobs", "work", "--lease", "0s"}, 2, "--lease"},
+		{[]string{"jobs", "work", "--lease", "500ms"}, 2, "below the minimum of 1s"},
 		{[]string{"jobs", "bench", "--jobs", "0"}, 2, "--jobs"},
 		{[]string{"demo", "--reset"}, 2, "--reset needs --db"},
 	}
@@ -284,7 +285,7 @@ func jobsTour(t *testing.T, dsn string) {
 		t.Errorf("delete: %q", out)
 	}
 
-	d, err := openDB(context.Background(), dsn, false)
+	d, err := openDB(context.Background(), dsn, openWrite)
 	if err != nil {
 		t.Fatal(err)
 	}

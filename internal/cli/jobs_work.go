@@ -18,6 +18,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/heedotel"
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/signals"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
@@ -36,7 +37,9 @@ give up into the dead-letter. It prints one line per attempt on stdout:
 
 It runs until SIGINT or SIGTERM, --for, or --until-empty. Then it stops
 claiming, lets running jobs finish for up to --grace, and releases the rest
-(available again at once, their attempt not counted). Leases are renewed
+(available again at once, their attempt not counted). A second SIGINT or
+SIGTERM ends the grace at once: running jobs are cancelled and released. A
+signal that arrives while the worker is still starting stops it cleanly too. Leases are renewed
 while a job runs; a worker that dies (SIGKILL, a crash, a lost machine)
 loses its leases after --lease, and any worker then rescues its jobs and
 records the lost attempt (outcome "lost").
@@ -58,13 +61,15 @@ Job kinds:
 		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "quiet", "allow-exec", "id", "metrics-addr"}},
 		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout", "min-attempt-time"}},
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
-		{"Database flags", []string{"db"}},
+		{"Database flags", []string{"db", "no-migrate"}},
 	},
 	foot: `Exit codes:
   0    the worker stopped cleanly (a signal, --for, --until-empty)
   1    the database cannot be opened; or the grace ran out and running jobs
        were released
   2    usage error
+  130  a second signal stopped the worker before the grace ended (running
+       jobs were released)
 
 Examples:
   heed jobs work
@@ -182,9 +187,10 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
 	pf := addJobsPolicyFlags(fs)
-	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal; a dead worker's jobs run again after it")
+	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal (at least 1s); a dead worker's jobs run again after it")
 	poll := fs.Duration("poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
 	grace := fs.Duration("grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
+	noMigrate := fs.Bool("no-migrate", false, "do not create or upgrade the database schema: refuse to start, naming the missing migrations, when it is behind this heed (for fleets that migrate in a separate step)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
 	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
 		return code
@@ -208,6 +214,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 			return usageError(s, name, flagError(fl, "%v, must be positive", d))
 		}
 	}
+	if *lease < minLease {
+		return usageError(s, name, flagError("lease", "%v is below the minimum of %v: a lease must outlast several database round trips, or finished jobs are rescued as lost and run again", *lease, minLease))
+	}
 	if *forD < 0 {
 		return usageError(s, name, flagError("for", "%v, must not be negative", *forD))
 	}
@@ -216,8 +225,18 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	for _, n := range qs {
 		total += n
 	}
-	d, err := openDB(ctx, withPoolSize(resolveDB(*db), poolSizeFor(total)), true)
+	workMode := openMigrate
+	if *noMigrate {
+		workMode = openWrite
+	}
+	d, err := openDB(ctx, withPoolSize(resolveDB(*db), poolSizeFor(total)), workMode)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A signal while connecting is the normal way to stop, too:
+			// no job was claimed, nothing is left to release.
+			fmt.Fprintf(s.stderr, "heed jobs work: stopped before starting (signal while opening the database)\n")
+			return exitOK
+		}
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
@@ -273,10 +292,18 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	fmt.Fprintf(s.stderr, "heed jobs work: stopped: %s\n", r.summary())
 	if err != nil {
 		fmt.Fprintf(s.stderr, "heed jobs work: %v\n", err)
+		if errors.Is(err, errInterruptedAgain) {
+			return exitInterrupted
+		}
 		return exitFailure
 	}
 	return exitOK
 }
+
+// minLease is the shortest --lease heed jobs work accepts. Renewals and
+// result writes must fit in a lease with room to spare; below a second a
+// loaded machine turns finished work into "lost" attempts.
+const minLease = time.Second
 
 // storeLogger logs the worker's own warnings (store errors) to w, and not
 // its per-job records, which the decision lines already show.
@@ -400,7 +427,26 @@ func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) e
 			stopping()
 		}
 	})
-	err := w.Run(ctx)
+	err := w.Start(ctx)
+	if err == nil {
+		<-ctx.Done()
+		// A second signal (see signals.Again) ends the grace at once:
+		// running jobs are cancelled and released.
+		sctx, stop := context.WithTimeoutCause(context.WithoutCancel(ctx), r.cfg.ShutdownGrace, errGraceOver)
+		defer stop()
+		again := signals.Again(ctx)
+		go func() {
+			select {
+			case <-again:
+				stop()
+			case <-sctx.Done():
+			}
+		}()
+		err = w.Shutdown(sctx)
+		if err != nil && context.Cause(sctx) != errGraceOver {
+			err = fmt.Errorf("%w: %d running jobs were released", errInterruptedAgain, r.count(queue.EventReleased))
+		}
+	}
 	cancel()
 	wg.Wait()
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -408,6 +454,13 @@ func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) e
 	}
 	return err
 }
+
+// errGraceOver is the cause of the end of a shutdown grace that ran out.
+var errGraceOver = errors.New("the shutdown grace ran out")
+
+// errInterruptedAgain is returned by workerRun.run when a second signal
+// ended the shutdown grace.
+var errInterruptedAgain = errors.New("interrupted again: stopped at once")
 
 // jobsLive counts the available, scheduled and running jobs of queues.
 func jobsLive(st queue.Stats, queues map[string]int) int {
