@@ -265,7 +265,7 @@ func TestFaultDatabaseOutage(t *testing.T) {
 			runs[job.ID]++
 			runsMu.Unlock()
 			if args.Fail && job.Attempt == 1 {
-				return errors.New("first attempt fails")
+				return retry.Transient(errors.New("first attempt fails"))
 			}
 			return nil
 		})

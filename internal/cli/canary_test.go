@@ -203,7 +203,7 @@ func runCanary(t *testing.T, db string) {
 	host := strings.TrimPrefix(failing.URL, "http://")
 
 	// A service behind idempotency middleware on the store under test.
-	d, err := openDB(ctx, db, true)
+	d, err := openDB(ctx, db, openMigrate)
 	if err != nil {
 		t.Fatal(err)
 	}
