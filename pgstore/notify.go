@@ -313,13 +313,8 @@ func (n *notifier) run(ctx context.Context) {
 		}
 		if err != nil {
 			failures++
-			wait = listenBackoff.Next(failures, wait, nil)
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if wait = listenBackoff.Next(failures, wait, nil); !sleepCtx(ctx, wait) {
 				return
-			case <-t.C:
 			}
 			continue
 		}
@@ -338,14 +333,21 @@ func (n *notifier) run(ctx context.Context) {
 		// restarting, a proxy that accepts and cuts) counts as a failed
 		// attempt, so that reconnecting backs off instead of spinning.
 		failures++
-		wait = listenBackoff.Next(failures, wait, nil)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if wait = listenBackoff.Next(failures, wait, nil); !sleepCtx(ctx, wait) {
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// sleepCtx waits d, and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
