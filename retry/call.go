@@ -196,25 +196,25 @@ func (c *Call) limit(now time.Time) Limit {
 // End may also follow an attempt that was never admitted by this Call: a
 // durable call whose worker was lost mid-attempt.
 func (c *Call) End(now time.Time, r Result) Decision {
-	p, h := &c.Policy, &c.History
+	h := &c.History
 	h.Attempts++
+	if r.Err == nil && r.Outcome == OutcomeOK {
+		// Success, the common case, without the rest of the rules.
+		c.outcome(now, OutcomeOK)
+		d := Decision{Action: Done, Reason: ReasonSuccess, Attempt: h.Attempts, At: now}
+		if !h.Start.IsZero() && !now.IsZero() {
+			d.Elapsed = now.Sub(h.Start)
+		}
+		return d
+	}
+	p := &c.Policy
 	h.TimedOut, h.NotRepeatable = r.TimedOut, r.NotRepeatable
 	o, wait := r.Outcome, r.Wait
-	if r.Err != nil && o == OutcomeOK {
+	if o == OutcomeOK {
 		o, wait = p.Classify(r.Err, r.TimedOut)
 	}
-	var d Decision
-	decide(&d, p, h, o, wait, r.Err, now, p.Rand, c.Durable)
-	if p.Breaker != nil {
-		bo := breaker.Success
-		if o.Failure() {
-			bo = breaker.Failure
-		} else if o == OutcomePermanent {
-			bo = breaker.Ignored
-		}
-		c.permit.RecordAt(now, bo)
-		c.permit = breaker.Permit{}
-	}
+	d := decide(p, h, o, wait, r.Err, now, p.Rand, c.Durable)
+	c.outcome(now, o)
 	h.TimedOut, h.NotRepeatable = false, false
 	if d.Action == Retry {
 		h.LastDelay = d.Delay
@@ -223,6 +223,23 @@ func (c *Call) End(now time.Time, r Result) Decision {
 		c.record(d)
 	}
 	return d
+}
+
+// outcome records the outcome of the admitted attempt in the breaker: a
+// failure for transient, timeout, pushback and refused outcomes, nothing for
+// a permanent error.
+func (c *Call) outcome(now time.Time, o Outcome) {
+	if c.Policy.Breaker == nil {
+		return
+	}
+	bo := breaker.Success
+	if o.Failure() {
+		bo = breaker.Failure
+	} else if o == OutcomePermanent {
+		bo = breaker.Ignored
+	}
+	c.permit.RecordAt(now, bo)
+	c.permit = breaker.Permit{}
 }
 
 // Abandon ends the attempt Admit admitted last without a decision: its

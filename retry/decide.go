@@ -137,9 +137,11 @@ type Decision struct {
 	Err error
 	// Outcome is the class of that attempt's result.
 	Outcome Outcome
-	// Delay is the wait before the next attempt. On a give-up for the time
-	// budget or the deadline, it is the wait a retry would have needed (a
-	// server's pushback included), so a caller can schedule it later.
+	// Delay is the wait before the next attempt (for Defer, until At). On
+	// a give-up for the time budget, the deadline, the breaker, the budget
+	// or a pushback longer than MaxPushback, it is the wait a retry would
+	// have needed (a server's pushback included), so a caller can schedule
+	// it later.
 	Delay time.Duration
 	// At is when the next attempt may start (Retry), or when the decision
 	// was taken (Done, GiveUp).
@@ -211,67 +213,66 @@ func (d Decision) String() string {
 // Budget or Breaker); the decision's At and Elapsed are then zero.
 func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decision {
 	o, wait := p.Classify(err, h.TimedOut)
-	var d Decision
-	decide(&d, p, &h, o, wait, err, now, r, false)
-	return d
+	return decide(p, &h, o, wait, err, now, r, false)
 }
 
 // decide is Decide for an attempt whose outcome o (and pushback wait) is
-// known, writing the decision to d (one copy fewer on the retry path). A
-// durable decision leaves the breaker and the budget to admission and
-// honours any pushback.
-func decide(d *Decision, p *Policy, h *History, o Outcome, wait time.Duration, err error, now time.Time, r rand.Source, durable bool) {
-	*d = Decision{Attempt: h.Attempts, Err: err, At: now, Outcome: o}
+// known. A durable decision leaves the breaker and the budget to admission
+// and honours any pushback.
+func decide(p *Policy, h *History, o Outcome, wait time.Duration, err error, now time.Time, r rand.Source, durable bool) Decision {
+	d := Decision{Attempt: h.Attempts, Err: err, At: now, Outcome: o}
 	if !h.Start.IsZero() && !now.IsZero() {
 		d.Elapsed = now.Sub(h.Start)
 	}
 	if err == nil && o == OutcomeOK {
 		d.Action, d.Reason = Done, ReasonSuccess
-		return
+		return d
 	}
 	d.Action = GiveUp
 	switch o {
 	case OutcomePermanent:
 		d.Reason = ReasonPermanent
-		return
+		return d
 	case OutcomeRefused:
 		d.Reason = ReasonServerRefused
-		return
+		return d
 	}
 	switch limit := p.MaxAttempts(); {
 	case h.NotRepeatable:
 		d.Reason = ReasonNotRepeatable
-		return
+		return d
 	case h.UpstreamOwns:
 		d.Reason = ReasonUpstreamOwns
-		return
+		return d
 	case limit > 0 && h.Attempts >= limit:
 		d.Reason = ReasonAttempts
-		return
+		return d
 	}
 	delay := p.Backoff.Next(h.Attempts, h.LastDelay, r)
 	if o == OutcomePushback && wait > delay {
 		if wait > p.maxPushback() && !durable {
 			d.Reason, d.Delay = ReasonPushbackTooLong, wait
-			return
+			return d
 		}
 		delay = wait
 	}
 	d.Delay = delay
-	if ok, reason := p.fits(h, now, delay); !ok {
-		d.Reason = reason
-		return
+	if !h.Deadline.IsZero() || p.MaxDuration > 0 {
+		if ok, reason := p.fits(h, now, delay); !ok {
+			d.Reason = reason
+			return d
+		}
 	}
 	if !durable {
 		if p.Breaker != nil && p.Breaker.StateAt(now) == breaker.Open {
 			d.Reason = ReasonBreakerOpen
-			return
+			return d
 		}
 		// The budget is asked last, so that a retry ruled out otherwise
 		// does not spend a token.
 		if p.Budget != nil && !p.Budget.AllowRetryAt(now) {
 			d.Reason = ReasonBudget
-			return
+			return d
 		}
 	}
 	d.Action = Retry
@@ -286,6 +287,7 @@ func decide(d *Decision, p *Policy, h *History, o Outcome, wait time.Duration, e
 	default:
 		d.Reason = ReasonTransient
 	}
+	return d
 }
 
 // Fits reports whether a retry decided at now, after delay, still leaves
