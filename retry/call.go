@@ -209,12 +209,8 @@ func (c *Call) End(now time.Time, r Result) Decision {
 	}
 	p := &c.Policy
 	h.TimedOut, h.NotRepeatable = r.TimedOut, r.NotRepeatable
-	o, wait := r.Outcome, r.Wait
-	if o == OutcomeOK {
-		o, wait = p.Classify(r.Err, r.TimedOut)
-	}
-	d := decide(p, h, o, wait, r.Err, now, p.Rand, c.Durable)
-	c.outcome(now, o)
+	d := decide(p, h, &r, now, p.Rand, c.Durable)
+	c.outcome(now, d.Outcome)
 	h.TimedOut, h.NotRepeatable = false, false
 	if d.Action == Retry {
 		h.LastDelay = d.Delay

@@ -212,14 +212,19 @@ func (d Decision) String() string {
 // now is allowed when nothing needs the time (no deadline, MaxDuration,
 // Budget or Breaker); the decision's At and Elapsed are then zero.
 func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decision {
-	o, wait := p.Classify(err, h.TimedOut)
-	return decide(p, &h, o, wait, err, now, r, false)
+	return decide(p, &h, &Result{Err: err, TimedOut: h.TimedOut}, now, r, false)
 }
 
-// decide is Decide for an attempt whose outcome o (and pushback wait) is
-// known. A durable decision leaves the breaker and the budget to admission
-// and honours any pushback.
-func decide(p *Policy, h *History, o Outcome, wait time.Duration, err error, now time.Time, r rand.Source, durable bool) Decision {
+// decide is Decide for the result res of an attempt, classified by p
+// unless res.Outcome already says what it is (res is passed by pointer so
+// that every argument fits in registers, and Decide is small enough to be
+// inlined). A durable decision leaves the breaker and the budget to
+// admission and honours any pushback.
+func decide(p *Policy, h *History, res *Result, now time.Time, r rand.Source, durable bool) Decision {
+	o, wait, err := res.Outcome, res.Wait, res.Err
+	if err != nil && o == OutcomeOK {
+		o, wait = p.Classify(err, res.TimedOut)
+	}
 	d := Decision{Attempt: h.Attempts, Err: err, At: now, Outcome: o}
 	if !h.Start.IsZero() && !now.IsZero() {
 		d.Elapsed = now.Sub(h.Start)
