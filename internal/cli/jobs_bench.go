@@ -64,7 +64,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	conc := fs.Int("concurrency", 50, "jobs the worker runs at once")
 	inserters := fs.Int("inserters", 4, "burn-down: goroutines inserting jobs")
 	rate := fs.Float64("rate", 500, "steady state: jobs enqueued per second")
-	dur := fs.Duration("duration", 10*time.Second, "steady state: how long to enqueue")
+	dur := durationFlag(fs, "duration", 10*time.Second, "steady state: how long to enqueue")
 	burn := fs.Bool("burn", true, "run the burn-down")
 	steady := fs.Bool("steady", true, "run the steady state")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark to `FILE` (go tool pprof FILE)")

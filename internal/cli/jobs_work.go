@@ -91,12 +91,12 @@ func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
 	pf := &jobsPolicyFlags{fs: fs}
 	fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
 	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
-	fs.DurationVar(&pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
-	fs.DurationVar(&pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
+	durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
+	durationVar(fs, &pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
 	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
 	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
-	fs.DurationVar(&pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
-	fs.DurationVar(&pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
+	durationVar(fs, &pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
+	durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
 	return pf
 }
 
@@ -171,15 +171,15 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	db := addDBFlag(fs)
 	queues := fs.String("queues", queue.DefaultQueue, "the `QUEUES` to work, comma-separated; NAME=N sets one's concurrency (default: the queue named default)")
 	conc := fs.Int("concurrency", queue.DefaultConcurrency, "jobs run at once per queue")
-	forD := fs.Duration("for", 0, "stop after this long (default: run until a signal)")
+	forD := durationFlag(fs, "for", 0, "stop after this long (default: run until a signal)")
 	untilEmpty := fs.Bool("until-empty", false, "stop when no job of the queues is available, scheduled or running")
 	quiet := fs.Bool("quiet", false, "print no line per attempt")
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
 	pf := addJobsPolicyFlags(fs)
-	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal; a dead worker's jobs run again after it")
-	poll := fs.Duration("poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
-	grace := fs.Duration("grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
+	lease := durationFlag(fs, "lease", queue.DefaultLease, "how long a claimed job is leased without renewal; a dead worker's jobs run again after it")
+	poll := durationFlag(fs, "poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
+	grace := durationFlag(fs, "grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
 	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
 		return code

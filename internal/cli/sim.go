@@ -146,7 +146,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet("sim")
 	policies := fs.String("policy", "", "run only the policies `NAMES` (comma-separated; default: all)")
 	seed := fs.Uint64("seed", 0, "random seed `N` (default: the scenario's)")
-	horizon := fs.Duration("horizon", 0, "virtual time to simulate (default: the scenario's)")
+	horizon := durationFlag(fs, "horizon", 0, "virtual time to simulate (default: the scenario's)")
 	csvPath := fs.String("csv", "", "write the time series as CSV to `FILE` (- for stdout, and the summary to stderr)")
 	chartPath := fs.String("chart", "", "draw a chart of the runs to `FILE`, PNG or SVG by its extension")
 	force := fs.Bool("force", false, "overwrite the files of --csv and --chart when they exist (default: refuse)")
@@ -650,9 +650,9 @@ func (d *durs) parse(path, s string) time.Duration {
 	if s == "" || d.err != nil {
 		return 0
 	}
-	v, err := time.ParseDuration(s)
+	v, err := parseDuration(s)
 	if err != nil {
-		d.err = fmt.Errorf("%s: %q is not a duration (write it like 500ms, 2s or 1m)", path, s)
+		d.err = fmt.Errorf("%s: %w", path, err)
 	}
 	return v
 }
