@@ -31,7 +31,7 @@ func splitShortFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			continue
 		}
 		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") || fs.Lookup(name) != nil || strings.HasPrefix(a, "--") || len(name) == 1 {
+		if strings.Contains(name, "=") || fs.Lookup(name) != nil || strings.HasPrefix(a, "--") || len(name) == 1 || name == "help" {
 			// A flag as the flag package takes it; its value, if it takes
 			// one and has no "=", is the next word.
 			out = append(out, a)

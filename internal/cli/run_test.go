@@ -99,7 +99,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"127 is permanent", nil, "exit 127", 127, 1},
 		{"127 made transient", []string{"--transient-codes", "127", "--attempts", "2"}, "exit 127", 127, 2},
 		{"signal", []string{"--attempts", "2"}, "kill -9 $$", 128 + 9, 2},
-		{"deadline", []string{"--deadline", "50ms", "--base", "100ms", "--jitter", "none", "--attempts", "9"}, "exit 1", 124, 1},
+		{"deadline", []string{"--deadline", "5s", "--base", "10s", "--jitter", "none", "--attempts", "9"}, "exit 1", 124, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,7 +138,7 @@ func TestRunTimeoutIsRetried(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("took %v", d)
 	}
-	if !strings.Contains(stderr, "(attempt timed out)") || !strings.Contains(stderr, "killed after") {
+	if !strings.Contains(stderr, "(attempt timed out)") || !strings.Contains(stderr, "timed out after") {
 		t.Errorf("stderr %q", stderr)
 	}
 }
