@@ -71,6 +71,13 @@ func TestSimOutputs(t *testing.T) {
 	if b, _ := os.ReadFile(svg); !bytes.Contains(b, []byte("<svg")) || bytes.Contains(b, []byte("naive")) {
 		t.Errorf("%s: not an SVG of the heed policy alone", svg)
 	}
+	// Each quantity on its own axis, with its unit.
+	b, _ = os.ReadFile(svg)
+	for _, want := range []string{"requests per second", "attempts in flight (count)", "p99 latency (s)", "Each panel is scaled to its own data"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("%s has no %q", svg, want)
+		}
+	}
 }
 
 // heed sim says where it wrote its outputs, and never overwrites an existing
