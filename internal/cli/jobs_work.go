@@ -34,6 +34,15 @@ give up into the dead-letter. It prints one line per attempt on stdout:
   18:02:12.530 job 7 fail: attempt 3: ok
   18:02:12.611 job 8 fail: attempt 1: boom (permanent), gave up: permanent error -> dead-letter
 
+With --quiet it prints, instead, a summary line every --summary-every (a
+minute), so that a quiet worker still shows it is alive. Its own messages
+(starting, stopping, warnings) go to stderr, in one format: heed's lines
+(--log-format text), or one JSON object per record, each job event
+included (--log-format json), for log shippers.
+
+An exec job on a worker without --allow-exec is given back, its attempt not
+counted, for a worker that allows exec jobs; a warning says so.
+
 It runs until SIGINT or SIGTERM, --for, or --until-empty. Then it stops
 claiming, lets running jobs finish for up to --grace, and releases the rest
 (available again at once, their attempt not counted). Leases are renewed
@@ -55,7 +64,8 @@ attempts left. Per-job limits from heed jobs enqueue override them.
 Job kinds:
 ` + jobsKindsHelp(),
 	groups: []flagGroup{
-		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "quiet", "allow-exec", "id", "metrics-addr"}},
+		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "allow-exec", "id", "metrics-addr"}},
+		{"Output flags", []string{"quiet", "summary-every", "log-format"}},
 		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout"}},
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db"}},
@@ -173,7 +183,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	conc := fs.Int("concurrency", queue.DefaultConcurrency, "jobs run at once per queue")
 	forD := durationFlag(fs, "for", 0, "stop after this long (default: run until a signal)")
 	untilEmpty := fs.Bool("until-empty", false, "stop when no job of the queues is available, scheduled or running")
-	quiet := fs.Bool("quiet", false, "print no line per attempt")
+	quiet := fs.Bool("quiet", false, "print no line per attempt, only a summary line every --summary-every")
+	summaryEvery := durationFlag(fs, "summary-every", time.Minute, "with --quiet, how often to print the summary line (0: never)")
+	logFormat := fs.String("log-format", logText, "`FORMAT` of the messages on stderr: text or json")
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
 	pf := addJobsPolicyFlags(fs)
@@ -206,6 +218,13 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if *forD < 0 {
 		return usageError(s, name, flagError("for", "%v, must not be negative", *forD))
 	}
+	if *summaryEvery < 0 {
+		return usageError(s, name, flagError("summary-every", "%v, must not be negative", *summaryEvery))
+	}
+	if *logFormat != logText && *logFormat != logJSON {
+		return usageError(s, name, flagError("log-format", "%q is not text or json", *logFormat))
+	}
+	log := workLogger(s.stderr, *logFormat, "heed "+name+": ")
 
 	total := 0
 	for _, n := range qs {
@@ -217,17 +236,28 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	}
 	defer d.Close()
 	var out io.Writer
+	var every time.Duration
 	if !*quiet {
 		out = s.stdout
+	} else {
+		every = *summaryEvery
 	}
+	var warned sync.Map // exec jobs warned about, by ID: once each
 	r := &workerRun{
 		store: d.store,
 		cfg: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
-			ShutdownGrace: *grace, Logger: storeLogger(s.stderr)},
-		kinds:      jobkinds.Config{AllowExec: *allowExec},
-		out:        out,
-		stamp:      func(t time.Time) string { return t.Format("15:04:05.000") },
-		untilEmpty: *untilEmpty,
+			ShutdownGrace: *grace, Logger: log},
+		kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
+			if _, dup := warned.LoadOrStore(j.ID, true); !dup {
+				log.Warn(fmt.Sprintf("exec job %d given back: this worker does not run exec jobs (start one with --allow-exec); it stays available, and is tried again every %v", j.ID, jobkinds.ExecRefusedSnooze),
+					"job_id", j.ID)
+			}
+		}},
+		out:          out,
+		stamp:        func(t time.Time) string { return t.Format("15:04:05.000") },
+		untilEmpty:   *untilEmpty,
+		summaryOut:   s.stdout,
+		summaryEvery: every,
 	}
 	if *metricsAddr != "" {
 		ms, err := heedotel.ServePrometheus(context.WithoutCancel(ctx), *metricsAddr) // until the worker has stopped
@@ -240,7 +270,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		if _, err := ms.Metrics().ObserveQueue(d.store); err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
-		fmt.Fprintf(s.stderr, "heed jobs work: metrics at %s\n", ms.URL())
+		log.Info("metrics at "+ms.URL(), "url", ms.URL())
 	}
 	w, err := r.worker()
 	if err != nil {
@@ -251,8 +281,8 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		names = append(names, fmt.Sprintf("%s (%d at once)", q, n))
 	}
 	sort.Strings(names)
-	fmt.Fprintf(s.stderr, "heed jobs work: worker %s on %s\n  queues: %s\n  policy: %s; lease %v\n",
-		w.ID(), d.name, strings.Join(names, ", "), pf.describe(p), *lease)
+	log.Info(fmt.Sprintf("worker %s on %s", w.ID(), d.name),
+		"queues", strings.Join(names, ", "), "policy", pf.describe(p), "lease", *lease)
 
 	rctx := ctx
 	var cancel context.CancelFunc = func() {}
@@ -262,12 +292,12 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	defer cancel()
 	err = r.run(rctx, w, func() {
 		if ctx.Err() != nil {
-			fmt.Fprintf(s.stderr, "heed jobs work: stopping: running jobs have %v to finish\n", *grace)
+			log.Info(fmt.Sprintf("stopping: running jobs have %v to finish", *grace))
 		}
 	})
-	fmt.Fprintf(s.stderr, "heed jobs work: stopped: %s\n", r.summary())
+	log.Info("stopped: " + r.summary())
 	if err != nil {
-		fmt.Fprintf(s.stderr, "heed jobs work: %v\n", err)
+		log.Error(err.Error())
 		return exitFailure
 	}
 	return exitOK
@@ -304,6 +334,9 @@ type workerRun struct {
 	stamp      func(time.Time) string // each line's prefix
 	untilEmpty bool                   // stop when the worker's queues have no live job
 	onEvent    func(queue.Event)      // called for every event, after printing
+
+	summaryOut   io.Writer     // where summary lines go
+	summaryEvery time.Duration // how often; 0: never
 
 	mu     sync.Mutex // serialises lines
 	counts [16]atomic.Int64
@@ -356,6 +389,18 @@ func jobDecisionLine(e queue.Event) string {
 
 func (r *workerRun) count(k queue.EventKind) int64 { return r.counts[k].Load() }
 
+// since describes the events since the counts in last, and updates last.
+func (r *workerRun) since(last *[16]int64) string {
+	var d [16]int64
+	for i := range r.counts {
+		n := r.counts[i].Load()
+		d[i], last[i] = n-last[i], n
+	}
+	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
+		d[queue.EventStarted], d[queue.EventSucceeded], d[queue.EventRetried], d[queue.EventDead],
+		d[queue.EventSnoozed], d[queue.EventReleased], d[queue.EventLost])
+}
+
 func (r *workerRun) summary() string {
 	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
 		r.count(queue.EventStarted), r.count(queue.EventSucceeded), r.count(queue.EventRetried), r.count(queue.EventDead),
@@ -395,6 +440,24 @@ func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) e
 			stopping()
 		}
 	})
+	if r.summaryEvery > 0 {
+		wg.Go(func() {
+			t := time.NewTicker(r.summaryEvery)
+			defer t.Stop()
+			var last [len(r.counts)]int64
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-t.C:
+					line := r.since(&last)
+					r.mu.Lock()
+					fmt.Fprintf(r.summaryOut, "%s summary of the last %v: %s\n", r.stamp(now), r.summaryEvery, line)
+					r.mu.Unlock()
+				}
+			}
+		})
+	}
 	err := w.Run(ctx)
 	cancel()
 	wg.Wait()
