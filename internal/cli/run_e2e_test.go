@@ -185,3 +185,44 @@ func TestE2ERunTerminalInterrupt(t *testing.T) {
 		t.Errorf("heed exited with %v, want 130", err)
 	}
 }
+
+// heed jobs bench shows how far each phase is on a terminal (stderr), and
+// nothing when stderr is not one; the results go to stdout either way.
+func TestE2EJobsBenchProgress(t *testing.T) {
+	args := []string{"jobs", "bench", "--jobs", "300", "--inserters", "1", "--concurrency", "4", "--steady=false"}
+	cmd := exec.Command(heedBinary(t), args...)
+	cmd.Dir = t.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	term, err := pty.Start(cmd)
+	if err != nil {
+		t.Skipf("no terminal: %v", err)
+	}
+	defer term.Close()
+	read := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(term) // until heed has exited and the terminal is closed
+		read <- b
+	}()
+	err = cmd.Wait()
+	shown := string(<-read)
+	if err != nil {
+		t.Fatalf("heed: %v\n%s%s", err, out.String(), shown)
+	}
+	for _, want := range []string{"\r\033[Kheed jobs bench: burn-down: inserted ", " of 300 jobs", "\r\033[Kheed jobs bench: burn-down: drained "} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the terminal shows no %q:\n%q", want, shown)
+		}
+	}
+	if !strings.HasSuffix(shown, "\r\033[K") {
+		t.Errorf("the last progress line is not cleared: %q", shown)
+	}
+	if !strings.Contains(out.String(), "burn-down: drained 300 jobs in ") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+
+	r := runHeed(t, t.TempDir(), args...)
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("not on a terminal: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
