@@ -207,13 +207,33 @@ type runner struct {
 func (r *runner) attempt(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.s.stdin, r.s.stdout, r.s.stderr
+	var feed func() // starts copying the replayed stdin, once COMMAND runs
 	if r.replay != nil {
 		in, err := r.replay.attempt()
 		if err != nil {
 			return retry.Permanent(err)
 		}
-		defer in.Close()
-		cmd.Stdin = in
+		// A pipe of heed's own, not exec's: exec would wait, after COMMAND
+		// exits, for a copy blocked on a stdin that never ends (an open
+		// pipe nobody writes to).
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			in.Close()
+			return retry.Permanent(fmt.Errorf("stdin: %w", err))
+		}
+		cmd.Stdin = pr
+		defer func() {
+			in.Close()
+			pr.Close()
+			pw.Close() // a copy still blocked on stdin fails when it wakes
+		}()
+		feed = func() {
+			pr.Close() // COMMAND has it
+			go func() {
+				io.Copy(pw, in)
+				pw.Close()
+			}()
+		}
 	}
 	stop := ownProcessGroup(cmd, r.killAfter, r.tty)
 	start := time.Now()
@@ -224,6 +244,9 @@ func (r *runner) attempt(ctx context.Context) error {
 			return retry.Transient(fmt.Errorf("timed out starting %q: %w", r.argv[0], ctx.Err()))
 		}
 		return retry.Permanent(&startError{name: r.argv[0], err: err})
+	}
+	if feed != nil {
+		feed()
 	}
 	err := cmd.Wait()
 	terminated, killed := stop.done()

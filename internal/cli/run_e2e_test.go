@@ -226,3 +226,27 @@ func TestE2EJobsBenchProgress(t *testing.T) {
 		t.Errorf("not on a terminal: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// A stdin that stays open with nothing in it (a parent's pipe) does not
+// hold up an attempt that has ended.
+func TestE2ERunOpenEmptyStdin(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close() // open, never written, until the test ends
+	cmd := exec.Command(heedBinary(t), "run", "--attempts", "2", "--base", "1ms", "--", "sh", "-c", "exit 3")
+	cmd.Stdin = pr
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	start := time.Now()
+	err = cmd.Run()
+	pr.Close()
+	if xe, ok := errors.AsType[*exec.ExitError](err); !ok || xe.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3\n%s", err, errOut.String())
+	}
+	// Held up, each attempt would wait --kill-after (10s) and more.
+	if took := time.Since(start); took > 9*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
