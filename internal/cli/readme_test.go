@@ -5,6 +5,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,11 +114,7 @@ func shellWords(s string) ([]string, error) {
 	return words, nil
 }
 
-var errUnclosedQuote = &quoteError{}
-
-type quoteError struct{}
-
-func (*quoteError) Error() string { return "unclosed quote" }
+var errUnclosedQuote = errors.New("unclosed quote")
 
 // matchLines reports whether got matches want, where a want line "..."
 // stands for any number of lines.
