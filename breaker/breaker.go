@@ -447,6 +447,33 @@ func (b *Breaker) allowSlow(now time.Time, w uint64) (Permit, error) {
 	}
 }
 
+// ReadyAt returns when, as of now, the breaker may next admit a call:
+// now when it is closed, or half-open with a probe slot free; the end of
+// the cooldown when it is open; and when it gives up on its probes when it
+// is half-open with every probe slot taken. It changes nothing. A durable
+// job refused by an open breaker is rescheduled for then.
+func (b *Breaker) ReadyAt(now time.Time) time.Time {
+	if b == nil {
+		return now
+	}
+	b.mustBeNew()
+	w := b.state.Load()
+	n := b.nanos(now)
+	switch stateOf(w) {
+	case Open:
+		if left := b.cooldown - sub(n, b.openedAt.Load()); left > 0 {
+			return now.Add(time.Duration(left))
+		}
+	case HalfOpen:
+		if inflightOf(w) >= b.probes {
+			if left := b.window - sub(n, b.probedAt.Load()); left > 0 {
+				return now.Add(time.Duration(left))
+			}
+		}
+	}
+	return now
+}
+
 // StateAt returns the state of the breaker at now. It changes nothing: an
 // open breaker whose cooldown has passed at now reports [HalfOpen], because
 // that is what the next AllowAt will find, but it only becomes half-open

@@ -7,6 +7,12 @@
 //
 //	retries in window + 1 <= Ratio × requests in window + MinPerSecond × Window
 //
+// and while the current step has spent less than Config.Burst (15%) of that
+// allowance, or of the floor (MinPerSecond × Window) when that is more: the
+// window refills smoothly, one step at a time, instead of letting an outage
+// spend a whole window's allowance in its first second and then none for
+// nine.
+//
 // where the requests are those of the window before the current step: a
 // request counts once its step is over (within 1 s, by default). Every
 // retry decision then reads settled totals rather than counters that other
@@ -51,6 +57,16 @@ const (
 	// busy client's traffic, short enough that the budget refills soon after
 	// an outage ends. Finagle's retry budget uses the same 10 s.
 	DefaultWindow = 10 * time.Second
+	// DefaultBurst is 0.15: one step of the window (a tenth of it, 1 s by
+	// default) may spend 15% of the window's allowance (or the floor, when
+	// that is more), one and a half times an even share. A short burst of
+	// failures still gets half as many retries again as an even share,
+	// while in an outage of a steady load of 100 requests/s or more no
+	// second sees more than 1 + 1.5 × Ratio times the requests (1.15× at
+	// the default 10%), where a plain sliding window lets the first second
+	// of the outage spend the whole window's allowance (2.1×). Below that
+	// rate the floor dominates, as it does the mean.
+	DefaultBurst = 0.15
 	// DefaultMinPerSecond is 1, so 10 retries per default window: a client
 	// that sends a request a minute can still retry it, while for a busy
 	// client the floor is negligible (0.1% more load at 1,000 requests/s).
@@ -124,6 +140,12 @@ type Config struct {
 	// [DefaultMinPerSecond]). It must be finite and not negative; use
 	// [None] for no floor.
 	MinPerSecond float64
+	// Burst is the share of the window's allowance that one step (a tenth
+	// of the window) may spend, in (0, 1] (default 0.15, see
+	// [DefaultBurst]); a step may always spend the floor, and one retry,
+	// when the window allows them. 1 turns the step limit off: one step may
+	// then spend the whole window's allowance, as in a plain sliding window.
+	Burst float64
 	// Clock is read by the convenience wrappers ([Budget.Request],
 	// [Budget.AllowRetry], [Budget.Stats]) only; nil means real time.
 	Clock clock.Clock
@@ -151,6 +173,10 @@ func (c Config) Validate() error {
 		return &InvalidError{"MinPerSecond", fmt.Sprintf("is %v, must not be negative", c.MinPerSecond)}
 	case math.IsInf(c.MinPerSecond, 1):
 		return &InvalidError{"MinPerSecond", "is +Inf, must be finite"}
+	case math.IsNaN(c.Burst):
+		return &InvalidError{"Burst", "is NaN, must be a number"}
+	case c.Burst < 0 || c.Burst > 1:
+		return &InvalidError{"Burst", fmt.Sprintf("is %v, must be from 0 to 1", c.Burst)}
 	}
 	return nil
 }
@@ -303,6 +329,7 @@ type Budget struct {
 	width int64   // bucket width in ns; 0 in the zero value: defaults
 	ratio float64 // retries per request
 	floor float64 // retries per window granted regardless of requests
+	burst float64 // share of the window's allowance one step may spend
 	clk   clock.Clock
 
 	// Read on every call, written about once per bucket width. The padding
@@ -336,7 +363,11 @@ func New(cfg Config) (*Budget, error) {
 	if cfg.MinPerSecond == 0 {
 		cfg.MinPerSecond = DefaultMinPerSecond
 	}
+	if cfg.Burst == 0 {
+		cfg.Burst = DefaultBurst
+	}
 	return &Budget{
+		burst: cfg.Burst,
 		width: int64(cfg.Window / numBuckets),
 		ratio: cfg.Ratio,
 		floor: cfg.MinPerSecond * cfg.Window.Seconds(),
@@ -351,6 +382,15 @@ func (b *Budget) params() (width int64, ratio, floor float64) {
 		return int64(DefaultWindow / numBuckets), DefaultRatio, DefaultMinPerSecond * DefaultWindow.Seconds()
 	}
 	return b.width, b.ratio, b.floor
+}
+
+// burstShare returns the share of the window's allowance one step may
+// spend.
+func (b *Budget) burstShare() float64 {
+	if b.width == 0 {
+		return DefaultBurst
+	}
+	return b.burst
 }
 
 // unixNano returns now in Unix nanoseconds, taken from the monotonic
@@ -532,11 +572,17 @@ func (b *Budget) AllowRetryAt(now time.Time) bool {
 	reqs := cached(&b.closedReqs, end, func() int64 { return b.sum(requests, end-1, numBuckets) })
 	rets := cached(&b.closedRets, end, func() int64 { return b.sumRets(end-1, numBuckets-1) })
 	limit := (ratio*float64(reqs) + floor) * (1 + eps)
+	// One step may spend at most the Burst share of the window's
+	// allowance, or the floor when that is more (so that a client with
+	// little traffic keeps its few retries), and always one retry when the
+	// window allows it: an outage of a busy client does not spend a whole
+	// window's allowance in its first step.
+	step := max(limit*b.burstShare(), floor, 1)
 	w := &b.rets[slot]
 	for {
 		old := w.Load()
 		mine := count(old, tag)
-		if float64(rets+mine+1) > limit || (old&^countMask != tag && b.overtaken(end)) {
+		if float64(rets+mine+1) > limit || float64(mine+1) > step || (old&^countMask != tag && b.overtaken(end)) {
 			// Denied; or the ring moved on during this call and the slot
 			// may belong to a newer bucket: deny rather than overwrite it.
 			b.add(&b.stripes[stripe.Of()].c[denied][slot], end)
@@ -549,6 +595,17 @@ func (b *Budget) AllowRetryAt(now time.Time) bool {
 			return true
 		}
 	}
+}
+
+// RefillAt returns when, as of now, a retry the budget denied may next be
+// granted: the start of the window's next step, when both the window's
+// allowance and the step's share are renewed. It changes nothing. A durable
+// job deferred by an empty budget is rescheduled for then.
+func (b *Budget) RefillAt(now time.Time) time.Time {
+	width, _, _ := b.params()
+	ns := unixNano(now)
+	e := max(epochOf(ns, width), int64(b.newest.Load()^bias))
+	return now.Add(time.Duration((e+1)*width - ns))
 }
 
 // AllowRetry is shorthand for AllowRetryAt(now) with now read from the

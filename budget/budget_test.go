@@ -114,6 +114,7 @@ func TestRatioAndFloor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Burst = 1 // the window's rule alone; TestBurst checks the step's
 			b := mustNew(t, tt.cfg)
 			for range tt.requests {
 				b.RequestAt(t0)
@@ -131,11 +132,66 @@ func TestRatioAndFloor(t *testing.T) {
 	}
 }
 
+// TestBurst: in an outage of a steady load, where every failed call asks
+// for a retry, no second sees more retries than the Burst share of the
+// window's allowance, and over the outage retries stay near Ratio of the
+// requests (a plain sliding window spends a whole window's allowance in
+// the first second of every window: 2.1× at 100 requests/s).
+func TestBurst(t *testing.T) {
+	b := mustNew(t, Config{})
+	const rate = 100 // requests per second, in steps of 10 ms
+	var perSecond [60]int
+	wanting := 0 // failed calls waiting for a retry
+	for ms := 0; ms < 60_000; ms += 10 {
+		now := at(time.Duration(ms) * time.Millisecond)
+		b.RequestAt(now)
+		if ms < 20_000 {
+			continue // healthy: no retries wanted
+		}
+		wanting++
+		for wanting > 0 && b.AllowRetryAt(now) {
+			wanting-- // the retry fails too, and is not retried again here
+			perSecond[ms/1000]++
+		}
+	}
+	total := 0
+	for sec, n := range perSecond[20:] {
+		total += n
+		// The limit: 15% of (0.1 × 1000 requests + 10), so 16 a second.
+		if n > 16 {
+			t.Errorf("second %d: %d retries granted, want at most 16 (%.2f× the requests)", sec+20, n, 1+float64(n)/rate)
+		}
+	}
+	// 40 s of outage at 10% of 100 requests/s plus the floor of 1/s: 440.
+	if mean := float64(total) / 40; mean < 10 || mean > 11.5 {
+		t.Errorf("%.1f retries a second over the outage, want about 11", mean)
+	}
+}
+
+// TestRefillAt: a denied retry may be granted again at the next step.
+func TestRefillAt(t *testing.T) {
+	b := mustNew(t, Config{Ratio: 1, MinPerSecond: None, Burst: 0.1}) // 10 of 100 per step
+	for range 100 {
+		b.RequestAt(t0)
+	}
+	now := t0.Add(1500 * time.Millisecond)
+	if g := grant(b, now, 20); g != 10 {
+		t.Fatalf("granted %d in one step, want 10", g)
+	}
+	next := b.RefillAt(now)
+	if want := t0.Add(2 * time.Second); !next.Equal(want) {
+		t.Fatalf("RefillAt = %v, want %v", next, want)
+	}
+	if b.AllowRetryAt(next.Add(-time.Nanosecond)) || !b.AllowRetryAt(next) {
+		t.Fatal("want a retry denied just before RefillAt and granted at it")
+	}
+}
+
 // TestSliding walks one budget through time: requests count towards the
 // limit once their bucket is complete, and requests and retries expire
 // after the window, in steps of a bucket.
 func TestSliding(t *testing.T) {
-	b := mustNew(t, Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: None})
+	b := mustNew(t, Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: None, Burst: 1})
 	type step struct {
 		at       time.Duration
 		requests int
@@ -246,7 +302,7 @@ func TestClock(t *testing.T) {
 
 // TestClockBackwards: times before the newest bucket never corrupt state.
 func TestClockBackwards(t *testing.T) {
-	b := mustNew(t, Config{Ratio: 0.5, MinPerSecond: None})
+	b := mustNew(t, Config{Ratio: 0.5, MinPerSecond: None, Burst: 1})
 	for range 10 {
 		b.RequestAt(at(20 * time.Second))
 	}
@@ -408,7 +464,7 @@ func TestOutage(t *testing.T) {
 // then race for retries in the next. Every call is counted exactly once,
 // and racing retries get exactly the limit, never more.
 func TestConcurrentExact(t *testing.T) {
-	b := mustNew(t, Config{})
+	b := mustNew(t, Config{Burst: 1})
 	const goroutines, perG = 16, 2000
 	var granted, denied atomic.Int64
 	var wg sync.WaitGroup

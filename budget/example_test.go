@@ -18,27 +18,37 @@ func Example() {
 		panic(err)
 	}
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for i := range 100 {
-		b.RequestAt(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+	for i := range 1000 {
+		b.RequestAt(t0.Add(time.Duration(i) * time.Millisecond))
 	}
-	granted := 0
-	for range 25 {
-		if b.AllowRetryAt(t0.Add(time.Second)) {
-			granted++
+	// From 1 s, the 1000 requests allow 0.1 × 1000 + 10 (the floor) = 110
+	// retries per window, 15% of them (16) in any one second: 25 retries
+	// asked for every second get 16 a second until the 110 are spent.
+	for sec := 1; sec <= 9; sec++ {
+		if sec > 1 {
+			fmt.Print(" ")
 		}
+		granted := 0
+		for range 25 {
+			if b.AllowRetryAt(t0.Add(time.Duration(sec) * time.Second)) {
+				granted++
+			}
+		}
+		fmt.Print(granted)
 	}
-	fmt.Println("granted:", granted)
-	fmt.Printf("%+v\n", b.StatsAt(t0.Add(time.Second)))
+	fmt.Println()
+	fmt.Printf("%+v\n", b.StatsAt(t0.Add(9*time.Second)))
 	// Output:
-	// granted: 20
-	// {Requests:100 Retries:20 Denied:5}
+	// 16 16 16 16 16 16 14 0 0
+	// {Requests:1000 Retries:110 Denied:115}
 }
 
 // Requests and retries leave the window after Window (in steps of
 // Window/10), and the budget refills. Requests count towards the limit
-// from the end of their step: the retry at t0 finds none.
+// from the end of their step: the retry at t0 finds none. (Burst 1 lets one
+// step spend the whole window's allowance, to show the window alone.)
 func ExampleBudget_StatsAt() {
-	b, _ := budget.New(budget.Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: budget.None})
+	b, _ := budget.New(budget.Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: budget.None, Burst: 1})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for range 4 {
 		b.RequestAt(t0)
@@ -56,14 +66,15 @@ func ExampleBudget_StatsAt() {
 }
 
 // A floor-only budget grants a fixed number of retries per window, whatever
-// the traffic: here 2 per second over 5 s, so 10.
+// the traffic: here 2 per second over 5 s, so 10, one per step of 0.5 s.
 func ExampleNone() {
 	b, _ := budget.New(budget.Config{Ratio: budget.None, Window: 5 * time.Second, MinPerSecond: 2})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	granted := 0
-	for range 1000 {
-		b.RequestAt(t0)
-		if b.AllowRetryAt(t0) {
+	for i := range 1000 {
+		now := t0.Add(time.Duration(i) * 5 * time.Millisecond)
+		b.RequestAt(now)
+		if b.AllowRetryAt(now) {
 			granted++
 		}
 	}

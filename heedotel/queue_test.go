@@ -52,7 +52,7 @@ func runJobs(t *testing.T, observe func(context.Context, queue.Event)) *sqlitest
 	}
 	queue.Handle(w, "flaky", func(ctx context.Context, job *queue.Job, _ struct{}) error {
 		if job.Attempt == 1 {
-			return errors.New("busy")
+			return retry.Transient(errors.New("busy"))
 		}
 		return nil
 	})

@@ -56,9 +56,13 @@ type result struct {
 	worker   string
 }
 
-// history builds the retry.History of job's attempt that just ended.
-func history(job *Job, timedOut bool) retry.History {
-	h := retry.History{Attempts: job.Attempt, Start: job.StartedAt, TimedOut: timedOut}
+// call returns the call protocol's state for the next attempt of job, which
+// the store has claimed (job.Attempt is that attempt's number), resumed from
+// its history: a durable call, so that the breaker and the retry budget
+// defer the job instead of ending it. p is the job's effective policy; a
+// non-nil r replaces its jitter source (in the call's copy).
+func call(p *retry.Policy, job *Job, r rand.Source) retry.Call {
+	h := retry.History{Attempts: max(job.Attempt-1, 0), Start: job.StartedAt}
 	for i := len(job.History) - 1; i >= 0; i-- {
 		if e := job.History[i]; e.Action == retry.Retry.String() {
 			h.LastDelay = e.Delay
@@ -68,7 +72,11 @@ func history(job *Job, timedOut bool) retry.History {
 			break
 		}
 	}
-	return h
+	c := retry.Call{Policy: *p, History: h, Durable: true}
+	if r != nil {
+		c.Policy.Rand = r
+	}
+	return c
 }
 
 // budgetEnd returns when p's time budget for job ends (zero for none).
@@ -80,9 +88,15 @@ func budgetEnd(p *retry.Policy, job *Job) time.Time {
 }
 
 // decide turns the result of one attempt of job into the transition to
-// store and the decision behind it. It is pure: time and randomness come in.
-// p is the job's effective policy.
+// store and the decision behind it, through the call protocol. It is pure:
+// time and randomness come in. p is the job's effective policy.
 func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source) (Transition, retry.Decision) {
+	c := call(p, job, r)
+	return settle(&c, job, res, now)
+}
+
+// settle is decide for the call c that admitted job's attempt.
+func settle(c *retry.Call, job *Job, res result, now time.Time) (Transition, retry.Decision) {
 	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now, Panic: res.stack}
 	if res.err != nil {
 		e.Error = res.err.Error()
@@ -90,10 +104,13 @@ func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source)
 	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
 
 	if se, ok := errors.AsType[*snoozeError](res.err); ok {
+		// Not a failure: the handler's own choice. The breaker learns
+		// nothing and the attempt is given back.
+		c.Abandon(now)
 		at := now.Add(se.d)
 		e.Outcome, e.Action, e.Delay = OutcomeSnoozed, "snooze", se.d
 		d := retry.Decision{Action: retry.Retry, Attempt: job.Attempt, Err: res.err, Delay: se.d, At: at}
-		if end := budgetEnd(p, job); !end.IsZero() && at.After(end) {
+		if end := budgetEnd(&c.Policy, job); !end.IsZero() && at.After(end) {
 			d.Action, d.Reason, d.At = retry.GiveUp, retry.ReasonTimeBudget, now
 			e.Action, e.Reason = retry.GiveUp.String(), d.Reason.Key()
 			t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
@@ -104,7 +121,7 @@ func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source)
 		return t, d
 	}
 
-	d := retry.Decide(p, history(job, res.timedOut), res.err, now, r)
+	d := c.End(now, retry.Result{Err: res.err, TimedOut: res.timedOut})
 	e.Outcome, e.Action, e.Reason = d.Outcome.String(), d.Action.String(), d.Reason.Key()
 	switch d.Action {
 	case retry.Done:
@@ -128,16 +145,26 @@ func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (Transi
 	return t, d
 }
 
-// decideExpired ends a job whose time budget ran out before the attempt
-// just claimed could start: it goes to the dead-letter without running.
-func decideExpired(job *Job, worker string, now time.Time) (Transition, retry.Decision) {
-	err := errors.New("queue: time budget ended before the attempt started")
-	d := retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonTimeBudget, Attempt: job.Attempt, Err: err, At: now,
-		Elapsed: now.Sub(job.StartedAt)}
-	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateDead, Attempt: job.Attempt,
-		FinishedAt: now, DeadReason: d.Reason.Key(),
-		Entry: Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now, Outcome: OutcomeExpired,
-			Error: err.Error(), Action: retry.GiveUp.String(), Reason: d.Reason.Key()}}, d
+// refused records an attempt of job that the call protocol did not admit
+// (decision d): deferred by the breaker or the retry budget (available
+// again at d.At, the attempt not counted), or given up because the time
+// budget ended before it could start (dead, outcome "expired").
+func refused(job *Job, d retry.Decision, worker string, now time.Time) Transition {
+	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now,
+		Action: d.Action.String(), Reason: d.Reason.Key()}
+	if d.Err != nil {
+		e.Error = d.Err.Error()
+	}
+	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
+	if d.Action == retry.Defer {
+		e.Outcome, e.Delay = OutcomeDeferred, d.Delay
+		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)
+	} else {
+		e.Outcome = OutcomeExpired
+		t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
+	}
+	t.Entry = e
+	return t
 }
 
 // decideRelease hands a job back at shutdown without using its attempt.

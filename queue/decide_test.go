@@ -15,6 +15,12 @@ import (
 
 var t0 = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 
+// sqlState behaves as pgx's *pgconn.PgError.
+type sqlState struct{ code string }
+
+func (e *sqlState) Error() string    { return "SQLSTATE " + e.code }
+func (e *sqlState) SQLState() string { return e.code }
+
 func testPolicy() retry.Policy {
 	return defaultPolicy(retry.Policy{Backoff: backoff.Schedule{Jitter: backoff.NoJitter}})
 }
@@ -23,7 +29,7 @@ func TestDefaultPolicy(t *testing.T) {
 	p := DefaultPolicy()
 	if p.Attempts != 10 || p.Backoff.Base != 2*time.Second || p.Backoff.Cap != 5*time.Minute ||
 		p.Backoff.Jitter != backoff.FullJitter || p.MaxDuration != 24*time.Hour || p.AttemptTimeout != 15*time.Minute ||
-		p.MaxPushback != time.Hour || p.Retryable == nil || !p.Retryable(errors.New("x")) {
+		p.MaxPushback != time.Hour || p.Retryable != nil {
 		t.Errorf("DefaultPolicy() = %+v", p)
 	}
 	if err := p.Validate(); err != nil {
@@ -32,7 +38,7 @@ func TestDefaultPolicy(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
-	errBoom := errors.New("boom")
+	errBoom := retry.Transient(errors.New("boom"))
 	type want struct {
 		state   State
 		attempt int
@@ -69,7 +75,13 @@ func TestDecide(t *testing.T) {
 			want{StateAvailable, 1, now.Add(time.Hour), "", OutcomeSnoozed, "snooze", time.Hour}},
 		{"snooze past the time budget", running(2, t0), nil, result{err: Snooze(25 * time.Hour)},
 			want{StateDead, 2, time.Time{}, "time_budget", OutcomeSnoozed, "give up", 25 * time.Hour}},
-		{"panic is classified like an error", running(1, t0), nil, result{err: &PanicError{Value: "oops", Stack: "stack"}, stack: "stack"},
+		{"panic is classified like an error: unmarked, permanent", running(1, t0), nil, result{err: &PanicError{Value: "oops", Stack: "stack"}, stack: "stack"},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+		{"an unmarked error goes to the dead-letter at once", running(1, t0), nil, result{err: errors.New("boom")},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+		{"RetryAll retries an unmarked error", running(1, t0), func(p *retry.Policy) { p.Retryable = RetryAll }, result{err: errors.New("boom")},
+			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
+		{"a transient database error is retried", running(1, t0), nil, result{err: &sqlState{"40001"}},
 			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
 		{"panic with a classifier that refuses panics", running(1, t0), func(p *retry.Policy) {
 			p.Retryable = func(err error) bool { _, ok := errors.AsType[*PanicError](err); return !ok }
@@ -83,8 +95,10 @@ func TestDecide(t *testing.T) {
 			want{StateDead, 2, time.Time{}, "attempts", "transient", "give up", 0}},
 		{"time budget with attempts left", running(2, now.Add(-24*time.Hour+3*time.Second)), nil, result{err: errBoom},
 			want{StateDead, 2, time.Time{}, "time_budget", "transient", "give up", 0}},
-		{"time budget just fits", running(1, now.Add(-24*time.Hour+3*time.Second)), nil, result{err: errBoom},
+		{"time budget just fits a whole attempt", running(1, now.Add(-24*time.Hour+15*time.Minute+2*time.Second)), nil, result{err: errBoom},
 			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
+		{"time budget fits the delay, not a whole attempt", running(1, now.Add(-24*time.Hour+3*time.Second)), nil, result{err: errBoom},
+			want{StateDead, 1, time.Time{}, "time_budget", "transient", "give up", 0}},
 		{"per-job time budget", &Job{ID: 7, LeaseToken: "tok", Attempt: 1, StartedAt: now.Add(-time.Minute),
 			Policy: JobPolicy{TimeBudget: time.Minute}}, nil, result{err: errBoom},
 			want{StateDead, 1, time.Time{}, "time_budget", "transient", "give up", 0}},
@@ -169,15 +183,15 @@ func TestDecideLastDelay(t *testing.T) {
 		{Attempt: 2, Action: "retry", Delay: 10 * time.Minute},
 		{Attempt: 2, Action: "snooze", Outcome: OutcomeSnoozed, Delay: time.Hour},
 	}}
-	h := history(job, false)
-	if h.LastDelay != 10*time.Minute || h.Attempts != 3 || !h.Start.Equal(t0) {
-		t.Errorf("history = %+v", h)
+	h := call(&p, job, nil).History
+	if h.LastDelay != 10*time.Minute || h.Attempts != 2 || !h.Start.Equal(t0) {
+		t.Errorf("history before attempt 3 = %+v", h)
 	}
 	job.History = append(job.History, Attempt{Outcome: OutcomeRequeued, Action: "requeue"})
-	if h := history(job, false); h.LastDelay != 0 {
+	if h := call(&p, job, nil).History; h.LastDelay != 0 {
 		t.Errorf("LastDelay across a requeue = %v", h.LastDelay)
 	}
-	tr, _ := decide(&p, &Job{Attempt: 3, StartedAt: t0, LeaseToken: "t", History: job.History[:2]}, result{err: errors.New("x")}, t0, rand.NewPCG(3, 4))
+	tr, _ := decide(&p, &Job{Attempt: 3, StartedAt: t0, LeaseToken: "t", History: job.History[:2]}, result{err: retry.Transient(errors.New("x"))}, t0, rand.NewPCG(3, 4))
 	if tr.Entry.Delay < time.Second || tr.Entry.Delay > 30*time.Minute {
 		t.Errorf("decorrelated delay %v outside [1s, 30m]", tr.Entry.Delay)
 	}
@@ -185,7 +199,14 @@ func TestDecideLastDelay(t *testing.T) {
 
 func TestDecideExpiredAndRelease(t *testing.T) {
 	job := &Job{ID: 3, LeaseToken: "t", Attempt: 4, StartedAt: t0}
-	tr, d := decideExpired(job, "w", t0.Add(25*time.Hour))
+	p := testPolicy()
+	c := call(&p, job, nil)
+	now := t0.Add(25 * time.Hour)
+	_, d, ok := c.Admit(now)
+	if ok {
+		t.Fatal("an attempt admitted after its time budget")
+	}
+	tr := refused(job, d, "w", now)
 	if tr.State != StateDead || tr.DeadReason != "time_budget" || tr.Entry.Outcome != OutcomeExpired || d.Reason != retry.ReasonTimeBudget {
 		t.Errorf("expired: %+v", tr)
 	}

@@ -22,9 +22,10 @@ const (
 	EventReleased                   // shutdown handed the job back, its attempt not counted
 	EventLost                       // the rescuer found the job's lease expired (then EventRetried or EventDead)
 	EventLeaseLost                  // this worker lost the job's lease while running it; its result was dropped
+	EventDeferred                   // the breaker or the retry budget refused the attempt; the job runs at Decision.At, its attempt not counted
 )
 
-var eventNames = [...]string{"enqueued", "started", "succeeded", "retried", "snoozed", "dead", "released", "lost", "lease_lost"}
+var eventNames = [...]string{"enqueued", "started", "succeeded", "retried", "snoozed", "dead", "released", "lost", "lease_lost", "deferred"}
 
 // String returns the event's name, such as "retried".
 func (k EventKind) String() string {
@@ -63,7 +64,7 @@ func LogObserver(l *slog.Logger) func(context.Context, Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelDebug
 		switch e.Kind {
-		case EventRetried, EventReleased, EventLost:
+		case EventRetried, EventReleased, EventLost, EventDeferred:
 			level = slog.LevelInfo
 		case EventDead, EventLeaseLost:
 			level = slog.LevelWarn
@@ -79,7 +80,7 @@ func LogObserver(l *slog.Logger) func(context.Context, Event) {
 			slog.String("event", e.Kind.String()),
 		}
 		switch e.Kind {
-		case EventSucceeded, EventRetried, EventDead:
+		case EventSucceeded, EventRetried, EventDead, EventDeferred:
 			attrs = append(attrs,
 				slog.String("decision", e.Decision.Action.String()),
 				slog.String("reason", e.Decision.Reason.Key()),

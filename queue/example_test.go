@@ -17,9 +17,11 @@ type Greeting struct {
 	Name string `json:"name"`
 }
 
-// A job that fails twice with an error the handler does not mark, is
-// retried at the times retry.Decide chooses, and succeeds on its third
-// attempt. Its history records every attempt and decision.
+// A job that fails twice with an error marked transient is retried at the
+// times retry.Decide chooses, and succeeds on its third attempt. (An error
+// that says nothing of itself would go to the dead-letter at once, as it
+// does in retry.Do: mark it, or set Policy.Retryable to queue.RetryAll.)
+// Its history records every attempt and decision.
 func Example() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:") // a file path in real use
@@ -45,7 +47,7 @@ func Example() {
 	queue.Handle(w, "greet", func(ctx context.Context, job *queue.Job, g Greeting) error {
 		if job.Attempt < 3 {
 			fmt.Println("attempt", job.Attempt, "fails")
-			return errors.New("mail server busy")
+			return retry.Transient(errors.New("mail server busy"))
 		}
 		fmt.Println("attempt", job.Attempt, "says hello,", g.Name)
 		return nil

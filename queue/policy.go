@@ -41,24 +41,24 @@ const (
 	DefaultMaxPushback = time.Hour
 )
 
-// RetryAll is the default classifier of jobs (WorkerConfig.Policy.Retryable):
-// every error is worth another attempt unless it is marked with
-// retry.Permanent (or its server refused with retry.After and a negative
-// wait). Unlike an in-process call, a job has no caller waiting for it and
-// its work was accepted; its errors mostly come from dependencies (network,
-// rate limits, locks, deploys) whose error types no classifier knows; and
-// the attempt limit, the backoff cap and the time budget bound what a
-// hopeless job costs. Handlers return retry.Permanent for what they know
-// cannot pass (bad arguments, a deleted record). This is what River,
-// Sidekiq and Oban do.
+// RetryAll is a classifier for WorkerConfig.Policy.Retryable that retries
+// every error unless it is marked with retry.Permanent (or its server
+// refused with retry.After and a negative wait): what River, Sidekiq and
+// Oban do. It is not the default. Opt in with
+//
+//	queue.WorkerConfig{Policy: retry.Policy{Retryable: queue.RetryAll}}
+//
+// for handlers whose errors come from dependencies no classifier knows,
+// and return retry.Permanent for what cannot pass. The attempt limit, the
+// backoff cap and the time budget still bound what a hopeless job costs.
 func RetryAll(error) bool { return true }
 
 // defaultPolicy applies the job defaults to the zero fields of p: Attempts
 // DefaultAttempts, Backoff from DefaultBackoffBase capped at
 // DefaultBackoffCap (its Kind, Multiplier and Jitter kept, full jitter by
 // default), MaxDuration DefaultTimeBudget, AttemptTimeout
-// DefaultAttemptTimeout, Retryable RetryAll, MaxPushback
-// DefaultMaxPushback.
+// DefaultAttemptTimeout, MaxPushback DefaultMaxPushback. Retryable stays
+// as it is: nil means retry.IsTransient, the same classifier as retry.Do.
 func defaultPolicy(p retry.Policy) retry.Policy {
 	if p.Attempts == 0 {
 		p.Attempts = DefaultAttempts
@@ -74,9 +74,6 @@ func defaultPolicy(p retry.Policy) retry.Policy {
 	}
 	if p.AttemptTimeout == 0 {
 		p.AttemptTimeout = DefaultAttemptTimeout
-	}
-	if p.Retryable == nil {
-		p.Retryable = RetryAll
 	}
 	if p.MaxPushback == 0 {
 		p.MaxPushback = DefaultMaxPushback

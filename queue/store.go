@@ -62,6 +62,7 @@ const (
 	OutcomeReleased = "released" // shutdown handed the job back; the attempt was given back
 	OutcomeRequeued = "requeued" // an operator requeued the dead job (not an attempt)
 	OutcomeExpired  = "expired"  // the time budget ended before the attempt started
+	OutcomeDeferred = "deferred" // the breaker or the retry budget refused the attempt; it was given back
 )
 
 // Attempt is one entry of a job's history: an attempt and the decision
@@ -84,8 +85,8 @@ type Attempt struct {
 	Error string `json:"error,omitempty"`
 	// Panic is the stack of the panic, when the handler panicked.
 	Panic string `json:"panic,omitempty"`
-	// Action is what was decided: "done", "retry", "give up", "snooze",
-	// "release" or "requeue".
+	// Action is what was decided: "done", "retry", "give up", "defer",
+	// "snooze", "release" or "requeue".
 	Action string `json:"action"`
 	// Reason is the decision's [retry.Reason.Key] ("transient",
 	// "attempts", "time_budget", ...), or this package's own.
@@ -110,9 +111,12 @@ func (a Attempt) String() string {
 	b.WriteString("; ")
 	b.WriteString(a.Action)
 	switch a.Action {
-	case "retry", "snooze":
+	case "retry", "snooze", "defer":
 		fmt.Fprintf(&b, " in %v", a.Delay)
 	case "give up":
+		fmt.Fprintf(&b, " (%s)", a.Reason)
+	}
+	if a.Action == "defer" {
 		fmt.Fprintf(&b, " (%s)", a.Reason)
 	}
 	return b.String()

@@ -61,10 +61,17 @@ type WorkerConfig struct {
 	// Its zero fields take the job defaults: DefaultAttempts, a backoff
 	// from DefaultBackoffBase capped at DefaultBackoffCap with full jitter,
 	// DefaultTimeBudget as MaxDuration (counted from the start of a job's
-	// first attempt), DefaultAttemptTimeout, and RetryAll as Retryable (the
-	// job classifier: every error is retried unless marked
-	// retry.Permanent). Its Budget and Breaker, when set, are consulted by
-	// every decision; its Observe is not used (see Observe below).
+	// first attempt), DefaultAttemptTimeout, and DefaultMaxPushback. Its
+	// Retryable classifies errors as for retry.Do: nil is
+	// retry.IsTransient, so errors marked transient, network and timeout
+	// errors and transient database errors are retried, and an error that
+	// says nothing sends the job to the dead-letter at once (set RetryAll
+	// to retry every error). Jobs go through the call protocol
+	// (retry.Call) as durable calls: each job's first attempt counts as a
+	// request in Budget; Breaker is asked before every attempt and told its
+	// outcome; a refusal by either defers the job (rescheduled, its attempt
+	// not counted, the reason in its history) instead of killing it. Its
+	// Observe is not used (see Observe below).
 	Policy retry.Policy
 	// Lease is how long a claimed job stays leased without renewal
 	// (default DefaultLease). It is renewed every third of it.
@@ -558,33 +565,33 @@ func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Durat
 		kind = EventSnoozed
 	case t.Entry.Outcome == OutcomeReleased:
 		kind = EventReleased
+	case t.Entry.Outcome == OutcomeDeferred:
+		kind = EventDeferred
 	}
 	w.emit(Event{Kind: kind, Job: job, Decision: d, Duration: dur, Err: d.Err})
 }
 
-// run runs one attempt of job and stores what follows.
+// run runs one attempt of job, as the call protocol admits it, and stores
+// what follows.
 func (w *Worker) run(job *Job) {
 	p := effective(w.policy, job)
+	c := call(&p, job, w.cfg.Rand)
 	start := w.now()
-	if end := budgetEnd(&p, job); !end.IsZero() && !start.Before(end) {
-		t, d := decideExpired(job, w.cfg.ID, start)
-		w.finish(job, t, d, 0)
+	lim, d, ok := c.Admit(start)
+	if !ok {
+		// Deferred by the breaker or the retry budget, or out of time
+		// before it could start: the handler does not run.
+		w.finish(job, refused(job, d, w.cfg.ID, start), d, 0)
 		return
 	}
 	w.emit(Event{Kind: EventStarted, Job: job})
 
-	timeout, own := p.AttemptTimeout, true
-	if end := budgetEnd(&p, job); !end.IsZero() {
-		if left := end.Sub(start); timeout <= 0 || left < timeout {
-			timeout, own = left, false
-		}
-	}
 	lctx, lost := context.WithCancelCause(w.jobCtx)
 	defer lost(nil)
 	actx := lctx
 	cancel := context.CancelFunc(func() {})
-	if timeout > 0 {
-		actx, cancel = context.WithTimeout(lctx, timeout)
+	if !lim.At.IsZero() {
+		actx, cancel = context.WithTimeout(lctx, lim.At.Sub(start))
 	}
 
 	stopRenew := make(chan struct{})
@@ -593,7 +600,9 @@ func (w *Worker) run(job *Job) {
 
 	res := result{started: start, worker: w.cfg.ID}
 	res.err, res.stack = w.call(actx, job)
-	res.timedOut = own && res.err != nil && lctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+	// A job has no caller's deadline: a context that ran out is the
+	// attempt's own timeout or the time budget.
+	res.timedOut = res.err != nil && lctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	close(stopRenew)
 	renewWG.Wait()
@@ -603,14 +612,16 @@ func (w *Worker) run(job *Job) {
 	if cause := context.Cause(lctx); cause != nil && res.err != nil {
 		switch {
 		case errors.Is(cause, ErrLeaseLost):
+			c.Abandon(now)
 			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: cause, Duration: dur})
 			return
 		case errors.Is(cause, errShutdown):
+			c.Abandon(now)
 			w.finish(job, decideRelease(job, res, now), retry.Decision{Attempt: job.Attempt, Err: res.err, At: now}, dur)
 			return
 		}
 	}
-	t, d := decide(&p, job, res, now, w.cfg.Rand)
+	t, d := settle(&c, job, res, now)
 	w.finish(job, t, d, dur)
 }
 

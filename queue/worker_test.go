@@ -133,7 +133,7 @@ func testLifecycle(t *testing.T, s queue.Store) {
 	})
 	queue.Handle(w, "flaky", func(ctx context.Context, job *queue.Job, _ msg) error {
 		if flaky.Add(1) <= 2 {
-			return errors.New("connection reset")
+			return retry.Transient(errors.New("connection reset"))
 		}
 		return nil
 	})
@@ -141,7 +141,7 @@ func testLifecycle(t *testing.T, s queue.Store) {
 		return retry.Permanent(errors.New("no such user"))
 	})
 	queue.Handle(w, "always", func(ctx context.Context, job *queue.Job, _ msg) error {
-		return errors.New("still down")
+		return retry.Transient(errors.New("still down"))
 	})
 	queue.Handle(w, "panic", func(ctx context.Context, job *queue.Job, _ msg) error {
 		if panicky.Add(1) == 1 {
@@ -184,7 +184,7 @@ func testLifecycle(t *testing.T, s queue.Store) {
 		{"permanent", pm.ID, queue.StateDead, 1, "permanent", "permanent/give up"},
 		{"attempts", al.ID, queue.StateDead, 3, "attempts", "transient/retry transient/retry transient/give up"},
 		{"time budget", bu.ID, queue.StateDead, 1, "time_budget", "transient/give up"},
-		{"panic", pa.ID, queue.StateSucceeded, 2, "", "transient/retry ok/done"},
+		{"panic", pa.ID, queue.StateDead, 1, "permanent", "permanent/give up"},
 		{"snooze", sn.ID, queue.StateSucceeded, 1, "", "snoozed/snooze ok/done"},
 		{"unknown kind", un.ID, queue.StateDead, 2, "attempts", "transient/retry transient/give up"},
 		{"bad args", ba.ID, queue.StateDead, 1, "permanent", "permanent/give up"},
@@ -527,7 +527,7 @@ func TestClientDeadLetter(t *testing.T) {
 		return nil
 	})
 	queue.Handle(w, "sms", func(ctx context.Context, job *queue.Job, _ msg) error {
-		return errors.New("gateway down")
+		return retry.Transient(errors.New("gateway down"))
 	})
 	e1 := enqueue(t, c, "email", nil, queue.EnqueueOptions{})
 	e2 := enqueue(t, c, "email", nil, queue.EnqueueOptions{})
@@ -634,7 +634,7 @@ func TestWorkerWakesForItsOwnShortRetries(t *testing.T) {
 	var calls atomic.Int64
 	queue.Handle(w, "flaky", func(ctx context.Context, job *queue.Job, m msg) error {
 		if calls.Add(1) < 3 {
-			return errors.New("not yet")
+			return retry.Transient(errors.New("not yet"))
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -127,7 +128,15 @@ func (m *marks) walk(err error) {
 //     errors.As, so wrapped errors count);
 //   - a network timeout (net.Error whose Timeout() is true);
 //   - a refused, reset or aborted connection (ECONNREFUSED, ECONNRESET,
-//     ECONNABORTED), or a temporary DNS failure.
+//     ECONNABORTED), or a temporary DNS failure;
+//   - a transient database error, recognised by behaviour so that no
+//     driver is imported: an error with a SQLState() string method (pgx's
+//     *pgconn.PgError) whose code is in class 08 (connection exception),
+//     40001 (serialization failure), 40P01 (deadlock detected), 53300
+//     (too many connections), 55P03 (lock not available), 57P01 to 57P03
+//     (admin or crash shutdown, cannot connect now); or an error with a
+//     Code() int method (modernc.org/sqlite's *sqlite.Error) whose primary
+//     result code is SQLITE_BUSY (5) or SQLITE_LOCKED (6).
 //
 // Anything else, including context.Canceled and context.DeadlineExceeded
 // that did not come from the attempt's own timeout, is not retried by
@@ -150,6 +159,9 @@ func IsTransient(err error) bool {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
+	}
+	if transientDB(err) {
+		return true
 	}
 	if dns, ok := errors.AsType[*net.DNSError](err); ok {
 		return dns.IsTimeout || dns.IsTemporary
@@ -231,4 +243,34 @@ func (p *Policy) Classify(err error, timedOut bool) (Outcome, time.Duration) {
 		return OutcomeTransient, 0
 	}
 	return OutcomePermanent, 0
+}
+
+// transientDB reports whether err is a database error that may pass on a
+// retry (see IsTransient), by its SQLSTATE or SQLite result code.
+func transientDB(err error) bool {
+	if e, ok := errors.AsType[interface {
+		error
+		SQLState() string
+	}](err); ok {
+		switch code := e.SQLState(); {
+		case strings.HasPrefix(code, "08"):
+			return true
+		default:
+			switch code {
+			case "40001", "40P01", "53300", "55P03", "57P01", "57P02", "57P03":
+				return true
+			}
+		}
+		return false
+	}
+	if e, ok := errors.AsType[interface {
+		error
+		Code() int
+	}](err); ok {
+		switch e.Code() & 0xff { // the primary code; extended codes add bits above
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return true
+		}
+	}
+	return false
 }

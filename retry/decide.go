@@ -19,9 +19,13 @@ const (
 	Retry
 	// GiveUp: stop; Decision.Reason says why.
 	GiveUp
+	// Defer: a durable call (see [Call]) cannot go on now for a reason
+	// that passes with time (ReasonBreakerOpen, ReasonBudget); it tries
+	// again at Decision.At, the attempt not counted.
+	Defer
 )
 
-var actionNames = [...]string{"done", "retry", "give up"}
+var actionNames = [...]string{"done", "retry", "give up", "defer"}
 
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
@@ -36,19 +40,20 @@ type Reason uint8
 // Reasons. ReasonSuccess goes with Done; ReasonTransient, ReasonTimeout and
 // ReasonPushback with Retry; the others with GiveUp.
 const (
-	ReasonSuccess       Reason = iota // the attempt succeeded
-	ReasonTransient                   // the error may pass on a retry
-	ReasonTimeout                     // the attempt ran out of its own timeout
-	ReasonPushback                    // the server asked for a wait
-	ReasonPermanent                   // the error will fail the same way again
-	ReasonAttempts                    // the attempt limit is reached
-	ReasonTimeBudget                  // the policy's MaxDuration would run out
-	ReasonDeadline                    // the caller's deadline is too close
-	ReasonBudget                      // the retry budget is empty
-	ReasonBreakerOpen                 // the circuit breaker is open
-	ReasonNotRepeatable               // repeating the request is not safe
-	ReasonServerRefused               // the server said not to retry
-	ReasonUpstreamOwns                // a caller up the chain owns retries
+	ReasonSuccess         Reason = iota // the attempt succeeded
+	ReasonTransient                     // the error may pass on a retry
+	ReasonTimeout                       // the attempt ran out of its own timeout
+	ReasonPushback                      // the server asked for a wait
+	ReasonPermanent                     // the error will fail the same way again
+	ReasonAttempts                      // the attempt limit is reached
+	ReasonTimeBudget                    // the policy's MaxDuration would run out
+	ReasonDeadline                      // the caller's deadline is too close
+	ReasonBudget                        // the retry budget is empty
+	ReasonBreakerOpen                   // the circuit breaker is open
+	ReasonNotRepeatable                 // repeating the request is not safe
+	ReasonServerRefused                 // the server said not to retry
+	ReasonUpstreamOwns                  // a caller up the chain owns retries
+	ReasonPushbackTooLong               // the server asked for a wait longer than MaxPushback
 )
 
 var reasonNames = [...]string{
@@ -65,6 +70,8 @@ var reasonNames = [...]string{
 	ReasonNotRepeatable: "not safe to repeat",
 	ReasonServerRefused: "server said do not retry",
 	ReasonUpstreamOwns:  "caller owns retries",
+	// The server's wait is in the decision's Delay.
+	ReasonPushbackTooLong: "server asked for too long a wait",
 }
 
 // String returns the reason in words, such as "deadline too close".
@@ -78,7 +85,7 @@ func (r Reason) String() string {
 // Key returns a short identifier for the reason, for metrics and logs:
 // "success", "transient", "timeout", "pushback", "permanent", "attempts",
 // "time_budget", "deadline", "budget", "breaker_open", "not_repeatable",
-// "server_refused", "upstream_owns".
+// "server_refused", "upstream_owns", "pushback_too_long".
 func (r Reason) Key() string {
 	if int(r) < len(reasonKeys) {
 		return reasonKeys[r]
@@ -89,7 +96,7 @@ func (r Reason) Key() string {
 var reasonKeys = [...]string{
 	"success", "transient", "timeout", "pushback", "permanent", "attempts",
 	"time_budget", "deadline", "budget", "breaker_open", "not_repeatable", "server_refused",
-	"upstream_owns",
+	"upstream_owns", "pushback_too_long",
 }
 
 // History is what [Decide] knows about a call so far. Executors keep it;
@@ -174,19 +181,28 @@ func (d Decision) String() string {
 //  1. no error: done;
 //  2. a permanent error (marked with [Permanent], not accepted by the
 //     classifier, or a server that said not to retry): give up at once;
-//  3. the attempt limit reached, a caller up the chain owning retries
-//     (History.UpstreamOwns), or an attempt that is not safe to repeat
-//     (History.NotRepeatable): give up;
-//  4. the breaker open: give up;
-//  5. the delay is the backoff, or the server's pushback when that is larger
-//     (capped at MaxPushback);
-//  6. when the delay plus MinAttemptTime no longer fits before the deadline
-//     (the caller's, or Start + MaxDuration, whichever is earlier): give up
-//     now instead of sleeping into it;
+//  3. an attempt that is not safe to repeat (History.NotRepeatable), a
+//     caller up the chain owning retries (History.UpstreamOwns), or the
+//     attempt limit reached: give up;
+//  4. the delay is the backoff, or the server's pushback when that is
+//     larger; a pushback longer than MaxPushback gives up (with
+//     ReasonPushbackTooLong, and the server's wait as the Delay) rather
+//     than come back before the server asked;
+//  5. when the delay plus the time an attempt needs ([Policy.MinAttempt]:
+//     MinAttemptTime, or the whole AttemptTimeout when one is set) no
+//     longer fits before the deadline (the caller's, or Start +
+//     MaxDuration, whichever is earlier): give up now instead of starting
+//     an attempt that cannot finish;
+//  6. the breaker open: give up;
 //  7. the retry budget empty: give up. A granted retry takes a token from
-//     the budget; the budget is asked after the deadline check so that a
-//     retry that will not happen spends nothing;
+//     the budget; the budget is asked last so that a retry that will not
+//     happen spends nothing;
 //  8. otherwise retry at now + delay.
+//
+// On a give-up at steps 4 to 7, Delay is the wait a retry would have
+// needed, so that a caller can schedule the work later. [Call.End] applies
+// the same rules to a result its executor has classified, and for durable
+// calls leaves steps 6 and 7 to [Call.Admit].
 //
 // Decide reads no clock and no global random source and never sleeps: now
 // and r come from the caller (a nil r uses math/rand/v2's global source).
@@ -194,73 +210,75 @@ func (d Decision) String() string {
 // now is allowed when nothing needs the time (no deadline, MaxDuration,
 // Budget or Breaker); the decision's At and Elapsed are then zero.
 func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decision {
-	d := Decision{Attempt: h.Attempts, Err: err, At: now}
+	o, wait := p.Classify(err, h.TimedOut)
+	var d Decision
+	decide(&d, p, &h, o, wait, err, now, r, false)
+	return d
+}
+
+// decide is Decide for an attempt whose outcome o (and pushback wait) is
+// known, writing the decision to d (one copy fewer on the retry path). A
+// durable decision leaves the breaker and the budget to admission and
+// honours any pushback.
+func decide(d *Decision, p *Policy, h *History, o Outcome, wait time.Duration, err error, now time.Time, r rand.Source, durable bool) {
+	*d = Decision{Attempt: h.Attempts, Err: err, At: now, Outcome: o}
 	if !h.Start.IsZero() && !now.IsZero() {
 		d.Elapsed = now.Sub(h.Start)
 	}
-	if err == nil {
+	if err == nil && o == OutcomeOK {
 		d.Action, d.Reason = Done, ReasonSuccess
-		return d
+		return
 	}
 	d.Action = GiveUp
-	c, pushback := p.Classify(err, h.TimedOut)
-	d.Outcome = c
-	switch c {
+	switch o {
 	case OutcomePermanent:
 		d.Reason = ReasonPermanent
-		return d
+		return
 	case OutcomeRefused:
 		d.Reason = ReasonServerRefused
-		return d
+		return
 	}
-	if limit := p.MaxAttempts(); limit > 0 && h.Attempts >= limit {
-		d.Reason = ReasonAttempts
-		return d
-	}
-	if h.UpstreamOwns {
-		d.Reason = ReasonUpstreamOwns
-		return d
-	}
-	if h.NotRepeatable {
+	switch limit := p.MaxAttempts(); {
+	case h.NotRepeatable:
 		d.Reason = ReasonNotRepeatable
-		return d
-	}
-	if p.Breaker != nil && p.Breaker.StateAt(now) == breaker.Open {
-		d.Reason = ReasonBreakerOpen
-		return d
+		return
+	case h.UpstreamOwns:
+		d.Reason = ReasonUpstreamOwns
+		return
+	case limit > 0 && h.Attempts >= limit:
+		d.Reason = ReasonAttempts
+		return
 	}
 	delay := p.Backoff.Next(h.Attempts, h.LastDelay, r)
-	if c == OutcomePushback && pushback > delay {
-		delay = max(delay, min(pushback, p.maxPushback()))
+	if o == OutcomePushback && wait > delay {
+		if wait > p.maxPushback() && !durable {
+			d.Reason, d.Delay = ReasonPushbackTooLong, wait
+			return
+		}
+		delay = wait
 	}
 	d.Delay = delay
-
-	deadline, reason := h.Deadline, ReasonDeadline
-	if p.MaxDuration > 0 && !h.Start.IsZero() {
-		if end := h.Start.Add(p.MaxDuration); deadline.IsZero() || end.Before(deadline) {
-			deadline, reason = end, ReasonTimeBudget
+	if ok, reason := p.fits(h, now, delay); !ok {
+		d.Reason = reason
+		return
+	}
+	if !durable {
+		if p.Breaker != nil && p.Breaker.StateAt(now) == breaker.Open {
+			d.Reason = ReasonBreakerOpen
+			return
+		}
+		// The budget is asked last, so that a retry ruled out otherwise
+		// does not spend a token.
+		if p.Budget != nil && !p.Budget.AllowRetryAt(now) {
+			d.Reason = ReasonBudget
+			return
 		}
 	}
-	need := delay + p.minAttemptTime()
-	if need < delay { // overflow: a delay near the largest Duration
-		need = delay
-	}
-	if !deadline.IsZero() && deadline.Sub(now) < need {
-		d.Reason = reason
-		return d
-	}
-	// The budget is asked last, so that a retry the deadline rules out
-	// does not spend a token.
-	if p.Budget != nil && !p.Budget.AllowRetryAt(now) {
-		d.Reason = ReasonBudget
-		return d
-	}
-
 	d.Action = Retry
 	if !now.IsZero() {
 		d.At = now.Add(delay)
 	}
-	switch c {
+	switch o {
 	case OutcomeTimeout:
 		d.Reason = ReasonTimeout
 	case OutcomePushback:
@@ -268,7 +286,37 @@ func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decis
 	default:
 		d.Reason = ReasonTransient
 	}
-	return d
+}
+
+// Fits reports whether a retry decided at now, after delay, still leaves
+// the time an attempt needs ([Policy.MinAttempt]) before the call's end:
+// the caller's deadline (h.Deadline) or h.Start + MaxDuration, whichever is
+// earlier. When it does not, it also returns which of the two it would
+// break: ReasonDeadline or ReasonTimeBudget. This is the rule "retry only if
+// one more whole attempt plus its delay still fits"; [Decide] applies it,
+// and planning tools (heed plan) use it to say which attempts start.
+func (p *Policy) Fits(h History, now time.Time, delay time.Duration) (bool, Reason) {
+	return p.fits(&h, now, delay)
+}
+
+func (p *Policy) fits(h *History, now time.Time, delay time.Duration) (bool, Reason) {
+	deadline, reason := h.Deadline, ReasonDeadline
+	if p.MaxDuration > 0 && !h.Start.IsZero() {
+		if end := h.Start.Add(p.MaxDuration); deadline.IsZero() || end.Before(deadline) {
+			deadline, reason = end, ReasonTimeBudget
+		}
+	}
+	if deadline.IsZero() {
+		return true, 0
+	}
+	need := delay + p.MinAttempt()
+	if need < delay { // overflow: a delay near the largest Duration
+		need = delay
+	}
+	if deadline.Sub(now) < need {
+		return false, reason
+	}
+	return true, 0
 }
 
 // roundDelay rounds d to three significant figures or so for people:

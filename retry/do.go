@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/clock"
 )
 
@@ -69,29 +68,30 @@ func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 	return loop(ctx, p, fn, nil)
 }
 
-// loop runs the attempts. When first is not nil, the first attempt has
-// already run (without a clock reading) and failed with it.
+// loop runs the attempts through the call protocol ([Call]). When first
+// is not nil, the first attempt has already run (without a clock reading,
+// admission or limit: the policy has no breaker, budget or time limit to
+// apply) and failed with it.
 //
 // The clock is read only when something needs the time: a deadline, a
 // time budget, a retry budget, a breaker or an observer. A retry loop with
 // none of them (immediate retries, say) reads no clock at all, and its
 // decisions carry no times.
 func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first error) error {
-	var (
-		h     History
-		buf   [traceInline]Decision // the trace lives on the stack until a give-up
-		trace = buf[:0]
-		timer clock.Timer
-		now   time.Time
-	)
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	c := Call{Policy: *p}
 	if d, ok := ctx.Deadline(); ok {
-		h.Deadline = d
+		c.History.Deadline = d
 	}
-	h.UpstreamOwns = UpstreamOwns(ctx)
-	timed := !h.Deadline.IsZero() || p.MaxDuration > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil
+	c.History.UpstreamOwns = UpstreamOwns(ctx)
+	timed := !c.History.Deadline.IsZero() || p.MaxDuration > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil
+	var (
+		timer clock.Timer
+		now   time.Time
+		last  error // the last attempt's error
+	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -99,57 +99,39 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 	}()
 	if timed {
 		now = clock.Now(p.Clock)
-		h.Start = now
-	}
-	if first == nil && p.Budget != nil {
-		p.Budget.RequestAt(now)
 	}
 	for {
-		err := first
-		var permit breaker.Permit
+		err, timedOut := first, false
 		attemptStart := now
 		if first != nil {
 			first = nil
 		} else {
-			if p.Breaker != nil {
-				var berr error
-				if permit, berr = p.Breaker.AllowAt(now); berr != nil {
-					d := Decision{Action: GiveUp, Reason: ReasonBreakerOpen, Attempt: h.Attempts, Err: berr, At: now, Elapsed: now.Sub(h.Start)}
-					if p.Observe != nil {
-						p.Observe(ctx, Event{Decision: d})
-					}
-					last := berr
-					if n := len(trace); n > 0 {
-						last = trace[n-1].Err
-					}
-					return giveUp(append(trace, d), h.Attempts, last)
+			lim, d, ok := c.Admit(now)
+			if !ok {
+				if d.Reason == ReasonDeadline && ctx.Err() != nil {
+					return ctx.Err()
 				}
+				if p.Observe != nil {
+					p.Observe(ctx, Event{Decision: d})
+				}
+				if last == nil {
+					last = d.Err
+				}
+				return c.Exhausted(last)
 			}
-			err = attempt(ctx, p, fn, now, &h)
+			err, timedOut = attempt(ctx, fn, lim, now)
 			if timed {
 				now = clock.Now(p.Clock)
 			}
 		}
-		h.Attempts++
-
 		if err != nil && ctx.Err() != nil {
 			// The caller gave up: nothing to decide, and the breaker
 			// learns nothing about the dependency.
-			if p.Breaker != nil {
-				permit.RecordAt(now, breaker.Ignored)
-			}
+			c.Abandon(now)
 			return ctx.Err()
 		}
-		d := Decide(p, h, err, now, p.Rand)
-		if p.Breaker != nil {
-			o := breaker.Success
-			if d.Outcome.Failure() {
-				o = breaker.Failure
-			} else if d.Outcome == OutcomePermanent {
-				o = breaker.Ignored
-			}
-			permit.RecordAt(now, o)
-		}
+		last = err
+		d := c.End(now, Result{Err: err, TimedOut: timedOut})
 		if p.Observe != nil {
 			p.Observe(ctx, Event{Decision: d, Duration: now.Sub(attemptStart)})
 		}
@@ -157,12 +139,8 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		case Done:
 			return nil
 		case GiveUp:
-			return giveUp(append(trace, d), h.Attempts, err)
+			return c.Exhausted(err)
 		}
-		trace = append(trace, d)
-		h.LastDelay = d.Delay
-		h.TimedOut = false
-
 		if d.Delay > 0 {
 			if timer == nil {
 				timer = clock.Or(p.Clock).NewTimer(d.Delay)
@@ -183,46 +161,17 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 	}
 }
 
-// attempt runs fn once under the attempt's context and records in h whether
-// the attempt ran out of its own timeout.
-func attempt(ctx context.Context, p *Policy, fn func(context.Context) error, now time.Time, h *History) error {
-	h.TimedOut = false
-	if p.AttemptTimeout == 0 && p.MaxDuration == 0 {
-		return fn(ctx)
-	}
-	timeout := p.AttemptTimeout
-	if p.MaxDuration > 0 {
-		if left := h.Start.Add(p.MaxDuration).Sub(now); timeout == 0 || left < timeout {
-			timeout = max(left, 0)
-		}
+// attempt runs fn once, under a context that ends at lim (the caller's
+// deadline is ctx's own), and reports whether the attempt was cut off by
+// the policy's own limit: its timeout or the time budget.
+func attempt(ctx context.Context, fn func(context.Context) error, lim Limit, now time.Time) (error, bool) {
+	if lim.At.IsZero() || lim.Reason == ReasonDeadline {
+		return fn(ctx), false
 	}
 	// The context package measures the timeout on its own clock.
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	actx, cancel := context.WithTimeout(ctx, max(lim.At.Sub(now), 0))
 	err := fn(actx)
-	// An attempt cut off by its own timeout or by MaxDuration is a timeout
-	// outcome; when MaxDuration cut it, Decide then gives up with "time
-	// budget exhausted" because no time is left.
-	h.TimedOut = err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+	timedOut := err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
-	return err
-}
-
-// traceInline is how many decisions a call keeps without allocating: the
-// default policy's three attempts fit.
-const traceInline = 3
-
-// exhausted holds an ExhaustedError and a short trace in one allocation.
-type exhausted struct {
-	e   ExhaustedError
-	buf [traceInline]Decision
-}
-
-func giveUp(trace []Decision, attempts int, err error) error {
-	last := trace[len(trace)-1]
-	if len(trace) <= traceInline {
-		x := &exhausted{e: ExhaustedError{Reason: last.Reason, Attempts: attempts, Err: err}}
-		x.e.Trace = x.buf[:copy(x.buf[:], trace)]
-		return &x.e
-	}
-	return &ExhaustedError{Reason: last.Reason, Attempts: attempts, Err: err, Trace: append([]Decision(nil), trace...)}
+	return err, timedOut
 }

@@ -180,3 +180,45 @@ func ExamplePolicy_budgetAndBreaker() {
 	// gave up, attempts exhausted: 0
 	// refused by the open breaker: 53
 }
+
+// An executor of its own (here, one that keeps its work in a list and
+// waits by moving a virtual clock) takes every step through retry.Call:
+// admission, the attempt's limit, the outcome, the decision. A durable
+// call is deferred, not ended, while the breaker is open; here the first
+// probe fails, the breaker opens again, and the retry waits another
+// cooldown.
+func ExampleCall() {
+	b, _ := breaker.New(breaker.Config{MinCalls: 1, Cooldown: 10 * time.Second, Probes: 1})
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	permit, _ := b.AllowAt(now)
+	permit.RecordAt(now, breaker.Failure) // someone else saw the dependency fail
+
+	c := retry.Call{
+		Policy:  retry.Policy{Breaker: b, AttemptTimeout: 2 * time.Second, Backoff: backoff.Schedule{Jitter: backoff.NoJitter}},
+		Durable: true,
+	}
+	results := []error{retry.Transient(errors.New("503")), nil}
+	for {
+		lim, d, ok := c.Admit(now)
+		if !ok {
+			fmt.Println(d.Action, "for", d.Reason.Key(), "until", d.At.Format(time.TimeOnly))
+			now = d.At
+			continue
+		}
+		fmt.Println("attempt", c.History.Attempts+1, "must end by", lim.At.Format(time.TimeOnly))
+		d = c.End(now, retry.Result{Err: results[0]})
+		results = results[1:]
+		fmt.Println(d.Action, d.Reason.Key(), d.Delay)
+		if d.Action != retry.Retry {
+			break
+		}
+		now = d.At
+	}
+	// Output:
+	// defer for breaker_open until 12:00:10
+	// attempt 1 must end by 12:00:12
+	// retry transient 100ms
+	// defer for breaker_open until 12:00:20
+	// attempt 2 must end by 12:00:22
+	// done success 0s
+}

@@ -36,8 +36,10 @@ const (
 	// (with [After]); a longer request is clamped to it.
 	DefaultMaxPushback = 30 * time.Second
 	// DefaultMinAttemptTime is the least time an attempt is assumed to need
-	// to be useful: a retry is not started when less than this would be left
-	// before the deadline after the wait.
+	// to be useful when the policy has no AttemptTimeout: a retry is not
+	// started when less than this would be left before the deadline after
+	// the wait. With an AttemptTimeout, an attempt is assumed to need all
+	// of it.
 	DefaultMinAttemptTime = 10 * time.Millisecond
 )
 
@@ -74,8 +76,13 @@ type Policy struct {
 	// end after it is not started.
 	MaxDuration time.Duration
 
-	// MinAttemptTime is the least time an attempt needs to be useful
-	// (default 10 ms, or AttemptTimeout when that is shorter).
+	// MinAttemptTime is the least time an attempt needs to be useful: a
+	// retry is started only if its wait plus this still fits before the
+	// deadline (default: AttemptTimeout when set, so that only whole
+	// attempts are started; otherwise DefaultMinAttemptTime). A value
+	// longer than AttemptTimeout counts as AttemptTimeout. Set it below
+	// AttemptTimeout for attempts that usually end well before their
+	// timeout.
 	MinAttemptTime time.Duration
 
 	// Retryable classifies errors that carry no mark from [Transient],
@@ -85,17 +92,22 @@ type Policy struct {
 	//	Retryable: func(error) bool { return true },
 	Retryable func(err error) bool
 
-	// MaxPushback caps a wait requested by the server through [After]
-	// (default 30 s).
+	// MaxPushback is the longest wait requested by the server through
+	// [After] that a call honours (default 30 s). A call asked to wait
+	// longer gives up with ReasonPushbackTooLong and the server's wait as
+	// the decision's Delay, rather than come back before the server
+	// asked. Durable calls (jobs) honour any wait within their time budget.
 	MaxPushback time.Duration
 
 	// Budget, when set, limits retries to a share of the requests to one
-	// destination; a retry it refuses ends the call. Share one Budget
-	// between every policy that calls the same dependency.
+	// destination; a retry it refuses ends the call (a durable call waits
+	// for it instead). Share one Budget between every policy that calls the
+	// same dependency.
 	Budget *budget.Budget
 
 	// Breaker, when set, is asked before every attempt; while it is open
-	// the call gives up without calling the operation.
+	// the call gives up without calling the operation (a durable call waits
+	// until it may admit again).
 	Breaker *breaker.Breaker
 
 	// Observe, when set, is called after every attempt with the decision
@@ -155,13 +167,18 @@ func (p *Policy) maxPushback() time.Duration {
 	return DefaultMaxPushback
 }
 
-func (p *Policy) minAttemptTime() time.Duration {
+// MinAttempt returns the time an attempt is taken to need after defaults:
+// MinAttemptTime, capped at AttemptTimeout; when MinAttemptTime is zero,
+// AttemptTimeout, or DefaultMinAttemptTime without one.
+func (p *Policy) MinAttempt() time.Duration {
 	m := p.MinAttemptTime
-	if m == 0 {
-		m = DefaultMinAttemptTime
-	}
-	if p.AttemptTimeout > 0 && p.AttemptTimeout < m {
-		m = p.AttemptTimeout
+	switch {
+	case m == 0 && p.AttemptTimeout > 0:
+		return p.AttemptTimeout
+	case m == 0:
+		return DefaultMinAttemptTime
+	case p.AttemptTimeout > 0 && p.AttemptTimeout < m:
+		return p.AttemptTimeout
 	}
 	return m
 }

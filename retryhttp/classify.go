@@ -157,21 +157,23 @@ func transientTransport(err error) bool {
 	return false
 }
 
-// classifyErr marks a transport error for retry.Decide and returns its
-// class. Unknown errors are left unmarked, so the policy's Retryable
-// classifier (retry.IsTransient by default) decides.
-func classifyErr(err error, gotConn int) (error, Class) {
+// classifyErr classifies a transport error for the call protocol and
+// returns its class. Unknown errors get OutcomeOK, which leaves them to the
+// policy's Retryable classifier (retry.IsTransient by default); marks the
+// error carries ([retry.Permanent], [retry.Transient]) are honoured by
+// that classification too.
+func classifyErr(err error, gotConn int) (retry.Outcome, Class) {
 	class := MaybeProcessed
 	if neverSent(err, gotConn) {
 		class = NeverSent
 	}
 	switch {
 	case permanentTransport(err):
-		return retry.Permanent(err), class
+		return retry.OutcomePermanent, class
 	case transientTransport(err):
-		return retry.Transient(err), class
+		return retry.OutcomeTransient, class
 	}
-	return err, class
+	return retry.OutcomeOK, class
 }
 
 // errKind is a short, secret-free name of a transport error for logs.

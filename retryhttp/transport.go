@@ -222,6 +222,15 @@ func (t *Transport) init() {
 				return
 			}
 		}
+		if t.Breaker != nil {
+			// Each host's breaker is made on first use: check the config
+			// now, so that a bad one fails every request, as a bad budget
+			// does, instead of leaving the hosts without a breaker.
+			if _, err := breaker.New(*t.Breaker); err != nil {
+				t.initErr = err
+				return
+			}
+		}
 		t.base = t.Base
 		if t.base == nil {
 			ct := t.ConnectTimeout
@@ -289,10 +298,7 @@ func (t *Transport) host(h string) *hostState {
 				each(h, from, to, at)
 			}
 		}
-		b, err := breaker.New(cfg)
-		if err == nil {
-			hs.policy.Breaker = b
-		}
+		hs.policy.Breaker, _ = breaker.New(cfg) // validated in init
 	}
 	v, loaded := t.hosts.LoadOrStore(h, hs)
 	if !loaded {
@@ -509,7 +515,6 @@ type call struct {
 	genKey  string // a generated key to add
 	keyRead bool   // key holds the request's Idempotency-Key, if any
 	owns    int8   // retry.UpstreamOwns of the context: 0 unknown, 1 false, 2 true
-	trace   []retry.Decision
 }
 
 // readKey reads the request's Idempotency-Key into c.key.
@@ -555,11 +560,11 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	t := c.t
 	clk := p.Clock
 	now := clock.Now(clk)
-	h.Start = now
-	if p.Budget != nil {
-		p.Budget.RequestAt(now)
-	}
-	var timer clock.Timer
+	rc := retry.Call{Policy: *p, History: h}
+	var (
+		timer clock.Timer
+		last  error // the last attempt's error
+	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -570,23 +575,23 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	// attempts are logged.
 	tracing := t.Logger != nil || !repeatable
 	for {
-		var permit breaker.Permit
-		if p.Breaker != nil {
-			var berr error
-			if permit, berr = p.Breaker.AllowAt(now); berr != nil {
-				if body != nil {
-					body.Close()
-				}
-				d := retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonBreakerOpen, Attempt: h.Attempts, Err: berr, At: now, Elapsed: now.Sub(h.Start)}
-				c.trace = append(c.trace, d)
-				c.observe(ctx, p, &attemptLog{d: d, err: berr}, 0)
-				return nil, c.exhausted(d, h.Attempts, berr)
+		lim, d, ok := rc.Admit(now)
+		if !ok {
+			if body != nil {
+				body.Close()
 			}
+			if d.Reason == retry.ReasonDeadline && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			c.observe(ctx, p, &attemptLog{d: d, err: d.Err}, 0)
+			if last == nil {
+				last = d.Err
+			}
+			return nil, rc.Exhausted(last)
 		}
 		start := now
-		a := c.send(ctx, p, c.req, &h, now, body, rw, tracing)
+		a := c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		body = nil
-		h.Attempts++
 		if a.err == nil && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
 			// Fast path: accepted, and nothing needs the time.
 			return c.final(a)
@@ -594,16 +599,18 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		now = clock.Now(clk)
 
 		if a.err != nil && ctx.Err() != nil {
-			permit.RecordAt(now, breaker.Ignored)
+			rc.Abandon(now)
 			if a.cancel != nil {
 				a.cancel()
 			}
 			return nil, ctx.Err()
 		}
 
-		// Map the attempt onto an error for retry.Decide.
+		// Classify the attempt for the call protocol: the class is handed
+		// over as data; an error the transport does not know is left to
+		// the policy's classifier.
 		var (
-			marked error
+			res    = retry.Result{Err: a.err, TimedOut: a.timedOut}
 			class  Class
 			status int
 			hint   time.Duration
@@ -617,11 +624,13 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 					gotConn = 1
 				}
 			}
-			marked, class = classifyErr(a.err, gotConn)
-			if a.timedOut || errors.Is(a.err, context.DeadlineExceeded) {
-				// The attempt's own timeout, or MaxDuration cutting it:
-				// worth a retry if time is left; Decide checks that.
-				marked = retry.Transient(a.err)
+			res.Outcome, class = classifyErr(a.err, gotConn)
+			if a.timedOut {
+				res.Outcome = retry.OutcomeTimeout // our own limit cut it
+			} else if res.Outcome == retry.OutcomeOK && errors.Is(a.err, context.DeadlineExceeded) {
+				// Neither our limit nor the caller's: a wrapping
+				// transport's, say. Worth a retry if time is left.
+				res.Outcome = retry.OutcomeTransient
 			}
 		} else {
 			status = a.resp.StatusCode
@@ -632,29 +641,18 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 					hint, hinted = ParseRetryAfter(v, now)
 				}
 				se.RetryAfter = hint
+				res.Err, res.Outcome = se, retry.OutcomeTransient
 				if hinted {
-					marked = retry.After(hint, se)
-				} else {
-					marked = retry.Transient(se)
+					res.Outcome, res.Wait = retry.OutcomePushback, hint
 				}
 			}
 		}
-
 		// Is this attempt safe to repeat?
 		canRepeat := rw.ok && (repeatable || class == NeverSent || status == http.StatusRequestTimeout)
-		h.TimedOut = a.timedOut
-		h.NotRepeatable = !canRepeat
-		h.UpstreamOwns = c.upstreamOwns(ctx)
-		d := retry.Decide(p, h, marked, now, p.Rand)
-		if p.Breaker != nil {
-			o := breaker.Success
-			if d.Outcome.Failure() {
-				o = breaker.Failure
-			} else if d.Outcome == retry.OutcomePermanent && a.err != nil {
-				o = breaker.Ignored
-			}
-			permit.RecordAt(now, o)
-		}
+		res.NotRepeatable = !canRepeat
+		rc.History.UpstreamOwns = c.upstreamOwns(ctx)
+		d = rc.End(now, res)
+		last = a.err
 		if d.Action != retry.Done || t.Logger != nil || p.Observe != nil {
 			c.observe(ctx, p, &attemptLog{class: class, status: status, err: a.err, prog: a.prog, d: d}, now.Sub(start))
 		}
@@ -664,24 +662,20 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			return c.final(a)
 		case retry.GiveUp:
 			if a.resp != nil {
-				if hinted && (d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget) {
+				if hinted && (d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget || d.Reason == retry.ReasonPushbackTooLong) {
 					// The server's wait does not fit: say so with an
 					// error carrying its hint, so the caller can come
 					// back later, instead of sleeping into the deadline.
 					c.discard(a)
-					d.Err = marked
-					return nil, c.exhausted(d, h.Attempts, marked)
+					return nil, rc.Exhausted(retry.After(hint, res.Err))
 				}
 				return c.final(a)
 			}
-			c.trace = append(c.trace, d)
-			return nil, c.exhausted(d, h.Attempts, a.err)
+			return nil, rc.Exhausted(a.err)
 		}
 
 		// Retry: free the connection, then wait.
 		c.discard(a)
-		c.trace = append(c.trace, d)
-		h.LastDelay = d.Delay
 		if d.Delay > 0 {
 			if timer == nil {
 				timer = clock.Or(clk).NewTimer(d.Delay)
@@ -704,27 +698,12 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	}
 }
 
-// send makes one attempt.
-func (c *call) send(ctx context.Context, p *retry.Policy, req *http.Request, h *retry.History, now time.Time, body io.ReadCloser, rw *rewinder, tracing bool) (a attempt) {
+// send makes attempt number n, which must end by lim.
+func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (a attempt) {
 	t := c.t
-
-	// The attempt's deadline: min(per-attempt timeout, MaxDuration, the
-	// caller's deadline).
-	var until time.Time
-	own := false
-	if p.AttemptTimeout > 0 {
-		until, own = now.Add(p.AttemptTimeout), true
-	}
-	if p.MaxDuration > 0 {
-		if end := h.Start.Add(p.MaxDuration); until.IsZero() || end.Before(until) {
-			until, own = end, false
-		}
-	}
 	actx := ctx
-	if !until.IsZero() && (h.Deadline.IsZero() || until.Before(h.Deadline)) {
-		actx, a.cancel = context.WithTimeout(ctx, until.Sub(now))
-	} else {
-		until, own = h.Deadline, false
+	if !lim.At.IsZero() && lim.Reason != retry.ReasonDeadline {
+		actx, a.cancel = context.WithTimeout(ctx, lim.At.Sub(now))
 	}
 	if tracing {
 		a.prog = new(progress)
@@ -736,9 +715,9 @@ func (c *call) send(ctx context.Context, p *retry.Policy, req *http.Request, h *
 	r := req.WithContext(actx)
 	r.Header = copyHeader(req.Header)
 	hdr := r.Header
-	hdr[deadline.RetryAttemptHeader] = attemptValue(h.Attempts + 1)
-	if !until.IsZero() {
-		hdr[deadline.Header] = []string{deadline.FormatHeader(until.Sub(now) - t.headerMargin())}
+	hdr[deadline.RetryAttemptHeader] = attemptValue(n)
+	if !lim.At.IsZero() {
+		hdr[deadline.Header] = []string{deadline.FormatHeader(lim.At.Sub(now) - t.headerMargin())}
 	}
 	if c.genKey != "" {
 		hdr[IdempotencyKeyHeader] = []string{c.genKey}
@@ -753,7 +732,7 @@ func (c *call) send(ctx context.Context, p *retry.Policy, req *http.Request, h *
 
 	a.resp, a.err = t.base.RoundTrip(r)
 	if a.err != nil {
-		a.timedOut = own && ctx.Err() == nil && a.cancel != nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+		a.timedOut = a.cancel != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 		if a.resp != nil { // a broken RoundTripper; do not leak its body
 			a.resp.Body.Close()
 			a.resp = nil
@@ -806,14 +785,6 @@ func (e *bodyTooLargeError) Error() string {
 	return "retryhttp: response body too large: Content-Length " + itoa(e.size) + " exceeds " + itoa(e.max)
 }
 func (e *bodyTooLargeError) Unwrap() error { return ErrBodyTooLarge }
-
-func (c *call) exhausted(last retry.Decision, attempts int, err error) error {
-	trace := c.trace
-	if n := len(trace); n == 0 || trace[n-1].Attempt != last.Attempt || trace[n-1].Action != retry.GiveUp {
-		trace = append(trace, last)
-	}
-	return &retry.ExhaustedError{Reason: last.Reason, Attempts: attempts, Err: err, Trace: trace}
-}
 
 // observe logs the attempt and calls the policy's Observe.
 func (c *call) observe(ctx context.Context, p *retry.Policy, l *attemptLog, dur time.Duration) {

@@ -279,9 +279,15 @@ func TestRetryAfter(t *testing.T) {
 			if !ok || wait < time.Second {
 				t.Errorf("RetryAfter(%v) = %v, %v", err, wait, ok)
 			}
+			// A wait longer than MaxPushback (30 s) gives up for that
+			// first; a shorter one for the deadline.
+			want := retry.ReasonDeadline
+			if wait > retry.DefaultMaxPushback {
+				want = retry.ReasonPushbackTooLong
+			}
 			var ex *retry.ExhaustedError
-			if !errors.As(err, &ex) || ex.Reason != retry.ReasonDeadline {
-				t.Errorf("error %v, want ExhaustedError with reason deadline", err)
+			if !errors.As(err, &ex) || ex.Reason != want {
+				t.Errorf("error %v, want ExhaustedError with reason %v", err, want)
 			}
 			var se *retryhttp.StatusError
 			if !errors.As(err, &se) || se.StatusCode != 503 {
@@ -297,33 +303,32 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestRetryAfterIsHonouredAndCapped(t *testing.T) {
+// A Retry-After longer than MaxPushback is not cut short: the request
+// gives up at once with the server's wait, which RetryAfter returns, rather
+// than come back before the server asked.
+func TestRetryAfterAboveCapGivesUp(t *testing.T) {
 	var times []time.Time
 	var mu sync.Mutex
 	srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
 		mu.Lock()
 		times = append(times, time.Now())
 		mu.Unlock()
-		if n == 1 {
-			w.Header().Set("Retry-After", "3600") // an hour, capped at MaxPushback
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		io.WriteString(w, "ok")
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
 	})
 	p := fast(2)
 	p.MaxPushback = 80 * time.Millisecond
 	tr := newTransport(t, p)
-	resp, err := do(t, tr, context.Background(), "GET", srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
+	_, err := do(t, tr, context.Background(), "GET", srv.URL+"/long", nil)
+	var ex *retry.ExhaustedError
+	if !errors.As(err, &ex) || ex.Reason != retry.ReasonPushbackTooLong {
+		t.Fatalf("error %v, want a give-up for a wait above MaxPushback", err)
 	}
-	readAll(t, resp)
-	if len(times) != 2 {
-		t.Fatalf("%d requests", len(times))
+	if wait, ok := retryhttp.RetryAfter(err); !ok || wait != 120*time.Second {
+		t.Errorf("RetryAfter(err) = %v, %v; want 2m0s, true", wait, ok)
 	}
-	if gap := times[1].Sub(times[0]); gap < 80*time.Millisecond || gap > time.Second {
-		t.Errorf("waited %v, want the capped 80ms", gap)
+	if len(times) != 1 {
+		t.Fatalf("%d requests, want 1: the server asked for 2 minutes", len(times))
 	}
 }
 
@@ -1103,5 +1108,19 @@ func TestKeyedConflictIsRetried(t *testing.T) {
 				t.Fatalf("server saw %d requests, want %d (last status %d)", got, tc.requests, resp.StatusCode)
 			}
 		})
+	}
+}
+
+// A bad breaker config fails every request, as a bad budget config does,
+// instead of leaving the hosts without a breaker.
+func TestInvalidBreakerConfigFails(t *testing.T) {
+	for name, tr := range map[string]*retryhttp.Transport{
+		"breaker": {Breaker: &breaker.Config{FailureRatio: 2}},
+		"budget":  {Budget: budget.Config{Ratio: -1}},
+	} {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:1/", nil)
+		if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: RoundTrip error %v, want one naming the bad %s config", name, err, name)
+		}
 	}
 }

@@ -92,26 +92,21 @@ const never = math.MaxInt64
 // call is one invocation of a layer's retry loop, or, at the bottom, one
 // attempt held by the service (a job). Calls live in a pool and are reused.
 type call struct {
-	h       retry.History
-	err     error // the last attempt's error
-	permit  breaker.Permit
-	tok     uint64 // changes whenever the call moves on; timers carry it
-	ptok    uint64 // the parent's attempt token this call serves
-	start   int64  // virtual start
-	dl      int64  // deadline, virtual; never for none
-	parent  int32  // index of the caller, or -1 for a user request
-	layer   int16  // the layer; nlayers for a job at the bottom
+	rc      retry.Call // the call protocol's state
+	err     error      // the last attempt's error
+	tok     uint64     // changes whenever the call moves on; timers carry it
+	ptok    uint64     // the parent's attempt token this call serves
+	start   int64      // virtual start
+	dl      int64      // deadline, virtual; never for none
+	parent  int32      // index of the caller, or -1 for a user request
+	layer   int16      // the layer; nlayers for a job at the bottom
 	endKind uint8
 	waiting bool // an attempt is in flight
 }
 
 type layerRT struct {
-	policy  retry.Policy
-	owned   bool // a layer above owns retries
-	budget  *budget.Budget
-	breaker *breaker.Breaker
-	timeout int64
-	maxDur  int64
+	policy retry.Policy // with the layer's budget and breaker set
+	owned  bool         // a layer above owns retries
 }
 
 type faultRT struct {
@@ -122,6 +117,13 @@ type faultRT struct {
 }
 
 type engine struct {
+	// script, when set (by the executor conformance test), replaces the
+	// bottom service's behaviour: the n-th job served (from 1) takes
+	// latency and fails with err. decided, when set, sees every decision.
+	script  func(n int) (err error, latency time.Duration)
+	scriptN int
+	decided func(retry.Decision)
+
 	sc        *Scenario
 	pol       *Policy
 	layers    []layerRT
@@ -199,15 +201,12 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 	e.lanes = make([]lane, len(p.Layers))
 	owned := false
 	for _, l := range p.Layers {
-		rt := layerRT{policy: l.Retry, owned: owned,
-			timeout: int64(l.Retry.AttemptTimeout), maxDur: int64(l.Retry.MaxDuration)}
+		rt := layerRT{policy: l.Retry, owned: owned}
 		if l.Budget != nil {
-			rt.budget, _ = budget.New(*l.Budget) // validated
-			rt.policy.Budget = rt.budget
+			rt.policy.Budget, _ = budget.New(*l.Budget) // validated
 		}
 		if l.Breaker != nil {
-			rt.breaker, _ = breaker.New(*l.Breaker) // validated
-			rt.policy.Breaker = rt.breaker
+			rt.policy.Breaker, _ = breaker.New(*l.Breaker) // validated
 		}
 		rt.policy.Rand = e.rng
 		e.layers = append(e.layers, rt)
@@ -407,47 +406,40 @@ func (e *engine) startCall(idx int32, c *call) {
 	l := &e.layers[c.layer]
 	c.start = e.now
 	c.err = nil
-	c.h = retry.History{Start: e.tnow, UpstreamOwns: l.owned}
+	c.rc = retry.Call{Policy: l.policy, History: retry.History{UpstreamOwns: l.owned}}
 	if c.dl != never {
-		c.h.Deadline = epoch.Add(time.Duration(c.dl))
-	}
-	if l.budget != nil {
-		l.budget.RequestAt(e.tnow)
+		c.rc.History.Deadline = epoch.Add(time.Duration(c.dl))
 	}
 	e.attempt(idx, c)
 }
 
-// attempt makes the next attempt of call c: a call to the layer below, or a
-// job at the bottom service.
+// attempt makes the next attempt of call c, as the call protocol admits
+// it: a call to the layer below, or a job at the bottom service.
 func (e *engine) attempt(idx int32, c *call) {
-	l := &e.layers[c.layer]
-	if l.breaker != nil {
-		p, err := l.breaker.AllowAt(e.tnow)
-		if err != nil {
-			up := c.err
-			if c.h.Attempts == 0 {
-				up = err
-			}
-			e.finish(idx, c, up, retry.ReasonBreakerOpen)
-			return
+	lim, d, ok := c.rc.Admit(e.tnow)
+	if !ok {
+		if e.decided != nil {
+			e.decided(d)
 		}
-		c.permit = p
+		up := c.err
+		switch {
+		case d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget:
+			up = errCtx // retry.Do's attempt context would have ended
+		case c.rc.History.Attempts == 0:
+			up = d.Err
+		}
+		e.finish(idx, c, up, d.Reason)
+		return
 	}
 	end, kind := int64(never), uint8(endOwn)
-	if l.timeout > 0 {
-		end = e.now + l.timeout
-	}
-	if l.maxDur > 0 {
-		if md := c.start + l.maxDur; md < end {
-			end, kind = md, endBudget
+	if !lim.At.IsZero() {
+		end = int64(lim.At.Sub(epoch))
+		switch lim.Reason {
+		case retry.ReasonTimeBudget:
+			kind = endBudget
+		case retry.ReasonDeadline:
+			kind = endDeadline
 		}
-	}
-	if c.dl <= end {
-		end, kind = c.dl, endDeadline
-	}
-	if end <= e.now {
-		e.expireWith(idx, c, kind)
-		return
 	}
 	e.events++ // an attempt starts
 	tok := e.token()
@@ -489,19 +481,16 @@ func (e *engine) expire(idx int32, c *call) {
 }
 
 func (e *engine) expireWith(idx int32, c *call, kind uint8) {
-	switch kind {
-	case endOwn:
-		e.decide(idx, c, errTimeout, true)
-	case endBudget:
-		// retry.Do's attempt context ends with DeadlineExceeded that is
-		// not the attempt's own timeout; heed decides what that means.
-		e.decide(idx, c, errCtx, false)
-	default:
+	if kind == endDeadline {
 		// The caller's deadline: retry.Do returns ctx.Err(), and the
 		// breaker learns nothing.
-		c.permit.RecordAt(e.tnow, breaker.Ignored)
+		c.rc.Abandon(e.tnow)
 		e.finish(idx, c, errCtx, retry.ReasonDeadline)
+		return
 	}
+	// The policy's own limit (the attempt's timeout, or MaxDuration)
+	// cut the attempt off: a timeout, as in retry.Do and retryhttp.
+	e.decide(idx, c, errTimeout, true)
 }
 
 // deliver hands the result of an attempt to the call that made it, if it
@@ -515,22 +504,12 @@ func (e *engine) deliver(parent int32, ptok uint64, err error) {
 	e.decide(parent, p, err, false)
 }
 
-// decide applies retry.Decide to the attempt of c that just ended.
+// decide ends the attempt of c that just ended through the call protocol.
 func (e *engine) decide(idx int32, c *call, err error, timedOut bool) {
-	l := &e.layers[c.layer]
 	e.events++ // an attempt ends
-	c.h.Attempts++
-	c.h.TimedOut = timedOut
-	d := retry.Decide(&l.policy, c.h, err, e.tnow, e.rng)
-	if l.breaker != nil {
-		o := breaker.Success
-		if d.Outcome.Failure() {
-			o = breaker.Failure
-		} else if d.Outcome == retry.OutcomePermanent {
-			o = breaker.Ignored
-		}
-		c.permit.RecordAt(e.tnow, o)
-		c.permit = breaker.Permit{}
+	d := c.rc.End(e.tnow, retry.Result{Err: err, TimedOut: timedOut})
+	if e.decided != nil {
+		e.decided(d)
 	}
 	switch d.Action {
 	case retry.Done:
@@ -539,8 +518,6 @@ func (e *engine) decide(idx int32, c *call, err error, timedOut bool) {
 		e.finish(idx, c, err, d.Reason)
 	default:
 		c.err = err
-		c.h.LastDelay = d.Delay
-		c.h.TimedOut = false
 		c.tok = e.token()
 		e.push(e.now+int64(d.Delay), evRetry, idx, c.tok)
 	}
@@ -615,6 +592,12 @@ func (e *engine) serve(idx int32, j *call) {
 		}
 	}
 	d := int64(st) + e.loadLat*int64(e.busy-1)
+	if e.script != nil {
+		e.scriptN++
+		var lat time.Duration
+		j.err, lat = e.script(e.scriptN)
+		d = int64(lat)
+	}
 	j.tok = e.token()
 	e.push(e.now+d, evServed, idx, j.tok)
 }
@@ -631,7 +614,9 @@ func (e *engine) served(idx int32) {
 	j := e.pool.at(idx)
 	e.busy--
 	var err error
-	if len(e.faults) > 0 && e.faultActive(Outage) {
+	if e.script != nil {
+		err = j.err
+	} else if len(e.faults) > 0 && e.faultActive(Outage) {
 		err = errRefused
 	} else if r := e.errorRate(); r > 0 && e.rnd.Float64() < r {
 		err = errFailed

@@ -59,5 +59,5 @@ func ExampleBuiltin() {
 	}
 	// Output:
 	// naive: did not recover within the horizon
-	// heed: recovered 6s after the faults ended
+	// heed: recovered 5s after the faults ended
 }

@@ -421,3 +421,33 @@ func TestProgressAndCancel(t *testing.T) {
 		t.Errorf("cancelled run: %v", err)
 	}
 }
+
+// In the layers scenario's outage, the retry budget (the same code as
+// retryhttp's) keeps every second at the bottom within 1.2× the user
+// requests of that second: it refills a step at a time, instead of letting
+// the outage spend a whole window's allowance in one second (2.2× before).
+func TestLayersBudgetSmooth(t *testing.T) {
+	s, _ := Builtin("layers")
+	rs, err := Run(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[2] // one owner + budget
+	if r.Policy != "one owner + budget" {
+		t.Fatalf("policy %q", r.Policy)
+	}
+	var attempts, users int64
+	for _, p := range r.Series {
+		if p.At < 20*time.Second || p.At >= 40*time.Second || p.UserRequests == 0 {
+			continue
+		}
+		attempts += p.Attempts
+		users += p.UserRequests
+		if a := float64(p.Attempts) / float64(p.UserRequests); a > 1.2 {
+			t.Errorf("at %v: %d attempts at the bottom for %d user requests (%.2f×), want at most 1.2×", p.At, p.Attempts, p.UserRequests, a)
+		}
+	}
+	if mean := float64(attempts) / float64(users); mean < 1.05 || mean > 1.15 {
+		t.Errorf("mean %.3f× over the outage, want about 1.1×", mean)
+	}
+}

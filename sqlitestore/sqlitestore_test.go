@@ -14,6 +14,7 @@ import (
 
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/storetest"
+	"github.com/heed-go/heed/retry/executortest"
 	"github.com/heed-go/heed/sqlitestore"
 	"go.uber.org/goleak"
 )
@@ -235,4 +236,16 @@ func TestJobNotify(t *testing.T) {
 	if _, err := s.JobNotify(context.Background()); err == nil {
 		t.Error("JobNotify after Close succeeded")
 	}
+}
+
+// The job queue over SQLite takes the same decisions as every other
+// executor of a retry.Policy (in virtual time).
+func TestExecutorConformance(t *testing.T) {
+	executortest.Run(t, storetest.Executor(func(t *testing.T) queue.Store {
+		s, err := sqlitestore.Open(context.Background(), ":memory:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, true))
 }

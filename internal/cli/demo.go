@@ -176,8 +176,11 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 			state: queue.StateDead, reason: retry.ReasonAttempts.Key(), attempts: 4},
 		{what: "outlives its 400ms time budget (20 attempts allowed)", kind: "fail",
 			args: map[string]any{"times": 1000, "message": "row still locked"},
+			// Attempts of at most 100ms: a retry is scheduled only if its
+			// delay and a whole attempt still fit in the budget.
 			opts: queue.EnqueueOptions{MaxAttempts: 20, Policy: queue.JobPolicy{TimeBudget: 400 * time.Millisecond,
-				Backoff: &backoff.Schedule{Kind: backoff.Constant, Base: 150 * time.Millisecond, Jitter: backoff.NoJitter}}},
+				AttemptTimeout: 100 * time.Millisecond,
+				Backoff:        &backoff.Schedule{Kind: backoff.Constant, Base: 150 * time.Millisecond, Jitter: backoff.NoJitter}}},
 			state: queue.StateDead, reason: retry.ReasonTimeBudget.Key()},
 		{what: "calls a flaky HTTP service (503, Retry-After: 1)", kind: "http",
 			args:  map[string]any{"url": url, "timeout_ms": 2000},

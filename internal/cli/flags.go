@@ -171,11 +171,12 @@ type policyFlags struct {
 	jitter     backoff.Jitter
 	timeout    time.Duration
 	deadline   time.Duration
+	minAttempt time.Duration
 }
 
 // policyGroup lists the policy flags for the help text.
 var policyGroup = flagGroup{"Policy flags", []string{
-	"attempts", "backoff", "base", "cap", "multiplier", "jitter", "timeout", "deadline",
+	"attempts", "backoff", "base", "cap", "multiplier", "jitter", "timeout", "deadline", "min-attempt-time",
 }}
 
 // addPolicyFlags registers the policy flags on fs. Call policy after
@@ -190,6 +191,7 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal (delay/2 to delay) or decorrelated")
 	durationVar(fs, &pf.timeout, "timeout", 0, "time limit of each attempt; one that runs out is retried (default: none)")
 	durationVar(fs, &pf.deadline, "deadline", 0, "time limit of the whole call, from the start of the first attempt (default: none)")
+	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry starts only if its delay plus this still fits in --deadline (default: --timeout, a whole attempt; 10ms without one)")
 	return pf
 }
 
@@ -227,6 +229,8 @@ func (pf *policyFlags) policy() (retry.Policy, error) {
 		return retry.Policy{}, flagError("timeout", "%v, must not be negative", pf.timeout)
 	case pf.deadline < 0:
 		return retry.Policy{}, flagError("deadline", "%v, must not be negative", pf.deadline)
+	case pf.minAttempt < 0:
+		return retry.Policy{}, flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
 	}
 	if err := s.Validate(); err != nil {
 		// Not reached for the cases above; map anything new to its flag.
@@ -244,6 +248,7 @@ func (pf *policyFlags) policy() (retry.Policy, error) {
 		Backoff:        s,
 		AttemptTimeout: pf.timeout,
 		MaxDuration:    pf.deadline,
+		MinAttemptTime: pf.minAttempt,
 	}
 	if err := p.Validate(); err != nil {
 		return retry.Policy{}, err

@@ -336,7 +336,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		}
 		if last.Action == retry.GiveUp {
 			switch last.Reason {
-			case retry.ReasonDeadline, retry.ReasonTimeBudget:
+			case retry.ReasonDeadline, retry.ReasonTimeBudget, retry.ReasonPushbackTooLong:
 				return exitTimeout
 			case retry.ReasonBudget, retry.ReasonBreakerOpen:
 				return exitRefused
@@ -447,7 +447,7 @@ func getErrorCode(ctx context.Context, s streams, err error) int {
 	var ex *retry.ExhaustedError
 	if errors.As(err, &ex) {
 		switch ex.Reason {
-		case retry.ReasonDeadline, retry.ReasonTimeBudget:
+		case retry.ReasonDeadline, retry.ReasonTimeBudget, retry.ReasonPushbackTooLong:
 			return exitTimeout
 		case retry.ReasonBudget, retry.ReasonBreakerOpen:
 			return exitRefused

@@ -66,7 +66,7 @@ Job kinds:
 	groups: []flagGroup{
 		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "allow-exec", "id", "metrics-addr"}},
 		{"Output flags", []string{"quiet", "summary-every", "log-format"}},
-		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout"}},
+		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout", "min-attempt-time"}},
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db"}},
 	},
@@ -95,6 +95,7 @@ type jobsPolicyFlags struct {
 	jitter     backoff.Jitter
 	budget     time.Duration
 	timeout    time.Duration
+	minAttempt time.Duration
 }
 
 func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
@@ -107,6 +108,7 @@ func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
 	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
 	durationVar(fs, &pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
 	durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
+	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")
 	return pf
 }
 
@@ -124,8 +126,11 @@ func (pf *jobsPolicyFlags) policy() (retry.Policy, error) {
 		return retry.Policy{}, flagError("budget", "%v, must be positive", pf.budget)
 	case pf.timeout <= 0:
 		return retry.Policy{}, flagError("timeout", "%v, must be positive", pf.timeout)
+	case pf.minAttempt < 0:
+		return retry.Policy{}, flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
 	}
 	p := retry.Policy{
+		MinAttemptTime: pf.minAttempt,
 		Attempts:       pf.attempts,
 		Backoff:        backoff.Schedule{Kind: pf.kind, Base: pf.base, Cap: pf.cap, Multiplier: pf.multiplier, Jitter: pf.jitter},
 		MaxDuration:    pf.budget,

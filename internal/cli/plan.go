@@ -26,9 +26,12 @@ it (nominal, and the range jitter draws it from), the total wait before it
 (range), when it ends at worst, and, with --deadline, whether it fits.
 Nothing runs and nothing is random: the ranges are exact bounds.
 
-An attempt fits when it ends before the deadline with every attempt taking
---attempt-time: "yes" even after the longest waits, "maybe" only after
-shorter jittered waits, "no" never (the policy gives up before it).
+FITS applies the rule heed applies at run time, with every attempt taking
+--attempt-time: a retry starts only if its delay plus --min-attempt-time (by
+default the whole --timeout) still fits before the deadline; the first
+attempt fits when it ends in time. "yes" even after the longest waits,
+"maybe" only after shorter jittered waits, "no" never (the policy gives up
+before it).
 
 With a call chain (any of --layers, --retries-per-layer, --rate, --capacity,
 --budget-ratio), it also prints what a total outage of the bottom service
@@ -81,7 +84,7 @@ func planMain(ctx context.Context, s streams, args []string) int {
 	}
 	fs := newFlagSet("plan")
 	pf := addPolicyFlags(fs)
-	attemptTime := durationFlag(fs, "attempt-time", 0, "how long each attempt takes, for ENDS BY and FITS (default: --timeout, or 10ms without one)")
+	attemptTime := durationFlag(fs, "attempt-time", 0, "how long each attempt takes, for ENDS BY and FITS (default: --timeout, or --min-attempt-time, or 10ms)")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables (fields below)")
 	layers := fs.Int("layers", 1, "`N` services in the call chain that each retry their call to the next")
 	retries := fs.Int("retries-per-layer", -1, "retries `R` each layer makes per call (default --attempts − 1)")
@@ -108,9 +111,9 @@ func planMain(ctx context.Context, s streams, args []string) int {
 	switch {
 	case isSet(fs, "attempt-time"):
 	case p.AttemptTimeout > 0:
-		at = p.AttemptTimeout
+		at = p.AttemptTimeout // the worst case
 	default:
-		at = retry.DefaultMinAttemptTime
+		at = p.MinAttempt() // --min-attempt-time, or 10ms
 	}
 	if !isSet(fs, "retries-per-layer") {
 		*retries = p.Attempts - 1
@@ -180,6 +183,9 @@ type row struct {
 	fits           string        // "yes", "maybe", "no", or "" without a deadline
 }
 
+// planStart is the instant a planned call starts at (any fixed instant).
+var planStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // schedule returns the rows of p's schedule, each attempt taking
 // attemptTime.
 func schedule(p retry.Policy, attemptTime time.Duration) []row {
@@ -201,14 +207,27 @@ func schedule(p retry.Policy, attemptTime time.Duration) []row {
 			prevLo, prevHi = r.lo, r.hi
 			waitLo, waitHi = addSat(waitLo, r.lo), addSat(waitHi, r.hi)
 		}
+		var prevEndLo, prevEndHi time.Duration // when attempt k-1 ends
+		if k > 1 {
+			prevEndLo, prevEndHi = rows[k-2].endLo, rows[k-2].endHi
+		}
 		r.waitLo, r.waitHi = waitLo, waitHi
 		busy := mulSat(attemptTime, k)
 		r.endLo, r.endHi = addSat(waitLo, busy), addSat(waitHi, busy)
 		if d := p.MaxDuration; d > 0 {
+			// The first attempt fits when it ends in time; a retry when
+			// the runtime's rule (retry.Policy.Fits) lets it start after
+			// the attempt before it ends.
+			yes, maybe := r.endHi <= d, r.endLo <= d
+			if k > 1 {
+				h := retry.History{Start: planStart}
+				yes, _ = p.Fits(h, planStart.Add(prevEndHi), r.hi)
+				maybe, _ = p.Fits(h, planStart.Add(prevEndLo), r.lo)
+			}
 			switch {
-			case r.endHi <= d:
+			case yes:
 				r.fits = "yes"
-			case r.endLo <= d:
+			case maybe:
 				r.fits = "maybe"
 			default:
 				r.fits = "no"

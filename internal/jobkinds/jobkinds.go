@@ -51,9 +51,10 @@ type Config struct {
 	// gives back (it snoozes for ExecRefusedSnooze, its attempt not
 	// counted), to warn whoever runs it.
 	OnExecRefused func(job *queue.Job)
-	// HTTP is the transport of http jobs (default: a retryhttp.Transport
-	// that makes one attempt per job attempt, so that the queue alone owns
-	// retries).
+	// HTTP is the base transport under the retryhttp.Transport that http
+	// jobs make their requests through (default: retryhttp's own). That
+	// transport makes one attempt per job attempt, so that the queue alone
+	// owns retries, and its classification is passed on unchanged.
 	HTTP http.RoundTripper
 }
 
@@ -85,7 +86,7 @@ var kinds = []Kind{
 	},
 	{
 		Name: "http", Example: `{"url": "https://example.com/", "method": "GET", "timeout_ms": 10000}`,
-		Doc:      "one request per attempt; 2xx/3xx succeed, 408, 429, 500, 502, 503, 504 are retried (honouring Retry-After), other statuses fail permanently",
+		Doc:      "one request per attempt, through retryhttp; 2xx/3xx succeed, 408, 429, 500, 502, 503, 504 and transient network errors are retried (honouring Retry-After) when the request is safe to repeat (GET, HEAD, PUT, DELETE, OPTIONS), other statuses and errors fail permanently",
 		validate: strict[httpArgs],
 		register: registerHTTP,
 	},
@@ -263,39 +264,70 @@ func (a *httpArgs) check() error {
 }
 
 func registerHTTP(w *queue.Worker, cfg *Config) {
-	rt := cfg.HTTP
-	if rt == nil {
-		// One attempt per job attempt: the queue owns retries (one owner
-		// per chain), and its backoff, attempts and time budget apply.
-		rt = &retryhttp.Transport{Policy: retry.Policy{Attempts: 1}, NoBudget: true}
-	}
-	client := &http.Client{Transport: rt}
+	hc := newHTTPClient(cfg.HTTP)
 	queue.Handle(w, "http", func(ctx context.Context, job *queue.Job, a httpArgs) error {
-		return runHTTP(ctx, client, a)
+		return runHTTP(ctx, hc, a)
 	})
 }
 
-func runHTTP(ctx context.Context, client *http.Client, a httpArgs) error {
+// httpClient makes an http job's request through retryhttp, one attempt
+// per job attempt (the queue owns retries: one owner per chain, and its
+// backoff, attempts and time budget apply), and keeps retryhttp's decision
+// about that attempt, so that what retryhttp would not repeat (a request
+// not safe to repeat, a permanent error) the queue does not repeat either.
+type httpClient struct{ client *http.Client }
+
+// decisionKey is the context key of the *retry.Decision an http job's
+// request records retryhttp's decision in. Its Action stays noDecision
+// when retryhttp decided nothing (the request's context ended first).
+type decisionKey struct{}
+
+const noDecision = retry.Action(255)
+
+func newHTTPClient(base http.RoundTripper) *httpClient {
+	tr := &retryhttp.Transport{Base: base, NoBudget: true, Policy: retry.Policy{
+		Attempts: 1,
+		Observe: func(ctx context.Context, e retry.Event) {
+			if d, ok := ctx.Value(decisionKey{}).(*retry.Decision); ok {
+				*d = e.Decision
+			}
+		},
+	}}
+	return &httpClient{client: &http.Client{Transport: tr}}
+}
+
+func runHTTP(ctx context.Context, hc *httpClient, a httpArgs) error {
 	timeout := DefaultTimeout
 	if a.TimeoutMS > 0 {
 		timeout = time.Duration(a.TimeoutMS) * time.Millisecond
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	method := a.Method
 	if method == "" {
 		method = http.MethodGet
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.URL, nil)
+	d := retry.Decision{Action: noDecision}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, decisionKey{}, &d), method, a.URL, nil)
 	if err != nil {
 		return retry.Permanent(fmt.Errorf("http: %v", err))
 	}
 	safe := retryhttp.RedactURL(req.URL)
-	resp, err := client.Do(req)
+	resp, err := hc.client.Do(req)
 	if err != nil {
 		// The error quotes the URL: show it without its secrets.
 		msg := strings.ReplaceAll(err.Error(), a.URL, safe)
-		return retry.Transient(fmt.Errorf("http %s %s: %s", method, safe, trimURLError(msg)))
+		err = fmt.Errorf("http %s %s: %s", method, safe, trimURLError(msg))
+		switch {
+		case d.Action == retry.GiveUp && notRetryable(d.Reason):
+			return retry.Permanent(err)
+		case d.Action == retry.GiveUp:
+			return retry.Transient(err) // only the one-attempt limit stopped it
+		case ctx.Err() != nil && parent.Err() == nil:
+			return retry.Transient(err) // the job's own timeout_ms
+		}
+		return err // the attempt's context ended: the queue knows why
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -303,6 +335,8 @@ func runHTTP(ctx context.Context, client *http.Client, a httpArgs) error {
 	switch code := resp.StatusCode; {
 	case code < 400:
 		return nil
+	case d.Action == retry.GiveUp && notRetryable(d.Reason):
+		return retry.Permanent(fmt.Errorf("%w (%s)", err, d.Reason))
 	case slices.Contains(retryhttp.DefaultRetryStatus, code):
 		if d, ok := retryhttp.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return retry.After(d, fmt.Errorf("%w (Retry-After %v)", err, d))
@@ -310,6 +344,13 @@ func runHTTP(ctx context.Context, client *http.Client, a httpArgs) error {
 		return retry.Transient(err)
 	}
 	return retry.Permanent(err)
+}
+
+// notRetryable reports whether retryhttp gave up for a reason no later
+// attempt can change: the error is permanent, the server refused, or the
+// request is not safe to repeat.
+func notRetryable(r retry.Reason) bool {
+	return r == retry.ReasonPermanent || r == retry.ReasonServerRefused || r == retry.ReasonNotRepeatable
 }
 
 // trimURLError drops the `Get "url": ` prefix net/http puts on errors.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +90,7 @@ func TestHTTP(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	defer srv.Close()
-	client := &http.Client{}
+	client := newHTTPClient(nil)
 	run := func() error {
 		return runHTTP(context.Background(), client, httpArgs{URL: srv.URL + "/x?token=secret"})
 	}
@@ -110,6 +112,43 @@ func TestHTTP(t *testing.T) {
 	}
 	if err := runHTTP(context.Background(), client, httpArgs{URL: "http://127.0.0.1:1/"}); err == nil || retry.IsPermanent(err) {
 		t.Errorf("refused: %v, want transient", err)
+	}
+	status, retryAfter = 503, ""
+	if err := runHTTP(context.Background(), client, httpArgs{URL: srv.URL, Method: "POST"}); !retry.IsPermanent(err) {
+		t.Errorf("POST answered 503: %v, want permanent: retryhttp does not repeat an unkeyed POST", err)
+	}
+}
+
+// The http kind passes retryhttp's classification on: what retryhttp
+// would not repeat, the queue does not repeat either.
+func TestHTTPClassificationIsRetryhttps(t *testing.T) {
+	var posts atomic.Int64
+	reset := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		io.Copy(io.Discard, r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // the request was read: it may have been processed
+		}
+	}))
+	defer reset.Close()
+	client := newHTTPClient(nil)
+	err := runHTTP(context.Background(), client, httpArgs{URL: reset.URL, Method: "POST"})
+	if !retry.IsPermanent(err) || posts.Load() != 1 {
+		t.Errorf("POST reset after sending: %v after %d requests, want permanent after 1", err, posts.Load())
+	}
+	if err := runHTTP(context.Background(), client, httpArgs{URL: reset.URL, Method: "GET"}); err == nil || retry.IsPermanent(err) {
+		t.Errorf("GET reset after sending: %v, want transient", err)
+	}
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer tlsSrv.Close()
+	if err := runHTTP(context.Background(), client, httpArgs{URL: tlsSrv.URL}); !retry.IsPermanent(err) {
+		t.Errorf("untrusted certificate: %v, want permanent", err)
+	}
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer slow.Close()
+	if err := runHTTP(context.Background(), client, httpArgs{URL: slow.URL, TimeoutMS: 20}); err == nil || retry.IsPermanent(err) {
+		t.Errorf("timeout_ms ran out: %v, want transient", err)
 	}
 }
 

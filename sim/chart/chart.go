@@ -242,10 +242,10 @@ func drawCaption(c draw.Canvas, peaks []peak) {
 		p99 = append(p99, fmt.Sprintf("%s %v", p.policy, roundDuration(p.p99)))
 	}
 	lines := []string{
-		"Each panel is scaled to its own data; the peaks side by side:",
+		"Each panel is scaled to its own data; the highest value of an interval, side by side:",
 		"    attempts at the bottom service: " + strings.Join(att, ", "),
 		"    attempts in flight: " + strings.Join(inf, ", "),
-		"    p99 latency: " + strings.Join(p99, ", "),
+		"    p99 latency of the user requests that finished in the interval: " + strings.Join(p99, ", "),
 		"Points are per interval, at its middle; shaded: the scenario's faults.",
 	}
 	sty := plot.NewLegend().TextStyle

@@ -1,0 +1,182 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/sqlitestore"
+)
+
+// finals counts jobs reaching a final state, through the worker's events.
+type finals struct {
+	mu        sync.Mutex
+	succeeded int
+	dead      int
+	all       chan struct{} // closed when want jobs are final
+	want      int
+}
+
+func newFinals(want int) *finals { return &finals{want: want, all: make(chan struct{})} }
+
+func (f *finals) observe(_ context.Context, e queue.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch e.Kind {
+	case queue.EventSucceeded:
+		f.succeeded++
+	case queue.EventDead:
+		f.dead++
+	default:
+		return
+	}
+	if f.succeeded+f.dead == f.want {
+		close(f.all)
+	}
+}
+
+// inBubble runs a worker over an in-memory SQLite store in virtual time:
+// the budget's window and the breaker's cooldown pass at once.
+func inBubble(t *testing.T, jobs int, setup func() queue.WorkerConfig, handle func(w *queue.Worker)) (*finals, []*queue.Job) {
+	t.Helper()
+	var f *finals
+	var list []*queue.Job
+	synctest.Test(t, func(t *testing.T) {
+		s, err := sqlitestore.Open(ctx, ":memory:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		f = newFinals(jobs)
+		cfg := setup()
+		cfg.Observe = f.observe
+		w, err := queue.NewWorker(s, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handle(w)
+		c := queue.NewClient(s, queue.ClientConfig{})
+		ids := make([]int64, jobs)
+		for i := range ids {
+			j, _, err := c.Enqueue(ctx, "job", struct{}{}, queue.EnqueueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = j.ID
+		}
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-f.all
+		if err := w.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			j, err := c.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list = append(list, j)
+		}
+	})
+	return f, list
+}
+
+func countEntries(jobs []*queue.Job, outcome, reason string) int {
+	n := 0
+	for _, j := range jobs {
+		for _, e := range j.History {
+			if e.Outcome == outcome && e.Reason == reason {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// A retry budget on a worker counts every job's first attempt as a request
+// and defers the retries it cannot grant yet: 50 jobs that fail once each
+// all succeed, none is dead.
+func TestWorkerBudgetDefersRetries(t *testing.T) {
+	setup := func() queue.WorkerConfig {
+		b, err := budget.New(budget.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return queue.WorkerConfig{Policy: retry.Policy{Budget: b}, PollInterval: 100 * time.Millisecond}
+	}
+	f, jobs := inBubble(t, 50, setup, func(w *queue.Worker) {
+		queue.Handle(w, "job", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+			if job.Attempt == 1 {
+				return retry.Transient(errors.New("blip"))
+			}
+			return nil
+		})
+	})
+	if f.succeeded != 50 || f.dead != 0 {
+		t.Fatalf("%d succeeded, %d dead; want 50 and 0", f.succeeded, f.dead)
+	}
+	// The budget held: at most 10 retries (its floor) plus 10% of 50
+	// requests in a window, so most retries had to wait for it.
+	if n := countEntries(jobs, queue.OutcomeDeferred, "budget"); n == 0 {
+		t.Errorf("no retry was deferred by the budget: it did not limit anything")
+	}
+	for _, j := range jobs {
+		if j.Attempt != 2 {
+			t.Errorf("job %d made %d attempts, want 2 (deferrals do not count)", j.ID, j.Attempt)
+		}
+	}
+}
+
+// An open breaker: no job runs an attempt while it is open; each is
+// deferred to the end of the cooldown, and they succeed after it. Job
+// outcomes are recorded in the breaker, whose probes close it.
+func TestWorkerBreakerDefersJobs(t *testing.T) {
+	var ran atomic.Int64
+	var openUntil time.Time
+	var br *breaker.Breaker
+	setup := func() queue.WorkerConfig {
+		var err error
+		br, err = breaker.New(breaker.Config{MinCalls: 5, Cooldown: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Other callers of the dependency open it.
+		for range 5 {
+			p, _ := br.Allow()
+			p.Record(breaker.Failure)
+		}
+		if br.State() != breaker.Open {
+			t.Fatal("breaker not open")
+		}
+		openUntil = time.Now().Add(5 * time.Second)
+		return queue.WorkerConfig{Policy: retry.Policy{Breaker: br}, PollInterval: 100 * time.Millisecond}
+	}
+	f, jobs := inBubble(t, 20, setup, func(w *queue.Worker) {
+		queue.Handle(w, "job", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+			if time.Now().Before(openUntil) {
+				t.Errorf("job %d ran at %v while the breaker was open", job.ID, time.Now())
+			}
+			ran.Add(1)
+			return nil
+		})
+	})
+	if f.succeeded != 20 || f.dead != 0 || ran.Load() != 20 {
+		t.Fatalf("%d succeeded, %d dead, %d ran; want 20, 0, 20", f.succeeded, f.dead, ran.Load())
+	}
+	if n := countEntries(jobs, queue.OutcomeDeferred, "breaker_open"); n == 0 {
+		t.Error("no job was deferred by the open breaker")
+	}
+	// The probes' successes, recorded by the worker, closed it again.
+	if st := br.State(); st != breaker.Closed {
+		t.Errorf("breaker %v after the jobs succeeded, want closed: their outcomes were not recorded", st)
+	}
+}

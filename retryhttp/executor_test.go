@@ -1,0 +1,69 @@
+package retryhttp_test
+
+import (
+	"context"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/retry/executortest"
+	"github.com/heed-go/heed/retryhttp"
+)
+
+// httpExecutor runs the conformance cases through a retryhttp.Transport
+// whose base answers as the script says, in virtual time.
+type httpExecutor struct{}
+
+func (httpExecutor) Durable() bool { return false }
+
+type scripted struct {
+	c executortest.Case
+	n int
+}
+
+func (s *scripted) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.n++
+	resp := &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{},
+		Body: io.NopCloser(strings.NewReader("")), Request: req}
+	switch st := s.c.Step(s.n); st.Kind {
+	case executortest.Transient:
+		resp.StatusCode, resp.Status = 503, "503 Service Unavailable"
+	case executortest.Permanent:
+		return nil, x509.UnknownAuthorityError{}
+	case executortest.Timeout:
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	case executortest.Pushback:
+		resp.StatusCode, resp.Status = 429, "429 Too Many Requests"
+		resp.Header.Set("Retry-After", strconv.Itoa(int(st.Wait/time.Second)))
+	}
+	return resp, nil
+}
+
+func (httpExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
+	var ds []retry.Decision
+	synctest.Test(t, func(t *testing.T) {
+		p := c.Policy(time.Now())
+		p.Observe = func(_ context.Context, e retry.Event) { ds = append(ds, e.Decision) }
+		tr := &retryhttp.Transport{Policy: p, Base: &scripted{c: c}, NoBudget: true}
+		ctx := context.Background()
+		if c.Deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.Deadline)
+			defer cancel()
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://service.test/", nil)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	})
+	return ds
+}
+
+func TestConformance(t *testing.T) { executortest.Run(t, httpExecutor{}) }
