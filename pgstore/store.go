@@ -345,6 +345,18 @@ func where(f *queue.JobFilter, dead bool, args *[]any) string {
 	if f.AfterID > 0 {
 		conds = append(conds, "id > "+param(f.AfterID))
 	}
+	if f.BeforeID > 0 {
+		conds = append(conds, "id < "+param(f.BeforeID))
+	}
+	if !f.AvailableAfter.IsZero() {
+		conds = append(conds, "available_at > "+param(f.AvailableAfter))
+	}
+	if !f.AvailableBy.IsZero() {
+		conds = append(conds, "available_at <= "+param(f.AvailableBy))
+	}
+	if f.Retried {
+		conds = append(conds, "attempt > 0")
+	}
 	return strings.Join(conds, " AND ")
 }
 
@@ -355,13 +367,18 @@ func limit(f *queue.JobFilter) string {
 	return ""
 }
 
-// JobList returns the jobs that match f, in ascending ID order.
+// JobList returns the jobs that match f, in ascending ID order (descending
+// with f.Newest).
 func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 	var args []any
-	sql := `SELECT ` + colsPlain + ` FROM heed_jobs WHERE ` + where(&f, false, &args) + ` ORDER BY id` + limit(&f)
+	order := ` ORDER BY id`
+	if f.Newest {
+		order = ` ORDER BY id DESC`
+	}
+	sql := `SELECT ` + colsPlain + ` FROM heed_jobs WHERE ` + where(&f, false, &args) + order + limit(&f)
 	jobs, err := collectJobs(s.pool.Query(ctx, sql, args...))
 	if err != nil {
 		return nil, wrapErr("list jobs", err)

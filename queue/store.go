@@ -266,6 +266,20 @@ type JobFilter struct {
 	FinishedBefore time.Time
 	// AfterID selects jobs with an ID above it (paging).
 	AfterID int64
+	// BeforeID selects jobs with an ID below it (paging with Newest).
+	BeforeID int64
+	// AvailableAfter selects jobs due strictly after it: with State
+	// available, the scheduled ones.
+	AvailableAfter time.Time
+	// AvailableBy selects jobs due at or before it: with State available,
+	// the ones a worker may claim now.
+	AvailableBy time.Time
+	// Retried selects jobs that have made at least one attempt: with
+	// State available, the ones waiting for a retry.
+	Retried bool
+	// Newest lists the newest jobs first (JobList only; default: oldest
+	// first).
+	Newest bool
 	// Limit caps the number of jobs (0: no limit).
 	Limit int
 }

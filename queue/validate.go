@@ -117,6 +117,8 @@ func (f *JobFilter) Validate() error {
 		return &InputError{"JobFilter.Limit", fmt.Sprintf("is %d, must not be negative", f.Limit)}
 	case f.AfterID < 0:
 		return &InputError{"JobFilter.AfterID", fmt.Sprintf("is %d, must not be negative", f.AfterID)}
+	case f.BeforeID < 0:
+		return &InputError{"JobFilter.BeforeID", fmt.Sprintf("is %d, must not be negative", f.BeforeID)}
 	}
 	return nil
 }

@@ -247,6 +247,21 @@ func where(f *queue.JobFilter, dead bool) (string, []any) {
 		conds = append(conds, "id > ?")
 		args = append(args, f.AfterID)
 	}
+	if f.BeforeID > 0 {
+		conds = append(conds, "id < ?")
+		args = append(args, f.BeforeID)
+	}
+	if !f.AvailableAfter.IsZero() {
+		conds = append(conds, "available_at > ?")
+		args = append(args, micros(f.AvailableAfter))
+	}
+	if !f.AvailableBy.IsZero() {
+		conds = append(conds, "available_at <= ?")
+		args = append(args, micros(f.AvailableBy))
+	}
+	if f.Retried {
+		conds = append(conds, "attempt > 0")
+	}
 	if len(conds) == 0 {
 		return "1", nil
 	}
@@ -266,7 +281,11 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 		return nil, err
 	}
 	w, args := where(&f, false)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f), args...)
+	order := ` ORDER BY id`
+	if f.Newest {
+		order = ` ORDER BY id DESC`
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE `+w+order+limit(&f), args...)
 	if err != nil {
 		return nil, wrap("list", err)
 	}

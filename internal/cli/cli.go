@@ -106,6 +106,7 @@ Commands:
 	fmt.Fprintf(tw, "  help\t%s\n", "print this help, or a command's help (heed help COMMAND)")
 	tw.Flush()
 	fmt.Fprint(w, `
+Durations (DUR) are written 300ms, 1m30s, 5 (seconds), 0.5 or 7d (days).
 Run 'heed COMMAND --help' for a command's flags and exit codes.
 `)
 }

@@ -261,7 +261,10 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 	fmt.Fprintf(s.stdout, "\nThe dead-letter keeps %d jobs with their whole history, in %s. Look and requeue:\n", st.Dead, d.name)
 	fmt.Fprintf(s.stdout, "  heed jobs dead ls --db %s\n", db)
 	fmt.Fprintf(s.stdout, "  heed jobs show %d --db %s\n", jobs[3].job.ID, db)
-	fmt.Fprintf(s.stdout, "  heed jobs dead requeue %d --db %s\n", jobs[1].job.ID, db)
+	// Job 3 gave up on a transient error, so it may pass once its upstream
+	// is back; job 2's error is permanent and would only fail again.
+	fmt.Fprintf(s.stdout, "  heed jobs dead requeue %d --db %s   # its error was transient; job %d's is permanent and would fail again\n",
+		jobs[2].job.ID, db, jobs[1].job.ID)
 	if !allOK {
 		fmt.Fprintln(s.stdout, "\nSome jobs did not end as their script intends (see UNEXPECTED above).")
 		return exitFailure

@@ -223,13 +223,19 @@ func TestE2ECommandNotFound(t *testing.T) {
 }
 
 func TestE2EUsageError(t *testing.T) {
+	// heed's own usage errors exit 125, as GNU timeout's do, so that they
+	// are not mistaken for a command's own exit 2.
 	r := runHeed(t, t.TempDir(), "run", "--attempts", "nope", "--", "true")
-	if r.code != 2 || !strings.Contains(r.stderr, "--attempts") {
+	if r.code != 125 || !strings.Contains(r.stderr, "--attempts") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	r = runHeed(t, t.TempDir(), "run")
-	if r.code != 2 {
+	if r.code != 125 {
 		t.Errorf("no command: exit %d", r.code)
+	}
+	r = runHeed(t, t.TempDir(), "run", "--attempts", "1", "--", "sh", "-c", "exit 2")
+	if r.code != 2 || !strings.Contains(r.stderr, "exit status 2") {
+		t.Errorf("a command's own 2: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

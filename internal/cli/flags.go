@@ -132,6 +132,9 @@ func flagSynopsis(f *flag.Flag) string {
 		arg = "F"
 	case "string", "value":
 		arg = "VALUE"
+		if _, ok := f.Value.(durationValue); ok {
+			arg = "DUR"
+		}
 	}
 	dash := "--"
 	if len(f.Name) == 1 {
@@ -182,13 +185,13 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	pf := &policyFlags{fs: fs}
 	fs.IntVar(&pf.attempts, "attempts", retry.DefaultAttempts, "attempts in total, the first one included")
 	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
-	fs.DurationVar(&pf.base, "base", backoff.DefaultBase, "first delay; with decorrelated jitter, the smallest")
-	fs.DurationVar(&pf.cap, "cap", backoff.DefaultCap, "largest delay (default 5s, or --base if larger)")
+	durationVar(fs, &pf.base, "base", backoff.DefaultBase, "first delay; with decorrelated jitter, the smallest")
+	durationVar(fs, &pf.cap, "cap", backoff.DefaultCap, "largest delay (default 5s, or --base if larger)")
 	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
 	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal (delay/2 to delay) or decorrelated")
-	fs.DurationVar(&pf.timeout, "timeout", 0, "time limit of each attempt; one that runs out is retried (default: none)")
-	fs.DurationVar(&pf.deadline, "deadline", 0, "time limit of the whole call, from the start of the first attempt (default: none)")
-	fs.DurationVar(&pf.minAttempt, "min-attempt-time", 0, "a retry starts only if its delay plus this still fits in --deadline (default: --timeout, a whole attempt; 10ms without one)")
+	durationVar(fs, &pf.timeout, "timeout", 0, "time limit of each attempt; one that runs out is retried (default: none)")
+	durationVar(fs, &pf.deadline, "deadline", 0, "time limit of the whole call, from the start of the first attempt (default: none)")
+	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry starts only if its delay plus this still fits in --deadline (default: --timeout, a whole attempt; 10ms without one)")
 	return pf
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
@@ -40,12 +41,19 @@ decision goes to stderr:
   heed: attempt 1: 503 Service Unavailable, retry in 180ms
   heed: attempt 2: ok
 
-Flags may come before or after URL; -X, -H, -d, -o, -i and -v may be
-written with one dash or two.
+A final status of 400 or more is reported on stderr ("the requested URL
+returned error: 404 Not Found") and exits 22; with -f its body is not
+written, as with curl --fail.
+
+Flags may come before or after URL; one-letter flags may be written with
+one dash or two and combined as curl takes them (-fsSL, -sSo FILE). curl's
+--retry N means --attempts N+1, and --retry-max-time is --max-time.
+Redirects are followed only with -L (at most 10), as with curl.
 `,
 	groups: []flagGroup{
-		{"Request flags", []string{"X", "H", "d", "idempotency-key", "connect-timeout", "max-time", "propagate"}},
-		{"Output flags", []string{"o", "i", "v"}},
+		{"Request flags", []string{"X", "H", "d", "L", "idempotency-key", "connect-timeout", "max-time", "retry-max-time", "retry", "propagate"}},
+		{"Output flags", []string{"o", "i", "f", "s", "S", "v", "w"}},
+		{"curl's long names", []string{"fail", "include", "location", "show-error", "silent", "verbose", "write-out"}},
 		policyGroup,
 	},
 	foot: `Exit codes:
@@ -54,19 +62,32 @@ written with one dash or two.
   7    transport failure: no response (unknown host, refused, reset, TLS
        certificate, or a POST that may have been processed)
   22   the final response has status 400 or more (its body is still
-       written); after retries, the last one
+       written, unless -f); after retries, the last one
   75   the retry budget or the circuit breaker refused a retry
   124  a deadline ended the call: --max-time, --deadline, an attempt killed
        by --timeout, or a Retry-After that does not fit before them
   130  interrupted (SIGINT or SIGTERM)
   1    any other failure (writing the output, say)
 
+Write-out variables (-w): %{http_code} (000 without a response),
+%{response_code}, %{num_attempts}, %{num_retries}, %{num_redirects},
+%{time_total} (seconds), %{url_effective}, %{size_download},
+%{content_type}, %{method}, %{exitcode}, %{errormsg}, and %{json}: all of
+them as one JSON object. \n, \t and \r are newline, tab and carriage return.
+
 Examples:
   heed get https://example.com/health
+  heed get -fsSL --retry 4 --max-time 10 -w '%{http_code} %{num_retries}\n' https://example.com/
   heed get -v --attempts 5 --max-time 10s https://api.example.com/items
   heed get -X POST -d @order.json -H 'Content-Type: application/json' \
     --idempotency-key auto https://api.example.com/orders
 `,
+}
+
+// curlLongNames are curl's long names of heed get's one-letter flags, as
+// scripts written for curl spell them.
+var curlLongNames = map[string]string{
+	"fail": "f", "include": "i", "location": "L", "show-error": "S", "silent": "s", "verbose": "v", "write-out": "w",
 }
 
 // headerList is a flag.Value for repeated -H 'Name: value'.
@@ -104,13 +125,32 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	fs.Var(&headers, "H", "request `HEADER` 'Name: value'; repeatable")
 	data := fs.String("d", "", "request body `DATA`, or @FILE to read it from FILE (- for stdin)")
 	key := fs.String("idempotency-key", "", "send Idempotency-Key: `KEY`, which makes any method safe to retry; auto generates one")
-	connectTimeout := fs.Duration("connect-timeout", 0, "time limit of each connection's dial and TLS handshake (default 10s)")
-	maxTime := fs.Duration("max-time", 0, "time limit of everything, the body's download included (default: none)")
+	connectTimeout := durationFlag(fs, "connect-timeout", 0, "time limit of each connection's dial and TLS handshake (default 10s)")
+	maxTime := durationFlag(fs, "max-time", 0, "time limit of everything, the body's download included (default: none)")
+	retryMaxTime := durationFlag(fs, "retry-max-time", 0, "curl's name for --max-time")
+	retries := fs.Int("retry", 0, "curl's retry count: `N` retries, the same as --attempts N+1")
 	output := fs.String("o", "", "write the body to `FILE` instead of stdout")
 	include := fs.Bool("i", false, "write the status line and response headers before the body")
 	verbose := fs.Bool("v", false, "print one line per decision on stderr")
 	propagate := fs.Bool("propagate", true, "send Retry-Attempt and Timeout-Remaining, so that a heed server retries no further and adopts the deadline; --propagate=false for third-party APIs, to which they mean nothing")
+	fail := fs.Bool("f", false, "do not write the body of a response with status 400 or more (curl's --fail)")
+	silent := fs.Bool("s", false, "print no error messages on stderr (decision lines of -v still are)")
+	showError := fs.Bool("S", false, "with -s, print error messages all the same")
+	location := fs.Bool("L", false, "follow redirects, at most 10 (default: the redirect is the response)")
+	var wo writeOutFormat
+	fs.Var(&wo, "w", "write `FORMAT` to stdout after the body, with %{variables} filled in (see below)")
+	for long, short := range curlLongNames {
+		usage := "the same as -" + short
+		if short == "w" {
+			usage += " `FORMAT`"
+		}
+		fs.Var(fs.Lookup(short).Value, long, usage)
+	}
 
+	args, err := splitShortFlags(fs, args)
+	if err != nil {
+		return usageError(s, "get", err)
+	}
 	// Flags may follow the URL, as with curl.
 	var positional []string
 	rest := args
@@ -123,6 +163,21 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		}
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
+	}
+	if isSet(fs, "retry") {
+		switch {
+		case isSet(fs, "attempts"):
+			return usageError(s, "get", errors.New("give --retry or --attempts, not both (--retry N is --attempts N+1)"))
+		case *retries < 0:
+			return usageError(s, "get", flagError("retry", "%d, must not be negative", *retries))
+		}
+		pf.attempts = *retries + 1
+	}
+	if isSet(fs, "retry-max-time") {
+		if isSet(fs, "max-time") {
+			return usageError(s, "get", errors.New("give --max-time or --retry-max-time, not both (they are the same)"))
+		}
+		*maxTime = *retryMaxTime
 	}
 	p, err := pf.policy()
 	if err != nil {
@@ -196,74 +251,155 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	}
 	defer tr.CloseIdleConnections()
 
+	// Error messages go to errs: stderr, unless -s without -S.
+	es := s
+	if *silent && !*showError {
+		es.stderr = io.Discard
+	}
+	st := &getStats{start: time.Now(), method: m, url: u.String()}
 	var last retry.Decision
+	var done *retry.Decision // the last attempt of a hop, said once its status is known
 	p.Observe = func(_ context.Context, e retry.Event) {
 		last = e.Decision
-		if *verbose {
-			fmt.Fprintf(s.stderr, "heed: %s\n", redact.ErrorText(workerDecision(e.Decision), u))
+		st.attempts++
+		if !*verbose {
+			return
 		}
+		if e.Action == retry.Done {
+			done = &e.Decision
+			return
+		}
+		fmt.Fprintf(s.stderr, "heed: %s\n", redact.ErrorText(workerDecision(e.Decision), u))
 	}
 	tr.Policy = p
+	// hops sees each hop's final response, to say what the last attempt
+	// of each got: "ok", or the status that is final without being ok.
+	hops := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		st.hops++
+		resp, err := tr.RoundTrip(r)
+		if done != nil {
+			line := redact.ErrorText(workerDecision(*done), u)
+			if resp != nil && resp.StatusCode >= 400 {
+				line = fmt.Sprintf("attempt %d: %s, not retried (a status that is not retryable)", done.Attempt, resp.Status)
+			}
+			fmt.Fprintf(s.stderr, "heed: %s\n", line)
+			done = nil
+		}
+		return resp, err
+	})
+	client := &http.Client{Transport: hops, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		if !*location {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		st.redirects++
+		return nil
+	}}
 
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return getErrorCode(ctx, s, u, err)
-	}
-	defer resp.Body.Close()
-
-	out := s.stdout
-	if *output != "" {
-		f, err := os.Create(*output)
+	code := func() int {
+		resp, err := client.Do(req)
 		if err != nil {
-			fmt.Fprintf(s.stderr, "heed get: %v\n", err)
-			return exitFailure
+			st.err = err
+			return getErrorCode(ctx, es, u, err)
 		}
-		defer f.Close()
-		out = f
-	}
-	w := bufio.NewWriter(markWriter{out})
-	if *include {
-		writeHead(w, resp)
-	}
-	_, copyErr := io.Copy(w, resp.Body)
-	if err := w.Flush(); err != nil {
-		fmt.Fprintf(s.stderr, "heed get: writing output: %v\n", err)
-		return exitFailure
-	}
-	if copyErr != nil {
-		if ctx.Err() != nil {
-			return ctxExit(ctx, s)
-		}
-		fmt.Fprintf(s.stderr, "heed get: reading the body: %v\n", copyErr)
-		var we *writeError
-		if errors.As(copyErr, &we) {
-			return exitFailure
-		}
-		return exitTransport
-	}
-	if *output != "" {
-		if f, ok := out.(*os.File); ok {
-			if err := f.Close(); err != nil {
-				fmt.Fprintf(s.stderr, "heed get: %v\n", err)
+		defer resp.Body.Close()
+		st.resp = resp
+		st.url = resp.Request.URL.String()
+
+		out := s.stdout
+		if *output != "" {
+			f, err := os.Create(*output)
+			if err != nil {
+				st.err = err
+				fmt.Fprintf(es.stderr, "heed get: %v\n", err)
 				return exitFailure
+			}
+			defer f.Close()
+			out = f
+		}
+		body := io.Reader(resp.Body)
+		failed := *fail && resp.StatusCode >= 400
+		if failed {
+			body = strings.NewReader("") // curl --fail: nothing of an error
+		}
+		cw := &countWriter{w: markWriter{out}}
+		w := bufio.NewWriter(cw)
+		if *include && !failed {
+			writeHead(w, resp)
+		}
+		_, copyErr := io.Copy(w, body)
+		if err := w.Flush(); err != nil {
+			st.err = err
+			fmt.Fprintf(es.stderr, "heed get: writing output: %v\n", err)
+			return exitFailure
+		}
+		st.size = cw.n
+		if copyErr != nil {
+			st.err = copyErr
+			if ctx.Err() != nil {
+				return ctxExit(ctx, es)
+			}
+			fmt.Fprintf(es.stderr, "heed get: reading the body: %v\n", copyErr)
+			var we *writeError
+			if errors.As(copyErr, &we) {
+				return exitFailure
+			}
+			return exitTransport
+		}
+		if *output != "" {
+			if f, ok := out.(*os.File); ok {
+				if err := f.Close(); err != nil {
+					st.err = err
+					fmt.Fprintf(es.stderr, "heed get: %v\n", err)
+					return exitFailure
+				}
+			}
+		}
+		if last.Action == retry.GiveUp {
+			switch last.Reason {
+			case retry.ReasonDeadline, retry.ReasonTimeBudget, retry.ReasonPushbackTooLong:
+				return exitTimeout
+			case retry.ReasonBudget, retry.ReasonBreakerOpen:
+				return exitRefused
+			}
+		}
+		if resp.StatusCode >= 400 {
+			st.err = fmt.Errorf("the requested URL returned error: %s", resp.Status)
+			fmt.Fprintf(es.stderr, "heed get: %v\n", st.err)
+			return exitHTTPError
+		}
+		return exitOK
+	}()
+	if wo.set {
+		st.total = time.Since(st.start)
+		st.code = code
+		if err := wo.write(s.stdout, st); err != nil {
+			fmt.Fprintf(es.stderr, "heed get: writing --write-out: %v\n", err)
+			if code == exitOK {
+				code = exitFailure
 			}
 		}
 	}
-	if last.Action == retry.GiveUp {
-		switch last.Reason {
-		case retry.ReasonDeadline, retry.ReasonTimeBudget, retry.ReasonPushbackTooLong:
-			return exitTimeout
-		case retry.ReasonBudget, retry.ReasonBreakerOpen:
-			return exitRefused
-		}
-	}
-	if resp.StatusCode >= 400 {
-		if *verbose {
-			fmt.Fprintf(s.stderr, "heed get: %s\n", resp.Status)
-		}
-		return exitHTTPError
-	}
-	return exitOK
+	return code
+}
+
+// roundTripFunc is an http.RoundTripper that is a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // writeError is an error writing the output, told apart from an error
@@ -333,7 +469,7 @@ func getErrorCode(ctx context.Context, s streams, u *url.URL, err error) int {
 	}
 	fmt.Fprintf(s.stderr, "heed get: %s\n", redact.ErrorText(msg.Error(), u))
 	if wait, ok := retryhttp.RetryAfter(err); ok {
-		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", wait)
+		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", roundDuration(wait))
 	}
 	var ex *retry.ExhaustedError
 	if errors.As(err, &ex) {

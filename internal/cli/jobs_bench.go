@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mattn/go-isatty"
 
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/queue"
@@ -37,6 +40,9 @@ afterwards). On PostgreSQL the pool has 4 + (concurrency+inserters)/4
 connections (at most 32) unless the URL sets pool_max_conns, inserts go
 in transactions of 500, and every figure depends on the server's fsync:
 add &synchronous_commit=off to the URL to see the queue without it.
+
+The results go to stdout. On a terminal, stderr shows how far each phase
+is, on one line redrawn four times a second.
 `,
 	groups: []flagGroup{
 		{"Benchmark flags", []string{"jobs", "concurrency", "inserters", "rate", "duration", "burn", "steady", "cpuprofile"}},
@@ -64,7 +70,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	conc := fs.Int("concurrency", 50, "jobs the worker runs at once")
 	inserters := fs.Int("inserters", 4, "burn-down: goroutines inserting jobs")
 	rate := fs.Float64("rate", 500, "steady state: jobs enqueued per second")
-	dur := fs.Duration("duration", 10*time.Second, "steady state: how long to enqueue")
+	dur := durationFlag(fs, "duration", 10*time.Second, "steady state: how long to enqueue")
 	burn := fs.Bool("burn", true, "run the burn-down")
 	steady := fs.Bool("steady", true, "run the steady state")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark to `FILE` (go tool pprof FILE)")
@@ -112,6 +118,10 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	fmt.Fprintf(s.stdout, "heed jobs bench: %s, %d CPUs, %s, queues %s-*, worker concurrency %d\n",
 		d.name, runtime.NumCPU(), runtime.Version(), prefix, *conc)
 	c := queue.NewClient(d.store, queue.ClientConfig{})
+	var term io.Writer // progress lines go there, on a terminal only
+	if f, ok := s.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		term = f
+	}
 
 	if *burn {
 		q := prefix + "-burn"
@@ -120,6 +130,10 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		var wg sync.WaitGroup
 		var insertErr error
 		var once sync.Once
+		done := func() int64 { return min(next.Load(), int64(*n)) }
+		stop := showProgress(term, func() string {
+			return fmt.Sprintf("burn-down: inserted %s of %s jobs", group(float64(done())), group(float64(int64(*n))))
+		})
 		for range *inserters {
 			wg.Go(func() {
 				if d.pg != nil {
@@ -140,13 +154,23 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 			})
 		}
 		wg.Wait()
+		stop()
 		if insertErr != nil {
 			return jobsFail(ctx, s, name, insertErr)
 		}
 		ins := time.Since(start)
 		fmt.Fprintf(s.stdout, "burn-down: inserted %d no-op jobs in %.2fs (%.0f jobs/s, %d inserters%s)\n",
 			*n, ins.Seconds(), float64(*n)/ins.Seconds(), *inserters, batchNote(d))
-		took, err := benchDrain(ctx, d.store, q, *conc, int64(*n), nil)
+		var drained atomic.Int64
+		stop = showProgress(term, func() string {
+			return fmt.Sprintf("burn-down: drained %s of %s jobs", group(float64(drained.Load())), group(float64(int64(*n))))
+		})
+		took, err := benchDrain(ctx, d.store, q, *conc, int64(*n), func(e queue.Event) {
+			if e.Kind == queue.EventSucceeded {
+				drained.Add(1)
+			}
+		})
+		stop()
 		if err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
@@ -167,6 +191,10 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 			lat = append(lat, l)
 			mu.Unlock()
 		}
+		var enqueued, started atomic.Int64
+		stop := showProgress(term, func() string {
+			return fmt.Sprintf("steady state: enqueued %s of %s jobs, %s started", group(float64(enqueued.Load())), group(float64(total)), group(float64(started.Load())))
+		})
 		var enqErr error
 		var ewg sync.WaitGroup
 		ready := make(chan struct{})
@@ -184,6 +212,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 						if _, _, err := c.Enqueue(ctx, "noop", nil, queue.EnqueueOptions{Queue: q}); err != nil {
 							once.Do(func() { enqErr = err })
 						}
+						enqueued.Add(1)
 					}
 				})
 			}
@@ -203,10 +232,12 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		})
 		_, err := benchDrain(ctx, d.store, q, *conc, total, func(e queue.Event) {
 			if e.Kind == queue.EventStarted {
+				started.Add(1)
 				onStart(e)
 			}
 		}, ready)
 		ewg.Wait()
+		stop()
 		if enqErr != nil {
 			return jobsFail(ctx, s, name, enqErr)
 		}
@@ -309,4 +340,37 @@ func batchNote(d *jobsDB) string {
 		return ", 500 per transaction"
 	}
 	return ", one per transaction"
+}
+
+// progressEvery is how often a progress line is redrawn.
+const progressEvery = 250 * time.Millisecond
+
+// showProgress draws line() on the terminal term at once and every
+// progressEvery, on one line redrawn in place, until the returned function
+// is called, which clears it. With a nil term it draws nothing.
+func showProgress(term io.Writer, line func() string) (stop func()) {
+	if term == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	draw := func() { fmt.Fprintf(term, "\r\033[Kheed jobs bench: %s", line()) }
+	draw()
+	wg.Go(func() {
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				draw()
+			}
+		}
+	})
+	return func() {
+		close(quit)
+		wg.Wait()
+		fmt.Fprint(term, "\r\033[K")
+	}
 }

@@ -80,7 +80,7 @@ func deadFilterFlags(fs *flag.FlagSet) *queue.DeadFilter {
 	fs.StringVar(&f.Kind, "kind", "", "only dead jobs of `KIND`")
 	fs.StringVar(&f.Queue, "queue", "", "only dead jobs of `QUEUE`")
 	fs.StringVar(&f.Reason, "reason", "", "only jobs that gave up for `REASON`: permanent, attempts, time_budget, ...")
-	fs.DurationVar(&f.OlderThan, "older-than", 0, "only jobs that died more than this long ago")
+	durationVar(fs, &f.OlderThan, "older-than", 0, "only jobs that died more than this long ago")
 	return f
 }
 
@@ -330,7 +330,7 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 	const name = "jobs dead purge"
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
-	older := fs.Duration("older-than", 0, "delete jobs that died more than this long ago (required)")
+	older := durationFlag(fs, "older-than", 0, "delete jobs that died more than this long ago (required)")
 	dry := fs.Bool("dry-run", false, "count the jobs that would be purged, and change nothing")
 	if code, done := parseFlags(fs, args, s, deadPurgeDoc); done {
 		return code

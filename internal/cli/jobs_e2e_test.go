@@ -36,6 +36,34 @@ func TestE2EDemo(t *testing.T) {
 	if r.took > 20*time.Second {
 		t.Errorf("the demo took %v", r.took)
 	}
+
+	// The commands it suggests work as printed, and the job it suggests
+	// requeueing is one whose error was transient, not the permanent one.
+	var suggested [][]string
+	for line := range strings.Lines(r.stdout) {
+		cmd, ok := strings.CutPrefix(line, "  heed ")
+		if !ok {
+			continue
+		}
+		cmd, _, _ = strings.Cut(cmd, "#")
+		suggested = append(suggested, strings.Fields(cmd))
+	}
+	if len(suggested) != 3 {
+		t.Fatalf("%d suggested commands, want 3:\n%s", len(suggested), r.stdout)
+	}
+	requeue := suggested[2]
+	if len(requeue) < 4 || requeue[0] != "jobs" || requeue[1] != "dead" || requeue[2] != "requeue" {
+		t.Fatalf("last suggestion is %q, want a requeue", requeue)
+	}
+	show := runHeed(t, t.TempDir(), "jobs", "show", requeue[3], "--db", requeue[len(requeue)-1])
+	if show.code != 0 || !strings.Contains(show.stdout, "state      dead (attempts)") {
+		t.Errorf("the demo suggests requeueing job %s, which is not dead by its attempts:\n%s%s", requeue[3], show.stdout, show.stderr)
+	}
+	for _, args := range suggested {
+		if got := runHeed(t, t.TempDir(), args...); got.code != 0 {
+			t.Errorf("heed %s: exit %d\n%s%s", strings.Join(args, " "), got.code, got.stdout, got.stderr)
+		}
+	}
 }
 
 // waitState waits until job id is in state.

@@ -47,13 +47,13 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 	db := addDBFlag(fs)
 	var opts queue.EnqueueOptions
 	fs.StringVar(&opts.Queue, "queue", queue.DefaultQueue, "the `QUEUE` to put the job on")
-	fs.DurationVar(&opts.In, "in", 0, "run the job no sooner than this from now (default: now)")
+	durationVar(fs, &opts.In, "in", 0, "run the job no sooner than this from now (default: now)")
 	at := fs.String("at", "", "run the job no sooner than `TIME` (RFC 3339, such as 2026-12-01T08:00:00Z)")
 	fs.IntVar(&opts.Priority, "priority", 0, "lower runs first among due jobs of the queue")
 	fs.StringVar(&opts.UniqueKey, "key", "", "unique `KEY`: while a job with it is available or running, return that job")
 	fs.IntVar(&opts.MaxAttempts, "attempts", 0, "attempts for this job, the first included; -1 for no limit (default: the worker's)")
-	fs.DurationVar(&opts.Policy.TimeBudget, "budget", 0, "time budget of this job from its first attempt (default: the worker's)")
-	fs.DurationVar(&opts.Policy.AttemptTimeout, "timeout", 0, "time limit of each attempt of this job (default: the worker's)")
+	durationVar(fs, &opts.Policy.TimeBudget, "budget", 0, "time budget of this job from its first attempt (default: the worker's)")
+	durationVar(fs, &opts.Policy.AttemptTimeout, "timeout", 0, "time limit of each attempt of this job (default: the worker's)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")
 	pos, code, done := parseInterleaved(fs, args, s, jobsEnqueueDoc)
 	if done {

@@ -12,11 +12,14 @@ import (
 var jobsLsDoc = helpDoc{
 	head: `Usage: heed jobs ls [FLAGS]
 
-Lists jobs, oldest first: ID, kind, queue, state (dead with its reason,
-scheduled with when), attempts, age, the last error and the arguments.
+Lists jobs, oldest first (newest first with --newest): ID, kind, queue,
+state (dead with its reason, scheduled with when), attempts, age, the last
+error and the arguments. --state takes the states a job can be in:
+available (due now: a worker may claim it), scheduled (due later), retrying
+(waiting for its next attempt, due or not), running, succeeded or dead.
 `,
 	groups: []flagGroup{
-		{"Filter flags", []string{"state", "kind", "queue", "after", "limit"}},
+		{"Filter flags", []string{"state", "kind", "queue", "newest", "after", "before", "limit"}},
 		{"Output flags", []string{"json", "reveal"}},
 		{"Database flags", []string{"db"}},
 	},
@@ -27,6 +30,8 @@ scheduled with when), attempts, age, the last error and the arguments.
 
 Examples:
   heed jobs ls
+  heed jobs ls --newest --limit 10
+  heed jobs ls --state retrying
   heed jobs ls --state dead --kind http
   heed jobs ls --state available --queue emails --limit 20 --json
 `,
@@ -38,10 +43,12 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	var f queue.JobFilter
-	state := fs.String("state", "", "only jobs in `STATE`: available, running, succeeded or dead")
+	state := fs.String("state", "", "only jobs in `STATE`: available, scheduled, retrying, running, succeeded or dead")
 	fs.StringVar(&f.Kind, "kind", "", "only jobs of `KIND`")
 	fs.StringVar(&f.Queue, "queue", "", "only jobs of `QUEUE`")
 	fs.Int64Var(&f.AfterID, "after", 0, "only jobs with an `ID` above this (paging)")
+	fs.Int64Var(&f.BeforeID, "before", 0, "only jobs with an `ID` below this (paging with --newest)")
+	fs.BoolVar(&f.Newest, "newest", false, "list the newest jobs first")
 	fs.IntVar(&f.Limit, "limit", 100, "list at most `N` jobs (0: all)")
 	asJSON := fs.Bool("json", false, "print the jobs, with their histories, as a JSON array")
 	reveal := addRevealFlag(fs)
@@ -51,12 +58,26 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	f.State = queue.State(*state)
-	if *state != "" && !f.State.Valid() {
-		return usageError(s, name, flagError("state", "%q is not available, running, succeeded or dead", *state))
+	now := time.Now()
+	switch *state {
+	case "":
+	case "available":
+		f.State, f.AvailableBy = queue.StateAvailable, now
+	case "scheduled":
+		f.State, f.AvailableAfter = queue.StateAvailable, now
+	case "retrying":
+		f.State, f.Retried = queue.StateAvailable, true
+	default:
+		f.State = queue.State(*state)
+		if !f.State.Valid() {
+			return usageError(s, name, flagError("state", "%q is not available, scheduled, retrying, running, succeeded or dead", *state))
+		}
 	}
-	if f.Limit < 0 {
+	switch {
+	case f.Limit < 0:
 		return usageError(s, name, flagError("limit", "%d, must not be negative", f.Limit))
+	case f.AfterID < 0 || f.BeforeID < 0:
+		return usageError(s, name, errors.New("--after and --before take a job ID, 1 or more"))
 	}
 	d, err := openDB(ctx, resolveDB(*db), openRead)
 	if err != nil {
@@ -67,7 +88,11 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	return printJobs(s, redactJobs(jobs, *reveal), *asJSON, f.Limit, "jobs ls --after")
+	more := "jobs ls --after"
+	if f.Newest {
+		more = "jobs ls --newest --before"
+	}
+	return printJobs(s, redactJobs(jobs, *reveal), *asJSON, f.Limit, more)
 }
 
 // printJobs prints a job list as a table or JSON.

@@ -32,7 +32,7 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 	const name = "jobs purge"
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
-	older := fs.Duration("succeeded-older-than", 0, "delete jobs that succeeded more than this long ago (required)")
+	older := durationFlag(fs, "succeeded-older-than", 0, "delete jobs that succeeded more than this long ago (required)")
 	if code, done := parseFlags(fs, args, s, jobsPurgeDoc); done {
 		return code
 	}

@@ -349,7 +349,7 @@ func TestDemo(t *testing.T) {
 		"gave up: attempts exhausted -> dead-letter",
 		"gave up: time budget exhausted -> dead-letter",
 		"(server pushback)",
-		"heed jobs dead requeue 2 --db " + db,
+		"heed jobs dead requeue 3 --db " + db + "   # its error was transient",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)

@@ -35,6 +35,15 @@ give up into the dead-letter. It prints one line per attempt on stdout:
   18:02:12.530 job 7 fail: attempt 3: ok
   18:02:12.611 job 8 fail: attempt 1: boom (permanent), gave up: permanent error -> dead-letter
 
+With --quiet it prints, instead, a summary line every --summary-every (a
+minute), so that a quiet worker still shows it is alive. Its own messages
+(starting, stopping, warnings) go to stderr, in one format: heed's lines
+(--log-format text), or one JSON object per record, each job event
+included (--log-format json), for log shippers.
+
+An exec job on a worker without --allow-exec is given back, its attempt not
+counted, for a worker that allows exec jobs; a warning says so.
+
 It runs until SIGINT or SIGTERM, --for, or --until-empty. Then it stops
 claiming, lets running jobs finish for up to --grace, and releases the rest
 (available again at once, their attempt not counted). A second SIGINT or
@@ -58,7 +67,8 @@ attempts left. Per-job limits from heed jobs enqueue override them.
 Job kinds:
 ` + jobsKindsHelp(),
 	groups: []flagGroup{
-		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "quiet", "allow-exec", "id", "metrics-addr"}},
+		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "allow-exec", "id", "metrics-addr"}},
+		{"Output flags", []string{"quiet", "summary-every", "log-format"}},
 		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout", "min-attempt-time"}},
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db", "no-migrate"}},
@@ -97,13 +107,13 @@ func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
 	pf := &jobsPolicyFlags{fs: fs}
 	fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
 	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
-	fs.DurationVar(&pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
-	fs.DurationVar(&pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
+	durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
+	durationVar(fs, &pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
 	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
 	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
-	fs.DurationVar(&pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
-	fs.DurationVar(&pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
-	fs.DurationVar(&pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")
+	durationVar(fs, &pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
+	durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
+	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")
 	return pf
 }
 
@@ -181,15 +191,17 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	db := addDBFlag(fs)
 	queues := fs.String("queues", queue.DefaultQueue, "the `QUEUES` to work, comma-separated; NAME=N sets one's concurrency (default: the queue named default)")
 	conc := fs.Int("concurrency", queue.DefaultConcurrency, "jobs run at once per queue")
-	forD := fs.Duration("for", 0, "stop after this long (default: run until a signal)")
+	forD := durationFlag(fs, "for", 0, "stop after this long (default: run until a signal)")
 	untilEmpty := fs.Bool("until-empty", false, "stop when no job of the queues is available, scheduled or running")
-	quiet := fs.Bool("quiet", false, "print no line per attempt")
+	quiet := fs.Bool("quiet", false, "print no line per attempt, only a summary line every --summary-every")
+	summaryEvery := durationFlag(fs, "summary-every", time.Minute, "with --quiet, how often to print the summary line (0: never)")
+	logFormat := fs.String("log-format", logText, "`FORMAT` of the messages on stderr: text or json")
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
 	pf := addJobsPolicyFlags(fs)
-	lease := fs.Duration("lease", queue.DefaultLease, "how long a claimed job is leased without renewal (at least 1s); a dead worker's jobs run again after it")
-	poll := fs.Duration("poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
-	grace := fs.Duration("grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
+	lease := durationFlag(fs, "lease", queue.DefaultLease, "how long a claimed job is leased without renewal (at least 1s); a dead worker's jobs run again after it")
+	poll := durationFlag(fs, "poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
+	grace := durationFlag(fs, "grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
 	noMigrate := fs.Bool("no-migrate", false, "do not create or upgrade the database schema: refuse to start, naming the missing migrations, when it is behind this heed (for fleets that migrate in a separate step)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
 	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
@@ -220,6 +232,13 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if *forD < 0 {
 		return usageError(s, name, flagError("for", "%v, must not be negative", *forD))
 	}
+	if *summaryEvery < 0 {
+		return usageError(s, name, flagError("summary-every", "%v, must not be negative", *summaryEvery))
+	}
+	if *logFormat != logText && *logFormat != logJSON {
+		return usageError(s, name, flagError("log-format", "%q is not text or json", *logFormat))
+	}
+	log := workLogger(s.stderr, *logFormat, "heed "+name+": ")
 
 	total := 0
 	for _, n := range qs {
@@ -241,17 +260,28 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	}
 	defer d.Close()
 	var out io.Writer
+	var every time.Duration
 	if !*quiet {
 		out = s.stdout
+	} else {
+		every = *summaryEvery
 	}
+	var warned sync.Map // exec jobs warned about, by ID: once each
 	r := &workerRun{
 		store: d.store,
 		cfg: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
-			ShutdownGrace: *grace, Logger: storeLogger(s.stderr)},
-		kinds:      jobkinds.Config{AllowExec: *allowExec},
-		out:        out,
-		stamp:      func(t time.Time) string { return t.Format("15:04:05.000") },
-		untilEmpty: *untilEmpty,
+			ShutdownGrace: *grace, Logger: log},
+		kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
+			if _, dup := warned.LoadOrStore(j.ID, true); !dup {
+				log.Warn(fmt.Sprintf("exec job %d given back: this worker does not run exec jobs (start one with --allow-exec); it stays available, and is tried again every %v", j.ID, jobkinds.ExecRefusedSnooze),
+					"job_id", j.ID)
+			}
+		}},
+		out:          out,
+		stamp:        func(t time.Time) string { return t.Format("15:04:05.000") },
+		untilEmpty:   *untilEmpty,
+		summaryOut:   s.stdout,
+		summaryEvery: every,
 	}
 	if *metricsAddr != "" {
 		ms, err := heedotel.ServePrometheus(context.WithoutCancel(ctx), *metricsAddr) // until the worker has stopped
@@ -264,7 +294,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		if _, err := ms.Metrics().ObserveQueue(d.store); err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
-		fmt.Fprintf(s.stderr, "heed jobs work: metrics at %s\n", ms.URL())
+		log.Info("metrics at "+ms.URL(), "url", ms.URL())
 	}
 	w, err := r.worker()
 	if err != nil {
@@ -275,8 +305,8 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		names = append(names, fmt.Sprintf("%s (%d at once)", q, n))
 	}
 	sort.Strings(names)
-	fmt.Fprintf(s.stderr, "heed jobs work: worker %s on %s\n  queues: %s\n  policy: %s; lease %v\n",
-		w.ID(), d.name, strings.Join(names, ", "), pf.describe(p), *lease)
+	log.Info(fmt.Sprintf("worker %s on %s", w.ID(), d.name),
+		"queues", strings.Join(names, ", "), "policy", pf.describe(p), "lease", *lease)
 
 	rctx := ctx
 	var cancel context.CancelFunc = func() {}
@@ -286,12 +316,12 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	defer cancel()
 	err = r.run(rctx, w, func() {
 		if ctx.Err() != nil {
-			fmt.Fprintf(s.stderr, "heed jobs work: stopping: running jobs have %v to finish\n", *grace)
+			log.Info(fmt.Sprintf("stopping: running jobs have %v to finish", *grace))
 		}
 	})
-	fmt.Fprintf(s.stderr, "heed jobs work: stopped: %s\n", r.summary())
+	log.Info("stopped: " + r.summary())
 	if err != nil {
-		fmt.Fprintf(s.stderr, "heed jobs work: %v\n", err)
+		log.Error(err.Error())
 		if errors.Is(err, errInterruptedAgain) {
 			return exitInterrupted
 		}
@@ -336,6 +366,9 @@ type workerRun struct {
 	stamp      func(time.Time) string // each line's prefix
 	untilEmpty bool                   // stop when the worker's queues have no live job
 	onEvent    func(queue.Event)      // called for every event, after printing
+
+	summaryOut   io.Writer     // where summary lines go
+	summaryEvery time.Duration // how often; 0: never
 
 	mu     sync.Mutex // serialises lines
 	counts [16]atomic.Int64
@@ -388,6 +421,18 @@ func jobDecisionLine(e queue.Event) string {
 
 func (r *workerRun) count(k queue.EventKind) int64 { return r.counts[k].Load() }
 
+// since describes the events since the counts in last, and updates last.
+func (r *workerRun) since(last *[16]int64) string {
+	var d [16]int64
+	for i := range r.counts {
+		n := r.counts[i].Load()
+		d[i], last[i] = n-last[i], n
+	}
+	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
+		d[queue.EventStarted], d[queue.EventSucceeded], d[queue.EventRetried], d[queue.EventDead],
+		d[queue.EventSnoozed], d[queue.EventReleased], d[queue.EventLost])
+}
+
 func (r *workerRun) summary() string {
 	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
 		r.count(queue.EventStarted), r.count(queue.EventSucceeded), r.count(queue.EventRetried), r.count(queue.EventDead),
@@ -427,6 +472,24 @@ func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) e
 			stopping()
 		}
 	})
+	if r.summaryEvery > 0 {
+		wg.Go(func() {
+			t := time.NewTicker(r.summaryEvery)
+			defer t.Stop()
+			var last [len(r.counts)]int64
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-t.C:
+					line := r.since(&last)
+					r.mu.Lock()
+					fmt.Fprintf(r.summaryOut, "%s summary of the last %v: %s\n", r.stamp(now), r.summaryEvery, line)
+					r.mu.Unlock()
+				}
+			}
+		})
+	}
 	err := w.Start(ctx)
 	if err == nil {
 		<-ctx.Done()

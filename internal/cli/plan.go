@@ -84,7 +84,7 @@ func planMain(ctx context.Context, s streams, args []string) int {
 	}
 	fs := newFlagSet("plan")
 	pf := addPolicyFlags(fs)
-	attemptTime := fs.Duration("attempt-time", 0, "how long each attempt takes, for ENDS BY and FITS (default: --timeout, or --min-attempt-time, or 10ms)")
+	attemptTime := durationFlag(fs, "attempt-time", 0, "how long each attempt takes, for ENDS BY and FITS (default: --timeout, or --min-attempt-time, or 10ms)")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables (fields below)")
 	layers := fs.Int("layers", 1, "`N` services in the call chain that each retry their call to the next")
 	retries := fs.Int("retries-per-layer", -1, "retries `R` each layer makes per call (default --attempts − 1)")

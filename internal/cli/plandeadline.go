@@ -109,8 +109,8 @@ const (
 func planDeadlineMain(_ context.Context, s streams, args []string) int {
 	const name = "plan deadline"
 	fs := newFlagSet(name)
-	dl := fs.Duration("deadline", 0, "the request's deadline, set at the edge (required without FILE)")
-	reserve := fs.Duration("reserve", 0, "time kept back for the response and the network")
+	dl := durationFlag(fs, "deadline", 0, "the request's deadline, set at the edge (required without FILE)")
+	reserve := durationFlag(fs, "reserve", 0, "time kept back for the response and the network")
 	var steps stepFlags
 	fs.Var(&steps, "step", "one step, in order: `SPEC` as below; repeat for each step")
 	rate := fs.Float64("rate", 0, "requests per second, `RPS`, to count the requests left waiting on a step that hangs")
@@ -317,13 +317,9 @@ func parseDur(field, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := parseDuration(s)
 	if err != nil {
-		hint := "e.g. 120ms or 2s"
-		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
-			hint = "it needs a unit, e.g. " + s + "ms"
-		}
-		return 0, fmt.Errorf("%s %q is not a duration (%s)", field, s, hint)
+		return 0, fmt.Errorf("%s: %w", field, err)
 	}
 	return d, nil
 }

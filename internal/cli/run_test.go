@@ -99,7 +99,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"127 is permanent", nil, "exit 127", 127, 1},
 		{"127 made transient", []string{"--transient-codes", "127", "--attempts", "2"}, "exit 127", 127, 2},
 		{"signal", []string{"--attempts", "2"}, "kill -9 $$", 128 + 9, 2},
-		{"deadline", []string{"--deadline", "50ms", "--base", "100ms", "--jitter", "none", "--attempts", "9"}, "exit 1", 124, 1},
+		{"deadline", []string{"--deadline", "5s", "--base", "10s", "--jitter", "none", "--attempts", "9"}, "exit 1", 124, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,9 +140,9 @@ func TestRunTimeoutIsRetried(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if code != 124 || len(lines) != 2 ||
-		!strings.HasPrefix(lines[0], "heed: attempt 1: killed after ") || !strings.HasSuffix(lines[0], "(attempt timed out)") ||
-		!strings.HasPrefix(lines[1], "heed: attempt 2: killed after ") || !strings.HasSuffix(lines[1], "gave up: attempts exhausted") {
-		t.Errorf("exit %d, stderr %q; want 124 after two attempts killed by the timeout", code, stderr)
+		!strings.HasPrefix(lines[0], "heed: attempt 1: timed out after ") || !strings.HasSuffix(lines[0], "(attempt timed out)") ||
+		!strings.HasPrefix(lines[1], "heed: attempt 2: timed out after ") || !strings.HasSuffix(lines[1], "gave up: attempts exhausted") {
+		t.Errorf("exit %d, stderr %q; want 124 after two attempts stopped by the timeout", code, stderr)
 	}
 }
 

@@ -94,6 +94,7 @@ Exit codes:
 Examples:
   heed sim spike
   heed sim --chart spike.png --csv spike.csv spike
+  heed sim --chart docs/sim-spike.png --force spike   # redraw the README's chart
   heed sim --policy heed --horizon 5m my-outage.yaml
 `
 
@@ -115,7 +116,7 @@ func simHelp() helpDoc {
 	}
 	return helpDoc{
 		head:   b.String(),
-		groups: []flagGroup{{"Sim flags", []string{"policy", "seed", "horizon", "csv", "chart"}}},
+		groups: []flagGroup{{"Sim flags", []string{"policy", "seed", "horizon", "csv", "chart", "force"}}},
 		foot:   simFoot,
 	}
 }
@@ -145,9 +146,10 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet("sim")
 	policies := fs.String("policy", "", "run only the policies `NAMES` (comma-separated; default: all)")
 	seed := fs.Uint64("seed", 0, "random seed `N` (default: the scenario's)")
-	horizon := fs.Duration("horizon", 0, "virtual time to simulate (default: the scenario's)")
+	horizon := durationFlag(fs, "horizon", 0, "virtual time to simulate (default: the scenario's)")
 	csvPath := fs.String("csv", "", "write the time series as CSV to `FILE` (- for stdout, and the summary to stderr)")
 	chartPath := fs.String("chart", "", "draw a chart of the runs to `FILE`, PNG or SVG by its extension")
+	force := fs.Bool("force", false, "overwrite the files of --csv and --chart when they exist (default: refuse)")
 	if code, done := parseFlags(fs, reorder(fs, args), s, simHelp()); done {
 		return code
 	}
@@ -188,6 +190,17 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	if err := sc.Validate(); err != nil {
 		return usageError(s, "sim", fmt.Errorf("%s: %w", fs.Arg(0), err))
 	}
+	// Refuse before simulating, not after: an existing file may be one a
+	// repository tracks (docs/sim-spike.png), overwritten only when asked.
+	for _, path := range []string{*csvPath, *chartPath} {
+		if path == "" || path == "-" || *force {
+			continue
+		}
+		if _, err := os.Stat(path); err == nil {
+			fmt.Fprintf(s.stderr, "heed sim: %s exists; give --force to overwrite it, or another file name\n", path)
+			return exitFailure
+		}
+	}
 
 	opts := sim.Options{Context: ctx}
 	if f, ok := s.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
@@ -213,19 +226,23 @@ func simMain(ctx context.Context, s streams, args []string) int {
 
 	code := exitOK
 	if *csvPath != "" {
-		err := writeOut(s, *csvPath, func(w io.Writer) error { return sim.WriteCSV(w, results...) })
+		err := writeOut(s, *csvPath, *force, func(w io.Writer) error { return sim.WriteCSV(w, results...) })
 		if err != nil {
 			fmt.Fprintf(s.stderr, "heed sim: %v\n", err)
 			code = exitFailure
+		} else if *csvPath != "-" {
+			fmt.Fprintf(s.stderr, "heed sim: wrote the time series to %s\n", *csvPath)
 		}
 	}
 	if *chartPath != "" {
-		err := writeOut(s, *chartPath, func(w io.Writer) error {
+		err := writeOut(s, *chartPath, *force, func(w io.Writer) error {
 			return chart.Write(w, format, chart.Options{Title: sc.Name, Faults: sc.Faults}, results...)
 		})
 		if err != nil {
 			fmt.Fprintf(s.stderr, "heed sim: %v\n", err)
 			code = exitFailure
+		} else if *chartPath != "-" {
+			fmt.Fprintf(s.stderr, "heed sim: wrote the chart to %s\n", *chartPath)
 		}
 	}
 	return code
@@ -264,8 +281,9 @@ func reorder(fs *flag.FlagSet, args []string) []string {
 	return append(append(flags, "--"), pos...)
 }
 
-// writeOut writes to path ("-" is stdout) with write.
-func writeOut(s streams, path string, write func(io.Writer) error) error {
+// writeOut writes to path ("-" is stdout) with write. Unless overwrite is
+// set, it creates the file and fails when one exists.
+func writeOut(s streams, path string, overwrite bool, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(s.stdout)
 	}
@@ -273,7 +291,19 @@ func writeOut(s streams, path string, write func(io.Writer) error) error {
 	if err := write(&b); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !overwrite {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func pickPolicies(all []sim.Policy, names string) ([]sim.Policy, error) {
@@ -620,9 +650,9 @@ func (d *durs) parse(path, s string) time.Duration {
 	if s == "" || d.err != nil {
 		return 0
 	}
-	v, err := time.ParseDuration(s)
+	v, err := parseDuration(s)
 	if err != nil {
-		d.err = fmt.Errorf("%s: %q is not a duration (write it like 500ms, 2s or 1m)", path, s)
+		d.err = fmt.Errorf("%s: %w", path, err)
 	}
 	return v
 }

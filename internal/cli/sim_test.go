@@ -71,6 +71,49 @@ func TestSimOutputs(t *testing.T) {
 	if b, _ := os.ReadFile(svg); !bytes.Contains(b, []byte("<svg")) || bytes.Contains(b, []byte("naive")) {
 		t.Errorf("%s: not an SVG of the heed policy alone", svg)
 	}
+	// Each quantity on its own axis, with its unit.
+	b, _ = os.ReadFile(svg)
+	for _, want := range []string{"requests per second", "attempts in flight (count)", "p99 latency (s)", "Each panel is scaled to its own data"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("%s has no %q", svg, want)
+		}
+	}
+}
+
+// heed sim says where it wrote its outputs, and never overwrites an existing
+// file (a tracked docs/sim-spike.png, say) unless given --force.
+func TestSimOverwritesOnlyWithForce(t *testing.T) {
+	dir := t.TempDir()
+	png, csv := filepath.Join(dir, "c.png"), filepath.Join(dir, "s.csv")
+	code, _, stderr := heed(t, "", "sim", "--horizon", "10s", "--chart", png, "--csv", csv, "spike")
+	if code != 0 || stderr != "heed sim: wrote the time series to "+csv+"\nheed sim: wrote the chart to "+png+"\n" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, p := range []string{png, csv} {
+		if err := os.WriteFile(p, []byte("tracked"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := heed(t, "", "sim", "--horizon", "10s", "--chart", png, "spike")
+	if code != 1 || stdout != "" || stderr != "heed sim: "+png+" exists; give --force to overwrite it, or another file name\n" {
+		t.Errorf("existing chart: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = heed(t, "", "sim", "--horizon", "10s", "--csv", csv, "spike")
+	if code != 1 || !strings.Contains(stderr, csv+" exists") {
+		t.Errorf("existing CSV: exit %d, stderr %q", code, stderr)
+	}
+	for _, p := range []string{png, csv} {
+		if b, _ := os.ReadFile(p); string(b) != "tracked" {
+			t.Errorf("%s was overwritten without --force", p)
+		}
+	}
+	code, _, stderr = heed(t, "", "sim", "--horizon", "10s", "--chart", png, "--force", "spike")
+	if code != 0 || !strings.Contains(stderr, "wrote the chart to "+png) {
+		t.Fatalf("--force: exit %d, stderr %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(png); !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("--force did not overwrite %s", png)
+	}
 }
 
 // Same scenario, same seed: same bytes. Another seed: other bytes.

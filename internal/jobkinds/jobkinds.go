@@ -43,10 +43,15 @@ type Kind struct {
 // Config configures the handlers [Register] installs. The zero value is
 // ready to use: exec jobs are refused and HTTP jobs use a default client.
 type Config struct {
-	// AllowExec lets exec jobs run commands. Without it, an exec job fails
-	// permanently with a message saying so: anyone who can enqueue a job
-	// would otherwise run commands on the worker's machine.
+	// AllowExec lets exec jobs run commands. Without it, the worker gives
+	// exec jobs back (they stay available for a worker that allows them):
+	// anyone who can enqueue a job would otherwise run commands on the
+	// worker's machine.
 	AllowExec bool
+	// OnExecRefused, when set, is called for every exec job such a worker
+	// gives back (it snoozes for ExecRefusedSnooze, its attempt not
+	// counted), to warn whoever runs it.
+	OnExecRefused func(job *queue.Job)
 	// HTTP is the base transport under the retryhttp.Transport that http
 	// jobs make their requests through (default: retryhttp's own). That
 	// transport makes one attempt per job attempt, so that the queue alone
@@ -374,15 +379,24 @@ func (a *execArgs) check() error {
 	return checkMillis("timeout_ms", a.TimeoutMS, 24*time.Hour)
 }
 
-// ErrExecDisabled is the permanent error of an exec job on a worker that
-// does not allow exec jobs.
+// ErrExecDisabled says why a worker that does not allow exec jobs gives
+// them back.
 var ErrExecDisabled = errors.New("exec jobs are disabled on this worker (start it with heed jobs work --allow-exec)")
 
+// ExecRefusedSnooze is how long an exec job given back by a worker that
+// does not allow exec jobs waits before a worker may claim it again.
+const ExecRefusedSnooze = time.Minute
+
 func registerExec(w *queue.Worker, cfg *Config) {
-	allow := cfg.AllowExec
+	allow, refused := cfg.AllowExec, cfg.OnExecRefused
 	queue.Handle(w, "exec", func(ctx context.Context, job *queue.Job, a execArgs) error {
 		if !allow {
-			return retry.Permanent(ErrExecDisabled)
+			// Not the job's fault: it stays available for a worker that
+			// may run it, without using an attempt.
+			if refused != nil {
+				refused(job)
+			}
+			return queue.Snooze(ExecRefusedSnooze)
 		}
 		return runExec(ctx, a)
 	})

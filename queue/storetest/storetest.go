@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"HistoryCap", testHistoryCap},
 		{"ArgsRoundTrip", testArgsRoundTrip},
 		{"DeadList", testDeadList},
+		{"JobListOrderAndDue", testJobListOrderAndDue},
 		{"DeadRequeue", testDeadRequeue},
 		{"DeadRequeueUnique", testDeadRequeueUnique},
 		{"DeadDelete", testDeadDelete},
@@ -663,6 +664,49 @@ func testDeadList(t *testing.T, s queue.Store) {
 	}
 	if d1.DeadReason != "permanent" || !d1.FinishedAt.Equal(t0.Add(-48*time.Hour)) || len(d1.History) != 1 || d1.LeaseToken != "" {
 		t.Errorf("dead job: %+v", d1)
+	}
+}
+
+// JobList lists newest first with Newest (paging with BeforeID), tells due
+// jobs from scheduled ones, and jobs waiting for a retry from new ones.
+func testJobListOrderAndDue(t *testing.T, s queue.Store) {
+	d1 := kill(t, s, "email", "mail", "permanent", t0, "")
+	fresh := insert(t, s, "email", queue.EnqueueOptions{Queue: "mail"})
+	later := insert(t, s, "email", queue.EnqueueOptions{Queue: "mail", In: time.Hour})
+	c := claimOne(t, s, "mail", t0) // fresh, the due one
+	if c.ID != fresh.ID {
+		t.Fatalf("claimed job %d, want %d", c.ID, fresh.ID)
+	}
+	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateAvailable,
+		Attempt: c.Attempt, AvailableAt: t0.Add(time.Minute), Entry: entry(1, "transient", "retry", "transient", t0)}); err != nil {
+		t.Fatalf("JobTransition(retry): %v", err)
+	}
+	retrying := fresh
+	newJob := insert(t, s, "email", queue.EnqueueOptions{Queue: "mail"})
+	for _, tc := range []struct {
+		name string
+		f    queue.JobFilter
+		want []int64
+	}{
+		{"newest", queue.JobFilter{Newest: true}, []int64{newJob.ID, later.ID, retrying.ID, d1.ID}},
+		{"newest limit", queue.JobFilter{Newest: true, Limit: 2}, []int64{newJob.ID, later.ID}},
+		{"newest page", queue.JobFilter{Newest: true, BeforeID: later.ID}, []int64{retrying.ID, d1.ID}},
+		{"before", queue.JobFilter{BeforeID: later.ID}, []int64{d1.ID, retrying.ID}},
+		{"scheduled", queue.JobFilter{State: queue.StateAvailable, AvailableAfter: t0}, []int64{retrying.ID, later.ID}},
+		{"due", queue.JobFilter{State: queue.StateAvailable, AvailableBy: t0}, []int64{newJob.ID}},
+		{"retrying", queue.JobFilter{State: queue.StateAvailable, Retried: true}, []int64{retrying.ID}},
+		{"retried", queue.JobFilter{Retried: true}, []int64{d1.ID, retrying.ID}},
+	} {
+		jobs, err := s.JobList(ctx, tc.f)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := ids(jobs); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: JobList = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, err := s.JobList(ctx, queue.JobFilter{BeforeID: -1}); err == nil {
+		t.Error("JobList(BeforeID -1): no error")
 	}
 }
 

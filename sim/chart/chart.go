@@ -1,6 +1,7 @@
 // Package chart draws the results of a [sim] run: one column per policy,
-// side by side on the same scales, so the difference between policies is
-// what the eye sees. It uses gonum.org/v1/plot and writes PNG or SVG.
+// side by side, each quantity on its own axis with its unit, each panel
+// scaled to its own data, and a caption that states the comparison in
+// numbers. It uses gonum.org/v1/plot and writes PNG or SVG.
 //
 // Most callers want [Write]. The heed command's "heed sim --chart" uses it.
 package chart
@@ -10,9 +11,12 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -29,7 +33,8 @@ type Options struct {
 	Title string
 	// Faults are shaded behind the lines.
 	Faults []sim.Fault
-	// Width and Height of each column (default 4.5 and 5.5 inches).
+	// Width and Height of each column (default 4.5 and 7.5 inches); the
+	// legends and the caption take room beside and below them.
 	Width, Height vg.Length
 }
 
@@ -42,11 +47,20 @@ var (
 	colFault    = color.NRGBA{R: 0xff, G: 0xa0, B: 0x40, A: 0x40}
 )
 
+// Layout of the image, beside the columns.
+const (
+	legendWidth   = 2.7 * vg.Inch // the legend column, right of the panels
+	captionHeight = 1.2 * vg.Inch
+)
+
 // Write draws results (one column each, in order) and writes the chart to
-// w as format "png" or "svg". The top row shows user requests, attempts at
-// the bottom service and goodput per second; the bottom row the attempts
-// the bottom service holds and the p99 latency of user requests. Rows share
-// their scales across columns.
+// w as format "png" or "svg". Three rows: user requests, attempts at the
+// bottom service and goodput per second; the attempts the bottom service
+// holds (a count, with integer ticks); the p99 latency of the user requests
+// that finished in each interval, with a gap where none did. Each panel is
+// scaled to its own data, so a calm policy is not flattened by a stormy one;
+// the caption under the columns states the peaks side by side. Legends are
+// in a column of their own, right of the data.
 func Write(w io.Writer, format string, o Options, results ...*sim.Result) error {
 	if len(results) == 0 {
 		return fmt.Errorf("chart: no results to draw")
@@ -56,35 +70,32 @@ func Write(w io.Writer, format string, o Options, results ...*sim.Result) error 
 		width = 4.5 * vg.Inch
 	}
 	if height == 0 {
-		height = 5.5 * vg.Inch
+		height = 7.5 * vg.Inch
 	}
-	totalW := width * vg.Length(len(results))
+	totalW := width*vg.Length(len(results)) + legendWidth
+	totalH := height + captionHeight
 	var c vg.CanvasWriterTo
 	switch format {
 	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(totalW, height), vgimg.UseDPI(110))}
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(totalW, totalH), vgimg.UseDPI(110))}
 	case "svg":
-		c = vgsvg.New(totalW, height)
+		c = vgsvg.New(totalW, totalH)
 	default:
 		return fmt.Errorf("chart: unknown format %q (want png or svg)", format)
 	}
 
-	var rateMax, inflightMax, p99Max float64
-	for _, r := range results {
-		sec := r.Interval.Seconds()
-		for _, p := range r.Series {
-			rateMax = max(rateMax, float64(p.UserRequests)/sec, float64(p.Attempts)/sec, float64(p.Goodput)/sec)
-			inflightMax = max(inflightMax, float64(p.InFlight))
-			p99Max = max(p99Max, p.P99.Seconds())
-		}
+	const rows = 3
+	plots := make([][]*plot.Plot, rows)
+	for j := range plots {
+		plots[j] = make([]*plot.Plot, len(results))
 	}
-	rateMax = nice(rateMax)
-	inflightMax = nice(inflightMax)
-	p99Max = nice(p99Max)
-
-	plots := make([][]*plot.Plot, 2)
-	plots[0] = make([]*plot.Plot, len(results))
-	plots[1] = make([]*plot.Plot, len(results))
+	legends := make([]plot.Legend, rows)
+	for j := range legends {
+		legends[j] = plot.NewLegend()
+		legends[j].Top, legends[j].Left = true, true
+		legends[j].TextStyle.Font.Size = vg.Points(9.5)
+	}
+	peaks := make([]peak, len(results))
 	for i, r := range results {
 		sec := r.Interval.Seconds()
 		series := func(f func(sim.Point) float64) plotter.XYs {
@@ -96,17 +107,26 @@ func Write(w io.Writer, format string, o Options, results ...*sim.Result) error 
 			return xy
 		}
 		xmax := (time.Duration(len(r.Series)) * r.Interval).Seconds()
+		pk := &peaks[i]
+		pk.policy = r.Policy
+		for _, p := range r.Series {
+			pk.attempts = max(pk.attempts, float64(p.Attempts)/sec)
+			pk.rate = max(pk.rate, float64(p.UserRequests)/sec, float64(p.Attempts)/sec, float64(p.Goodput)/sec)
+			pk.inFlight = max(pk.inFlight, p.InFlight)
+			pk.p99 = max(pk.p99, p.P99)
+		}
+		first := i == 0 // the first column's lines stand for all in the legends
 
-		top := plot.New()
+		// Row 1: rates.
+		top := newPanel(0, xmax, nice(pk.rate))
 		top.Title.Text = r.Policy
 		if o.Title != "" {
 			top.Title.Text = o.Title + ": " + r.Policy
 		}
 		top.Title.TextStyle.Font.Size = vg.Points(13)
-		top.Y.Label.Text = "per second"
-		top.X.Min, top.X.Max = 0, xmax
-		top.Y.Min, top.Y.Max = 0, rateMax
-		if err := shade(top, o.Faults, xmax, rateMax); err != nil {
+		top.Y.Label.Text = "requests per second"
+		top.Y.Tick.Marker = plainTicks{}
+		if err := shade(top, o.Faults, xmax); err != nil {
 			return err
 		}
 		for _, l := range []struct {
@@ -114,73 +134,198 @@ func Write(w io.Writer, format string, o Options, results ...*sim.Result) error 
 			col  color.Color
 			f    func(sim.Point) float64
 		}{
-			{"attempts at the bottom", colAttempts, func(p sim.Point) float64 { return float64(p.Attempts) / sec }},
+			{"attempts at the bottom service", colAttempts, func(p sim.Point) float64 { return float64(p.Attempts) / sec }},
 			{"user requests", colUsers, func(p sim.Point) float64 { return float64(p.UserRequests) / sec }},
-			{"goodput", colGoodput, func(p sim.Point) float64 { return float64(p.Goodput) / sec }},
+			{"goodput (succeeded)", colGoodput, func(p sim.Point) float64 { return float64(p.Goodput) / sec }},
 		} {
-			if err := addLine(top, l.name, l.col, series(l.f)); err != nil {
+			line, err := addLine(top, l.col, series(l.f))
+			if err != nil {
 				return err
 			}
+			if first {
+				legends[0].Add(l.name+" (/s)", line)
+			}
 		}
-		top.Legend.Top, top.Legend.Left = true, true
-		top.Legend.XOffs = vg.Millimeter * 2
-		top.Legend.TextStyle.Font.Size = vg.Points(9)
 		addSummary(top, r)
 
-		bottom := plot.New()
-		bottom.X.Label.Text = "time (s)"
-		bottom.Y.Label.Text = "in flight at the bottom"
-		bottom.X.Min, bottom.X.Max = 0, xmax
-		bottom.Y.Min, bottom.Y.Max = 0, inflightMax
-		if err := shade(bottom, o.Faults, xmax, inflightMax); err != nil {
+		// Row 2: a count, with integer ticks.
+		mid := newPanel(0, xmax, nice(float64(pk.inFlight)))
+		mid.Y.Label.Text = "attempts in flight (count)"
+		mid.Y.Tick.Marker = integerTicks{}
+		if err := shade(mid, o.Faults, xmax); err != nil {
 			return err
 		}
-		if err := addLine(bottom, "in flight", colInFlight, series(func(p sim.Point) float64 { return float64(p.InFlight) })); err != nil {
+		line, err := addLine(mid, colInFlight, series(func(p sim.Point) float64 { return float64(p.InFlight) }))
+		if err != nil {
 			return err
 		}
-		// p99 latency, scaled onto the in-flight axis.
-		scale := inflightMax / p99Max
-		if err := addLine(bottom, fmt.Sprintf("p99 latency (%s at the top)", secs(p99Max)), colP99,
-			series(func(p sim.Point) float64 { return p.P99.Seconds() * scale })); err != nil {
-			return err
+		if first {
+			legends[1].Add("attempts the bottom service holds,", line)
+			legends[1].Add("in service or queued, at the")
+			legends[1].Add("end of each interval")
 		}
-		bottom.Legend.Top, bottom.Legend.Left = true, true
-		bottom.Legend.XOffs = vg.Millimeter * 2
-		bottom.Legend.TextStyle.Font.Size = vg.Points(9)
 
-		plots[0][i], plots[1][i] = top, bottom
+		// Row 3: latency, in seconds, with gaps where nothing finished.
+		bottom := newPanel(0, xmax, niceUp(pk.p99.Seconds()))
+		bottom.Y.Label.Text = "p99 latency (s)"
+		bottom.Y.Tick.Marker = plainTicks{}
+		bottom.X.Label.Text = "time (s)"
+		if err := shade(bottom, o.Faults, xmax); err != nil {
+			return err
+		}
+		var thumb plot.Thumbnailer
+		for _, run := range finishedRuns(r, series(func(p sim.Point) float64 { return p.P99.Seconds() })) {
+			th, err := addRun(bottom, colP99, run)
+			if err != nil {
+				return err
+			}
+			if thumb == nil {
+				thumb = th
+			}
+		}
+		if first && thumb != nil {
+			legends[2].Add("p99 latency of the user requests", thumb)
+			legends[2].Add("that finished in the interval;")
+			legends[2].Add("a gap: none finished")
+		}
+
+		plots[0][i], plots[1][i], plots[2][i] = top, mid, bottom
+	}
+	visible := false // a fault that starts before the horizon
+	for _, f := range o.Faults {
+		visible = visible || f.Start < time.Duration(len(results[0].Series))*results[0].Interval
+	}
+	if visible {
+		for j := range legends {
+			legends[j].Add("fault", faultThumb{})
+		}
 	}
 
 	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 2, Cols: len(results), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+	caption := draw.Crop(dc, 0, 0, 0, -(dc.Max.Y - dc.Min.Y - captionHeight))
+	panels := draw.Crop(dc, 0, -legendWidth, captionHeight, 0)
+	side := draw.Crop(dc, dc.Max.X-dc.Min.X-legendWidth, 0, captionHeight, 0)
+	tiles := draw.Tiles{Rows: rows, Cols: len(results), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align(plots, tiles, dc)
+	canvases := plot.Align(plots, tiles, panels)
 	for j := range plots {
 		for i := range plots[j] {
 			plots[j][i].Draw(canvases[j][i])
 		}
+		// The row's legend, beside its last panel, level with its top.
+		cv := canvases[j][len(results)-1]
+		lc := draw.Crop(side, 0, 0, cv.Min.Y-side.Min.Y, -(side.Max.Y - cv.Max.Y))
+		legends[j].YOffs = -vg.Millimeter * 8
+		legends[j].Draw(lc)
 	}
+	drawCaption(caption, peaks)
 	_, err := c.WriteTo(w)
 	return err
 }
 
-func addLine(p *plot.Plot, name string, col color.Color, xy plotter.XYs) error {
+// peak is the largest value of each quantity in one run, for the caption.
+type peak struct {
+	policy   string
+	rate     float64 // the largest of the three rates
+	attempts float64 // per second
+	inFlight int
+	p99      time.Duration
+}
+
+// drawCaption states what the separate scales hide: the peaks of every
+// policy side by side.
+func drawCaption(c draw.Canvas, peaks []peak) {
+	var att, inf, p99 []string
+	for _, p := range peaks {
+		att = append(att, fmt.Sprintf("%s %s/s", p.policy, thousands(int(math.Round(p.attempts)))))
+		inf = append(inf, fmt.Sprintf("%s %s", p.policy, thousands(p.inFlight)))
+		p99 = append(p99, fmt.Sprintf("%s %v", p.policy, roundDuration(p.p99)))
+	}
+	lines := []string{
+		"Each panel is scaled to its own data; the highest value of an interval, side by side:",
+		"    attempts at the bottom service: " + strings.Join(att, ", "),
+		"    attempts in flight: " + strings.Join(inf, ", "),
+		"    p99 latency of the user requests that finished in the interval: " + strings.Join(p99, ", "),
+		"Points are per interval, at its middle; shaded: the scenario's faults.",
+	}
+	sty := plot.NewLegend().TextStyle
+	sty.Font = font.From(plot.DefaultFont, 10)
+	sty.XAlign = draw.XLeft
+	sty.YAlign = draw.YTop
+	y := c.Max.Y - vg.Millimeter*2
+	for _, l := range lines {
+		c.FillText(sty, vg.Point{X: c.Min.X + vg.Millimeter*4, Y: y}, l)
+		y -= sty.Height(l) + vg.Millimeter
+	}
+}
+
+// newPanel returns a plot with the given ranges.
+func newPanel(xmin, xmax, ymax float64) *plot.Plot {
+	p := plot.New()
+	p.X.Min, p.X.Max = xmin, xmax
+	p.Y.Min, p.Y.Max = 0, ymax
+	return p
+}
+
+func addLine(p *plot.Plot, col color.Color, xy plotter.XYs) (*plotter.Line, error) {
 	l, err := plotter.NewLine(xy)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.LineStyle.Color = col
 	l.LineStyle.Width = vg.Points(1.5)
 	p.Add(l)
-	p.Legend.Add(name, l)
-	return nil
+	return l, nil
 }
 
-// shade draws the fault windows as boxes behind the lines.
-func shade(p *plot.Plot, faults []sim.Fault, xmax, ymax float64) error {
+// addRun draws one run of points: a line, or a dot when it is a single
+// point, which a line would not show.
+func addRun(p *plot.Plot, col color.Color, xy plotter.XYs) (plot.Thumbnailer, error) {
+	if len(xy) > 1 {
+		return addLine(p, col, xy)
+	}
+	sc, err := plotter.NewScatter(xy)
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle.Color = col
+	sc.GlyphStyle.Radius = vg.Points(1.5)
+	sc.GlyphStyle.Shape = draw.CircleGlyph{}
+	p.Add(sc)
+	return sc, nil
+}
+
+// finishedRuns splits xy (one point per interval of r) into the runs of
+// intervals in which some user request finished: the p99 of an interval in
+// which none did is not zero, it does not exist.
+func finishedRuns(r *sim.Result, xy plotter.XYs) []plotter.XYs {
+	var runs []plotter.XYs
+	var cur plotter.XYs
+	for k, p := range r.Series {
+		if p.Goodput+p.Errors > 0 {
+			cur = append(cur, xy[k])
+			continue
+		}
+		if len(cur) > 0 {
+			runs = append(runs, cur)
+			cur = nil
+		}
+	}
+	if len(cur) > 0 {
+		runs = append(runs, cur)
+	}
+	return runs
+}
+
+// shade draws the fault windows as boxes behind the lines, over the
+// panel's whole height.
+func shade(p *plot.Plot, faults []sim.Fault, xmax float64) error {
 	for _, f := range faults {
 		x0, x1 := f.Start.Seconds(), min(f.End.Seconds(), xmax)
-		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: ymax}, {X: x0, Y: ymax}})
+		if x0 >= x1 {
+			continue // after the horizon
+		}
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: p.Y.Min}, {X: x1, Y: p.Y.Min}, {X: x1, Y: p.Y.Max}, {X: x0, Y: p.Y.Max}})
 		if err != nil {
 			return err
 		}
@@ -191,17 +336,103 @@ func shade(p *plot.Plot, faults []sim.Fault, xmax, ymax float64) error {
 	return nil
 }
 
+// faultThumb is the legend's swatch of a fault window.
+type faultThumb struct{}
+
+func (faultThumb) Thumbnail(c *draw.Canvas) {
+	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y}}
+	c.FillPolygon(colFault, c.ClipPolygonY(pts))
+}
+
+// plainTicks are the default tick marks, labelled with no more digits than
+// their values need: 250, not 250.00.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := (plot.DefaultTicks{}).Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			// Rounded first: a tick computed as 3 × 0.1 is 0.30000000000000004.
+			v := math.Round(ts[i].Value*1e9) / 1e9
+			ts[i].Label = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+	}
+	return ts
+}
+
+// integerTicks are tick marks at whole numbers only, for counts.
+type integerTicks struct{}
+
+func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(lo, hi) {
+		if t.Value != math.Trunc(t.Value) {
+			continue
+		}
+		if t.Label != "" {
+			t.Label = thousands(int(t.Value))
+		}
+		out = append(out, t)
+	}
+	if labelled(out) < 2 {
+		// A range too short for the default ticks: every whole number.
+		out = out[:0]
+		for v := math.Ceil(lo); v <= hi; v++ {
+			out = append(out, plot.Tick{Value: v, Label: thousands(int(v))})
+		}
+	}
+	return out
+}
+
+func labelled(ts []plot.Tick) int {
+	n := 0
+	for _, t := range ts {
+		if t.Label != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// thousands formats n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// roundDuration rounds d to three significant digits.
+func roundDuration(d time.Duration) time.Duration {
+	for unit := time.Nanosecond; unit < time.Hour; unit *= 10 {
+		if d < 1000*unit {
+			return d.Round(unit)
+		}
+	}
+	return d.Round(time.Second)
+}
+
 // addSummary puts the run's summary in the plot's x-axis label.
 func addSummary(p *plot.Plot, r *sim.Result) {
 	s := &r.Summary
-	p.X.Label.Text = fmt.Sprintf("%.2f attempts per user request, peak %.1f×, %.1f%% succeeded\n%s (shaded: faults)",
+	p.X.Label.Text = fmt.Sprintf("%.2f attempts per user request, peak %.1f×, %.1f%% succeeded\n%s",
 		s.AttemptsPerRequest, s.PeakAmplification, 100*s.SuccessRate, s.RecoveryString())
 	p.X.Label.TextStyle.Font.Size = vg.Points(9)
 }
 
-// nice rounds v up to 1, 2 or 5 times a power of ten (at least 1).
-func nice(v float64) float64 {
-	if v <= 1 {
+// nice is niceUp, at least 1: the top of an axis of counts or rates.
+func nice(v float64) float64 { return max(1, niceUp(v)) }
+
+// niceUp rounds v up to a round number: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or
+// 8 times a power of ten (1 for v <= 0).
+func niceUp(v float64) float64 {
+	if v <= 0 {
 		return 1
 	}
 	e := math.Pow(10, math.Floor(math.Log10(v)))
@@ -211,8 +442,4 @@ func nice(v float64) float64 {
 		}
 	}
 	return 10 * e
-}
-
-func secs(s float64) string {
-	return time.Duration(s * float64(time.Second)).String()
 }

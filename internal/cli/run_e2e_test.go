@@ -1,0 +1,252 @@
+//go:build unix
+
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// A piped stdin is given whole to every attempt, even after an attempt
+// that read only part of it.
+func TestE2ERunReplaysPipedStdin(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(heedBinary(t), "run", "--attempts", "3", "--base", "1ms", "--",
+		"sh", "-c", `n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n
+if [ $n = 1 ]; then head -n 1 >> seen; else cat >> seen; fi; exit 1`)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader("line 1\nline 2\n") // a pipe, to the binary
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	err := cmd.Run()
+	if xe, ok := errors.AsType[*exec.ExitError](err); !ok || xe.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1\n%s", err, errOut.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "seen"))
+	if want := "line 1\nline 1\nline 2\nline 1\nline 2\n"; string(b) != want {
+		t.Errorf("the attempts read %q, want %q", b, want)
+	}
+}
+
+func TestReplayStdinCap(t *testing.T) {
+	r := newReplayStdin(strings.NewReader("0123456789"), 4)
+	in, err := r.attempt()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(in)
+	if string(b) != "0123456789" || err != nil {
+		t.Errorf("first attempt read %q, %v", b, err)
+	}
+	in.Close()
+	if _, err := r.attempt(); err == nil || !strings.Contains(err.Error(), "cannot give a retry the same stdin") {
+		t.Errorf("after more than the cap: %v", err)
+	}
+
+	r = newReplayStdin(strings.NewReader("0123"), 4)
+	for i := range 3 {
+		in, err := r.attempt()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(in); string(b) != "0123" {
+			t.Errorf("attempt %d read %q", i+1, b)
+		}
+	}
+}
+
+// When heed is stopped, the command's group gets SIGTERM and time to clean
+// up; one that ignores it gets SIGKILL after --kill-after.
+func TestE2ERunKillAfter(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The trap is set before the script says it is ready; it only notes
+	// the signal, so the script goes on until SIGKILL.
+	script := `trap 'echo TERM >> log' TERM; echo ready > ready; while :; do sleep 0.01; done`
+	cmd := exec.Command(heedBinary(t), "run", "--kill-after", "0.3", "--", "sh", "-c", script)
+	cmd.Dir = dir
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(ready); err != nil { // blocks until the script writes
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	took := time.Since(start)
+	if xe, ok := errors.AsType[*exec.ExitError](err); !ok || xe.ExitCode() != 130 {
+		t.Errorf("heed exited with %v, want 130\n%s", err, errOut.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "log")); !strings.HasPrefix(string(b), "TERM\n") {
+		t.Errorf("the command's trap saw %q, want SIGTERM first", b)
+	}
+	if took < 300*time.Millisecond {
+		t.Errorf("SIGKILL came %v after SIGTERM, before --kill-after 0.3", took)
+	}
+}
+
+// An attempt whose time runs out before the command has started is a
+// timeout (124), not "cannot run" (126).
+func TestE2ERunTimeoutDuringStart(t *testing.T) {
+	r := runHeed(t, t.TempDir(), "run", "--timeout", "1ns", "--attempts", "2", "--base", "1ms", "--", "true")
+	if r.code != 124 || !strings.Contains(r.stderr, `timed out starting "true"`) || strings.Contains(r.stderr, "cannot run") {
+		t.Errorf("exit %d, want 124\n%s", r.code, r.stderr)
+	}
+}
+
+// startOnTerminal runs heed with a terminal as its stdin, stdout and stderr
+// and as its controlling terminal, as a shell would; it returns the
+// terminal's other end and what heed wrote to it, line by line.
+func startOnTerminal(t *testing.T, args ...string) (cmd *exec.Cmd, term *os.File, lines <-chan string) {
+	t.Helper()
+	cmd = exec.Command(heedBinary(t), args...)
+	cmd.Dir = t.TempDir()
+	term, err := pty.Start(cmd)
+	if err != nil {
+		t.Skipf("no terminal: %v", err)
+	}
+	ch := make(chan string, 100)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ch)
+		sc := bufio.NewScanner(term)
+		for sc.Scan() {
+			ch <- strings.TrimRight(sc.Text(), "\r")
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		term.Close()
+		wg.Wait()
+	})
+	return cmd, term, ch
+}
+
+// waitLine waits for a line with want in it, and fails when heed's output
+// ends first.
+func waitLine(t *testing.T, lines <-chan string, want string) {
+	t.Helper()
+	var seen []string
+	for l := range lines {
+		if strings.Contains(l, want) {
+			return
+		}
+		seen = append(seen, l)
+	}
+	t.Fatalf("no line with %q; heed wrote:\n%s", want, strings.Join(seen, "\n"))
+}
+
+// A command can read the terminal heed runs on (it used to be stopped by
+// SIGTTIN and hang).
+func TestE2ERunReadsTerminal(t *testing.T) {
+	cmd, term, lines := startOnTerminal(t, "run", "--", "sh", "-c", `echo prompt; read x; echo "got $x"`)
+	waitLine(t, lines, "prompt")
+	io.WriteString(term, "hello\n")
+	waitLine(t, lines, "got hello")
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("heed: %v", err)
+	}
+}
+
+// The terminal's Ctrl-C goes to the command, and ends the run: it is not
+// retried.
+func TestE2ERunTerminalInterrupt(t *testing.T) {
+	cmd, term, lines := startOnTerminal(t, "run", "--attempts", "3", "--base", "1ms", "--", "sh", "-c", `echo started; exec sleep 30`)
+	waitLine(t, lines, "started")
+	// sh has exec'd sleep once it printed; a Ctrl-C before the exec would
+	// end sh the same way.
+	io.WriteString(term, "\x03")
+	waitLine(t, lines, "heed: interrupted")
+	err := cmd.Wait()
+	if xe, ok := errors.AsType[*exec.ExitError](err); !ok || xe.ExitCode() != 130 {
+		t.Errorf("heed exited with %v, want 130", err)
+	}
+}
+
+// heed jobs bench shows how far each phase is on a terminal (stderr), and
+// nothing when stderr is not one; the results go to stdout either way.
+func TestE2EJobsBenchProgress(t *testing.T) {
+	args := []string{"jobs", "bench", "--jobs", "300", "--inserters", "1", "--concurrency", "4", "--steady=false"}
+	cmd := exec.Command(heedBinary(t), args...)
+	cmd.Dir = t.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	term, err := pty.Start(cmd)
+	if err != nil {
+		t.Skipf("no terminal: %v", err)
+	}
+	defer term.Close()
+	read := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(term) // until heed has exited and the terminal is closed
+		read <- b
+	}()
+	err = cmd.Wait()
+	shown := string(<-read)
+	if err != nil {
+		t.Fatalf("heed: %v\n%s%s", err, out.String(), shown)
+	}
+	for _, want := range []string{"\r\033[Kheed jobs bench: burn-down: inserted ", " of 300 jobs", "\r\033[Kheed jobs bench: burn-down: drained "} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the terminal shows no %q:\n%q", want, shown)
+		}
+	}
+	if !strings.HasSuffix(shown, "\r\033[K") {
+		t.Errorf("the last progress line is not cleared: %q", shown)
+	}
+	if !strings.Contains(out.String(), "burn-down: drained 300 jobs in ") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+
+	r := runHeed(t, t.TempDir(), args...)
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("not on a terminal: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// A stdin that stays open with nothing in it (a parent's pipe) does not
+// hold up an attempt that has ended.
+func TestE2ERunOpenEmptyStdin(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close() // open, never written, until the test ends
+	cmd := exec.Command(heedBinary(t), "run", "--attempts", "2", "--base", "1ms", "--", "sh", "-c", "exit 3")
+	cmd.Stdin = pr
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	start := time.Now()
+	err = cmd.Run()
+	pr.Close()
+	if xe, ok := errors.AsType[*exec.ExitError](err); !ok || xe.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3\n%s", err, errOut.String())
+	}
+	// Held up, each attempt would wait --kill-after (10s) and more.
+	if took := time.Since(start); took > 9*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
