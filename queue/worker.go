@@ -580,8 +580,9 @@ func (w *Worker) run(job *Job) {
 	p := effective(w.policy, job)
 	c := call(&p, job, w.cfg.Rand)
 	start := w.now()
-	lim, d, ok := c.Admit(start)
+	lim, ok := c.Admit(start)
 	if !ok {
+		d := c.Last()
 		// Deferred by the breaker or the retry budget, or out of time
 		// before it could start: the handler does not run.
 		w.finish(job, refused(job, d, w.cfg.ID, start), d, 0)

@@ -19,12 +19,12 @@ import (
 //
 //	c := retry.Call{Policy: p, History: retry.History{Deadline: dl}}
 //	for {
-//		lim, d, ok := c.Admit(now)
+//		lim, ok := c.Admit(now)
 //		if !ok {
-//			return d // refused: give up (or, for a durable call, defer)
+//			return c.Last() // refused: give up (or, for a durable call, defer)
 //		}
 //		err := attempt(lim) // ends by lim.At
-//		d = c.End(now, retry.Result{Err: err})
+//		d := c.End(now, retry.Result{Err: err})
 //		if d.Action != retry.Retry {
 //			return d
 //		}
@@ -108,15 +108,16 @@ var (
 )
 
 // Admit prepares the call's next attempt at now. When the attempt may
-// start, it returns the attempt's [Limit] and true. Otherwise it returns the
-// decision that stops the call and false: a give-up (ReasonBreakerOpen when
-// the breaker refuses; ReasonTimeBudget or ReasonDeadline when no time is
-// left) or, for a durable call, a [Defer] to the time the breaker or the
-// budget may admit it. A refused attempt does not count as one.
+// start, it returns the attempt's [Limit] and true. Otherwise it returns
+// false, and [Call.Last] is the decision that stops the call: a give-up
+// (ReasonBreakerOpen when the breaker refuses; ReasonTimeBudget or
+// ReasonDeadline when no time is left) or, for a durable call, a [Defer] to
+// the time the breaker or the budget may admit it. A refused attempt does
+// not count as one.
 //
 // Admit counts the first attempt as a request in the policy's Budget. For a
 // durable call it also asks the budget for every retry.
-func (c *Call) Admit(now time.Time) (Limit, Decision, bool) {
+func (c *Call) Admit(now time.Time) (Limit, bool) {
 	p, h := &c.Policy, &c.History
 	if h.Attempts == 0 && h.Start.IsZero() {
 		h.Start = now
@@ -127,15 +128,18 @@ func (c *Call) Admit(now time.Time) (Limit, Decision, bool) {
 		if lim.Reason == ReasonDeadline {
 			err = errNoDeadline
 		}
-		return lim, c.refuse(GiveUp, lim.Reason, err, now, now), false
+		c.refuse(GiveUp, lim.Reason, err, now, now)
+		return lim, false
 	}
 	if p.Breaker != nil {
 		permit, err := p.Breaker.AllowAt(now)
 		if err != nil {
 			if c.Durable {
-				return lim, c.refuse(Defer, ReasonBreakerOpen, err, now, p.Breaker.ReadyAt(now)), false
+				c.refuse(Defer, ReasonBreakerOpen, err, now, p.Breaker.ReadyAt(now))
+			} else {
+				c.refuse(GiveUp, ReasonBreakerOpen, err, now, now)
 			}
-			return lim, c.refuse(GiveUp, ReasonBreakerOpen, err, now, now), false
+			return lim, false
 		}
 		c.permit = permit
 	}
@@ -145,17 +149,31 @@ func (c *Call) Admit(now time.Time) (Limit, Decision, bool) {
 			b.RequestAt(now)
 		case c.Durable && !b.AllowRetryAt(now):
 			c.Abandon(now)
-			return lim, c.refuse(Defer, ReasonBudget, errBudget, now, b.RefillAt(now)), false
+			c.refuse(Defer, ReasonBudget, errBudget, now, b.RefillAt(now))
+			return lim, false
 		}
 	}
-	return lim, Decision{}, true
+	return lim, true
+}
+
+// Last returns the last decision in the trace: after a refused Admit, the
+// refusal; after a retry or a give-up, that decision. It is the zero
+// Decision when there is none.
+func (c *Call) Last() Decision {
+	switch {
+	case c.n == 0:
+		return Decision{}
+	case c.n <= traceInline:
+		return c.buf[c.n-1]
+	}
+	return c.rest[len(c.rest)-1]
 }
 
 // errBudget is the error of a durable retry the budget deferred.
 var errBudget = errors.New("retry: retry budget empty")
 
 // refuse builds and records the decision of an attempt that did not start.
-func (c *Call) refuse(a Action, r Reason, err error, now, at time.Time) Decision {
+func (c *Call) refuse(a Action, r Reason, err error, now, at time.Time) {
 	d := Decision{Action: a, Reason: r, Attempt: c.History.Attempts, Err: err, At: at}
 	if a == Defer {
 		d.Delay = max(at.Sub(now), 0)
@@ -164,7 +182,6 @@ func (c *Call) refuse(a Action, r Reason, err error, now, at time.Time) Decision
 		d.Elapsed = now.Sub(c.History.Start)
 	}
 	c.record(d)
-	return d
 }
 
 // limit returns the end of an attempt starting at now.
@@ -266,10 +283,7 @@ func (c *Call) Trace() []Decision {
 // Exhausted returns the error of a call that gave up with the last decision
 // of its trace: an [*ExhaustedError] wrapping err, with the trace.
 func (c *Call) Exhausted(err error) error {
-	last := c.buf[min(c.n, traceInline)-1]
-	if c.n > traceInline {
-		last = c.rest[len(c.rest)-1]
-	}
+	last := c.Last()
 	if c.n <= traceInline {
 		x := &exhausted{e: ExhaustedError{Reason: last.Reason, Attempts: c.History.Attempts, Err: err}}
 		x.e.Trace = x.buf[:copy(x.buf[:], c.buf[:c.n])]

@@ -34,7 +34,8 @@ func TestCallLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Call{Policy: tc.p, History: tc.h}
-			lim, d, ok := c.Admit(t0)
+			lim, ok := c.Admit(t0)
+			d := c.Last()
 			if lim != tc.want || ok != tc.admitted {
 				t.Fatalf("Admit = %+v, %v; want %+v, %v", lim, ok, tc.want, tc.admitted)
 			}
@@ -61,7 +62,8 @@ func TestCallSteps(t *testing.T) {
 		p := constantPolicy()
 		p.Breaker = open()
 		c := Call{Policy: p}
-		_, d, ok := c.Admit(t0.Add(time.Second))
+		_, ok := c.Admit(t0.Add(time.Second))
+		d := c.Last()
 		if ok || d.Action != GiveUp || d.Reason != ReasonBreakerOpen || !errors.Is(d.Err, breaker.ErrOpen) || c.History.Attempts != 0 {
 			t.Fatalf("Admit = %+v, %v, attempts %d", d, ok, c.History.Attempts)
 		}
@@ -74,11 +76,12 @@ func TestCallSteps(t *testing.T) {
 		p.Breaker = open()
 		c := Call{Policy: p, Durable: true}
 		now := t0.Add(time.Second)
-		_, d, ok := c.Admit(now)
+		_, ok := c.Admit(now)
+		d := c.Last()
 		if ok || d.Action != Defer || d.Reason != ReasonBreakerOpen || !d.At.Equal(t0.Add(5*time.Second)) || d.Delay != 4*time.Second {
 			t.Fatalf("Admit = %+v, %v", d, ok)
 		}
-		if _, _, ok := c.Admit(t0.Add(5 * time.Second)); !ok {
+		if _, ok := c.Admit(t0.Add(5 * time.Second)); !ok {
 			t.Fatal("not admitted as a probe after the cooldown")
 		}
 		if d := c.End(t0.Add(5*time.Second), Result{}); d.Action != Done || p.Breaker.StateAt(t0.Add(5*time.Second)) != breaker.Closed {
@@ -90,7 +93,7 @@ func TestCallSteps(t *testing.T) {
 		p := constantPolicy()
 		p.Budget = b
 		c := Call{Policy: p, Durable: true}
-		if _, _, ok := c.Admit(t0); !ok {
+		if _, ok := c.Admit(t0); !ok {
 			t.Fatal("first attempt refused")
 		}
 		if s := b.StatsAt(t0); s.Requests != 1 {
@@ -100,12 +103,13 @@ func TestCallSteps(t *testing.T) {
 		if d.Action != Retry || b.StatsAt(t0).Retries != 0 {
 			t.Fatalf("End = %+v; a durable retry must not spend the budget before it starts", d)
 		}
-		if _, _, ok := c.Admit(d.At); !ok {
+		if _, ok := c.Admit(d.At); !ok {
 			t.Fatal("retry refused with the floor unspent")
 		}
 		c.End(d.At, Result{Err: errors.New("x"), Outcome: OutcomeTransient})
 		at := d.At.Add(100 * time.Millisecond)
-		_, d, ok := c.Admit(at)
+		_, ok := c.Admit(at)
+		d = c.Last()
 		if ok || d.Action != Defer || d.Reason != ReasonBudget || !d.At.Equal(b.RefillAt(at)) {
 			t.Fatalf("Admit with the budget spent = %+v, %v; want a deferral to the next step", d, ok)
 		}

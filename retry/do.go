@@ -106,8 +106,9 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		if first != nil {
 			first = nil
 		} else {
-			lim, d, ok := c.Admit(now)
+			lim, ok := c.Admit(now)
 			if !ok {
+				d := c.Last()
 				if d.Reason == ReasonDeadline && ctx.Err() != nil {
 					return ctx.Err()
 				}

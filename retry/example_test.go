@@ -199,14 +199,15 @@ func ExampleCall() {
 	}
 	results := []error{retry.Transient(errors.New("503")), nil}
 	for {
-		lim, d, ok := c.Admit(now)
+		lim, ok := c.Admit(now)
 		if !ok {
+			d := c.Last()
 			fmt.Println(d.Action, "for", d.Reason.Key(), "until", d.At.Format(time.TimeOnly))
 			now = d.At
 			continue
 		}
 		fmt.Println("attempt", c.History.Attempts+1, "must end by", lim.At.Format(time.TimeOnly))
-		d = c.End(now, retry.Result{Err: results[0]})
+		d := c.End(now, retry.Result{Err: results[0]})
 		results = results[1:]
 		fmt.Println(d.Action, d.Reason.Key(), d.Delay)
 		if d.Action != retry.Retry {

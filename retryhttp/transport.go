@@ -603,8 +603,9 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	// attempts are logged.
 	tracing := t.Logger != nil || !repeatable
 	for {
-		lim, d, ok := rc.Admit(now)
+		lim, ok := rc.Admit(now)
 		if !ok {
+			d := rc.Last()
 			if body != nil {
 				body.Close()
 			}
@@ -679,7 +680,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		canRepeat := rw.ok && (repeatable || class == NeverSent || status == http.StatusRequestTimeout)
 		res.NotRepeatable = !canRepeat
 		rc.History.UpstreamOwns = c.upstreamOwns(ctx)
-		d = rc.End(now, res)
+		d := rc.End(now, res)
 		last = a.err
 		if d.Action != retry.Done || t.Logger != nil || p.Observe != nil {
 			c.observe(ctx, p, &attemptLog{class: class, status: status, err: a.err, prog: a.prog, d: d}, now.Sub(start))

@@ -416,8 +416,9 @@ func (e *engine) startCall(idx int32, c *call) {
 // attempt makes the next attempt of call c, as the call protocol admits
 // it: a call to the layer below, or a job at the bottom service.
 func (e *engine) attempt(idx int32, c *call) {
-	lim, d, ok := c.rc.Admit(e.tnow)
+	lim, ok := c.rc.Admit(e.tnow)
 	if !ok {
+		d := c.rc.Last()
 		if e.decided != nil {
 			e.decided(d)
 		}
