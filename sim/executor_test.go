@@ -17,23 +17,24 @@ type simExecutor struct{}
 func (simExecutor) Durable() bool { return false }
 
 func (simExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
+	p := c.Policy(epoch)
 	s := Scenario{
-		Name:     "conformance",
-		Horizon:  time.Minute,
-		Seed:     1,
-		Load:     Load{Rate: 0.001, Arrival: Constant, Deadline: c.Deadline}, // one request, at 0
-		Service:  Service{ServiceTime: time.Millisecond},
-		Policies: []Policy{{Name: "case", Layers: []Layer{{Retry: c.Policy(epoch)}}}},
+		Name:    "conformance",
+		Horizon: time.Minute,
+		Seed:    1,
+		Load:    Load{Rate: 0.001, Arrival: Constant, Deadline: c.Deadline}, // one request, at 0
+		Service: Service{ServiceTime: time.Millisecond},
 	}
 	// Scenarios take budget and breaker configs so that every run starts
 	// fresh; the case brings instances in a given state, so validate the
-	// rest.
-	v := s
-	v.Policies = []Policy{{Name: "case", Layers: []Layer{{Retry: c.Policy(epoch)}}}}
-	v.Policies[0].Layers[0].Retry.Budget, v.Policies[0].Layers[0].Retry.Breaker = nil, nil
-	if err := v.Validate(); err != nil {
+	// rest, then run with them.
+	v := p
+	v.Budget, v.Breaker = nil, nil
+	s.Policies = []Policy{{Name: "case", Layers: []Layer{{Retry: v}}}}
+	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	s.Policies[0].Layers[0].Retry = p
 	e := newEngine(&s, 0, nil)
 	var ds []retry.Decision
 	e.decided = func(d retry.Decision) { ds = append(ds, d) }

@@ -279,11 +279,10 @@ func registerHTTP(w *queue.Worker, cfg *Config) {
 type httpClient struct{ client *http.Client }
 
 // decisionKey is the context key of the *retry.Decision an http job's
-// request records retryhttp's decision in. Its Action stays noDecision
-// when retryhttp decided nothing (the request's context ended first).
+// request records retryhttp's decision in. It stays the zero Decision
+// (Action Done, never GiveUp) when retryhttp decided nothing: the
+// request's context ended first.
 type decisionKey struct{}
-
-const noDecision = retry.Action(255)
 
 func newHTTPClient(base http.RoundTripper) *httpClient {
 	tr := &retryhttp.Transport{Base: base, NoBudget: true, Policy: retry.Policy{
@@ -309,7 +308,7 @@ func runHTTP(ctx context.Context, hc *httpClient, a httpArgs) error {
 	if method == "" {
 		method = http.MethodGet
 	}
-	d := retry.Decision{Action: noDecision}
+	var d retry.Decision
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, decisionKey{}, &d), method, a.URL, nil)
 	if err != nil {
 		return retry.Permanent(fmt.Errorf("http: %s", redact.Text(err.Error())))
