@@ -8,87 +8,120 @@ import (
 	"github.com/heed-go/heed/budget"
 )
 
-// A budget with the defaults: 10% of the requests plus 1 retry per second,
-// over a 10 s window. After 100 requests, 10 + 10 retries fit. Requests
-// count towards the limit once their bucket (a tenth of the window) is
-// complete, so the retries here come a second later.
+// A budget with the defaults in a total outage: 10% of the requests over a
+// 10 s window. After 10 s of healthy traffic, 100 requests a second, each
+// failing and asking for a retry, get 1 retry per 10 requests over the
+// window; no second spends more than 15% of the window's allowance.
 func Example() {
 	b, err := budget.New(budget.Config{})
 	if err != nil {
 		panic(err)
 	}
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for i := range 1000 {
-		b.RequestAt(t0.Add(time.Duration(i) * time.Millisecond))
+	for i := range 1000 { // healthy: no retries
+		b.RequestAt(t0.Add(time.Duration(i) * 10 * time.Millisecond))
 	}
-	// From 1 s, the 1000 requests allow 0.1 × 1000 + 10 (the floor) = 110
-	// retries per window, 15% of them (16) in any one second: 25 retries
-	// asked for every second get 16 a second until the 110 are spent.
-	for sec := 1; sec <= 9; sec++ {
-		if sec > 1 {
-			fmt.Print(" ")
-		}
+	t0 = t0.Add(10 * time.Second)
+	total := 0
+	for sec := range 10 {
 		granted := 0
-		for range 25 {
-			if b.AllowRetryAt(t0.Add(time.Duration(sec) * time.Second)) {
+		for i := range 100 {
+			now := t0.Add(time.Duration(sec)*time.Second + time.Duration(i)*10*time.Millisecond)
+			b.RequestAt(now)
+			if b.AllowRetryAt(now) {
 				granted++
 			}
+		}
+		total += granted
+		fmt.Print(granted, " ")
+	}
+	fmt.Println("=", total)
+	fmt.Printf("%+v\n", b.StatsAt(t0.Add(9*time.Second)))
+	// Output:
+	// 15 15 15 15 15 15 10 0 0 0 = 100
+	// {Requests:1000 Retries:100 Denied:900 Succeeded:0}
+}
+
+// Retries that succeed earn more: when half of the calls fail at random, a
+// retry is as likely to work as a first attempt, each success earns two
+// more, and the budget grows to what the calls ask for (within the step:
+// successes count at once), up to 1 retry per request. Here every other
+// retry succeeds, and every failed call gets its retry.
+func Example_partialOutage() {
+	b, _ := budget.New(budget.Config{})
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 1000 { // healthy: no retries
+		b.RequestAt(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+	}
+	t0 = t0.Add(10 * time.Second)
+	for sec := range 6 {
+		granted := 0
+		for i := range 100 {
+			now := t0.Add(time.Duration(sec)*time.Second + time.Duration(i)*10*time.Millisecond)
+			b.RequestAt(now)
+			if i%2 == 0 {
+				continue // the first attempt worked
+			}
+			if b.AllowRetryAt(now) {
+				granted++
+				if granted%2 == 0 {
+					b.RetrySucceededAt(now)
+				}
+			}
+		}
+		if sec > 0 {
+			fmt.Print(" ")
 		}
 		fmt.Print(granted)
 	}
 	fmt.Println()
-	fmt.Printf("%+v\n", b.StatsAt(t0.Add(9*time.Second)))
+	fmt.Printf("%+v\n", b.StatsAt(t0.Add(5*time.Second)))
 	// Output:
-	// 16 16 16 16 16 16 14 0 0
-	// {Requests:1000 Retries:110 Denied:115}
+	// 50 50 50 50 50 50
+	// {Requests:1000 Retries:300 Denied:0 Succeeded:150}
 }
 
 // Requests and retries leave the window after Window (in steps of
-// Window/10), and the budget refills. Requests count towards the limit
-// from the end of their step: the retry at t0 finds none. (Burst 1 lets one
-// step spend the whole window's allowance, to show the window alone.)
+// Window/10), and the budget refills. (Burst 1 lets one step spend the
+// whole window's allowance, to show the window alone; MinPerSecond -1 turns
+// the floor off.)
 func ExampleBudget_StatsAt() {
-	b, _ := budget.New(budget.Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: budget.None, Burst: 1})
+	b, _ := budget.New(budget.Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: -1, Burst: 1})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for range 4 {
 		b.RequestAt(t0)
 	}
 	t1 := t0.Add(time.Second)
-	fmt.Println(b.AllowRetryAt(t0), b.AllowRetryAt(t1), b.AllowRetryAt(t1), b.AllowRetryAt(t1))
+	fmt.Println(b.AllowRetryAt(t1), b.AllowRetryAt(t1), b.AllowRetryAt(t1))
 	fmt.Printf("at 9s:  %+v\n", b.StatsAt(t0.Add(9*time.Second)))
 	fmt.Printf("at 10s: %+v\n", b.StatsAt(t0.Add(10*time.Second)))
 	fmt.Printf("at 11s: %+v\n", b.StatsAt(t0.Add(11*time.Second)))
 	// Output:
-	// false true true false
-	// at 9s:  {Requests:4 Retries:2 Denied:2}
-	// at 10s: {Requests:0 Retries:2 Denied:1}
-	// at 11s: {Requests:0 Retries:0 Denied:0}
+	// true true false
+	// at 9s:  {Requests:4 Retries:2 Denied:1 Succeeded:0}
+	// at 10s: {Requests:0 Retries:2 Denied:1 Succeeded:0}
+	// at 11s: {Requests:0 Retries:0 Denied:0 Succeeded:0}
 }
 
-// A floor-only budget grants a fixed number of retries per window, whatever
-// the traffic: here 2 per second over 5 s, so 10, one per step of 0.5 s.
-func ExampleNone() {
-	b, _ := budget.New(budget.Config{Ratio: budget.None, Window: 5 * time.Second, MinPerSecond: 2})
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	granted := 0
-	for i := range 1000 {
-		now := t0.Add(time.Duration(i) * 5 * time.Millisecond)
-		b.RequestAt(now)
-		if b.AllowRetryAt(now) {
-			granted++
-		}
-	}
-	fmt.Println("granted:", granted)
+// For returns the process's budget for a destination: every client that
+// calls the same host and port with the same config shares it, so a client
+// object made per call still spends one budget. A negative Ratio is no
+// budget.
+func ExampleFor() {
+	a, _ := budget.For("orders.internal:443", budget.Config{})
+	b, _ := budget.For("orders.internal:443", budget.Config{})
+	off, err := budget.For("orders.internal:443", budget.Config{Ratio: -1})
+	fmt.Println(a == b, off == nil, err)
 	// Output:
-	// granted: 10
+	// true true <nil>
 }
 
 // New names the bad field, and the error matches ErrInvalid.
 func ExampleNew_invalid() {
-	_, err := budget.New(budget.Config{Ratio: -0.5})
+	_, err := budget.New(budget.Config{Burst: 2})
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, budget.ErrInvalid))
 	// Output:
-	// budget: Ratio is -0.5, must not be negative
+	// budget: Burst is 2, must be from 0 to 1
 	// true
 }
