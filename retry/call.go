@@ -218,6 +218,9 @@ func (c *Call) End(now time.Time, r Result) Decision {
 	if r.Err == nil && r.Outcome == OutcomeOK {
 		// Success, the common case, without the rest of the rules.
 		c.outcome(now, OutcomeOK)
+		if h.Attempts > 1 && c.Policy.Budget != nil {
+			c.Policy.Budget.RetrySucceededAt(now) // a productive retry earns more
+		}
 		d := Decision{Action: Done, Reason: ReasonSuccess, Attempt: h.Attempts, At: now}
 		if !h.Start.IsZero() && !now.IsZero() {
 			d.Elapsed = now.Sub(h.Start)

@@ -89,7 +89,7 @@ func TestCallSteps(t *testing.T) {
 		}
 	})
 	t.Run("budget counts the first attempt; durable retries ask it at admission", func(t *testing.T) {
-		b, _ := budget.New(budget.Config{Ratio: budget.None, MinPerSecond: 1, Window: time.Second})
+		b, _ := budget.New(budget.Config{MinPerSecond: 1, Window: time.Second})
 		p := constantPolicy()
 		p.Budget = b
 		c := Call{Policy: p, Durable: true}

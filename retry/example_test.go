@@ -153,7 +153,7 @@ func ExampleLogObserver() {
 // dependency at all. (A fake clock moves 100 ms between calls.)
 func ExamplePolicy_budgetAndBreaker() {
 	clk := clocktest.New(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-	b, _ := budget.New(budget.Config{Ratio: 0.1, MinPerSecond: budget.None})
+	b, _ := budget.New(budget.Config{Ratio: 0.1, MinPerSecond: -1})
 	br, _ := breaker.New(breaker.Config{MinCalls: 50, FailureRatio: 0.5, Cooldown: time.Minute})
 	p := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}, Budget: b, Breaker: br, Clock: clk}
 
@@ -176,9 +176,9 @@ func ExamplePolicy_budgetAndBreaker() {
 	fmt.Println("refused by the open breaker:", reasons[retry.ReasonBreakerOpen])
 	// Output:
 	// attempts reaching the dependency: 50
-	// gave up, retry budget empty: 47
+	// gave up, retry budget empty: 46
 	// gave up, attempts exhausted: 0
-	// refused by the open breaker: 53
+	// refused by the open breaker: 54
 }
 
 // An executor of its own (here, one that keeps its work in a list and

@@ -170,7 +170,7 @@ func Cases() []Case {
 			WantDurable: []Want{{retry.Defer, retry.ReasonBreakerOpen, -1}, done}},
 		{Name: "budget empty", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
-			b, err := budget.New(budget.Config{Ratio: budget.None, MinPerSecond: 1, Window: time.Second})
+			b, err := budget.New(budget.Config{MinPerSecond: 1, Window: time.Second})
 			if err != nil {
 				panic(err)
 			}
