@@ -6,15 +6,88 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 )
 
-// RetryAttemptHeader is the name of the HTTP header a client that owns
-// retries sends with every attempt: "Retry-Attempt: N", N >= 1 being the
-// attempt number. A server that receives it knows its caller retries, so its
-// own outbound calls for that request should not retry again (one retry owner
+// RetryAttemptHeader is the name of the HTTP header that claims retry
+// ownership: "Retry-Attempt: N", N >= 1 being the attempt number. A heed
+// client sends it only when it will retry the request itself (it has
+// attempts left and the request is safe to repeat), or when a caller above
+// it owns the retries; a client that will not retry (one attempt, or a POST
+// without an idempotency key) does not send it, so the layer below may
+// retry instead. A server that receives it knows its caller retries, so its
+// own outbound calls for that request do not retry again (one retry owner
 // per chain). [Middleware] reads it; [ParseRetryAttempt] is its grammar.
 const RetryAttemptHeader = "Retry-Attempt"
+
+// UpstreamBreakerHeader is the response header by which a heed server says
+// that it answered as it did because a dependency of its own is refused by
+// an open circuit breaker: "Upstream-Breaker: open". The server itself is
+// healthy; a heed client that receives it with a 5xx status neither retries
+// the request nor counts it as a failure in its own breaker, so breakers
+// do not open one after another up a chain of healthy services.
+// [Middleware] adds it when [MarkUpstreamOpen] was called under the
+// request's context (retryhttp does when its breaker refuses a call).
+const UpstreamBreakerHeader = "Upstream-Breaker"
+
+// reqState is what [Middleware] keeps in a request's context: whether a
+// caller upstream owns retries, and the response header to mark when a
+// dependency's breaker is open. One value, so that the middleware adds one
+// context layer.
+type reqState struct {
+	owned bool
+	mu    sync.Mutex
+	hdr   http.Header // the response's; nil outside the middleware
+}
+
+type stateKey struct{}
+
+// WithUpstreamOwner returns a context that says a caller further up the
+// chain owns retries for this work: heed's executors called under it make a
+// single attempt. [Middleware] marks a request's context so when the request
+// carries Retry-Attempt from a trusted peer; retry.WithUpstreamOwner is the
+// same mark.
+func WithUpstreamOwner(ctx context.Context) context.Context {
+	if s, ok := ctx.Value(stateKey{}).(*reqState); ok && s.owned {
+		return ctx
+	}
+	return context.WithValue(ctx, stateKey{}, &reqState{owned: true})
+}
+
+// UpstreamOwns reports whether ctx was marked by [WithUpstreamOwner] or by
+// [Middleware] for a request that carried Retry-Attempt.
+func UpstreamOwns(ctx context.Context) bool {
+	s, ok := ctx.Value(stateKey{}).(*reqState)
+	return ok && s.owned
+}
+
+// MarkUpstreamOpen records, under the context of a request served through
+// [Middleware] from a trusted peer, that a dependency's circuit breaker
+// refused a call: the response then carries Upstream-Breaker: open. It
+// reports whether ctx belongs to such a request. retryhttp calls it when its
+// breaker refuses an attempt; call it yourself for other clients. It sets
+// the header on the response's header map at once, so call it before the
+// handler writes its response, and not concurrently with the handler's own
+// changes to the header (retryhttp calls it on the goroutine that called
+// RoundTrip).
+func MarkUpstreamOpen(ctx context.Context) bool {
+	s, ok := ctx.Value(stateKey{}).(*reqState)
+	if !ok || s.hdr == nil {
+		return false
+	}
+	s.mu.Lock()
+	s.hdr.Set(UpstreamBreakerHeader, "open")
+	s.mu.Unlock()
+	return true
+}
+
+// UpstreamOpen reports whether resp says that the server's own dependency
+// is refused by an open circuit breaker (see [UpstreamBreakerHeader]): a 5xx
+// status with Upstream-Breaker: open.
+func UpstreamOpen(resp *http.Response) bool {
+	return resp.StatusCode >= 500 && resp.Header.Get(UpstreamBreakerHeader) == "open"
+}
 
 // DefaultMinRemaining is the least time left for which [Middleware] calls
 // the handler when Middleware.MinRemaining is zero: with less, it answers
@@ -38,17 +111,21 @@ const maxRetryAttempt = 9999
 //     malformed (see [ParseHeader] and [ParseRetryAttempt]): a peer we trust
 //     that sends garbage has a bug worth seeing, and guessing could lengthen
 //     its deadline;
-//   - when the request carries Retry-Attempt, calls Owner on the context so
-//     that retrying clients called under it make a single attempt.
+//   - when the request carries Retry-Attempt, marks the context with
+//     [WithUpstreamOwner] so that heed clients called under it make a
+//     single attempt: the caller owns the retries;
+//   - adds Upstream-Breaker: open to the response when a heed client called
+//     under the context was refused by its open breaker ([MarkUpstreamOpen]),
+//     so that the caller's breaker does not count the answer against this
+//     healthy server.
 //
-// For a request from a peer that is not trusted both headers are ignored;
-// Limit and MinRemaining still apply.
+// For a request from a peer that is not trusted the headers are ignored and
+// none is added; Limit and MinRemaining still apply.
 //
-// The zero Middleware is usable: no own limit, 10 ms minimum, trust
-// loopback and private-network peers, and no ownership marking (this
-// package cannot import retry; retryhttp.Handler sets Owner to
-// retry.WithUpstreamOwner, which is what most servers want). A Middleware
-// is a plain value; the handler it returns is safe for concurrent use.
+// The zero Middleware is usable and what most servers want: no own limit,
+// 10 ms minimum, trust loopback and private-network peers, ownership on. A
+// Middleware is a plain value; the handler it returns is safe for
+// concurrent use.
 type Middleware struct {
 	// Limit is the server's own limit on the time a request may take
 	// (default: none, so only the header and the incoming context bound
@@ -66,12 +143,6 @@ type Middleware struct {
 	// headers at the edge of your network: use a predicate that checks an
 	// authenticated identity (mTLS, a signed token) where you have one.
 	Trusted func(r *http.Request) bool
-
-	// Owner, when set, marks the request context when a trusted request
-	// carries a valid Retry-Attempt header: a caller up the chain owns the
-	// retries. Set it to retry.WithUpstreamOwner (retryhttp.Handler does
-	// this for you). Nil: the header is validated but nothing is marked.
-	Owner func(ctx context.Context) context.Context
 
 	// IgnoreRetryAttempt turns ownership off: the Retry-Attempt header is
 	// neither checked nor acted on, so clients under the request context
@@ -94,7 +165,8 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 		ctx := r.Context()
 		limit := m.Limit
 		owned := false
-		if trusted(r) {
+		trust := trusted(r)
+		if trust {
 			if v := r.Header.Values(Header); len(v) > 0 {
 				d, err := ParseHeader(v[0])
 				if err == nil && len(v) > 1 {
@@ -138,8 +210,8 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 			reject(w, http.StatusGatewayTimeout, ErrTooClose.Error())
 			return
 		}
-		if owned && m.Owner != nil {
-			ctx = m.Owner(ctx)
+		if trust {
+			ctx = context.WithValue(ctx, stateKey{}, &reqState{owned: owned || UpstreamOwns(ctx), hdr: w.Header()})
 		}
 		if ctx != r.Context() {
 			r = r.WithContext(ctx)

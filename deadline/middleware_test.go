@@ -13,18 +13,12 @@ import (
 	"github.com/heed-go/heed/deadline"
 )
 
-type ownedKey struct{}
-
-func markOwned(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ownedKey{}, true)
-}
-
 // serve runs one request through m and reports what the handler saw.
 func serve(m deadline.Middleware, remote string, hdr map[string]string) (code int, body string, called bool, left time.Duration, hasDeadline, owned bool) {
 	h := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		called = true
 		left, hasDeadline = deadline.Remaining(r.Context())
-		owned, _ = r.Context().Value(ownedKey{}).(bool)
+		owned = deadline.UpstreamOwns(r.Context())
 	}))
 	req := httptest.NewRequest("GET", "/", nil)
 	req.RemoteAddr = remote
@@ -39,7 +33,7 @@ func serve(m deadline.Middleware, remote string, hdr map[string]string) (code in
 const local = "127.0.0.1:5555"
 
 func TestMiddlewareAdoptsHeader(t *testing.T) {
-	m := deadline.Middleware{Owner: markOwned}
+	m := deadline.Middleware{}
 	code, _, called, left, ok, _ := serve(m, local, map[string]string{"Timeout-Remaining": "800ms"})
 	if code != 200 || !called || !ok || left > 800*time.Millisecond || left < 700*time.Millisecond {
 		t.Errorf("code %d called %v deadline %v %v", code, called, ok, left)
@@ -83,7 +77,7 @@ func TestMiddlewareTrust(t *testing.T) {
 		{"203.0.113.9:1", deadline.TrustAll, true},
 		{"127.0.0.1:1", func(*http.Request) bool { return false }, false},
 	} {
-		m := deadline.Middleware{Trusted: tt.trusted, Owner: markOwned}
+		m := deadline.Middleware{Trusted: tt.trusted}
 		code, _, called, _, ok, owned := serve(m, tt.remote, hdr)
 		if code != 200 || !called || ok != tt.want || owned != tt.want {
 			t.Errorf("%s: code %d, deadline %v, owned %v; want both %v", tt.remote, code, ok, owned, tt.want)
@@ -132,15 +126,15 @@ func TestMiddlewareMalformed(t *testing.T) {
 }
 
 func TestMiddlewareRetryAttempt(t *testing.T) {
-	_, _, _, _, _, owned := serve(deadline.Middleware{Owner: markOwned}, local, map[string]string{"Retry-Attempt": "2"})
+	_, _, _, _, _, owned := serve(deadline.Middleware{}, local, map[string]string{"Retry-Attempt": "2"})
 	if !owned {
 		t.Error("Retry-Attempt did not mark the context")
 	}
-	_, _, _, _, _, owned = serve(deadline.Middleware{Owner: markOwned}, local, nil)
+	_, _, _, _, _, owned = serve(deadline.Middleware{}, local, nil)
 	if owned {
 		t.Error("marked without Retry-Attempt")
 	}
-	code, _, _, _, _, owned := serve(deadline.Middleware{Owner: markOwned, IgnoreRetryAttempt: true}, local, map[string]string{"Retry-Attempt": "x"})
+	code, _, _, _, _, owned := serve(deadline.Middleware{IgnoreRetryAttempt: true}, local, map[string]string{"Retry-Attempt": "x"})
 	if owned || code != 200 {
 		t.Errorf("IgnoreRetryAttempt: code %d, owned %v", code, owned)
 	}
@@ -203,4 +197,47 @@ func FuzzParseRetryAttempt(f *testing.F) {
 			t.Fatalf("ParseRetryAttempt(%q) = %d does not round-trip", s, n)
 		}
 	})
+}
+
+// TestMiddlewareUpstreamOpen: a handler whose dependency's breaker refused
+// a call (MarkUpstreamOpen) answers with Upstream-Breaker: open, for
+// trusted peers only; UpstreamOpen recognises it on a 5xx.
+func TestMiddlewareUpstreamOpen(t *testing.T) {
+	for _, tt := range []struct {
+		remote string
+		mark   bool
+		want   string
+	}{
+		{local, true, "open"},
+		{local, false, ""},
+		{"203.0.113.9:5555", true, ""},
+	} {
+		h := deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tt.mark {
+				marked := deadline.MarkUpstreamOpen(r.Context())
+				if want := tt.remote == local; marked != want {
+					t.Errorf("%s: MarkUpstreamOpen = %v, want %v", tt.remote, marked, want)
+				}
+			}
+			http.Error(w, "dependency unavailable", http.StatusServiceUnavailable)
+		}))
+		req := httptest.NewRequest("GET", "/", nil)
+		req.RemoteAddr = tt.remote
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		resp := rec.Result()
+		if got := resp.Header.Get(deadline.UpstreamBreakerHeader); got != tt.want {
+			t.Errorf("%s mark %v: header %q, want %q", tt.remote, tt.mark, got, tt.want)
+		}
+		if deadline.UpstreamOpen(resp) != (tt.want == "open") {
+			t.Errorf("%s mark %v: UpstreamOpen = %v", tt.remote, tt.mark, !(tt.want == "open"))
+		}
+	}
+	if deadline.MarkUpstreamOpen(context.Background()) {
+		t.Error("MarkUpstreamOpen outside the middleware reported a request")
+	}
+	ok := &http.Response{StatusCode: 200, Header: http.Header{deadline.UpstreamBreakerHeader: {"open"}}}
+	if deadline.UpstreamOpen(ok) {
+		t.Error("UpstreamOpen on a 200")
+	}
 }
