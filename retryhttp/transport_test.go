@@ -788,7 +788,7 @@ func TestBudgetPerHostShared(t *testing.T) {
 	})
 	// A budget with no floor and 10% of requests: the first requests
 	// cannot retry at all.
-	tr := &retryhttp.Transport{Policy: fast(3), Budget: budget.Config{MinPerSecond: budget.None}}
+	tr := &retryhttp.Transport{Policy: fast(3), Budget: budget.Config{MinPerSecond: -1}}
 	defer tr.CloseIdleConnections()
 	var o observed
 	tr.Policy.Observe = o.observe

@@ -1,0 +1,313 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/retry"
+)
+
+// RoundTrip sends req, repeating it as the policy says when that is safe.
+//
+// It follows the http.RoundTripper contract: it does not modify req (each
+// attempt is a copy), always closes req's body, and returns an error only
+// when it has no response to return. After a retryable status it returns
+// the last response when it gives up. The returned body stays readable
+// until closed; closing it releases the attempt's context.
+//
+// It returns ctx.Err() when req's context ends; a *retry.ExhaustedError
+// (matching retry.ErrExhausted, and budget.ErrExhausted or breaker.ErrOpen
+// when those ended the call) when it gives up without a response; and an
+// error wrapping ErrBodyTooLarge when the response is larger than
+// MaxResponseBody. Those errors, and any other but ctx.Err(), come as a
+// *url.Error whose URL is the redacted one ([RedactURL]) and whose message
+// has the URL's secrets removed, so that err.Error() is safe to log; use
+// errors.As and errors.Is to reach the cause. (http.Client.Do wraps them
+// again with the raw URL: see [RedactError].)
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.init()
+	if t.initErr != nil {
+		closeReqBody(req)
+		return nil, t.initErr
+	}
+	if req.URL == nil {
+		closeReqBody(req)
+		return nil, errors.New("retryhttp: nil Request.URL")
+	}
+	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		closeReqBody(req)
+		return nil, err
+	}
+	// The policy, never copied per request: the host's copy when the host
+	// has its own budget or breaker, or the Transport's. Neither is written.
+	p := &t.Policy
+	if t.perHost {
+		p = &t.host(req.URL.Host).policy
+	}
+	var h retry.History // UpstreamOwns is set by run when a decision needs it
+	if dl, ok := ctx.Deadline(); ok {
+		h.Deadline = dl
+	}
+	c := call{t: t, req: req, propagate: t.Propagate == nil || t.Propagate(req)}
+
+	// Idempotency: by method, or by key. With an idempotent method the key
+	// matters only for a 409 and for logging: it is read when needed.
+	idempotent := idempotentMethod(req.Method)
+	if !idempotent || t.Logger != nil {
+		c.readKey()
+	}
+	if c.key == "" && t.GenerateKey && !idempotent {
+		c.genKey = newKey()
+		c.key = c.genKey
+	}
+	repeatable := idempotent || c.key != "" && !t.NoKeyedRetries
+
+	// No body (the common case) can be sent again as it is.
+	first, rw := req.Body, rewinder{ok: true}
+	if first != nil && first != http.NoBody {
+		// A body without GetBody is buffered only if it may be sent again.
+		wantRetry := req.GetBody == nil && p.MaxAttempts() != 1 && !c.upstreamOwns(ctx)
+		var err error
+		if first, rw, err = prepareBody(req, t.maxBuffered(), wantRetry); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := c.run(ctx, p, h, first, &rw, repeatable)
+	if err != nil {
+		return nil, urlError(req, err)
+	}
+	return resp, nil
+}
+
+func closeReqBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// call is the state of one RoundTrip.
+type call struct {
+	t       *Transport
+	req     *http.Request
+	key     string // the idempotency key sent, if any (see keyRead)
+	genKey  string // a generated key to add
+	keyRead bool   // key holds the request's Idempotency-Key, if any
+	owns    int8   // retry.UpstreamOwns of the context: 0 unknown, 1 false, 2 true
+	// propagate: attempts carry Retry-Attempt and Timeout-Remaining.
+	propagate bool
+}
+
+// readKey reads the request's Idempotency-Key into c.key.
+func (c *call) readKey() {
+	if v := c.req.Header[IdempotencyKeyHeader]; len(v) > 0 { // canonical already: no Get
+		c.key = v[0]
+	}
+	c.keyRead = true
+}
+
+// idempotencyKey returns the idempotency key sent with the request, if
+// any, reading the request's header on first use.
+func (c *call) idempotencyKey() string {
+	if !c.keyRead {
+		c.readKey()
+	}
+	return c.key
+}
+
+// upstreamOwns returns retry.UpstreamOwns(ctx), looked up on first use: a
+// context lookup walks the whole chain of contexts, and a request that
+// succeeds at once never needs it.
+func (c *call) upstreamOwns(ctx context.Context) bool {
+	if c.owns == 0 {
+		c.owns = 1
+		if retry.UpstreamOwns(ctx) {
+			c.owns = 2
+		}
+	}
+	return c.owns == 2
+}
+
+// attempt is the result of one attempt.
+type attempt struct {
+	resp     *http.Response
+	err      error // the transport error, unmarked
+	cancel   context.CancelFunc
+	timedOut bool
+	prog     *progress
+}
+
+func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body io.ReadCloser, rw *rewinder, repeatable bool) (*http.Response, error) {
+	t := c.t
+	clk := p.Clock
+	now := clock.Now(clk)
+	rc := retry.Call{Policy: *p, History: h}
+	var (
+		timer clock.Timer
+		last  error // the last attempt's error
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	// Tracing costs allocations; it is on when it can change a decision
+	// (a request that is not repeatable unless it never left) or when
+	// attempts are logged.
+	tracing := t.Logger != nil || !repeatable
+	for {
+		lim, ok := rc.Admit(now)
+		if !ok {
+			d := rc.Last()
+			if body != nil {
+				body.Close()
+			}
+			if d.Reason == retry.ReasonDeadline && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			c.observe(ctx, p, &attemptLog{d: d, err: d.Err}, 0)
+			if last == nil {
+				last = d.Err
+			}
+			return nil, rc.Exhausted(last)
+		}
+		start := now
+		a := c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
+		body = nil
+		if a.err == nil && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
+			// Fast path: accepted, and nothing needs the time.
+			return c.final(a)
+		}
+		now = clock.Now(clk)
+
+		if a.err != nil && ctx.Err() != nil {
+			rc.Abandon(now)
+			if a.cancel != nil {
+				a.cancel()
+			}
+			return nil, ctx.Err()
+		}
+
+		// Classify the attempt for the call protocol: the class is handed
+		// over as data; an error the transport does not know is left to
+		// the policy's classifier.
+		var (
+			res    = retry.Result{Err: a.err, TimedOut: a.timedOut}
+			class  Class
+			status int
+			hint   time.Duration
+			hinted bool
+		)
+		if a.err != nil {
+			gotConn := -1
+			if a.prog != nil {
+				gotConn = 0
+				if a.prog.bits.Load()&pConn != 0 {
+					gotConn = 1
+				}
+			}
+			res.Outcome, class = classifyErr(a.err, gotConn)
+			if a.timedOut {
+				res.Outcome = retry.OutcomeTimeout // our own limit cut it
+			} else if res.Outcome == retry.OutcomeOK && errors.Is(a.err, context.DeadlineExceeded) {
+				// Neither our limit nor the caller's: a wrapping
+				// transport's, say. Worth a retry if time is left.
+				res.Outcome = retry.OutcomeTransient
+			}
+		} else {
+			status = a.resp.StatusCode
+			if t.retryable(status) || t.keyedConflict(c, a.resp) {
+				class = RetryableStatus
+				se := &StatusError{StatusCode: status, Status: a.resp.Status}
+				if v := a.resp.Header.Get("Retry-After"); v != "" {
+					hint, hinted = ParseRetryAfter(v, now)
+				}
+				se.RetryAfter = hint
+				res.Err, res.Outcome = se, retry.OutcomeTransient
+				if hinted {
+					res.Outcome, res.Wait = retry.OutcomePushback, hint
+				}
+			}
+		}
+		// Is this attempt safe to repeat?
+		canRepeat := rw.ok && (repeatable || class == NeverSent || status == http.StatusRequestTimeout)
+		res.NotRepeatable = !canRepeat
+		rc.History.UpstreamOwns = c.upstreamOwns(ctx)
+		d := rc.End(now, res)
+		last = a.err
+		if d.Action != retry.Done || t.Logger != nil || p.Observe != nil {
+			c.observe(ctx, p, &attemptLog{class: class, status: status, err: a.err, prog: a.prog, d: d}, now.Sub(start))
+		}
+
+		switch d.Action {
+		case retry.Done:
+			return c.final(a)
+		case retry.GiveUp:
+			if a.resp != nil {
+				if hinted && (d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget || d.Reason == retry.ReasonPushbackTooLong) {
+					// The server's wait does not fit: say so with an
+					// error carrying its hint, so the caller can come
+					// back later, instead of sleeping into the deadline.
+					c.discard(a)
+					return nil, rc.Exhausted(retry.After(hint, res.Err))
+				}
+				return c.final(a)
+			}
+			return nil, rc.Exhausted(a.err)
+		}
+
+		// Retry: free the connection, then wait.
+		c.discard(a)
+		if d.Delay > 0 {
+			if timer == nil {
+				timer = clock.Or(clk).NewTimer(d.Delay)
+			} else {
+				timer.Reset(d.Delay)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-timer.C():
+			}
+		} else if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var err error
+		if body, err = rw.body(); err != nil {
+			return nil, retry.Permanent(err)
+		}
+		now = clock.Now(clk)
+	}
+}
+
+// final returns the response of attempt a to the caller, with a body that
+// releases the attempt's context when closed and enforces the size cap.
+func (c *call) final(a attempt) (*http.Response, error) {
+	resp, max := a.resp, c.t.MaxResponseBody
+	if max > 0 && resp.ContentLength > max {
+		c.discard(a)
+		return nil, retry.Permanent(&bodyTooLargeError{size: resp.ContentLength, max: max})
+	}
+	if (a.cancel != nil || max > 0) && resp.Body != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp.Body = &finalBody{rc: resp.Body, cancel: a.cancel, max: max, left: max}
+	}
+	return resp, nil
+}
+
+func (c *call) discard(a attempt) {
+	discard(a.resp, c.t.drainLimit())
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+type bodyTooLargeError struct{ size, max int64 }
+
+func (e *bodyTooLargeError) Error() string {
+	return "retryhttp: response body too large: Content-Length " + itoa(e.size) + " exceeds " + itoa(e.max)
+}
+func (e *bodyTooLargeError) Unwrap() error { return ErrBodyTooLarge }
