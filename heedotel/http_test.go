@@ -16,6 +16,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedotel"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -206,7 +207,7 @@ func TestTransportConnectionRefused(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there any more
-	rt := m.Transport(&retryhttp.Transport{Policy: retry.Policy{Attempts: 2, Backoff: constant1ms}, NoBudget: true})
+	rt := m.Transport(&retryhttp.Transport{Policy: retry.Policy{Attempts: 2, Backoff: constant1ms}, Budget: budget.Config{Ratio: -1}})
 	client := &http.Client{Transport: rt}
 	defer client.CloseIdleConnections()
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -62,7 +63,7 @@ func TestEndToEndRetryAfterReset(t *testing.T) {
 					Backoff:  backoff.Schedule{Kind: backoff.Constant, Base: time.Millisecond, Jitter: backoff.NoJitter},
 				},
 				GenerateKey: generated,
-				NoBudget:    true,
+				Budget:      budget.Config{Ratio: -1},
 			}
 			defer tr.CloseIdleConnections()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

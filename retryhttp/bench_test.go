@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
@@ -120,5 +121,5 @@ func BenchmarkSuccess(b *testing.B) {
 // immediate retry.
 func BenchmarkRetry503Then200(b *testing.B) {
 	p := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}}
-	benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{failEvery: 2}, Policy: p, NoBudget: true})
+	benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{failEvery: 2}, Policy: p, Budget: budget.Config{Ratio: -1}})
 }

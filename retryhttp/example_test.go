@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -132,7 +133,10 @@ func ExampleHandler() {
 	}), deadline.Middleware{Limit: 5 * time.Second}))
 	defer orders.Close()
 
-	// The user's client owns the retries.
+	// The user's client owns the retries. Its budget is new and has seen
+	// one request: it grants one retry (at least 1 per 10 s, and 10% of the
+	// requests beyond that), so inventory sees 2 attempts, not 3 (the
+	// policy's), and never 9.
 	user := &retryhttp.Transport{Policy: policy}
 	defer user.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -149,7 +153,7 @@ func ExampleHandler() {
 	fmt.Println("inventory had a deadline:", inventoryDeadline.Load())
 	// Output:
 	// user got: 503 Service Unavailable
-	// inventory calls: 3
+	// inventory calls: 2
 	// inventory had a deadline: true
 }
 
@@ -191,7 +195,7 @@ func ExamplePropagateTo() {
 // http.Client.Do quotes the request's URL, tokens included, in its errors:
 // RedactError makes them safe to log.
 func ExampleRedactError() {
-	tr := &retryhttp.Transport{Policy: retry.Policy{Attempts: 1}, NoBudget: true}
+	tr := &retryhttp.Transport{Policy: retry.Policy{Attempts: 1}, Budget: budget.Config{Ratio: -1}}
 	client := &http.Client{Transport: tr}
 	_, err := client.Get("http://127.0.0.1:1/hooks?token=s3cr3t-t0ken")
 	fmt.Println(strings.Contains(err.Error(), "s3cr3t"))

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/executortest"
 	"github.com/heed-go/heed/retryhttp"
@@ -51,7 +52,7 @@ func (httpExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	synctest.Test(t, func(t *testing.T) {
 		p := c.Policy(time.Now())
 		p.Observe = func(_ context.Context, e retry.Event) { ds = append(ds, e.Decision) }
-		tr := &retryhttp.Transport{Policy: p, Base: &scripted{c: c}, NoBudget: true}
+		tr := &retryhttp.Transport{Policy: p, Base: &scripted{c: c}, Budget: budget.Config{Ratio: -1}}
 		ctx := context.Background()
 		if c.Deadline > 0 {
 			var cancel context.CancelFunc

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -47,7 +48,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// has its own budget or breaker, or the Transport's. Neither is written.
 	p := &t.Policy
 	if t.perHost {
-		p = &t.host(req.URL.Host).policy
+		p = &t.host(req.URL).policy
 	}
 	var h retry.History // UpstreamOwns is set by run when a decision needs it
 	if dl, ok := ctx.Deadline(); ok {
@@ -66,6 +67,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.key = c.genKey
 	}
 	repeatable := idempotent || c.key != "" && !t.NoKeyedRetries
+	// Ownership is claimed (Retry-Attempt sent) only by a call that will
+	// retry this request itself, or that passes on an owner's claim from
+	// upstream: a call that will not retry leaves the retries to the layer
+	// below.
+	c.claim = c.propagate && (repeatable && p.MaxAttempts() != 1 || c.upstreamOwns(ctx))
 
 	// No body (the common case) can be sent again as it is.
 	first, rw := req.Body, rewinder{ok: true}
@@ -98,8 +104,10 @@ type call struct {
 	genKey  string // a generated key to add
 	keyRead bool   // key holds the request's Idempotency-Key, if any
 	owns    int8   // retry.UpstreamOwns of the context: 0 unknown, 1 false, 2 true
-	// propagate: attempts carry Retry-Attempt and Timeout-Remaining.
+	// propagate: attempts carry Timeout-Remaining, and Retry-Attempt when
+	// claim is set too.
 	propagate bool
+	claim     bool
 }
 
 // readKey reads the request's Idempotency-Key into c.key.
@@ -163,6 +171,12 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		lim, ok := rc.Admit(now)
 		if !ok {
 			d := rc.Last()
+			if d.Reason == retry.ReasonBreakerOpen {
+				// Tell our own caller that we are healthy and our
+				// dependency is not (when we serve it through
+				// deadline.Middleware), so that its breaker does not open.
+				deadline.MarkUpstreamOpen(ctx)
+			}
 			if body != nil {
 				body.Close()
 			}
@@ -175,6 +189,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			}
 			return nil, rc.Exhausted(last)
 		}
+		lim = c.attemptLimit(ctx, p, rc.History.Attempts, lim, now, repeatable)
 		start := now
 		a := c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		body = nil
@@ -220,7 +235,13 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			}
 		} else {
 			status = a.resp.StatusCode
-			if t.retryable(status) || t.keyedConflict(c, a.resp) {
+			if deadline.UpstreamOpen(a.resp) {
+				// A healthy server whose own dependency is refused by its
+				// breaker: not worth a retry, and no failure of this
+				// server's, so our breaker does not count it.
+				res.Err = &StatusError{StatusCode: status, Status: a.resp.Status}
+				res.Outcome = retry.OutcomePermanent
+			} else if t.retryable(status) || t.keyedConflict(c, a.resp) {
 				class = RetryableStatus
 				se := &StatusError{StatusCode: status, Status: a.resp.Status}
 				if v := a.resp.Header.Get("Retry-After"); v != "" {

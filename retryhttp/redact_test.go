@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
@@ -51,7 +52,7 @@ func (w *wrapped) Unwrap() error { return w.err }
 
 func TestErrorsAreRedacted(t *testing.T) {
 	var logs bytes.Buffer
-	tr := &retryhttp.Transport{Base: refusing{}, Policy: fast(2), NoBudget: true,
+	tr := &retryhttp.Transport{Base: refusing{}, Policy: fast(2), Budget: budget.Config{Ratio: -1},
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	req, err := http.NewRequestWithContext(context.Background(), "GET", canaryURL("svc.test"), nil)
 	if err != nil {
@@ -143,7 +144,7 @@ func TestPropagate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := &headerBase{}
-			tr := &retryhttp.Transport{Base: base, Policy: fast(3), NoBudget: true, Propagate: tt.propagate}
+			tr := &retryhttp.Transport{Base: base, Policy: fast(3), Budget: budget.Config{Ratio: -1}, Propagate: tt.propagate}
 			ctx, cancel := context.WithTimeout(context.Background(), 1<<40)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", tt.url, nil)
@@ -172,7 +173,7 @@ func TestPropagate(t *testing.T) {
 // With nothing to add, the base gets the caller's request itself.
 func TestPropagateOffPassesRequest(t *testing.T) {
 	base := &headerBase{}
-	tr := &retryhttp.Transport{Base: base, Policy: fast(3), NoBudget: true, Propagate: func(*http.Request) bool { return false }}
+	tr := &retryhttp.Transport{Base: base, Policy: fast(3), Budget: budget.Config{Ratio: -1}, Propagate: func(*http.Request) bool { return false }}
 	req, _ := http.NewRequestWithContext(context.Background(), "GET", "http://api.example.com/", nil)
 	req.Header.Set("Accept", "text/plain")
 	resp, err := tr.RoundTrip(req)

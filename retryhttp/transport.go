@@ -40,12 +40,23 @@
 // transport counts attempts. Servers must deduplicate by key.
 //
 // Across services: every attempt carries Timeout-Remaining (the time left,
-// minus a margin) and Retry-Attempt: N. A server wrapped in [Handler] adopts
-// the first as its deadline and, because of the second, marks its context
-// with retry.WithUpstreamOwner: heed clients it calls under that context
-// make a single attempt, so a chain of services makes (1+r) attempts, not
-// (1+r)^hops. Transport.Propagate turns the two headers off for hosts that
-// are not heed services (third-party APIs).
+// minus a margin), and Retry-Attempt: N when this call will retry the
+// request itself (attempts left, a repeatable request) or passes on the
+// claim of a caller upstream. A server wrapped in deadline.Middleware (or
+// [Handler]) adopts the first as its deadline and, because of the second,
+// marks its context: heed clients it calls under that context make a
+// single attempt, so a chain of services makes (1+r) attempts, not
+// (1+r)^hops, and a client that will not retry leaves the retries to the
+// layer below. When a Transport's breaker refuses a call made under such a
+// server's context, the server's answer carries Upstream-Breaker: open, and
+// a Transport that receives it with a 5xx neither retries it nor counts it
+// against the (healthy) server in its own breaker. Transport.Propagate turns
+// the request headers off for hosts that are not heed services (third-party
+// APIs).
+//
+// With a deadline on the request's context and no Policy.AttemptTimeout,
+// an attempt that may still be retried takes at most AttemptShare (half) of
+// the time left, so a server that never answers leaves time for a retry.
 //
 // Secrets: log records and returned errors show URLs through [RedactURL]
 // and idempotency keys through [KeyHash]; header values are never logged.
@@ -54,11 +65,14 @@
 package retryhttp
 
 import (
+	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/heed-go/heed/breaker"
@@ -82,6 +96,12 @@ const (
 	// sent as Timeout-Remaining: 5 ms, for the request's transit and the
 	// response's way back.
 	DefaultHeaderMargin = 5 * time.Millisecond
+	// DefaultAttemptShare is the share of the time left before the
+	// caller's deadline that an attempt may take when the policy sets no
+	// AttemptTimeout and the call may still retry: 0.5, so that a server
+	// that accepts and never answers (a black hole) leaves half of the
+	// time for one retry, instead of taking it all.
+	DefaultAttemptShare = 0.5
 )
 
 // IdempotencyKeyHeader is the header that makes a request with any method
@@ -98,12 +118,14 @@ var DefaultRetryStatus = []int{
 // Transport is an http.RoundTripper that retries what is safe to repeat.
 //
 // The zero value is ready to use: the default retry.Policy (3 attempts,
-// exponential backoff with full jitter), a default retry budget per
-// destination host, no breaker, no logging. Set the fields before the
-// first request and do not change them afterwards. A Transport is safe for
-// concurrent use and should be shared: its budgets and breakers are per
-// destination host (URL.Host, port included) and shared by every request
-// through it; one is kept for every host the Transport has called, for its
+// exponential backoff with full jitter), the process's default retry
+// budget per destination host and port (shared with every other Transport
+// that calls it), half of the time left per attempt while a retry may
+// follow, no breaker, no logging. Set the fields before the first request
+// and do not change them afterwards. A Transport is safe for concurrent use
+// and should be shared: its breakers are per destination host (URL.Host,
+// port included) and shared by every request through it; one is kept for
+// every host the Transport has called, for its
 // lifetime.
 type Transport struct {
 	// Base makes each attempt (default: a clone of http.DefaultTransport
@@ -153,6 +175,16 @@ type Transport struct {
 	// closing it (default 4 KiB; negative: close unread).
 	DrainLimit int64
 
+	// AttemptShare is the share of the time left before the caller's
+	// deadline that an attempt may take when Policy.AttemptTimeout is zero
+	// and the call may still retry (default 0.5, [DefaultAttemptShare];
+	// negative: none, so an attempt may take all the time left, and a
+	// server that never answers gets no retry). The last attempt always
+	// may take all the time left. It applies only when the request's
+	// context has a deadline; set Policy.AttemptTimeout for calls without
+	// one.
+	AttemptShare float64
+
 	// HeaderMargin is subtracted from the time left before it is sent as
 	// Timeout-Remaining (default 5 ms).
 	HeaderMargin time.Duration
@@ -170,10 +202,18 @@ type Transport struct {
 	Propagate func(*http.Request) bool
 
 	// Budget configures the retry budget of each destination host (zero:
-	// budget's defaults, 10% of requests plus 1 retry per second).
+	// budget's defaults, 10% of the requests, more while retries succeed,
+	// at least 1 retry per 10 s; a negative Budget.Ratio turns the budgets
+	// off). The budgets are shared by every Transport of the process that
+	// calls the same host and port with the same Budget: see Budgets.
 	Budget budget.Config
-	// NoBudget turns the per-host retry budgets off.
-	NoBudget bool
+	// Budgets keeps the budgets per destination (default: the process's
+	// registry, budget.For), keyed by host and port, so that Transports
+	// made per call, or one per client object, still spend one budget per
+	// destination, as a budget must to bound an outage's load. Give a
+	// Transport a registry of its own only to keep its budgets apart (in
+	// tests, say).
+	Budgets *budget.Registry
 	// Breaker, when set, gives each destination host a circuit breaker
 	// with this configuration (default: none).
 	Breaker *breaker.Config
@@ -192,14 +232,9 @@ type Transport struct {
 	initOnce sync.Once
 	initErr  error
 	base     http.RoundTripper
-	perHost  bool      // each host has its own budget or breaker
-	retrySet [8]uint64 // bitset of statuses 0..511
-	hosts    sync.Map  // host -> *hostState
-	// lastHost is the host state created last: a Transport that calls one
-	// host finds it here without hashing the host into hosts. It is only
-	// ever set to a state that hosts holds, and states do not change once
-	// stored, so a stale value is merely a miss.
-	lastHost atomic.Pointer[hostState]
+	perHost  bool     // each host has its own budget or breaker
+	retrySet []int    // the statuses retried
+	hosts    sync.Map // host -> *hostState
 }
 
 // hostState is what a Transport keeps per destination host. It does not
@@ -225,11 +260,13 @@ func (t *Transport) init() {
 			t.initErr = err
 			return
 		}
-		if !t.NoBudget {
-			if err := t.Budget.Validate(); err != nil {
-				t.initErr = err
-				return
-			}
+		if err := t.Budget.Validate(); err != nil {
+			t.initErr = err
+			return
+		}
+		if math.IsNaN(t.AttemptShare) || t.AttemptShare > 1 {
+			t.initErr = fmt.Errorf("retryhttp: AttemptShare is %v, must be at most 1 (negative: none)", t.AttemptShare)
+			return
 		}
 		if t.Breaker != nil {
 			// Each host's breaker is made on first use: check the config
@@ -252,22 +289,15 @@ func (t *Transport) init() {
 			tr.TLSHandshakeTimeout = ct
 			t.base = tr
 		}
-		t.perHost = t.Policy.Budget == nil && !t.NoBudget || t.Policy.Breaker == nil && t.Breaker != nil
-		codes := t.RetryStatus
-		if codes == nil {
-			codes = DefaultRetryStatus
-		}
-		for _, c := range codes {
-			if c >= 0 && c < 512 {
-				t.retrySet[c/64] |= 1 << (c % 64)
-			}
+		t.perHost = t.Policy.Budget == nil && !t.Budget.Off() || t.Policy.Breaker == nil && t.Breaker != nil
+		t.retrySet = t.RetryStatus
+		if t.retrySet == nil {
+			t.retrySet = slices.Clone(DefaultRetryStatus)
 		}
 	})
 }
 
-func (t *Transport) retryable(code int) bool {
-	return code >= 0 && code < 512 && t.retrySet[code/64]&(1<<(code%64)) != 0
-}
+func (t *Transport) retryable(code int) bool { return slices.Contains(t.retrySet, code) }
 
 // keyedConflict reports whether resp is an Idempotency-Key server saying
 // that a request with the same key is still being processed: a 409 with a
@@ -285,17 +315,23 @@ func (t *Transport) keyedWait(c *call, resp *http.Response) bool {
 	return !t.NoKeyedRetries && c.idempotencyKey() != "" && resp.Header.Get("Retry-After") != ""
 }
 
-// host returns the state of destination host h, creating it on first use.
-func (t *Transport) host(h string) *hostState {
-	if hs := t.lastHost.Load(); hs != nil && hs.name == h {
-		return hs
-	}
+// host returns the state of the destination host of u, creating it on
+// first use.
+func (t *Transport) host(u *url.URL) *hostState {
+	h := u.Host
 	if v, ok := t.hosts.Load(h); ok {
 		return v.(*hostState)
 	}
 	hs := &hostState{name: h, policy: t.Policy}
-	if !t.NoBudget && t.Policy.Budget == nil {
-		hs.policy.Budget, _ = budget.New(t.Budget) // validated in init
+	if !t.Budget.Off() && t.Policy.Budget == nil {
+		// Validated in init. The registry is keyed by host and port, the
+		// scheme's default port filled in, so that "example.com" and
+		// "example.com:443" spend one budget.
+		if t.Budgets != nil {
+			hs.policy.Budget, _ = t.Budgets.For(destination(u), t.Budget)
+		} else {
+			hs.policy.Budget, _ = budget.For(destination(u), t.Budget)
+		}
 	}
 	if t.Breaker != nil && t.Policy.Breaker == nil {
 		cfg := *t.Breaker
@@ -309,11 +345,21 @@ func (t *Transport) host(h string) *hostState {
 		}
 		hs.policy.Breaker, _ = breaker.New(cfg) // validated in init
 	}
-	v, loaded := t.hosts.LoadOrStore(h, hs)
-	if !loaded {
-		t.lastHost.Store(hs)
-	}
+	v, _ := t.hosts.LoadOrStore(h, hs)
 	return v.(*hostState)
+}
+
+// destination returns u's host and port, with the scheme's default port
+// when u has none: the key of its budget.
+func destination(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // CloseIdleConnections closes the idle connections of the base transport.
@@ -336,6 +382,16 @@ func (t *Transport) drainLimit() int64 {
 		return DefaultDrainLimit
 	}
 	return t.DrainLimit
+}
+
+func (t *Transport) attemptShare() float64 {
+	switch {
+	case t.AttemptShare == 0:
+		return DefaultAttemptShare
+	case t.AttemptShare < 0:
+		return 0
+	}
+	return min(t.AttemptShare, 1)
 }
 
 func (t *Transport) headerMargin() time.Duration {

@@ -45,7 +45,7 @@ func fast(attempts int) retry.Policy {
 // whose idle connections are closed when the test ends.
 func newTransport(t *testing.T, p retry.Policy) *retryhttp.Transport {
 	t.Helper()
-	tr := &retryhttp.Transport{Policy: p, NoBudget: true}
+	tr := &retryhttp.Transport{Policy: p, Budget: budget.Config{Ratio: -1}}
 	t.Cleanup(tr.CloseIdleConnections)
 	return tr
 }
@@ -788,7 +788,7 @@ func TestBudgetPerHostShared(t *testing.T) {
 	})
 	// A budget with no floor and 10% of requests: the first requests
 	// cannot retry at all.
-	tr := &retryhttp.Transport{Policy: fast(3), Budget: budget.Config{MinPerSecond: -1}}
+	tr := &retryhttp.Transport{Policy: fast(3), Budget: budget.Config{MinPerSecond: -1}, Budgets: &budget.Registry{}}
 	defer tr.CloseIdleConnections()
 	var o observed
 	tr.Policy.Observe = o.observe
@@ -1116,7 +1116,7 @@ func TestKeyedConflictIsRetried(t *testing.T) {
 func TestInvalidBreakerConfigFails(t *testing.T) {
 	for name, tr := range map[string]*retryhttp.Transport{
 		"breaker": {Breaker: &breaker.Config{FailureRatio: 2}},
-		"budget":  {Budget: budget.Config{Ratio: -1}},
+		"budget":  {Budget: budget.Config{Window: time.Millisecond}},
 	} {
 		req, _ := http.NewRequest("GET", "http://127.0.0.1:1/", nil)
 		if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), name) {

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"github.com/heed-go/heed/retry"
@@ -262,7 +263,7 @@ func runCanary(t *testing.T, db string) {
 
 	// retryhttp's logs and returned errors, in process.
 	var logs bytes.Buffer
-	tr := &retryhttp.Transport{Policy: retry.Policy{Attempts: 2}, NoBudget: true,
+	tr := &retryhttp.Transport{Policy: retry.Policy{Attempts: 2}, Budget: budget.Config{Ratio: -1},
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	defer tr.CloseIdleConnections()
 	for _, u := range []string{canaryURL(host, ""), canaryURL("127.0.0.1:1", "")} {

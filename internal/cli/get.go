@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -238,7 +239,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		name, value, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	tr := &retryhttp.Transport{NoBudget: true, ConnectTimeout: *connectTimeout}
+	tr := &retryhttp.Transport{Budget: budget.Config{Ratio: -1}, ConnectTimeout: *connectTimeout}
 	if !*propagate {
 		tr.Propagate = func(*http.Request) bool { return false }
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	heedbackoff "github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
@@ -65,8 +66,8 @@ func httpClients(base func() http.RoundTripper) []struct {
 	}{
 		{"plain", &http.Client{Transport: base()}},
 		{"go-retryablehttp", rc.StandardClient()},
-		{"heed", &http.Client{Transport: &retryhttp.Transport{Base: base(), Policy: p, NoBudget: true}}},
-		{"heed-nopropagate", &http.Client{Transport: &retryhttp.Transport{Base: base(), Policy: p, NoBudget: true, Propagate: off}}},
+		{"heed", &http.Client{Transport: &retryhttp.Transport{Base: base(), Policy: p, Budget: budget.Config{Ratio: -1}}}},
+		{"heed-nopropagate", &http.Client{Transport: &retryhttp.Transport{Base: base(), Policy: p, Budget: budget.Config{Ratio: -1}, Propagate: off}}},
 		{"failsafe-go", &http.Client{Transport: failsafehttp.NewRoundTripper(base(), fs)}},
 	}
 }

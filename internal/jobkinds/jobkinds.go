@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
@@ -285,7 +286,7 @@ type httpClient struct{ client *http.Client }
 type decisionKey struct{}
 
 func newHTTPClient(base http.RoundTripper) *httpClient {
-	tr := &retryhttp.Transport{Base: base, NoBudget: true, Policy: retry.Policy{
+	tr := &retryhttp.Transport{Base: base, Budget: budget.Config{Ratio: -1}, Policy: retry.Policy{
 		Attempts: 1,
 		Observe: func(ctx context.Context, e retry.Event) {
 			if d, ok := ctx.Value(decisionKey{}).(*retry.Decision); ok {
