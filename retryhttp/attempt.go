@@ -130,27 +130,3 @@ func copyHeader(h http.Header) http.Header {
 	}
 	return c
 }
-
-// attemptLimit returns the limit of the attempt Admit admitted with lim,
-// after the default per-attempt timeout: when the policy has no
-// AttemptTimeout, the caller's deadline is what ends the attempt, and the
-// call may still retry (a repeatable request with attempts left, whose
-// caller does not own the retries), the attempt gets AttemptShare of the
-// time left (half, by default), so that a server that accepts and never
-// answers leaves time for a retry inside the caller's deadline. The last
-// attempt keeps all the time left. A share shorter than the policy's
-// MinAttempt is not applied.
-func (c *call) attemptLimit(ctx context.Context, p *retry.Policy, attempts int, lim retry.Limit, now time.Time, repeatable bool) retry.Limit {
-	share := c.t.attemptShare()
-	if share == 0 || lim.Reason != retry.ReasonDeadline || p.AttemptTimeout > 0 || !repeatable {
-		return lim
-	}
-	if m := p.MaxAttempts(); m != 0 && attempts+1 >= m || c.upstreamOwns(ctx) {
-		return lim
-	}
-	d := time.Duration(float64(lim.At.Sub(now)) * share)
-	if d < p.MinAttempt() {
-		return lim
-	}
-	return retry.Limit{At: now.Add(d), Reason: retry.ReasonTimeout}
-}

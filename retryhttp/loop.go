@@ -189,7 +189,11 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			}
 			return nil, rc.Exhausted(last)
 		}
-		lim = c.attemptLimit(ctx, p, rc.History.Attempts, lim, now, repeatable)
+		if repeatable && lim.Reason == retry.ReasonDeadline {
+			// The default share of the time left, so that a retry fits.
+			rc.History.UpstreamOwns = c.upstreamOwns(ctx)
+			lim = rc.ShareLimit(lim, now, t.attemptShare())
+		}
 		start := now
 		a := c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		body = nil

@@ -98,10 +98,10 @@ const (
 	DefaultHeaderMargin = 5 * time.Millisecond
 	// DefaultAttemptShare is the share of the time left before the
 	// caller's deadline that an attempt may take when the policy sets no
-	// AttemptTimeout and the call may still retry: 0.5, so that a server
-	// that accepts and never answers (a black hole) leaves half of the
-	// time for one retry, instead of taking it all.
-	DefaultAttemptShare = 0.5
+	// AttemptTimeout and the call may still retry: retry.DefaultAttemptShare
+	// (0.5), so that a server that accepts and never answers (a black hole)
+	// leaves half of the time for one retry, instead of taking it all.
+	DefaultAttemptShare = retry.DefaultAttemptShare
 )
 
 // IdempotencyKeyHeader is the header that makes a request with any method
@@ -391,7 +391,7 @@ func (t *Transport) attemptShare() float64 {
 	case t.AttemptShare < 0:
 		return 0
 	}
-	return min(t.AttemptShare, 1)
+	return t.AttemptShare
 }
 
 func (t *Transport) headerMargin() time.Duration {
