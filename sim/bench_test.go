@@ -15,7 +15,7 @@ func tenMinutes(policy int) Scenario {
 	s.Service.Concurrency = 100
 	s.Service.QueueLimit = 5000
 	s.Faults[0].Start, s.Faults[0].End = 5*time.Minute, 5*time.Minute+20*time.Second
-	s.Policies = s.Policies[policy : policy+1]
+	s.Chains = s.Chains[policy : policy+1]
 	return s
 }
 

@@ -16,17 +16,17 @@ import (
 // Options tune a run without changing its result. The zero value is what
 // [Run] uses.
 type Options struct {
-	// Progress, when set, is called now and then during each policy's run
-	// (every 65,536 events) with the policy's index and the virtual time
+	// Progress, when set, is called now and then during each chain's run
+	// (every 65,536 events) with the chain's index and the virtual time
 	// reached, and once at the end with the horizon. It must not block for
 	// long.
-	Progress func(policy int, at time.Duration)
+	Progress func(chain int, at time.Duration)
 	// Context, when set, stops the runs early once it is done: RunWith then
 	// returns its error. It is checked as often as Progress is called.
 	Context context.Context
 }
 
-// Run runs the scenario once for each of its policies, in order, and
+// Run runs the scenario once for each of its chains, in order, and
 // returns their results. It returns an [*InvalidError] for an invalid
 // scenario. The same scenario gives the same results, to the byte.
 func Run(s Scenario) ([]*Result, error) { return RunWith(s, Options{}) }
@@ -37,8 +37,8 @@ func RunWith(s Scenario, o Options) ([]*Result, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	out := make([]*Result, len(s.Policies))
-	for i := range s.Policies {
+	out := make([]*Result, len(s.Chains))
+	for i := range s.Chains {
 		var progress func(time.Duration)
 		if o.Progress != nil {
 			progress = func(at time.Duration) { o.Progress(i, at) }
@@ -66,6 +66,10 @@ var (
 	errFailed     = retry.Transient(errors.New("500 internal error"))
 	errExpired    = retry.Transient(errors.New("504 deadline expired before service"))
 	errTimeout    = errors.New("attempt timed out")
+	// errUpstreamOpen is what a layer whose breaker refused a call answers
+	// its caller: over HTTP, a heed server's 5xx with Upstream-Breaker:
+	// open, which retryhttp neither retries nor counts in its breaker.
+	errUpstreamOpen = retry.Permanent(errors.New("503 upstream breaker open"))
 	// errCtx is what a call ends with when its caller's deadline passes
 	// (retry.Do returns ctx.Err()); heed does not retry it.
 	errCtx = errors.New("context deadline exceeded")
@@ -102,11 +106,13 @@ type call struct {
 	layer   int16      // the layer; nlayers for a job at the bottom
 	endKind uint8
 	waiting bool // an attempt is in flight
+	fault   bool // a user request that arrived during a fault
 }
 
 type layerRT struct {
 	policy retry.Policy // with the layer's budget and breaker set
 	owned  bool         // a layer above owns retries
+	share  float64      // the attempt share; 0: none
 }
 
 type faultRT struct {
@@ -125,7 +131,7 @@ type engine struct {
 	decided func(retry.Decision)
 
 	sc        *Scenario
-	pol       *Policy
+	pol       *Chain
 	layers    []layerRT
 	nlayers   int16
 	propagate bool
@@ -173,7 +179,7 @@ type engine struct {
 }
 
 func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
-	p := &s.Policies[i]
+	p := &s.Chains[i]
 	e := &engine{
 		sc:        s,
 		pol:       p,
@@ -199,18 +205,26 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 	}
 	e.rnd = rand.New(e.rng)
 	e.lanes = make([]lane, len(p.Layers))
-	owned := false
+	claimed := false // the layer above sends Retry-Attempt
 	for _, l := range p.Layers {
-		rt := layerRT{policy: l.Retry, owned: owned}
-		if l.Budget != nil {
-			rt.policy.Budget, _ = budget.New(*l.Budget) // validated
+		rt := layerRT{policy: l.Retry, owned: claimed && !l.IgnoreRetryAttempt}
+		if rt.policy.Budget == nil { // set only by the conformance test
+			rt.policy.Budget, _ = budget.New(l.Budget) // validated; nil when off
 		}
 		if l.Breaker != nil {
 			rt.policy.Breaker, _ = breaker.New(*l.Breaker) // validated
 		}
+		switch {
+		case l.AttemptShare == 0:
+			rt.share = retry.DefaultAttemptShare
+		case l.AttemptShare > 0:
+			rt.share = l.AttemptShare
+		}
 		rt.policy.Rand = e.rng
 		e.layers = append(e.layers, rt)
-		owned = owned || l.Owner
+		// As retryhttp: a layer claims the retries when it may retry, or
+		// passes on the claim of a layer above.
+		claimed = rt.owned || rt.policy.MaxAttempts() != 1
 	}
 	for _, f := range s.Faults {
 		if int64(f.Start) >= e.horizon {
@@ -390,6 +404,10 @@ func (e *engine) arrive() {
 	e.series[e.cur].UserRequests++
 	e.sum.UserRequests++
 	idx, c := e.pool.get()
+	c.fault = e.anyFault()
+	if c.fault {
+		e.sum.Fault.UserRequests++
+	}
 	c.parent = -1
 	c.layer = 0
 	c.dl = never
@@ -426,11 +444,20 @@ func (e *engine) attempt(idx int32, c *call) {
 		switch {
 		case d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget:
 			up = errCtx // retry.Do's attempt context would have ended
+		case d.Reason == retry.ReasonBreakerOpen && c.parent >= 0:
+			up = errUpstreamOpen // as a heed server answers it
 		case c.rc.History.Attempts == 0:
 			up = d.Err
 		}
 		e.finish(idx, c, up, d.Reason)
 		return
+	}
+	shared := false
+	if l := &e.layers[c.layer]; l.share > 0 && lim.Reason == retry.ReasonDeadline {
+		// The default share of the time left, as retryhttp takes it.
+		lim2 := c.rc.ShareLimit(lim, e.tnow, l.share)
+		shared = lim2 != lim
+		lim = lim2
 	}
 	end, kind := int64(never), uint8(endOwn)
 	if !lim.At.IsZero() {
@@ -464,7 +491,7 @@ func (e *engine) attempt(idx int32, c *call) {
 	// The attempt may have ended already (an instant failure); the call,
 	// and so its slot, then moved on.
 	if end != never && c.tok == tok && c.waiting {
-		if kind == endOwn {
+		if kind == endOwn && !shared {
 			// now + the layer's timeout: in time order, so a lane.
 			e.ev.seq++
 			e.lanes[c.layer].push(event{at: end, seq: e.ev.seq, kind: evTimer, idx: idx, tok: tok})
@@ -526,11 +553,14 @@ func (e *engine) decide(idx int32, c *call, err error, timedOut bool) {
 
 // finish ends call c with err (nil for success) and passes the result up.
 func (e *engine) finish(idx int32, c *call, err error, reason retry.Reason) {
-	parent, ptok, start := c.parent, c.ptok, c.start
+	parent, ptok, start, fault := c.parent, c.ptok, c.start, c.fault
 	e.pool.put(idx)
 	if parent >= 0 {
 		e.deliver(parent, ptok, err)
 		return
+	}
+	if fault && err == nil {
+		e.sum.Fault.Succeeded++
 	}
 	lat := e.now - start
 	e.ihist.add(lat)
@@ -560,10 +590,23 @@ func (e *engine) faultActive(kind FaultKind) bool {
 	return false
 }
 
+// anyFault reports whether a fault is active now.
+func (e *engine) anyFault() bool {
+	for i := range e.faults {
+		if f := &e.faults[i]; f.start <= e.now && e.now < f.end {
+			return true
+		}
+	}
+	return false
+}
+
 // submit hands job j to the bottom service.
 func (e *engine) submit(idx int32, j *call) {
 	e.series[e.cur].Attempts++
 	e.sum.Attempts++
+	if len(e.faults) > 0 && e.anyFault() {
+		e.sum.Fault.Attempts++
+	}
 	if len(e.faults) > 0 && e.faultActive(Outage) {
 		e.fail(idx, j, errRefused)
 		return
@@ -680,6 +723,15 @@ func (e *engine) result() *Result {
 			s.PeakAmplification, s.PeakAt = a, p.At
 		}
 	}
+	if f := &s.Fault; f.UserRequests > 0 {
+		f.SuccessRate = float64(f.Succeeded) / float64(f.UserRequests)
+		f.AttemptsPerRequest = float64(f.Attempts) / float64(f.UserRequests)
+	}
+	for _, p := range e.series {
+		if p.UserRequests > 0 && e.inFaults(int64(p.At), int64(p.At)+e.interval) {
+			s.Fault.PeakAttemptsPerRequest = max(s.Fault.PeakAttemptsPerRequest, float64(p.Attempts)/float64(p.UserRequests))
+		}
+	}
 	s.P50 = e.thist.quantile(0.5)
 	s.P99 = e.thist.quantile(0.99)
 	s.GiveUps = map[string]int64{}
@@ -711,7 +763,8 @@ func (e *engine) result() *Result {
 	}
 	return &Result{
 		Scenario: e.sc.Name,
-		Policy:   e.pol.name(indexOf(e.sc, e.pol)),
+		Chain:    e.pol.name(indexOf(e.sc, e.pol)),
+		Seed:     e.sc.Seed,
 		Interval: time.Duration(e.interval),
 		Series:   e.series,
 		Summary:  s,
@@ -719,9 +772,19 @@ func (e *engine) result() *Result {
 	}
 }
 
-func indexOf(s *Scenario, p *Policy) int {
-	for i := range s.Policies {
-		if &s.Policies[i] == p {
+// inFaults reports whether [from, to) lies wholly inside one fault.
+func (e *engine) inFaults(from, to int64) bool {
+	for _, f := range e.faults {
+		if f.start <= from && to <= f.end {
+			return true
+		}
+	}
+	return false
+}
+
+func indexOf(s *Scenario, p *Chain) int {
+	for i := range s.Chains {
+		if &s.Chains[i] == p {
 			return i
 		}
 	}

@@ -10,21 +10,23 @@ import (
 	"github.com/heed-go/heed/sim"
 )
 
-// Three layers that each make 4 attempts turn one user request into 64
-// attempts at a service that is down; one retry owner with a retry budget
-// keeps it near 1.1.
+// Three layers that each make 4 attempts, with ownership off and no retry
+// budget, turn one user request into 64 attempts at a service that is down;
+// with heed's defaults (ownership on, the default budget) the top layer
+// owns the retries and its budget keeps them near 1.1.
 func Example() {
 	layer := retry.Policy{Attempts: 4, Backoff: backoff.Schedule{Kind: backoff.Immediate}}
-	owner := sim.Layer{Retry: layer, Owner: true, Budget: &budget.Config{}}
+	naive := sim.Layer{Retry: layer, Budget: budget.Config{Ratio: -1}, IgnoreRetryAttempt: true}
+	heed := sim.Layer{Retry: layer}
 	s := sim.Scenario{
 		Name:    "outage",
 		Horizon: 30 * time.Second,
 		Load:    sim.Load{Rate: 100},
 		Service: sim.Service{Concurrency: 10, ServiceTime: 10 * time.Millisecond},
 		Faults:  []sim.Fault{{Kind: sim.Outage, Start: 10 * time.Second, End: 30 * time.Second}},
-		Policies: []sim.Policy{
-			{Name: "every layer retries", Layers: []sim.Layer{{Retry: layer}, {Retry: layer}, {Retry: layer}}},
-			{Name: "one owner, budget", Layers: []sim.Layer{owner, {Retry: layer}, {Retry: layer}}},
+		Chains: []sim.Chain{
+			{Name: "every layer retries", Layers: []sim.Layer{naive, naive, naive}},
+			{Name: "heed defaults", Layers: []sim.Layer{heed, heed, heed}},
 		},
 	}
 	results, err := sim.Run(s)
@@ -38,11 +40,11 @@ func Example() {
 			users += p.UserRequests
 			attempts += p.Attempts
 		}
-		fmt.Printf("%s: %.1f attempts per user request in the outage\n", r.Policy, float64(attempts)/float64(users))
+		fmt.Printf("%s: %.1f attempts per user request in the outage\n", r.Chain, float64(attempts)/float64(users))
 	}
 	// Output:
 	// every layer retries: 64.0 attempts per user request in the outage
-	// one owner, budget: 1.1 attempts per user request in the outage
+	// heed defaults: 1.1 attempts per user request in the outage
 }
 
 // A built-in scenario: a load spike that naive retries turn into a
@@ -55,9 +57,9 @@ func ExampleBuiltin() {
 		return
 	}
 	for _, r := range results {
-		fmt.Printf("%s: %s\n", r.Policy, r.Summary.RecoveryString())
+		fmt.Printf("%s: %s\n", r.Chain, r.Summary.RecoveryString())
 	}
 	// Output:
 	// naive: did not recover within the horizon
-	// heed: recovered 5s after the faults ended
+	// heed: recovered 6s after the faults ended
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/executortest"
 )
@@ -30,11 +31,11 @@ func (simExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	// rest, then run with them.
 	v := p
 	v.Budget, v.Breaker = nil, nil
-	s.Policies = []Policy{{Name: "case", Layers: []Layer{{Retry: v}}}}
+	s.Chains = []Chain{{Name: "case", Layers: []Layer{{Retry: v, Budget: budget.Config{Ratio: -1}, AttemptShare: -1}}}}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s.Policies[0].Layers[0].Retry = p
+	s.Chains[0].Layers[0].Retry = p
 	e := newEngine(&s, 0, nil)
 	var ds []retry.Decision
 	e.decided = func(d retry.Decision) { ds = append(ds, d) }

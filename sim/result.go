@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// Result is what one run of a scenario under one policy produced. It is a
+// Result is what one run of a scenario with one chain produced. It is a
 // plain value, not changed after Run returns.
 type Result struct {
-	// Scenario and Policy name the run.
-	Scenario, Policy string
+	// Scenario and Chain name the run; Seed is the run's seed.
+	Scenario, Chain string
+	Seed            uint64
 	// Interval is the width of each point of Series.
 	Interval time.Duration
 	// Series has one point per interval, from time 0 to the horizon.
@@ -82,6 +83,10 @@ type Summary struct {
 	// FaultEnd is when the last fault ends (clamped to the horizon), or
 	// zero for a scenario without faults.
 	FaultEnd time.Duration
+	// Fault sums up the user requests that arrived while a fault was
+	// active, and the attempts that reached the bottom service then: what
+	// users get during an incident, and what it costs the dependency.
+	Fault FaultSummary
 	// Recovered reports whether the system was healthy from some time
 	// after FaultEnd to the horizon; RecoveryTime is how long after
 	// FaultEnd that began. Without faults, Recovered is true and
@@ -89,6 +94,25 @@ type Summary struct {
 	// Scenario.RecoverAt of the user requests finishing in it succeed.
 	Recovered    bool
 	RecoveryTime time.Duration
+}
+
+// FaultSummary sums up the time during which faults were active (see
+// Summary.Fault). Its zero value is a scenario without faults.
+type FaultSummary struct {
+	// UserRequests arrived while a fault was active; Succeeded of them
+	// succeeded (those still open at the horizon did not).
+	UserRequests, Succeeded int64
+	// Attempts reached the bottom service while a fault was active.
+	Attempts int64
+	// SuccessRate is Succeeded / UserRequests: the users served.
+	SuccessRate float64
+	// AttemptsPerRequest is Attempts / UserRequests: the mean load on
+	// the bottom service per user request during the faults.
+	AttemptsPerRequest float64
+	// PeakAttemptsPerRequest is the highest attempts / user requests of
+	// an interval wholly inside the faults: the worst interval's load per
+	// user request.
+	PeakAttemptsPerRequest float64
 }
 
 // RecoveryString describes the recovery in words: "no fault",
@@ -122,7 +146,7 @@ func WriteCSV(w io.Writer, results ...*Result) error {
 	row := make([]string, len(CSVHeader))
 	for _, r := range results {
 		for _, p := range r.Series {
-			row[0] = r.Policy
+			row[0] = r.Chain
 			row[1] = strconv.FormatFloat(p.At.Seconds(), 'f', -1, 64)
 			row[2] = strconv.FormatInt(p.UserRequests, 10)
 			row[3] = strconv.FormatInt(p.Attempts, 10)

@@ -4,11 +4,20 @@
 // A [Scenario] describes open-loop user traffic, a chain of layers that call
 // each other down to a bottom service, the bottom service's capacity, and a
 // schedule of faults (outages, capacity drops, error-rate windows, load
-// spikes). Each [Policy] of the scenario says how every layer retries. [Run]
-// runs the scenario once per policy and returns, for each, a time series and
-// a [Summary]: attempts per user request, peak load amplification, success
-// rate and the time to recover after the faults end, or that the system did
-// not recover within the horizon (a metastable failure).
+// spikes). Each [Chain] of the scenario is the layers and how each of them
+// retries. [Run] runs the scenario once per chain and returns, for each, a
+// time series and a [Summary]: attempts per user request, peak load
+// amplification, success rate and the time to recover after the faults
+// end, or that the system did not recover within the horizon (a metastable
+// failure). [RunSeeds] runs it over several seeds and reports the median and
+// range of each figure: one seed can flatter a policy.
+//
+// A zero [Layer] is what a zero retryhttp.Transport does over HTTP: heed's
+// default retry policy, the default retry budget, half of the time left
+// per attempt while a retry may follow, ownership claimed when it retries
+// and honoured below; a layer whose breaker refuses a call answers its
+// caller as a heed server does (Upstream-Breaker: open), which the caller
+// neither retries nor counts in its own breaker.
 //
 // The simulator is one of heed's executors: every retry decision is taken by
 // heed's own [retry.Decide], with heed's own backoff schedules,
@@ -50,7 +59,7 @@ const (
 const (
 	MaxHorizon   = 24 * time.Hour // the longest Scenario.Horizon
 	MaxIntervals = 1_000_000      // the most points in a time series
-	MaxLayers    = 16             // the most layers in a Policy
+	MaxLayers    = 16             // the most layers in a Chain
 	MaxAttempts  = 100            // the most attempts per layer and call
 	MaxRate      = 10_000_000     // the highest user request rate, spikes included
 )
@@ -84,9 +93,9 @@ type Scenario struct {
 	// Faults are the troubles of the bottom service and the traffic, in any
 	// order; they may overlap.
 	Faults []Fault
-	// Policies are the retry policies to compare; Run runs the scenario once
-	// for each. At least one.
-	Policies []Policy
+	// Chains are the chains of layers to compare; Run runs the scenario
+	// once for each. At least one. (Scenario files call them "policies".)
+	Chains []Chain
 }
 
 // Arrival is how user requests arrive.
@@ -129,7 +138,7 @@ type Load struct {
 	Arrival Arrival
 	// Deadline is how long a user waits for an answer (default: forever).
 	// It is the deadline of the top layer's calls; whether layers below
-	// learn of it depends on Policy.PropagateDeadline.
+	// learn of it depends on Chain.PropagateDeadline.
 	Deadline time.Duration
 }
 
@@ -219,21 +228,23 @@ type Fault struct {
 	Rate float64
 }
 
-// Policy is how every layer of the chain retries: the thing a scenario
-// compares. Layers[0] is the top (it receives user requests); the last layer
-// calls the bottom service, so a chain of N layers makes up to the product
-// of their attempts at the bottom per user request.
-type Policy struct {
-	// Name names the policy in summaries, CSV and charts. Unique within a
+// Chain is the layers between the users and the bottom service, and how
+// each of them retries: the thing a scenario compares. Layers[0] is the top
+// (it receives user requests); the last layer calls the bottom service, so
+// a chain of N layers makes up to the product of their attempts at the
+// bottom per user request, unless ownership keeps it to one layer's.
+type Chain struct {
+	// Name names the chain in summaries, CSV and charts. Unique within a
 	// scenario; default "policy N".
 	Name string
 	// Layers are the services of the chain, top first. At least one.
 	Layers []Layer
 	// PropagateDeadline sends each attempt's deadline (its timeout, the
 	// user's deadline, whichever ends first) down the chain, as heed's
-	// deadline package does with the Timeout-Remaining header: a layer does
-	// not retry past its caller's deadline, and the bottom service drops
-	// queued attempts whose deadline has passed instead of serving them.
+	// deadline package does with the Timeout-Remaining header (which
+	// retryhttp sends by default): a layer does not retry past its caller's
+	// deadline, and the bottom service drops queued attempts whose deadline
+	// has passed instead of serving them.
 	PropagateDeadline bool
 }
 
@@ -248,16 +259,24 @@ type Layer struct {
 	// random source, and fails attempts only with transient errors.
 	// Attempts may not be retry.Unlimited.
 	Retry retry.Policy
-	// Budget, when not nil, gives the layer a retry budget shared by all of
-	// its calls.
-	Budget *budget.Config
+	// Budget is the layer's retry budget, shared by all of its calls, as
+	// retryhttp.Transport.Budget (zero: budget's defaults; a negative
+	// Ratio: no budget).
+	Budget budget.Config
 	// Breaker, when not nil, gives the layer a circuit breaker shared by
 	// all of its calls.
 	Breaker *breaker.Config
-	// Owner makes this layer the retry owner of the chain: its attempts
-	// carry the Retry-Attempt header, and every layer below it makes a
-	// single attempt per call (retry.ReasonUpstreamOwns).
-	Owner bool
+	// AttemptShare is the share of the time left before the caller's
+	// deadline that an attempt may take when Retry.AttemptTimeout is zero
+	// and a retry may follow, as retryhttp.Transport.AttemptShare (zero:
+	// retry.DefaultAttemptShare, half; negative: none).
+	AttemptShare float64
+	// IgnoreRetryAttempt turns ownership off at this layer, as
+	// deadline.Middleware.IgnoreRetryAttempt does: it retries on its own
+	// even when the layer above claims the retries. (A layer claims them,
+	// as retryhttp does, when it may retry: Retry allows more than one
+	// attempt, or a layer above it claimed them.)
+	IgnoreRetryAttempt bool
 }
 
 // ErrInvalid is matched (with errors.Is) by every error
@@ -352,12 +371,12 @@ func (s *Scenario) Validate() error {
 			return bad(p+".rate", "is set, but a %s fault has no rate", f.Kind)
 		}
 	}
-	if len(s.Policies) == 0 {
+	if len(s.Chains) == 0 {
 		return bad("policies", "is empty, need at least one policy")
 	}
 	names := map[string]bool{}
-	for i := range s.Policies {
-		p := &s.Policies[i]
+	for i := range s.Chains {
+		p := &s.Chains[i]
 		path := fmt.Sprintf("policies[%d]", i)
 		name := p.name(i)
 		if names[name] {
@@ -371,7 +390,7 @@ func (s *Scenario) Validate() error {
 	return nil
 }
 
-func (p *Policy) validate(path string) error {
+func (p *Chain) validate(path string) error {
 	switch {
 	case len(p.Layers) == 0:
 		return bad(path+".layers", "is empty, need at least one layer")
@@ -387,6 +406,8 @@ func (p *Policy) validate(path string) error {
 			return bad(lp+".attempts", "is %d, must be at least 1 (the simulator needs a limit)", r.Attempts)
 		case r.Attempts > MaxAttempts:
 			return bad(lp+".attempts", "is %d, must be at most %d", r.Attempts, MaxAttempts)
+		case math.IsNaN(l.AttemptShare) || l.AttemptShare >= 1:
+			return bad(lp+".attempt_share", "is %v, must be below 1 (negative: none)", l.AttemptShare)
 		case r.AttemptTimeout < 0:
 			return bad(lp+".timeout", "is %v, must not be negative", r.AttemptTimeout)
 		case r.MaxDuration < 0:
@@ -408,14 +429,12 @@ func (p *Policy) validate(path string) error {
 		if err := r.Validate(); err != nil {
 			return bad(lp, "%v", err)
 		}
-		if l.Budget != nil {
-			if err := l.Budget.Validate(); err != nil {
-				var ie *budget.InvalidError
-				if errors.As(err, &ie) {
-					return bad(lp+".budget."+snake(ie.Field), "%s", ie.Reason)
-				}
-				return bad(lp+".budget", "%v", err)
+		if err := l.Budget.Validate(); err != nil {
+			var ie *budget.InvalidError
+			if errors.As(err, &ie) {
+				return bad(lp+".budget."+snake(ie.Field), "%s", ie.Reason)
 			}
+			return bad(lp+".budget", "%v", err)
 		}
 		if l.Breaker != nil {
 			if _, err := breaker.New(*l.Breaker); err != nil {
@@ -458,7 +477,7 @@ func (s *Scenario) recoverAt() float64 {
 	return DefaultRecoverAt
 }
 
-func (p *Policy) name(i int) string {
+func (p *Chain) name(i int) string {
 	if p.Name != "" {
 		return p.Name
 	}

@@ -15,19 +15,28 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// immediate is a layer that retries at once, attempts times in all.
+// immediate is a layer that retries at once, attempts times in all, with
+// no budget, no attempt share, and ownership off.
 func immediate(attempts int) Layer {
-	return Layer{Retry: retry.Policy{Attempts: attempts, Backoff: backoff.Schedule{Kind: backoff.Immediate}}}
+	return Layer{Retry: retry.Policy{Attempts: attempts, Backoff: backoff.Schedule{Kind: backoff.Immediate}},
+		Budget: budget.Config{Ratio: -1}, AttemptShare: -1, IgnoreRetryAttempt: true}
+}
+
+// owned is immediate with ownership on: it honours a claim from above.
+func owned(attempts int) Layer {
+	l := immediate(attempts)
+	l.IgnoreRetryAttempt = false
+	return l
 }
 
 // down is a scenario whose bottom service is down for the whole horizon.
 func down(horizon time.Duration, rate float64, layers ...Layer) Scenario {
 	return Scenario{
-		Name:     "down",
-		Horizon:  horizon,
-		Load:     Load{Rate: rate, Arrival: Constant},
-		Faults:   []Fault{{Kind: Outage, Start: 0, End: horizon}},
-		Policies: []Policy{{Layers: layers}},
+		Name:    "down",
+		Horizon: horizon,
+		Load:    Load{Rate: rate, Arrival: Constant},
+		Faults:  []Fault{{Kind: Outage, Start: 0, End: horizon}},
+		Chains:  []Chain{{Layers: layers}},
 	}
 }
 
@@ -73,9 +82,7 @@ func TestAmplificationIsTheProductOfAttempts(t *testing.T) {
 
 // A retry owner makes the chain cost (1 + retries), not (1 + retries)^layers.
 func TestOwnerStopsMultiplication(t *testing.T) {
-	top := immediate(4)
-	top.Owner = true
-	r := run1(t, down(10*time.Second, 10, top, immediate(4), immediate(4)))
+	r := run1(t, down(10*time.Second, 10, immediate(4), owned(4), owned(4)))
 	if got := r.Summary.AttemptsPerRequest; got != 4 {
 		t.Errorf("attempts per request %v, want 4", got)
 	}
@@ -89,10 +96,9 @@ func TestOwnerStopsMultiplication(t *testing.T) {
 func TestBudgetBoundsOutageLoad(t *testing.T) {
 	top := Layer{
 		Retry:  retry.Policy{Attempts: 4, Backoff: backoff.Schedule{Base: 10 * time.Millisecond, Cap: 100 * time.Millisecond}},
-		Budget: &budget.Config{}, // 10% and 1 retry/s over 10 s
-		Owner:  true,
+		Budget: budget.Config{}, // 10% over 10 s
 	}
-	s := down(40*time.Second, 1000, top, immediate(4), immediate(4))
+	s := down(40*time.Second, 1000, top, owned(4), owned(4))
 	s.Load.Arrival = Poisson
 	s.Faults[0].Start = 10 * time.Second
 	r := run1(t, s)
@@ -137,16 +143,18 @@ func TestSpikeMetastableWithoutBudget(t *testing.T) {
 	naive, heed := rs[0], rs[1]
 	users, good := tail(naive)
 	t.Logf("naive: %s; last 30s goodput %d of %d; in flight at the end %d; %s",
-		naive.Policy, good, users, naive.Series[len(naive.Series)-1].InFlight, naive.Summary.RecoveryString())
+		naive.Chain, good, users, naive.Series[len(naive.Series)-1].InFlight, naive.Summary.RecoveryString())
 	if naive.Summary.Recovered || float64(good) > 0.05*float64(users) {
 		t.Errorf("naive retries recovered (goodput %d of %d in the last 30s); want a metastable failure", good, users)
 	}
-	if inFlight := naive.Series[len(naive.Series)-1].InFlight; inFlight < 1000 {
-		t.Errorf("naive: %d in flight at the end, want a growing backlog", inFlight)
+	// Users give up after 6 s, but the service keeps working on what they
+	// left: several times the normal 40-odd in flight.
+	if inFlight := naive.Series[len(naive.Series)-1].InFlight; inFlight < 200 {
+		t.Errorf("naive: %d in flight at the end, want a backlog", inFlight)
 	}
 	users, good = tail(heed)
 	t.Logf("heed: last 30s goodput %d of %d; %s", good, users, heed.Summary.RecoveryString())
-	if !heed.Summary.Recovered || heed.Summary.RecoveryTime > 30*time.Second || float64(good) < 0.95*float64(users) {
+	if !heed.Summary.Recovered || heed.Summary.RecoveryTime > 10*time.Second || float64(good) < 0.95*float64(users) {
 		t.Errorf("heed: %s, goodput %d of %d in the last 30s; want a recovery", heed.Summary.RecoveryString(), good, users)
 	}
 	// Without the spike, naive retries are fine: the trigger matters.
@@ -196,7 +204,7 @@ func TestPoliciesSeeTheSameArrivals(t *testing.T) {
 	for _, r := range rs[1:] {
 		for i, p := range r.Series {
 			if p.UserRequests != rs[0].Series[i].UserRequests {
-				t.Fatalf("%s: interval %d has %d user requests, %s has %d", r.Policy, i, p.UserRequests, rs[0].Policy, rs[0].Series[i].UserRequests)
+				t.Fatalf("%s: interval %d has %d user requests, %s has %d", r.Chain, i, p.UserRequests, rs[0].Chain, rs[0].Series[i].UserRequests)
 			}
 		}
 	}
@@ -223,10 +231,10 @@ func TestBreakerSheds(t *testing.T) {
 func TestService(t *testing.T) {
 	one := immediate(1)
 	base := Scenario{
-		Horizon:  10 * time.Second,
-		Load:     Load{Rate: 100, Arrival: Constant},
-		Service:  Service{Concurrency: 1, ServiceTime: 5 * time.Millisecond},
-		Policies: []Policy{{Layers: []Layer{one}}},
+		Horizon: 10 * time.Second,
+		Load:    Load{Rate: 100, Arrival: Constant},
+		Service: Service{Concurrency: 1, ServiceTime: 5 * time.Millisecond},
+		Chains:  []Chain{{Layers: []Layer{one}}},
 	}
 	if r := run1(t, base); r.Summary.Succeeded != 1000 || r.Summary.P50 < 4800*time.Microsecond || r.Summary.P50 > 5200*time.Microsecond {
 		t.Errorf("healthy: %+v", r.Summary)
@@ -266,7 +274,7 @@ func TestService(t *testing.T) {
 	s = base
 	s.Service.ServiceTime = 100 * time.Millisecond
 	s.Service.Concurrency = 0
-	s.Policies = []Policy{{Layers: []Layer{{Retry: retry.Policy{Attempts: 1, AttemptTimeout: 50 * time.Millisecond}}}}}
+	s.Chains = []Chain{{Layers: []Layer{{Retry: retry.Policy{Attempts: 1, AttemptTimeout: 50 * time.Millisecond}}}}}
 	r = run1(t, s)
 	if r.Summary.Failed < 990 || r.Summary.GiveUps["attempts"] < 990 || r.Summary.Orphaned < 990 {
 		t.Errorf("every attempt times out: %+v", r.Summary)
@@ -280,7 +288,7 @@ func TestPropagateDeadline(t *testing.T) {
 		Load:    Load{Rate: 100, Deadline: 500 * time.Millisecond},
 		Service: Service{Concurrency: 1, ServiceTime: 5 * time.Millisecond},
 		Faults:  []Fault{{Kind: Spike, Start: 5 * time.Second, End: 10 * time.Second, Factor: 3}},
-		Policies: []Policy{
+		Chains: []Chain{
 			{Name: "no propagation", Layers: []Layer{immediate(1)}},
 			{Name: "propagation", Layers: []Layer{immediate(1)}, PropagateDeadline: true},
 		},
@@ -300,7 +308,7 @@ func TestPropagateDeadline(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	ok := func() Scenario {
-		return Scenario{Horizon: time.Minute, Load: Load{Rate: 10}, Policies: []Policy{{Layers: []Layer{{}}}}}
+		return Scenario{Horizon: time.Minute, Load: Load{Rate: 10}, Chains: []Chain{{Layers: []Layer{{}}}}}
 	}
 	tests := []struct {
 		change func(*Scenario)
@@ -314,14 +322,15 @@ func TestValidate(t *testing.T) {
 		{func(s *Scenario) { s.Faults = []Fault{{Kind: Outage, Start: time.Second, End: time.Second}} }, "faults[0].end is 1s, must be after start 1s"},
 		{func(s *Scenario) { s.Faults = []Fault{{Kind: CapacityDrop, End: time.Second, Factor: 2}} }, "faults[0].factor is 2, must be in (0, 1]"},
 		{func(s *Scenario) { s.Faults = []Fault{{Kind: Outage, End: time.Second, Rate: 0.5}} }, "faults[0].rate is set, but a outage fault has no rate"},
-		{func(s *Scenario) { s.Policies = nil }, "policies is empty"},
-		{func(s *Scenario) { s.Policies[0].Name = "a"; s.Policies = append(s.Policies, s.Policies[0]) }, `policies[1].name is "a", used by an earlier policy`},
-		{func(s *Scenario) { s.Policies[0].Layers = nil }, "policies[0].layers is empty"},
-		{func(s *Scenario) { s.Policies[0].Layers[0].Retry.Attempts = retry.Unlimited }, "policies[0].layers[0].attempts is -1, must be at least 1"},
-		{func(s *Scenario) { s.Policies[0].Layers[0].Retry.Backoff.Multiplier = 0.5 }, "policies[0].layers[0].backoff.multiplier is 0.5, must be at least 1"},
-		{func(s *Scenario) { s.Policies[0].Layers[0].Budget = &budget.Config{Ratio: -1} }, "policies[0].layers[0].budget.ratio is -1, must not be negative"},
-		{func(s *Scenario) { s.Policies[0].Layers[0].Breaker = &breaker.Config{MinCalls: -1} }, "policies[0].layers[0].breaker.min_calls is -1"},
-		{func(s *Scenario) { s.Policies[0].Layers[0].Retry.Budget = &budget.Budget{} }, "policies[0].layers[0].retry has a Budget or Breaker"},
+		{func(s *Scenario) { s.Chains = nil }, "policies is empty"},
+		{func(s *Scenario) { s.Chains[0].Name = "a"; s.Chains = append(s.Chains, s.Chains[0]) }, `policies[1].name is "a", used by an earlier policy`},
+		{func(s *Scenario) { s.Chains[0].Layers = nil }, "policies[0].layers is empty"},
+		{func(s *Scenario) { s.Chains[0].Layers[0].Retry.Attempts = retry.Unlimited }, "policies[0].layers[0].attempts is -1, must be at least 1"},
+		{func(s *Scenario) { s.Chains[0].Layers[0].Retry.Backoff.Multiplier = 0.5 }, "policies[0].layers[0].backoff.multiplier is 0.5, must be at least 1"},
+		{func(s *Scenario) { s.Chains[0].Layers[0].Budget = budget.Config{Burst: 2} }, "policies[0].layers[0].budget.burst is 2, must be from 0 to 1"},
+		{func(s *Scenario) { s.Chains[0].Layers[0].AttemptShare = 1 }, "policies[0].layers[0].attempt_share is 1, must be below 1"},
+		{func(s *Scenario) { s.Chains[0].Layers[0].Breaker = &breaker.Config{MinCalls: -1} }, "policies[0].layers[0].breaker.min_calls is -1"},
+		{func(s *Scenario) { s.Chains[0].Layers[0].Retry.Budget = &budget.Budget{} }, "policies[0].layers[0].retry has a Budget or Breaker"},
 	}
 	if s := ok(); s.Validate() != nil {
 		t.Fatalf("valid scenario: %v", s.Validate())
@@ -382,7 +391,7 @@ func TestAllocations(t *testing.T) {
 		t.Skip("short")
 	}
 	s, _ := Builtin("layers")
-	s.Policies = s.Policies[2:]
+	s.Chains = s.Chains[2:]
 	s.Horizon = 20 * time.Second
 	short := testing.AllocsPerRun(2, func() { _, _ = Run(s) })
 	s.Horizon = 60 * time.Second
@@ -433,8 +442,8 @@ func TestLayersBudgetSmooth(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rs[2] // one owner + budget
-	if r.Policy != "one owner + budget" {
-		t.Fatalf("policy %q", r.Policy)
+	if r.Chain != "one owner + budget" {
+		t.Fatalf("policy %q", r.Chain)
 	}
 	var attempts, users int64
 	for _, p := range r.Series {

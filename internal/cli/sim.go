@@ -106,7 +106,7 @@ func simHelp() helpDoc {
 	for _, name := range sim.Builtins() {
 		s, _ := sim.Builtin(name)
 		var pols []string
-		for _, p := range s.Policies {
+		for _, p := range s.Chains {
 			pols = append(pols, p.Name)
 		}
 		fmt.Fprintf(&b, "  %s (policies: %s)\n", name, strings.Join(pols, ", "))
@@ -116,7 +116,7 @@ func simHelp() helpDoc {
 	}
 	return helpDoc{
 		head:   b.String(),
-		groups: []flagGroup{{"Sim flags", []string{"policy", "seed", "horizon", "csv", "chart", "force"}}},
+		groups: []flagGroup{{"Sim flags", []string{"policy", "seed", "seeds", "horizon", "csv", "chart", "force"}}},
 		foot:   simFoot,
 	}
 }
@@ -146,6 +146,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet("sim")
 	policies := fs.String("policy", "", "run only the policies `NAMES` (comma-separated; default: all)")
 	seed := fs.Uint64("seed", 0, "random seed `N` (default: the scenario's)")
+	seeds := fs.Int("seeds", sim.DefaultSeeds, "run with `N` seeds, from --seed on, and print the median and range of each figure; --csv and --chart show the first seed")
 	horizon := durationFlag(fs, "horizon", 0, "virtual time to simulate (default: the scenario's)")
 	csvPath := fs.String("csv", "", "write the time series as CSV to `FILE` (- for stdout, and the summary to stderr)")
 	chartPath := fs.String("chart", "", "draw a chart of the runs to `FILE`, PNG or SVG by its extension")
@@ -167,6 +168,9 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	if isSet(fs, "seed") {
 		sc.Seed = *seed
 	}
+	if *seeds < 1 || *seeds > sim.MaxSeeds {
+		return usageError(s, "sim", flagError("seeds", "%d, must be from 1 to %d", *seeds, sim.MaxSeeds))
+	}
 	if isSet(fs, "horizon") {
 		if *horizon <= 0 {
 			return usageError(s, "sim", flagError("horizon", "%v, must be positive", *horizon))
@@ -174,7 +178,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 		sc.Horizon = *horizon
 	}
 	if *policies != "" {
-		if sc.Policies, err = pickPolicies(sc.Policies, *policies); err != nil {
+		if sc.Chains, err = pickPolicies(sc.Chains, *policies); err != nil {
 			return usageError(s, "sim", err)
 		}
 	}
@@ -206,7 +210,15 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	if f, ok := s.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		opts.Progress = newProgress(s.stderr, &sc).update
 	}
-	results, err := sim.RunWith(sc, opts)
+	var results []*sim.Result
+	var spreads []*sim.Seeds
+	if *seeds == 1 {
+		results, err = sim.RunWith(sc, opts)
+	} else if spreads, err = sim.RunSeeds(sc, *seeds, opts); err == nil {
+		for _, sd := range spreads {
+			results = append(results, sd.Results[0])
+		}
+	}
 	if opts.Progress != nil {
 		fmt.Fprint(s.stderr, "\r\033[K")
 	}
@@ -217,11 +229,14 @@ func simMain(ctx context.Context, s streams, args []string) int {
 		}
 		return usageError(s, "sim", err)
 	}
+	out := s.stdout
 	if *csvPath == "-" {
-		// stdout carries the CSV alone; the summary goes to stderr.
-		printSimSummary(s.stderr, &sc, results)
+		out = s.stderr // stdout carries the CSV alone
+	}
+	if spreads != nil {
+		printSeedsSummary(out, &sc, *seeds, spreads)
 	} else {
-		printSimSummary(s.stdout, &sc, results)
+		printSimSummary(out, &sc, results)
 	}
 
 	code := exitOK
@@ -306,8 +321,8 @@ func writeOut(s streams, path string, overwrite bool, write func(io.Writer) erro
 	return f.Close()
 }
 
-func pickPolicies(all []sim.Policy, names string) ([]sim.Policy, error) {
-	var out []sim.Policy
+func pickPolicies(all []sim.Chain, names string) ([]sim.Chain, error) {
+	var out []sim.Chain
 	for name := range strings.SplitSeq(names, ",") {
 		name = strings.TrimSpace(name)
 		found := false
@@ -337,9 +352,10 @@ func pickPolicies(all []sim.Policy, names string) ([]sim.Policy, error) {
 	return out, nil
 }
 
-func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
-	fmt.Fprintf(w, "scenario %s: %s user requests/s (%s) for %v, seed %d",
-		sc.Name, group(sc.Load.Rate), sc.Load.Arrival, sc.Horizon, sc.Seed)
+// printScenarioLine prints the line that names the scenario and its runs.
+func printScenarioLine(w io.Writer, sc *sim.Scenario, seeds string) {
+	fmt.Fprintf(w, "scenario %s: %s user requests/s (%s) for %v, %s",
+		sc.Name, group(sc.Load.Rate), sc.Load.Arrival, sc.Horizon, seeds)
 	if len(sc.Faults) > 0 {
 		var fs []string
 		for _, f := range sc.Faults {
@@ -349,11 +365,35 @@ func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
+}
+
+// printSeedsSummary prints the median and range of each chain's figures
+// over the seeds: during the faults, the users served and the load per user
+// request on the bottom service (mean, and the worst second), and the
+// recovery.
+func printSeedsSummary(w io.Writer, sc *sim.Scenario, n int, spreads []*sim.Seeds) {
+	printScenarioLine(w, sc, fmt.Sprintf("seeds %d–%d (median and range)", sc.Seed, sc.Seed+uint64(n)-1))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY\tSERVED IN FAULTS\tLOAD PER USER IN FAULTS\tWORST SECOND\tRECOVERY")
+	for _, sd := range spreads {
+		pct := sim.Spread{Median: 100 * sd.FaultSuccessRate.Median, Min: 100 * sd.FaultSuccessRate.Min, Max: 100 * sd.FaultSuccessRate.Max}
+		rec := fmt.Sprintf("%s in %d of %d seeds", sd.RecoverySeconds.Format("%.0fs"), sd.Recovered, n)
+		if sd.Recovered == 0 {
+			rec = fmt.Sprintf("did not recover in %d of %d seeds", n, n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sd.Chain, pct.Format("%.1f%%"), sd.FaultAttemptsPerRequest.Format("%.2f×"),
+			sd.FaultPeak.Format("%.2f×"), rec)
+	}
+	tw.Flush()
+}
+
+func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
+	printScenarioLine(w, sc, fmt.Sprintf("seed %d", sc.Seed))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POLICY\tATTEMPTS/REQUEST\tPEAK AMPLIFICATION\tSUCCEEDED\tP99\tRECOVERY")
 	for _, r := range results {
 		sm := &r.Summary
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f× at %v\t%.1f%%\t%v\t%s\n", r.Policy, sm.AttemptsPerRequest,
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f× at %v\t%.1f%%\t%v\t%s\n", r.Chain, sm.AttemptsPerRequest,
 			sm.PeakAmplification, sm.PeakAt, 100*sm.SuccessRate, roundLatency(sm.P99), sm.RecoveryString())
 	}
 	tw.Flush()
@@ -377,7 +417,7 @@ func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
 			fmt.Fprintln(w)
 			blank = true
 		}
-		fmt.Fprintf(w, "%s: %s of %s user requests failed (gave up: %s)", r.Policy, group(float64(sm.Failed)),
+		fmt.Fprintf(w, "%s: %s of %s user requests failed (gave up: %s)", r.Chain, group(float64(sm.Failed)),
 			group(float64(sm.UserRequests)), strings.Join(parts, ", "))
 		if sm.Orphaned > 0 {
 			fmt.Fprintf(w, "; %s attempts served after their caller gave up", group(float64(sm.Orphaned)))
@@ -463,9 +503,9 @@ func (p *progress) update(policy int, at time.Duration) {
 		return
 	}
 	p.last = now
-	done := (float64(policy) + float64(at)/float64(p.sc.Horizon)) / float64(len(p.sc.Policies))
+	done := (float64(policy) + float64(at)/float64(p.sc.Horizon)) / float64(len(p.sc.Chains))
 	fmt.Fprintf(p.w, "\r\033[Kheed sim: %s: policy %q at %v of %v (%.0f%%)", p.sc.Name,
-		p.sc.Policies[policy].Name, at.Truncate(time.Second), p.sc.Horizon, 100*done)
+		p.sc.Chains[policy].Name, at.Truncate(time.Second), p.sc.Horizon, 100*done)
 }
 
 // --- scenario files ---
@@ -706,12 +746,22 @@ func (f *simFile) scenario() (sim.Scenario, error) {
 	}
 	for i, fp := range f.Policies {
 		p := fmt.Sprintf("policies[%d]", i)
-		pol := sim.Policy{Name: fp.Name, PropagateDeadline: fp.PropagateDeadline}
+		pol := sim.Chain{Name: fp.Name, PropagateDeadline: fp.PropagateDeadline}
+		// A file's owner marks the layer whose attempts claim the retries;
+		// layers down to it honour no claim (with none, every layer
+		// retries on its own), as before ownership followed retrying.
+		firstOwner := len(fp.Layers)
+		for j, fl := range fp.Layers {
+			if fl.Owner {
+				firstOwner = min(firstOwner, j)
+			}
+		}
 		for j, fl := range fp.Layers {
 			lp := fmt.Sprintf("%s.layers[%d]", p, j)
 			l := sim.Layer{
-				Name:  fl.Name,
-				Owner: fl.Owner,
+				Name:               fl.Name,
+				IgnoreRetryAttempt: j <= firstOwner,
+				Budget:             budget.Config{Ratio: -1}, // a file without budget: none
 				Retry: retry.Policy{
 					Attempts:       fl.Attempts,
 					AttemptTimeout: d.parse(lp+".timeout", fl.Timeout),
@@ -743,7 +793,7 @@ func (f *simFile) scenario() (sim.Scenario, error) {
 				l.Retry.Backoff.Jitter = v
 			}
 			if b := fl.Budget; b != nil {
-				l.Budget = &budget.Config{Ratio: b.Ratio, Window: d.parse(lp+".budget.window", b.Window), MinPerSecond: b.MinPerSecond}
+				l.Budget = budget.Config{Ratio: b.Ratio, Window: d.parse(lp+".budget.window", b.Window), MinPerSecond: b.MinPerSecond}
 			}
 			if b := fl.Breaker; b != nil {
 				l.Breaker = &breaker.Config{FailureRatio: b.FailureRatio, MinCalls: b.MinCalls, Probes: b.Probes,
@@ -751,7 +801,7 @@ func (f *simFile) scenario() (sim.Scenario, error) {
 			}
 			pol.Layers = append(pol.Layers, l)
 		}
-		s.Policies = append(s.Policies, pol)
+		s.Chains = append(s.Chains, pol)
 	}
 	if d.err != nil {
 		return s, d.err

@@ -27,22 +27,40 @@ func TestSimHelp(t *testing.T) {
 	}
 }
 
-// The spike scenario: naive retries never recover, heed's defaults do.
+// The spike scenario: naive retries never recover, heed's defaults do, over
+// the default 5 seeds (median and range); --seeds 1 prints one run's table.
 func TestSimBuiltin(t *testing.T) {
 	code, stdout, stderr := heed(t, "", "sim", "spike")
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit code %d, stderr %q", code, stderr)
 	}
 	for _, want := range []string{
-		"scenario spike: 40 user requests/s (poisson) for 2m0s, seed 1; faults: load ×2 20s–30s",
-		"POLICY  ATTEMPTS/REQUEST  PEAK AMPLIFICATION  SUCCEEDED  P99",
-		"did not recover within the horizon",
-		"recovered 5s after the faults ended",
-		"heed: 215 of 5,069 user requests failed (gave up: budget 215)",
+		"scenario spike: 40 user requests/s (poisson) for 2m0s, seeds 1–5 (median and range); faults: load ×2 20s–30s",
+		"POLICY  SERVED IN FAULTS     LOAD PER USER IN FAULTS  WORST SECOND         RECOVERY",
+		"did not recover in 5 of 5 seeds",
+		"7s (6s–8s) in 5 of 5 seeds",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output does not contain %q:\n%s", want, stdout)
 		}
+	}
+	code, stdout, stderr = heed(t, "", "sim", "--seeds", "1", "spike")
+	if code != 0 || stderr != "" {
+		t.Fatalf("--seeds 1: exit code %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"scenario spike: 40 user requests/s (poisson) for 2m0s, seed 1; faults: load ×2 20s–30s",
+		"POLICY  ATTEMPTS/REQUEST  PEAK AMPLIFICATION  SUCCEEDED  P99",
+		"did not recover within the horizon",
+		"recovered 6s after the faults ended",
+		"heed: 245 of 5,069 user requests failed (gave up: budget 235, deadline 10)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--seeds 1: output does not contain %q:\n%s", want, stdout)
+		}
+	}
+	if code, _, stderr := heed(t, "", "sim", "--seeds", "0", "spike"); code != 2 || !strings.Contains(stderr, "--seeds: 0, must be from 1 to 1000") {
+		t.Errorf("--seeds 0: exit code %d, stderr %q", code, stderr)
 	}
 }
 
@@ -143,7 +161,7 @@ func TestSimFiles(t *testing.T) {
 			"every layer     3.", "owner + budget  0."}},
 		{"outage.json", []string{"scenario small-outage-json: 50 user requests/s (constant)", "owner   1.67"}},
 	} {
-		code, stdout, stderr := heed(t, "", "sim", filepath.Join("testdata", "sim", tt.file))
+		code, stdout, stderr := heed(t, "", "sim", "--seeds", "1", filepath.Join("testdata", "sim", tt.file))
 		if code != 0 {
 			t.Errorf("%s: exit code %d: %s", tt.file, code, stderr)
 			continue
@@ -162,7 +180,7 @@ func TestSimErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "no scenario: give a built-in scenario's name (brownout, layers, spike, spike-heed, spike-naive) or a file"},
+		{nil, "no scenario: give a built-in scenario's name (brownout, layers, outage, partial, spike, spike-heed, spike-naive) or a file"},
 		{[]string{"nope"}, `no built-in scenario or file "nope"`},
 		{[]string{"spike", "layers"}, `unexpected argument "layers"`},
 		{[]string{td("unknown-field.yaml")}, `line 5: unknown field "attemps" in a layer (known: name, attempts, backoff,`},
@@ -194,7 +212,7 @@ func TestSimFileFormat(t *testing.T) {
 		{"horizon: 10s\nload: {rate: 1}\nfaults: [{kind: fire, end: 1s}]\n", `faults[0].kind: "fire" is not outage`},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{attempts: -1}]}]\n", "policies[0].layers[0].attempts: -1, must be at least 1"},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{backoff: {jitter: lots}}]}]\n", `policies[0].layers[0].backoff.jitter: "lots" is not full`},
-		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{budget: {ratio: -2}}]}]\n", "policies[0].layers[0].budget.ratio is -2, must not be negative"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{budget: {window: 1ms}}]}]\n", "policies[0].layers[0].budget.window is 1ms, must be at least 10ms"},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{breaker: {probes: -2}}]}]\n", "policies[0].layers[0].breaker.probes is -2"},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: []\n", "policies is empty"},
 		{"horizon: 10s\nload: {rate: x}\n", "line 2: cannot unmarshal"},
@@ -250,7 +268,7 @@ func TestSimHelpExampleParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
-	if s.Name != "my-outage" || len(s.Faults) != 2 || len(s.Policies) != 1 || s.Policies[0].Layers[0].Budget == nil {
+	if s.Name != "my-outage" || len(s.Faults) != 2 || len(s.Chains) != 1 || s.Chains[0].Layers[0].Budget.Off() {
 		t.Errorf("parsed %+v", s)
 	}
 }

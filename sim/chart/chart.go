@@ -108,7 +108,7 @@ func Write(w io.Writer, format string, o Options, results ...*sim.Result) error 
 		}
 		xmax := (time.Duration(len(r.Series)) * r.Interval).Seconds()
 		pk := &peaks[i]
-		pk.policy = r.Policy
+		pk.policy = r.Chain
 		for _, p := range r.Series {
 			pk.attempts = max(pk.attempts, float64(p.Attempts)/sec)
 			pk.rate = max(pk.rate, float64(p.UserRequests)/sec, float64(p.Attempts)/sec, float64(p.Goodput)/sec)
@@ -119,9 +119,9 @@ func Write(w io.Writer, format string, o Options, results ...*sim.Result) error 
 
 		// Row 1: rates.
 		top := newPanel(0, xmax, nice(pk.rate))
-		top.Title.Text = r.Policy
+		top.Title.Text = r.Chain
 		if o.Title != "" {
-			top.Title.Text = o.Title + ": " + r.Policy
+			top.Title.Text = o.Title + ": " + r.Chain
 		}
 		top.Title.TextStyle.Font.Size = vg.Points(13)
 		top.Y.Label.Text = "requests per second"
