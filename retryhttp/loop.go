@@ -197,8 +197,10 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		start := now
 		a := c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		body = nil
-		if a.err == nil && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
-			// Fast path: accepted, and nothing needs the time.
+		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
+			// Fast path: a first attempt accepted, and nothing needs the
+			// time (a retry that succeeds goes through End, which tells
+			// the budget).
 			return c.final(a)
 		}
 		now = clock.Now(clk)

@@ -1,0 +1,223 @@
+// Package chaintest runs three real HTTP services on loopback, a user's
+// client calling A, A calling B, B calling C, each client a
+// retryhttp.Transport and each server wrapped in deadline.Middleware, under
+// an open-loop user load, while C fails for a while. It measures what the
+// load-safety promise is about: the attempts that reach C per user request
+// (the mean over the fault and the worst second) and the users served.
+//
+// The tests of retryhttp (the load-safety bounds) and of sim (the simulator
+// against the real chain) use it. Loads are small and bounded: at most
+// Rate × Deadline user requests are in flight.
+package chaintest
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/retryhttp"
+)
+
+// Fault is how C fails during the fault.
+type Fault int
+
+const (
+	// Status503 answers 503 Service Unavailable (to a share ErrorRate of
+	// the calls).
+	Status503 Fault = iota
+	// BlackHole accepts the calls and never answers (until the caller's
+	// deadline, which Timeout-Remaining brings to C).
+	BlackHole
+)
+
+// Config is one run. Zero fields take the defaults named.
+type Config struct {
+	// Rate is user requests per second, evenly spaced (default 50).
+	Rate float64
+	// Healthy, FaultFor and After are the phases (defaults 2 s, 8 s, 1 s).
+	Healthy, FaultFor, After time.Duration
+	// Fault is how C fails; ErrorRate the share of its calls that fail
+	// during the fault (default 1).
+	Fault     Fault
+	ErrorRate float64
+	// Deadline is each user request's deadline (default 2 s).
+	Deadline time.Duration
+	// OwnershipOff sets IgnoreRetryAttempt on A's and B's middleware.
+	OwnershipOff bool
+	// Budget is every client's Transport.Budget (zero: the defaults).
+	Budget budget.Config
+	// Seed seeds C's random failures.
+	Seed uint64
+}
+
+func (c *Config) defaults() {
+	if c.Rate == 0 {
+		c.Rate = 50
+	}
+	if c.Healthy == 0 {
+		c.Healthy = 2 * time.Second
+	}
+	if c.FaultFor == 0 {
+		c.FaultFor = 8 * time.Second
+	}
+	if c.After == 0 {
+		c.After = time.Second
+	}
+	if c.ErrorRate == 0 {
+		c.ErrorRate = 1
+	}
+	if c.Deadline == 0 {
+		c.Deadline = 2 * time.Second
+	}
+}
+
+// Second is one second of a run, counted by when things happened.
+type Second struct {
+	Users    int64 // user requests started
+	Attempts int64 // attempts that reached C
+	Served   int64 // user requests started this second that succeeded
+}
+
+// Summary sums up the fault: the user requests that started during it,
+// and the attempts that reached C during it.
+type Summary struct {
+	Users, Served, Attempts int64
+	// Mean is Attempts / Users; Worst the highest attempts / users of a
+	// second wholly inside the fault; ServedShare is Served / Users.
+	Mean, Worst, ServedShare float64
+}
+
+// Result is a run's outcome.
+type Result struct {
+	Seconds []Second
+	Fault   Summary
+}
+
+// Run runs cfg and returns what it measured. It fails t if the chain
+// cannot be built.
+func Run(t testing.TB, cfg Config) Result {
+	t.Helper()
+	cfg.defaults()
+	total := cfg.Healthy + cfg.FaultFor + cfg.After
+	nsec := int(total/time.Second) + int(cfg.Deadline/time.Second) + 3
+	users := make([]atomic.Int64, nsec)
+	served := make([]atomic.Int64, nsec)
+	attempts := make([]atomic.Int64, nsec)
+	var start time.Time
+	sec := func(d time.Duration) int { return min(max(int(d/time.Second), 0), nsec-1) }
+	inFault := func(d time.Duration) bool { return d >= cfg.Healthy && d < cfg.Healthy+cfg.FaultFor }
+
+	var mu sync.Mutex
+	rnd := rand.New(rand.NewPCG(cfg.Seed, 1))
+	fail := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return rnd.Float64() < cfg.ErrorRate
+	}
+	c := httptest.NewServer(deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		el := time.Since(start)
+		attempts[sec(el)].Add(1)
+		if inFault(el) && fail() {
+			if cfg.Fault == BlackHole {
+				<-r.Context().Done()
+				panic(http.ErrAbortHandler) // never answer, even late
+			}
+			http.Error(w, "C is down", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	})))
+	defer c.Close()
+
+	// One registry per run: budgets do not carry over between runs that
+	// happen to get the same ports.
+	reg := &budget.Registry{}
+	transport := func() *retryhttp.Transport {
+		return &retryhttp.Transport{Budget: cfg.Budget, Budgets: reg}
+	}
+	mw := deadline.Middleware{IgnoreRetryAttempt: cfg.OwnershipOff}
+	forward := func(next string) (*httptest.Server, *retryhttp.Transport) {
+		tr := transport()
+		srv := httptest.NewServer(mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			req, _ := http.NewRequestWithContext(r.Context(), "GET", next, nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				http.Error(w, "upstream failed", http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			w.WriteHeader(resp.StatusCode)
+			io.Copy(w, io.LimitReader(resp.Body, 1<<10))
+		})))
+		return srv, tr
+	}
+	b, trB := forward(c.URL)
+	defer b.Close()
+	defer trB.CloseIdleConnections()
+	a, trA := forward(b.URL)
+	defer a.Close()
+	defer trA.CloseIdleConnections()
+	user := transport()
+	defer user.CloseIdleConnections()
+
+	n := int(cfg.Rate * total.Seconds())
+	gap := time.Duration(float64(time.Second) / cfg.Rate)
+	var wg sync.WaitGroup
+	start = time.Now()
+	for i := range n {
+		// Open-loop pacing: the i-th user arrives at start + i × gap,
+		// whatever happened to the others.
+		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Go(func() {
+			began := time.Since(start)
+			k := sec(began)
+			users[k].Add(1)
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", a.URL, nil)
+			resp, err := user.RoundTrip(req)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				served[k].Add(1)
+			}
+		})
+	}
+	wg.Wait()
+
+	var res Result
+	for k := range nsec {
+		res.Seconds = append(res.Seconds, Second{Users: users[k].Load(), Attempts: attempts[k].Load(), Served: served[k].Load()})
+	}
+	f := &res.Fault
+	for k, s := range res.Seconds {
+		from, to := time.Duration(k)*time.Second, time.Duration(k+1)*time.Second
+		if !inFault(from) {
+			continue
+		}
+		f.Users += s.Users
+		f.Served += s.Served
+		f.Attempts += s.Attempts
+		if inFault(to-1) && s.Users > 0 {
+			f.Worst = max(f.Worst, float64(s.Attempts)/float64(s.Users))
+		}
+	}
+	if f.Users > 0 {
+		f.Mean = float64(f.Attempts) / float64(f.Users)
+		f.ServedShare = float64(f.Served) / float64(f.Users)
+	}
+	return res
+}

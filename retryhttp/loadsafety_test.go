@@ -1,0 +1,50 @@
+package retryhttp_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/internal/chaintest"
+)
+
+// TestLoadSafety is the load-safety promise, measured: three real services
+// on loopback (a user's client calls A, A calls B, B calls C), every client
+// a zero retryhttp.Transport and every server a zero deadline.Middleware,
+// 50 user requests/s, and C answering 503 to every call for 8 s. The load
+// on C per user request stays within 1.15× over the outage and 1.2× in
+// every second of it. The other faults are measured alongside and logged
+// (go test -run TestLoadSafety -v ./retryhttp prints the README's table).
+func TestLoadSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 11 s load")
+	}
+	rows := []struct {
+		name string
+		cfg  chaintest.Config
+		// bounds; zero: measured only
+		mean, worst float64
+	}{
+		{"every call 503", chaintest.Config{}, 1.15, 1.2},
+		{"black hole (accepts, never answers)", chaintest.Config{Fault: chaintest.BlackHole}, 0, 0},
+		{"half of the calls fail at random", chaintest.Config{ErrorRate: 0.5, Seed: 1}, 0, 0},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			r := chaintest.Run(t, row.cfg)
+			f := r.Fault
+			t.Logf("| %s | %.2f× / %.2f× | %.1f%% |", row.name, f.Mean, f.Worst, 100*f.ServedShare)
+			if f.Users < 300 {
+				t.Fatalf("only %d user requests during the fault: the machine is too slow to pace the load", f.Users)
+			}
+			if row.mean > 0 && (f.Mean > row.mean || f.Worst > row.worst) {
+				for k, s := range r.Seconds {
+					t.Logf("second %d: %+v", k, s)
+				}
+				t.Errorf("load on C per user request %.3f× over the fault, %.3f× in the worst second; want at most %.2f× and %.2f×",
+					f.Mean, f.Worst, row.mean, row.worst)
+			}
+		})
+	}
+	_ = time.Second
+}
