@@ -81,8 +81,14 @@ func (f *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 //     and the transport adds no allocation to base's.
 //   - retryhttp-deadline: retryhttp with a deadline on the request's context
 //     (and no Accept header), which adds Timeout-Remaining: its value and
-//     the []string holding it, 2 more allocations. No attempt context is
-//     made, since the caller's deadline is the attempt's.
+//     the []string holding it, 2 more allocations, and, for the default
+//     AttemptShare (half of the time left per attempt while a retry may
+//     follow), an attempt context with its timer and the body wrapper that
+//     releases it.
+//   - retryhttp-deadline-noshare: the same with AttemptShare off (-1): the
+//     caller's deadline is the attempt's, so no attempt context is made;
+//     the difference to retryhttp-deadline is what the default share
+//     costs.
 //
 // The target is retryhttp at most +100 ns and +2 allocations over
 // base; floor shows how much of that the contract alone uses (with Go 1.24+
@@ -101,8 +107,7 @@ func BenchmarkSuccess(b *testing.B) {
 	b.Run("retryhttp-nopropagate", func(b *testing.B) {
 		benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{}, Propagate: func(*http.Request) bool { return false }})
 	})
-	b.Run("retryhttp-deadline", func(b *testing.B) {
-		tr := &retryhttp.Transport{Base: &memBase{}}
+	deadline := func(b *testing.B, tr *retryhttp.Transport) {
 		ctx, cancel := context.WithTimeout(context.Background(), 1<<40)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://svc.internal/items/1", nil)
@@ -114,6 +119,12 @@ func BenchmarkSuccess(b *testing.B) {
 			}
 			resp.Body.Close()
 		}
+	}
+	b.Run("retryhttp-deadline", func(b *testing.B) {
+		deadline(b, &retryhttp.Transport{Base: &memBase{}})
+	})
+	b.Run("retryhttp-deadline-noshare", func(b *testing.B) {
+		deadline(b, &retryhttp.Transport{Base: &memBase{}, AttemptShare: -1})
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -36,6 +37,11 @@ const (
 	// BlackHole accepts the calls and never answers (until the caller's
 	// deadline, which Timeout-Remaining brings to C).
 	BlackHole
+	// Refused refuses B's connections to C. (C then serves without
+	// keep-alives, so that every attempt dials, and during the fault B's
+	// dials go to 127.0.0.1:1, where nothing listens: C's own listener is
+	// never closed, so no other test can take its port.)
+	Refused
 )
 
 // Config is one run. Zero fields take the defaults named.
@@ -109,7 +115,7 @@ func Run(t testing.TB, cfg Config) Result {
 	total := cfg.Healthy + cfg.FaultFor + cfg.After
 	nsec := int(total/time.Second) + int(cfg.Deadline/time.Second) + 3
 	users := make([]atomic.Int64, nsec)
-	served := make([]atomic.Int64, nsec)
+	good := make([]atomic.Int64, nsec)
 	attempts := make([]atomic.Int64, nsec)
 	var start time.Time
 	sec := func(d time.Duration) int { return min(max(int(d/time.Second), 0), nsec-1) }
@@ -122,10 +128,8 @@ func Run(t testing.TB, cfg Config) Result {
 		defer mu.Unlock()
 		return rnd.Float64() < cfg.ErrorRate
 	}
-	c := httptest.NewServer(deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		el := time.Since(start)
-		attempts[sec(el)].Add(1)
-		if inFault(el) && fail() {
+	cHandler := deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFault(time.Since(start)) && cfg.Fault != Refused && fail() {
 			if cfg.Fault == BlackHole {
 				<-r.Context().Done()
 				panic(http.ErrAbortHandler) // never answer, even late
@@ -134,18 +138,40 @@ func Run(t testing.TB, cfg Config) Result {
 			return
 		}
 		io.WriteString(w, "ok")
-	})))
+	}))
+	c := httptest.NewUnstartedServer(cHandler)
+	if cfg.Fault == Refused {
+		c.Config.SetKeepAlivesEnabled(false)
+	}
+	c.Start()
 	defer c.Close()
-
 	// One registry per run: budgets do not carry over between runs that
 	// happen to get the same ports.
 	reg := &budget.Registry{}
 	transport := func() *retryhttp.Transport {
 		return &retryhttp.Transport{Budget: cfg.Budget, Budgets: reg}
 	}
+	// The load on C is counted where B sends it, attempt by attempt, so
+	// that refused connections count as well as answered requests.
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	if cfg.Fault == Refused {
+		var d net.Dialer
+		base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if inFault(time.Since(start)) {
+				addr = "127.0.0.1:1" // nothing listens there: refused
+			}
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	toC := roundTripper(func(r *http.Request) (*http.Response, error) {
+		attempts[sec(time.Since(start))].Add(1)
+		return base.RoundTrip(r)
+	})
 	mw := deadline.Middleware{IgnoreRetryAttempt: cfg.OwnershipOff}
-	forward := func(next string) (*httptest.Server, *retryhttp.Transport) {
+	forward := func(next string, base http.RoundTripper) (*httptest.Server, *retryhttp.Transport) {
 		tr := transport()
+		tr.Base = base
 		srv := httptest.NewServer(mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			req, _ := http.NewRequestWithContext(r.Context(), "GET", next, nil)
 			resp, err := tr.RoundTrip(req)
@@ -159,10 +185,10 @@ func Run(t testing.TB, cfg Config) Result {
 		})))
 		return srv, tr
 	}
-	b, trB := forward(c.URL)
+	b, trB := forward(c.URL, toC)
 	defer b.Close()
 	defer trB.CloseIdleConnections()
-	a, trA := forward(b.URL)
+	a, trA := forward(b.URL, nil)
 	defer a.Close()
 	defer trA.CloseIdleConnections()
 	user := transport()
@@ -192,7 +218,7 @@ func Run(t testing.TB, cfg Config) Result {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				served[k].Add(1)
+				good[k].Add(1)
 			}
 		})
 	}
@@ -200,7 +226,7 @@ func Run(t testing.TB, cfg Config) Result {
 
 	var res Result
 	for k := range nsec {
-		res.Seconds = append(res.Seconds, Second{Users: users[k].Load(), Attempts: attempts[k].Load(), Served: served[k].Load()})
+		res.Seconds = append(res.Seconds, Second{Users: users[k].Load(), Attempts: attempts[k].Load(), Served: good[k].Load()})
 	}
 	f := &res.Fault
 	for k, s := range res.Seconds {
@@ -221,3 +247,7 @@ func Run(t testing.TB, cfg Config) Result {
 	}
 	return res
 }
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
