@@ -38,7 +38,7 @@ With a call chain (any of --layers, --retries-per-layer, --rate, --capacity,
 costs it: attempts per user action when every layer retries
 ((1+R)^layers), the load that makes (rate × attempts) against its capacity,
 and the same with a single retry owner (rate × (1+R)) and with a retry budget
-on that owner (rate × (1+ratio) plus the budget's floor).
+on that owner (rate × (1+ratio), or rate plus the budget's floor when that is more).
 
 To plan one request's deadline across the steps it makes (per-step budgets,
 retries that fit, requests left waiting on a slow step), see
@@ -271,10 +271,11 @@ func newChain(layers, retries int, rate, capacity, ratio float64) *chain {
 	per := 1 + float64(retries)
 	c.every.attempts = math.Pow(per, float64(layers))
 	c.owner.attempts = per
-	// Under a budget, retries are at most ratio × requests plus the floor,
-	// and never more than the policy's own retries.
+	// Under a budget, retries are at most ratio × requests, or the floor
+	// when that is more (the budget's floor is a minimum, not an
+	// addition), and never more than the policy's own retries.
 	if rate > 0 {
-		retried := min(float64(retries)*rate, ratio*rate+c.floor)
+		retried := min(float64(retries)*rate, max(ratio*rate, c.floor))
 		c.budget.attempts = (rate + retried) / rate
 	} else {
 		c.budget.attempts = 1 + min(float64(retries), ratio)
@@ -435,7 +436,7 @@ func (c *chain) print(w io.Writer) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nA retry budget lets retries add at most %s%% to the requests (plus a floor of %s retry/s per client), however many attempts each call may make.\n",
+	fmt.Fprintf(w, "\nA retry budget lets retries add at most %s%% to the requests (or a floor of %s retry/s per client, when that is more), however many attempts each call may make.\n",
 		fmtNum(c.ratio*100), fmtNum(c.floor))
 }
 
