@@ -9,13 +9,13 @@ import (
 // TestLoadSafety is the load-safety promise, measured: three real services
 // on loopback (a user's client calls A, A calls B, B calls C), every client
 // a zero retryhttp.Transport and every server a zero deadline.Middleware,
-// 50 user requests/s, and C answering 503 to every call for 8 s. The load
+// 20 user requests/s, and C answering 503 to every call for 8 s. The load
 // on C per user request stays within 1.15× over the outage and 1.2× in
 // every second of it. The other faults are measured alongside and logged
 // (go test -run TestLoadSafety -v ./retryhttp prints the README's table).
 func TestLoadSafety(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a 11 s load")
+		t.Skip("runs four 11 s loads")
 	}
 	rows := []struct {
 		name string
@@ -30,12 +30,14 @@ func TestLoadSafety(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			t.Parallel()
+			// One run at a time: the runs measure timing, and a busy
+			// machine (the race detector, other packages' tests) must
+			// still carry the load of one.
 			r := chaintest.Run(t, row.cfg)
 			f := r.Fault
 			t.Logf("| %s | %.2f× / %.2f× | %.1f%% |", row.name, f.Mean, f.Worst, 100*f.ServedShare)
-			if f.Users < 300 {
-				t.Fatalf("only %d user requests during the fault: the machine is too slow to pace the load", f.Users)
+			if !r.Usable() || f.Users < 140 {
+				t.Skipf("the machine could not carry 20 user requests/s through three services (%.0f%% served before the fault, %d user requests in it): no measurement", 100*r.HealthyServed, f.Users)
 			}
 			if row.mean > 0 && (f.Mean > row.mean || f.Worst > row.worst || f.Mean < 1) {
 				for k, s := range r.Seconds {

@@ -15,11 +15,11 @@ import (
 // user's client calls A, A calls B, B calls C, all through zero
 // retryhttp.Transports and deadline.Middleware) and in the simulator with
 // zero Layers, and the load on C per user request during the fault and the
-// users served agree within 10% (the simulator's median over 5 seeds
+// users served agree within 10% (the simulator's median over 20 seeds
 // against one real run; served shares below 10% within 3 points).
 func TestSimMatchesRealChain(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a 11 s load")
+		t.Skip("runs four 11 s loads")
 	}
 	off := budget.Config{Ratio: -1}
 	tests := []struct {
@@ -32,22 +32,34 @@ func TestSimMatchesRealChain(t *testing.T) {
 		{"ownership off", chaintest.Config{OwnershipOff: true},
 			[]sim.Layer{{}, {IgnoreRetryAttempt: true}, {IgnoreRetryAttempt: true}}, 1},
 		{"no budget", chaintest.Config{Budget: off}, []sim.Layer{{Budget: off}, {Budget: off}, {Budget: off}}, 1},
-		{"partial", chaintest.Config{ErrorRate: 0.5, Seed: 1}, []sim.Layer{{}, {}, {}}, 0.5},
+		// 50 user requests/s: at 20, how fast retries earn more when the
+		// fault begins is a matter of luck (the simulator's seeds range
+		// from 1.2× to 1.75×).
+		{"partial", chaintest.Config{Rate: 50, ErrorRate: 0.5, Seed: 1}, []sim.Layer{{}, {}, {}}, 0.5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			real := chaintest.Run(t, tt.real).Fault
+			if raceOn && tt.real.Rate > 20 {
+				t.Skip("50 user requests/s through three services is more than the race detector lets a busy machine carry")
+			}
+			// One run at a time: the runs measure timing, and a busy
+			// machine (the race detector, other packages' tests) must
+			// still carry the load of one.
+			r := chaintest.Run(t, tt.real)
+			if !r.Usable() {
+				t.Skipf("the machine could not carry the real chain's load (%.0f%% served before the fault): no measurement", 100*r.HealthyServed)
+			}
+			real := r.Fault
 			s := sim.Scenario{
 				Name:    tt.name,
 				Horizon: 11 * time.Second,
 				Seed:    1,
-				Load:    sim.Load{Rate: 50, Arrival: sim.Constant, Deadline: 2 * time.Second},
+				Load:    sim.Load{Rate: max(tt.real.Rate, 20), Arrival: sim.Constant, Deadline: 2 * time.Second},
 				Service: sim.Service{ServiceTime: 200 * time.Microsecond},
 				Faults:  []sim.Fault{{Kind: sim.ErrorRate, Rate: tt.rate, Start: 2 * time.Second, End: 10 * time.Second}},
 				Chains:  []sim.Chain{{Name: tt.name, PropagateDeadline: true, Layers: tt.layers}},
 			}
-			sds, err := sim.RunSeeds(s, 5, sim.Options{})
+			sds, err := sim.RunSeeds(s, 20, sim.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

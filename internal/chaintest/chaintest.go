@@ -46,7 +46,9 @@ const (
 
 // Config is one run. Zero fields take the defaults named.
 type Config struct {
-	// Rate is user requests per second, evenly spaced (default 50).
+	// Rate is user requests per second, evenly spaced (default 20: enough
+	// for the budget's ratio to hold at every second, little enough for a
+	// busy machine under the race detector).
 	Rate float64
 	// Healthy, FaultFor and After are the phases (defaults 2 s, 8 s, 1 s).
 	Healthy, FaultFor, After time.Duration
@@ -66,7 +68,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Rate == 0 {
-		c.Rate = 50
+		c.Rate = 20
 	}
 	if c.Healthy == 0 {
 		c.Healthy = 2 * time.Second
@@ -105,7 +107,16 @@ type Summary struct {
 type Result struct {
 	Seconds []Second
 	Fault   Summary
+	// HealthyServed is the share of the user requests started before the
+	// fault that succeeded: below 1, the machine could not carry the load,
+	// and the figures do not describe heed.
+	HealthyServed float64
 }
+
+// Usable reports whether the run measured heed rather than a machine too
+// busy to carry the load: at least 95% of the user requests before the
+// fault succeeded.
+func (r *Result) Usable() bool { return r.HealthyServed >= 0.95 }
 
 // Run runs cfg and returns what it measured. It fails t if the chain
 // cannot be built.
@@ -229,8 +240,13 @@ func Run(t testing.TB, cfg Config) Result {
 		res.Seconds = append(res.Seconds, Second{Users: users[k].Load(), Attempts: attempts[k].Load(), Served: good[k].Load()})
 	}
 	f := &res.Fault
+	var hu, hs int64
 	for k, s := range res.Seconds {
 		from, to := time.Duration(k)*time.Second, time.Duration(k+1)*time.Second
+		if to <= cfg.Healthy {
+			hu += s.Users
+			hs += s.Served
+		}
 		if !inFault(from) {
 			continue
 		}
@@ -240,6 +256,9 @@ func Run(t testing.TB, cfg Config) Result {
 		if inFault(to-1) && s.Users > 0 {
 			f.Worst = max(f.Worst, float64(s.Attempts)/float64(s.Users))
 		}
+	}
+	if hu > 0 {
+		res.HealthyServed = float64(hs) / float64(hu)
 	}
 	if f.Users > 0 {
 		f.Mean = float64(f.Attempts) / float64(f.Users)
