@@ -26,18 +26,23 @@ func TestLoadSafety(t *testing.T) {
 		{"every call 503", chaintest.Config{}, 1.15, 1.2},
 		{"connection refused", chaintest.Config{Fault: chaintest.Refused}, 0, 0},
 		{"black hole (accepts, never answers)", chaintest.Config{Fault: chaintest.BlackHole}, 0, 0},
-		{"half of the calls fail at random", chaintest.Config{ErrorRate: 0.5, Seed: 1}, 0, 0},
+		// At 50 user requests/s: at 20, how fast retries earn more when
+		// the fault begins is a matter of luck (66% to 89% served).
+		{"half of the calls fail at random (50 user requests/s)", chaintest.Config{Rate: 50, ErrorRate: 0.5, Seed: 1}, 0, 0},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
+			if raceOn && row.cfg.Rate > 20 {
+				t.Skip("50 user requests/s through three services is more than the race detector lets a busy machine carry")
+			}
 			// One run at a time: the runs measure timing, and a busy
 			// machine (the race detector, other packages' tests) must
 			// still carry the load of one.
 			r := chaintest.Run(t, row.cfg)
 			f := r.Fault
 			t.Logf("| %s | %.2f× / %.2f× | %.1f%% |", row.name, f.Mean, f.Worst, 100*f.ServedShare)
-			if !r.Usable() || f.Users < 140 {
-				t.Skipf("the machine could not carry 20 user requests/s through three services (%.0f%% served before the fault, %d user requests in it): no measurement", 100*r.HealthyServed, f.Users)
+			if !r.Usable() || float64(f.Users) < 0.9*8*max(row.cfg.Rate, 20) {
+				t.Skipf("the machine could not carry the load through three services (%.0f%% served before the fault, %d user requests in it): no measurement", 100*r.HealthyServed, f.Users)
 			}
 			if row.mean > 0 && (f.Mean > row.mean || f.Worst > row.worst || f.Mean < 1) {
 				for k, s := range r.Seconds {
