@@ -31,7 +31,6 @@ var (
 	arrows  = map[string][]string{
 		"retryhttp":           nil,
 		"queue":               nil,
-		"idempotency":         nil,
 		"sim":                 nil,
 		"sim/chart":           {"sim"},
 		"deadline/planfile":   nil,
@@ -42,6 +41,9 @@ var (
 		"heedotel/promexport": {"heedotel"},
 		"internal/jobkinds":   {"queue", "retryhttp"}, // the command's built-in job kinds
 	}
+	// leaves are adapters that import only the standard library and the
+	// helpers given: idempotency, so that any server can import it.
+	leaves   = map[string][]string{"idempotency": {"internal/redact"}}
 	top      = []string{"internal/cli", "cmd/heed"}
 	external = map[string][]string{
 		"sqlitestore":         {"modernc.org/sqlite"},
@@ -65,6 +67,9 @@ func mayImport(pkg string) ([]string, bool) {
 	}
 	if slices.Contains(helpers, pkg) {
 		return nil, true // the standard library only
+	}
+	if may, ok := leaves[pkg]; ok {
+		return slices.Clone(may), true
 	}
 	if adapters, ok := arrows[pkg]; ok {
 		return append(append(slices.Clone(core), helpers...), adapters...), true
@@ -172,6 +177,9 @@ func TestMayImport(t *testing.T) {
 		{"queue/storetest", "retry/executortest", true},
 		{"queue/storetest", "sqlitestore", false},
 		{"internal/redact", "retry", false},
+		{"idempotency", "internal/redact", true},
+		{"idempotency", "retry", false}, // a leaf: any server can import it
+		{"idempotency/storetest", "idempotency", true},
 	} {
 		may, ok := mayImport(tt.pkg)
 		if got := ok && slices.Contains(may, tt.dep); got != tt.want {
