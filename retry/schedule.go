@@ -10,13 +10,13 @@ import (
 	"github.com/heed-go/heed/backoff"
 )
 
-// Fit says whether a planned attempt fits in its policy's MaxDuration
+// Fit says whether a planned attempt fits in its policy's TimeBudget
 // (see [Policy.Schedule]). The zero value, FitUnknown, is for a policy
 // without one.
 type Fit uint8
 
 const (
-	FitUnknown Fit = iota // the policy has no MaxDuration
+	FitUnknown Fit = iota // the policy has no TimeBudget
 	FitYes                // it fits even after the longest jittered waits
 	FitMaybe              // it fits only after shorter jittered waits
 	FitNo                 // it never starts: the policy gives up before it
@@ -54,7 +54,7 @@ const MaxScheduled = 1000
 
 // Schedule returns p's attempts when every attempt fails after
 // attemptTime: for each, the range of its delay, of the total wait before
-// it and of when it ends, and with a MaxDuration whether it fits by the rule
+// it and of when it ends, and with a TimeBudget whether it fits by the rule
 // the call applies at run time ([Policy.Fits]): the first attempt fits when
 // it ends in time, a retry when its delay plus p.MinAttempt still fits after
 // the attempt before it ends. Nothing is random: the ranges are exact
@@ -88,7 +88,7 @@ func (p Policy) Schedule(attemptTime time.Duration) []PlannedAttempt {
 		r.WaitMin, r.WaitMax = waitLo, waitHi
 		busy := mulSat(attemptTime, k)
 		r.EndMin, r.EndMax = addSat(waitLo, busy), addSat(waitHi, busy)
-		if d := p.MaxDuration; d > 0 {
+		if d := p.TimeBudget; d > 0 {
 			yes, maybe := r.EndMax <= d, r.EndMin <= d
 			if k > 1 {
 				h := History{Start: start}
@@ -186,8 +186,8 @@ func (p Policy) Describe() string {
 	if p.AttemptTimeout > 0 {
 		fmt.Fprintf(&b, "; %v per attempt", p.AttemptTimeout)
 	}
-	if p.MaxDuration > 0 {
-		fmt.Fprintf(&b, "; deadline %v", p.MaxDuration)
+	if p.TimeBudget > 0 {
+		fmt.Fprintf(&b, "; deadline %v", p.TimeBudget)
 	}
 	return b.String()
 }

@@ -58,7 +58,7 @@ func TestScheduleSaturates(t *testing.T) {
 
 func TestScheduleFits(t *testing.T) {
 	ms := time.Millisecond
-	p := retry.Policy{Attempts: 5, MaxDuration: 900 * ms, AttemptTimeout: 200 * ms,
+	p := retry.Policy{Attempts: 5, TimeBudget: 900 * ms, AttemptTimeout: 200 * ms,
 		Backoff: backoff.Schedule{Base: 100 * ms, Cap: 400 * ms}}
 	var got []string
 	for _, r := range p.Schedule(200 * ms) {
@@ -71,7 +71,7 @@ func TestScheduleFits(t *testing.T) {
 		t.Errorf("fits = %v", got)
 	}
 	if f := (retry.Policy{}).Schedule(10 * ms)[0].Fits; f != retry.FitUnknown || f.String() != "" {
-		t.Errorf("no MaxDuration: fits %v", f)
+		t.Errorf("no TimeBudget: fits %v", f)
 	}
 	if n := len(retry.Policy{Attempts: retry.Unlimited}.Schedule(ms)); n != retry.MaxScheduled {
 		t.Errorf("unlimited: %d attempts listed", n)
@@ -96,7 +96,7 @@ func TestChainAmplification(t *testing.T) {
 }
 
 func ExamplePolicy_Schedule() {
-	p := retry.Policy{Attempts: 4, MaxDuration: time.Second,
+	p := retry.Policy{Attempts: 4, TimeBudget: time.Second,
 		Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Cap: 400 * time.Millisecond}}
 	fmt.Println(p.Describe())
 	for _, a := range p.Schedule(50 * time.Millisecond) {

@@ -84,7 +84,7 @@ func TestParseScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Name != "outage-json" || j.Load.Arrival != Constant || j.Faults[0].Kind != ErrorRate || j.Policies[0].Layers[0].Retry.MaxDuration != 3*time.Second {
+	if j.Name != "outage-json" || j.Load.Arrival != Constant || j.Faults[0].Kind != ErrorRate || j.Policies[0].Layers[0].Retry.TimeBudget != 3*time.Second {
 		t.Errorf("parsed %+v", j)
 	}
 }

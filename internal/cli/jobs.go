@@ -15,6 +15,7 @@ import (
 
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -405,6 +406,9 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 			continue
 		}
 		dec := a.Action
+		if act, err := retry.ParseAction(a.Action); err == nil {
+			dec = act.String() // "give up" for the key "give_up"
+		}
 		if a.Reason != "" && a.Reason != "success" {
 			dec += " (" + a.Reason + ")"
 		}

@@ -188,7 +188,7 @@ func newChain(layers, retries int, rate, capacity, ratio float64) *chain {
 
 func (pl *plan) print(w io.Writer) {
 	fmt.Fprintf(w, "policy: %s\n\n", pl.policy.Describe())
-	deadline := pl.policy.MaxDuration
+	deadline := pl.policy.TimeBudget
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "ATTEMPT\tDELAY\tJITTER RANGE\tTOTAL WAIT\tENDS BY")
 	if deadline > 0 {
@@ -369,7 +369,7 @@ func (pl *plan) json() planJSON {
 			Multiplier:    m,
 			Jitter:        s.Jitter.String(),
 			TimeoutMs:     ms(pl.policy.AttemptTimeout),
-			DeadlineMs:    ms(pl.policy.MaxDuration),
+			DeadlineMs:    ms(pl.policy.TimeBudget),
 			AttemptTimeMs: ms(pl.attemptTime),
 		},
 		Schedule: make([]rowJSON, len(pl.rows)),
