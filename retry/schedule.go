@@ -49,8 +49,8 @@ type PlannedAttempt struct {
 	Fits               Fit
 }
 
-// MaxScheduled is the most attempts [Policy.Schedule] lists.
-const MaxScheduled = 1000
+// maxScheduled is the most attempts Policy.Schedule lists.
+const maxScheduled = 1000
 
 // Schedule returns p's attempts when every attempt fails after
 // attemptTime: for each, the range of its delay, of the total wait before
@@ -59,11 +59,11 @@ const MaxScheduled = 1000
 // it ends in time, a retry when its delay plus p.MinAttempt still fits after
 // the attempt before it ends. Nothing is random: the ranges are exact
 // bounds, and they saturate at the largest Duration instead of overflowing.
-// It lists [Policy.MaxAttempts] attempts, at most MaxScheduled.
+// It lists [Policy.MaxAttempts] attempts, at most 1000 (also for Unlimited).
 func (p Policy) Schedule(attemptTime time.Duration) []PlannedAttempt {
 	n := p.MaxAttempts()
-	if n <= 0 || n > MaxScheduled {
-		n = MaxScheduled
+	if n <= 0 || n > maxScheduled {
+		n = maxScheduled
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // any fixed instant
 	s := p.Backoff
