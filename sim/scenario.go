@@ -327,3 +327,21 @@ func (f *fileScenario) scenario() (Scenario, error) {
 	}
 	return s, nil
 }
+
+// String describes the fault in words, as heed sim prints it: "outage
+// 20s–40s", "capacity down to 50% 1m0s–2m0s", "10% errors 5s–10s", "load ×2
+// 1m0s–1m10s".
+func (f Fault) String() string {
+	span := fmt.Sprintf("%v–%v", f.Start, f.End)
+	switch f.Kind {
+	case Outage:
+		return "outage " + span
+	case CapacityDrop:
+		return fmt.Sprintf("capacity down to %g%% %s", 100*f.Factor, span)
+	case ErrorRate:
+		return fmt.Sprintf("%g%% errors %s", 100*f.Rate, span)
+	case Spike:
+		return fmt.Sprintf("load ×%g %s", f.Factor, span)
+	}
+	return f.Kind.String() + " " + span
+}

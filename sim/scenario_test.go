@@ -124,3 +124,16 @@ func FuzzParseScenario(f *testing.F) {
 		}
 	})
 }
+
+func TestFaultString(t *testing.T) {
+	for f, want := range map[Fault]string{
+		{Kind: Outage, Start: 20 * time.Second, End: 40 * time.Second}:              "outage 20s–40s",
+		{Kind: CapacityDrop, Start: time.Minute, End: 2 * time.Minute, Factor: 0.5}: "capacity down to 50% 1m0s–2m0s",
+		{Kind: ErrorRate, Start: 5 * time.Second, End: 10 * time.Second, Rate: 0.1}: "10% errors 5s–10s",
+		{Kind: Spike, Start: time.Minute, End: 70 * time.Second, Factor: 2}:         "load ×2 1m0s–1m10s",
+	} {
+		if got := f.String(); got != want {
+			t.Errorf("%#v: %q, want %q", f, got, want)
+		}
+	}
+}

@@ -334,7 +334,7 @@ func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
 	if len(sc.Faults) > 0 {
 		var fs []string
 		for _, f := range sc.Faults {
-			fs = append(fs, describeFault(f))
+			fs = append(fs, f.String())
 		}
 		fmt.Fprintf(w, "; faults: %s", strings.Join(fs, ", "))
 	}
@@ -400,21 +400,6 @@ func roundLatency(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(time.Microsecond)
-}
-
-func describeFault(f sim.Fault) string {
-	span := fmt.Sprintf("%v–%v", f.Start, f.End)
-	switch f.Kind {
-	case sim.Outage:
-		return "outage " + span
-	case sim.CapacityDrop:
-		return fmt.Sprintf("capacity down to %g%% %s", 100*f.Factor, span)
-	case sim.ErrorRate:
-		return fmt.Sprintf("%g%% errors %s", 100*f.Rate, span)
-	case sim.Spike:
-		return fmt.Sprintf("load ×%g %s", f.Factor, span)
-	}
-	return f.Kind.String() + " " + span
 }
 
 // group formats a rate with thousands separators, dropping a zero
