@@ -66,7 +66,7 @@ func TestNotifyInsertAndRetry(t *testing.T) {
 	}
 	expectNone(t, ch, 200*time.Millisecond)
 	err = s.JobTransition(ctx, queue.Transition{ID: job.ID, LeaseToken: claimed[0].LeaseToken, State: queue.StateAvailable,
-		Attempt: 1, AvailableAt: time.Now(), Entry: queue.Attempt{Attempt: 1, Outcome: "transient", Action: "retry"}})
+		Attempt: 1, AvailableAt: t0, Now: t0, Entry: queue.Attempt{Attempt: 1, Outcome: "transient", Action: "retry"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -282,7 +282,7 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any,
 			return nil, false, &queue.InputError{Field: "args", Reason: fmt.Sprintf("do not marshal to JSON: %v", err)}
 		}
 	}
-	in, err := queue.NewJobInsert(kind, raw, opts, time.Now())
+	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
 	if err != nil {
 		return nil, false, err
 	}
@@ -478,7 +478,7 @@ func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
 	}
 	// Wake workers for a job that is due now (a released or snoozed job, a
 	// retry without delay); later retries are found by polling.
-	if t.State == queue.StateAvailable && !t.AvailableAt.After(time.Now()) {
+	if t.Wakes() {
 		s.publish.publish(queueName)
 	}
 	return nil

@@ -262,6 +262,11 @@ type Transition struct {
 	DeadReason string
 	// Entry is appended to the job's history.
 	Entry Attempt
+	// Now is when the transition was decided. A store that notifies
+	// ([Notifier]) wakes idle workers for a job available again by then
+	// (StateAvailable with AvailableAt <= Now); zero wakes nobody (workers
+	// poll as well). Stores do not read the time themselves.
+	Now time.Time
 }
 
 // JobFilter selects jobs for [Store.JobList], [Store.DeadRequeue] and

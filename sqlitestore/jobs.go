@@ -390,7 +390,7 @@ func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
 	if err := transition(ctx, st, &t); err != nil {
 		return err
 	}
-	if t.State == queue.StateAvailable && !t.AvailableAt.After(time.Now()) {
+	if t.Wakes() {
 		// A retry due now (or a release) can wake a worker at once.
 		s.notifyJob(ctx, t.ID)
 	}
@@ -420,7 +420,7 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) ([]er
 		if errs[i] != nil && !errors.Is(errs[i], queue.ErrLeaseLost) && !errors.Is(errs[i], queue.ErrInvalid) {
 			return nil, errs[i]
 		}
-		if errs[i] == nil && ts[i].State == queue.StateAvailable && !ts[i].AvailableAt.After(time.Now()) {
+		if errs[i] == nil && ts[i].Wakes() {
 			wake = append(wake, ts[i].ID)
 		}
 	}

@@ -138,7 +138,7 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 		if err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
-		known = pgstore.SchemaVersion
+		known = pgstore.SchemaVersion()
 		fmt.Fprintf(s.stdout, "%s: schema at version %d (this heed knows %d): up to date\n", d.name, v, known)
 		return exitOK
 	}
