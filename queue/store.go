@@ -242,6 +242,34 @@ type RescueParams struct {
 	Limit      int       // at least 1
 }
 
+// LeaseParams asks [Store.JobLeaseExtend] to move a running job's lease
+// (for store implementers).
+type LeaseParams struct {
+	ID         int64     // the job
+	LeaseToken string    // the token its claim (or rescue) gave
+	LeaseUntil time.Time // the lease's new end
+}
+
+// Validate returns an error matching ErrInvalid, naming the field, when p
+// has no token or no lease end.
+func (p LeaseParams) Validate() error {
+	switch {
+	case p.LeaseToken == "":
+		return &InputError{"LeaseParams.LeaseToken", "is empty"}
+	case p.LeaseUntil.IsZero():
+		return &InputError{"LeaseParams.LeaseUntil", "is zero"}
+	}
+	return nil
+}
+
+// RequeueParams asks [Store.DeadRequeue] to make dead jobs available
+// again (for store implementers).
+type RequeueParams struct {
+	Filter JobFilter // the dead jobs to requeue
+	Now    time.Time // when they become available; not zero
+	Entry  Attempt   // appended to each job's history
+}
+
 // Transition moves a running job, leased with LeaseToken, out of running
 // ([Store.JobTransition]). The queue decides every field; the store writes
 // them as given.
@@ -356,10 +384,11 @@ type Store interface {
 	// zero. A job is never claimed by two callers at once.
 	JobClaim(ctx context.Context, p ClaimParams) ([]*Job, error)
 
-	// JobLeaseRenew extends the lease of the running job id held with
-	// token to until. It returns ErrLeaseLost when no running job has this
-	// ID and token.
-	JobLeaseRenew(ctx context.Context, id int64, token string, until time.Time) error
+	// JobLeaseExtend moves the lease of the running job p.ID held with
+	// p.LeaseToken to p.LeaseUntil. It returns ErrLeaseLost when no
+	// running job has this ID and token, and an error matching ErrInvalid
+	// when [LeaseParams.Validate] refuses p.
+	JobLeaseExtend(ctx context.Context, p LeaseParams) error
 
 	// JobTransition applies t to the running job t.ID held with
 	// t.LeaseToken: it sets State, Attempt, AvailableAt, FinishedAt and
@@ -375,12 +404,12 @@ type Store interface {
 	// Attempt and AttemptedAt are left as the lost attempt had them.
 	JobRescue(ctx context.Context, p RescueParams) ([]*Job, error)
 
-	// DeadRequeue makes the dead jobs that match f available again at now:
-	// Attempt 0, StartedAt, FinishedAt and DeadReason cleared, entry
-	// appended to the history (which is otherwise kept). A dead job whose
-	// UniqueKey is held by an available or running job is left dead. It
-	// returns how many jobs it requeued.
-	DeadRequeue(ctx context.Context, f JobFilter, now time.Time, entry Attempt) (int, error)
+	// DeadRequeue makes the dead jobs that match p.Filter available again
+	// at p.Now: Attempt 0, StartedAt, FinishedAt and DeadReason cleared,
+	// p.Entry appended to the history (which is otherwise kept). A dead job
+	// whose UniqueKey is held by an available or running job is left dead.
+	// It returns how many jobs it requeued.
+	DeadRequeue(ctx context.Context, p RequeueParams) (int, error)
 
 	// DeadDelete deletes the dead jobs that match f and returns how many.
 	DeadDelete(ctx context.Context, f JobFilter) (int, error)

@@ -393,7 +393,7 @@ func testLeaseGuard(t *testing.T, s queue.Store) {
 	if err := s.JobTransition(ctx, stale); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("transition with a stale token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.JobLeaseRenew(ctx, c.ID, "not-the-token", t0.Add(time.Hour)); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: c.ID, LeaseToken: "not-the-token", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("renew with a stale token: %v, want ErrLeaseLost", err)
 	}
 	if after := get(t, s, c.ID); !reflect.DeepEqual(before, after) {
@@ -414,7 +414,7 @@ func testLeaseGuard(t *testing.T, s queue.Store) {
 	if err := s.JobTransition(ctx, dead); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("second transition with the same token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.JobLeaseRenew(ctx, c.ID, c.LeaseToken, t0.Add(time.Hour)); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: c.ID, LeaseToken: c.LeaseToken, LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("renew of a finished job: %v, want ErrLeaseLost", err)
 	}
 	if after := get(t, s, c.ID); !reflect.DeepEqual(done, after) {
@@ -429,7 +429,7 @@ func testLeaseRenew(t *testing.T, s queue.Store) {
 	insert(t, s, "k", queue.EnqueueOptions{})
 	c := claimOne(t, s, queue.DefaultQueue, t0)
 	until := t0.Add(5 * time.Minute)
-	if err := s.JobLeaseRenew(ctx, c.ID, c.LeaseToken, until); err != nil {
+	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: c.ID, LeaseToken: c.LeaseToken, LeaseUntil: until}); err != nil {
 		t.Fatal(err)
 	}
 	if g := get(t, s, c.ID); !g.LeaseUntil.Equal(until) || g.LeaseToken != c.LeaseToken || g.State != queue.StateRunning {
@@ -449,7 +449,7 @@ func testRescue(t *testing.T, s queue.Store) {
 	if len(jobs) != 2 {
 		t.Fatalf("claimed %d", len(jobs))
 	}
-	if err := s.JobLeaseRenew(ctx, b.ID, jobs[1].LeaseToken, t0.Add(time.Hour)); err != nil {
+	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: b.ID, LeaseToken: jobs[1].LeaseToken, LeaseUntil: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.JobRescue(ctx, queue.RescueParams{Now: t0.Add(time.Minute), LeaseUntil: t0.Add(2 * time.Minute), Limit: 10})
@@ -718,7 +718,7 @@ func testDeadRequeue(t *testing.T, s queue.Store) {
 	now := t0.Add(time.Minute)
 	note := queue.Attempt{StartedAt: now, FinishedAt: now, Outcome: queue.OutcomeRequeued, Action: "requeue", Worker: "operator"}
 
-	n, err := s.DeadRequeue(ctx, queue.JobFilter{IDs: []int64{d1.ID, ok.ID}}, now, note)
+	n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{IDs: []int64{d1.ID, ok.ID}}, Now: now, Entry: note})
 	if err != nil || n != 1 {
 		t.Fatalf("requeue by IDs: %d, %v; want 1 (the live job is not dead)", n, err)
 	}
@@ -728,14 +728,14 @@ func testDeadRequeue(t *testing.T, s queue.Store) {
 		!g.StartedAt.IsZero() || !g.AvailableAt.Equal(now) || !reflect.DeepEqual(g.History, wantHist) {
 		t.Errorf("requeued job %+v\nwant history %+v", g, wantHist)
 	}
-	n, err = s.DeadRequeue(ctx, queue.JobFilter{Kind: "email"}, now, note)
+	n, err = s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{Kind: "email"}, Now: now, Entry: note})
 	if err != nil || n != 1 {
 		t.Fatalf("requeue by kind: %d, %v; want 1", n, err)
 	}
 	if get(t, s, d2.ID).State != queue.StateAvailable || get(t, s, d3.ID).State != queue.StateDead {
 		t.Error("requeue by kind touched the wrong jobs")
 	}
-	n, err = s.DeadRequeue(ctx, queue.JobFilter{}, now, note)
+	n, err = s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{}, Now: now, Entry: note})
 	if err != nil || n != 1 {
 		t.Fatalf("requeue all: %d, %v; want 1", n, err)
 	}
@@ -753,7 +753,7 @@ func testDeadRequeueUnique(t *testing.T, s queue.Store) {
 	if live.ID == d.ID {
 		t.Fatal("a dead job blocked its unique key")
 	}
-	n, err := s.DeadRequeue(ctx, queue.JobFilter{}, t0, queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"})
+	n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
 	if err != nil || n != 0 {
 		t.Fatalf("requeue of a dead job whose key is live: %d, %v; want 0, nil", n, err)
 	}
@@ -1041,8 +1041,8 @@ func testHistoryCap(t *testing.T, s queue.Store) {
 		t.Fatal(err)
 	}
 	check(total + 1)
-	if n, err := s.DeadRequeue(ctx, queue.JobFilter{IDs: []int64{j.ID}}, at, queue.Attempt{Attempt: total + 2, Outcome: queue.OutcomeRequeued,
-		Worker: "w1", StartedAt: at.Add(time.Second), FinishedAt: at.Add(2 * time.Second), Error: "boom", Action: "retry", Reason: "transient"}); err != nil || n != 1 {
+	if n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{IDs: []int64{j.ID}}, Now: at, Entry: queue.Attempt{Attempt: total + 2, Outcome: queue.OutcomeRequeued,
+		Worker: "w1", StartedAt: at.Add(time.Second), FinishedAt: at.Add(2 * time.Second), Error: "boom", Action: "retry", Reason: "transient"}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue: %d, %v", n, err)
 	}
 	h := get(t, s, j.ID).History
