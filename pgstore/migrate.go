@@ -140,48 +140,30 @@ func (t pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
 // rewriteStoredForms is migration 005's Go step: it rewrites every job's
 // policy and history in the stored forms with names and text durations
-// (see schema.JobForms), a batch of rows at a time, in the migration's
-// transaction.
+// (schema.RewriteJobs), in the migration's transaction.
 func rewriteStoredForms(ctx context.Context, stx schema.Tx) error {
 	tx := stx.(pgTx).tx
-	const batch = 500
-	var after int64
-	for {
-		rows, err := tx.Query(ctx, `SELECT id, policy::text, history::text FROM heed_jobs WHERE id > $1 ORDER BY id LIMIT $2`, after, batch)
+	read := func(ctx context.Context, after int64, limit int) ([]schema.JobRow, error) {
+		rows, err := tx.Query(ctx, `SELECT id, policy::text, history::text FROM heed_jobs WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		type row struct {
-			id              int64
-			policy, history []byte
-		}
-		var rs []row
+		defer rows.Close()
+		var rs []schema.JobRow
 		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.policy, &r.history); err != nil {
-				rows.Close()
-				return err
+			var r schema.JobRow
+			if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
+				return nil, err
 			}
 			rs = append(rs, r)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, r := range rs {
-			p, h, err := schema.JobForms(r.policy, r.history)
-			if err != nil {
-				return fmt.Errorf("job %d: %w", r.id, err)
-			}
-			if _, err := tx.Exec(ctx, `UPDATE heed_jobs SET policy = $2::jsonb, history = $3::json WHERE id = $1`, r.id, string(p), string(h)); err != nil {
-				return fmt.Errorf("job %d: %w", r.id, err)
-			}
-		}
-		if len(rs) < batch {
-			return nil
-		}
-		after = rs[len(rs)-1].id
+		return rs, rows.Err()
 	}
+	write := func(ctx context.Context, r schema.JobRow) error {
+		_, err := tx.Exec(ctx, `UPDATE heed_jobs SET policy = $2::jsonb, history = $3::json WHERE id = $1`, r.ID, string(r.Policy), string(r.History))
+		return err
+	}
+	return schema.RewriteJobs(ctx, read, write)
 }
 
 // The schema errors are queue's, shared by both stores.

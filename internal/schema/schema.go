@@ -211,3 +211,37 @@ func JobForms(policy, history []byte) (newPolicy, newHistory []byte, err error) 
 	}
 	return newPolicy, newHistory, nil
 }
+
+// JobRow is one job's stored policy and history, for [RewriteJobs].
+type JobRow struct {
+	ID              int64
+	Policy, History []byte
+}
+
+// RewriteJobs rewrites every job's policy and history with [JobForms], a
+// batch at a time in ID order: read returns up to limit rows with an ID
+// above after, in ID order; write stores one rewritten row. Migrations
+// run it in their transaction. An error names the job.
+func RewriteJobs(ctx context.Context, read func(ctx context.Context, after int64, limit int) ([]JobRow, error),
+	write func(ctx context.Context, r JobRow) error) error {
+	const batch = 500
+	var after int64
+	for {
+		rs, err := read(ctx, after, batch)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Policy, r.History, err = JobForms(r.Policy, r.History); err != nil {
+				return fmt.Errorf("job %d: %w", r.ID, err)
+			}
+			if err := write(ctx, r); err != nil {
+				return fmt.Errorf("job %d: %w", r.ID, err)
+			}
+		}
+		if len(rs) < batch {
+			return nil
+		}
+		after = rs[len(rs)-1].ID
+	}
+}
