@@ -80,7 +80,7 @@ func testInsertInvalid(t *testing.T, s queue.Store) {
 		"bad args":    func(in *queue.JobInsert) { in.Args = json.RawMessage(`{"a":`) },
 		"no args":     func(in *queue.JobInsert) { in.Args = nil },
 		"zero time":   func(in *queue.JobInsert) { in.AvailableAt = time.Time{} },
-		"bad budget":  func(in *queue.JobInsert) { in.Policy.TimeBudget = -time.Second },
+		"bad jitter":  func(in *queue.JobInsert) { in.Policy.Backoff = &backoff.Schedule{Jitter: 9} },
 		"bad backoff": func(in *queue.JobInsert) { in.Policy.Backoff = &backoff.Schedule{Base: -1} },
 	}
 	for name, mutate := range bad {
