@@ -42,6 +42,7 @@ var (
 		"heedotel":            {"queue", "retryhttp"}, // it observes their events
 		"heedotel/promexport": {"heedotel"},
 		"internal/jobkinds":   {"queue", "retryhttp"}, // the command's built-in job kinds
+		"internal/chaintest":  {"retryhttp"},          // three real services on loopback, for load tests
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.
