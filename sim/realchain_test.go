@@ -39,8 +39,11 @@ func TestSimMatchesRealChain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if raceOn && tt.real.Rate > 20 {
-				t.Skip("50 user requests/s through three services is more than the race detector lets a busy machine carry")
+			if raceOn {
+				// Seen in the full -race suite: 3× the load at C through
+				// three services was more than the machine carried, and the
+				// real chain made fewer attempts than heed would.
+				t.Skip("timing comparison: the race detector slows the real chain down more than the simulator models")
 			}
 			// One run at a time: the runs measure timing, and a busy
 			// machine (the race detector, other packages' tests) must
