@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -107,15 +106,10 @@ func TestCodes(t *testing.T) {
 // it never left the client (nothing listens on the port), and not when it
 // may have been processed (TestCodes).
 func TestNeverSent(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close() // nothing listens: every attempt is refused before it is sent
+	addr := closedPort(t) // every attempt is refused before it is sent
 	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
 	cc := dial(t, addr, hc.DialOptions()...)
-	_, err = invoke(ctxTimeout(t, 10*time.Second), cc, mPost, "x")
+	_, err := invoke(ctxTimeout(t, 10*time.Second), cc, mPost, "x")
 	var x *retry.ExhaustedError
 	if !errors.As(err, &x) || x.Reason != retry.ReasonAttempts || x.Attempts != 3 {
 		t.Fatalf("err = %v, want 3 attempts then attempts exhausted", err)

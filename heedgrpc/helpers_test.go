@@ -65,6 +65,11 @@ var echoFiles = func() *protoregistry.Files {
 	if err := files.RegisterFile(f); err != nil {
 		panic(err)
 	}
+	// Registered globally too, as generated code would be: a zero Client
+	// then finds Get's option.
+	if err := protoregistry.GlobalFiles.RegisterFile(f); err != nil {
+		panic(err)
+	}
 	return files
 }()
 
@@ -214,4 +219,16 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// closedPort returns a loopback address where nothing listens.
+func closedPort(t testing.TB) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
 }
