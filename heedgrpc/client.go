@@ -519,6 +519,13 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 		if cancel != nil {
 			cancel()
 		}
+		if err == nil && p.Breaker == nil && !cs.observed() {
+			// Success, and nothing needs the time it ended at (no
+			// breaker to tell, no one to report to): the call ends
+			// without a second clock reading.
+			cs.rc.End(now, retry.Result{})
+			return nil
+		}
 		now = clock.Now(clk)
 		if err != nil && ctx.Err() != nil {
 			cs.rc.Abandon(now)
@@ -670,11 +677,11 @@ func (cs *call) canceled(ctx context.Context, err error, dur time.Duration) {
 // observe reports an attempt (or a refusal) to the policy's observer,
 // OnAttempt and the logger.
 func (cs *call) observe(ctx context.Context, code codes.Code, d retry.Decision, dur time.Duration, refused bool) {
-	c := cs.c
-	p := &cs.rc.Policy
-	if p.Observe == nil && c.OnAttempt == nil && c.Logger == nil {
+	if !cs.observed() {
 		return
 	}
+	c := cs.c
+	p := &cs.rc.Policy
 	e := retry.Event{Decision: d, Duration: dur}
 	if p.Observe != nil {
 		p.Observe(ctx, e)
@@ -685,4 +692,10 @@ func (cs *call) observe(ctx context.Context, code codes.Code, d retry.Decision, 
 	if c.Logger != nil {
 		logAttempt(ctx, c.Logger, cs, code, e)
 	}
+}
+
+// observed reports whether anyone is told about attempts: the policy's
+// Observe, OnAttempt or the logger.
+func (cs *call) observed() bool {
+	return cs.rc.Policy.Observe != nil || cs.c.OnAttempt != nil || cs.c.Logger != nil
 }
