@@ -184,10 +184,12 @@ type Client struct {
 	MaxReplay int
 
 	// Logger, when set, receives one record per attempt (Debug for a
-	// success, Info for a retry, Warn for a give-up), with secrets removed:
-	// see the package documentation of internal/redact's rules in
-	// retryhttp.RedactURL. Metadata values are never logged; an
-	// idempotency key appears as its hash (retryhttp.KeyHash).
+	// success, Info for a retry, Warn for a give-up) with the target,
+	// method, attempt, code, error, decision, reason and delay. Secrets
+	// are removed by retryhttp's rules (see retryhttp.RedactURL): metadata
+	// values are never logged, an idempotency key appears only as its
+	// hash (retryhttp.KeyHash), and the error text is cut at 8 KiB with
+	// URLs' secrets and credential-like words replaced by REDACTED.
 	Logger *slog.Logger
 
 	// OnAttempt, when set, is called after every attempt, and for a call

@@ -221,24 +221,30 @@ func TestAttemptTimeout(t *testing.T) {
 
 // TestOnlyHeedAttempts: a channel whose service config asks gRPC to retry
 // UNAVAILABLE 5 times makes only heed's attempts when it uses DialOptions.
-// The same channel without heed shows that the config is live.
+// The same channel without heed shows that the config is live, and heed's
+// interceptor without grpc.WithDisableRetry that the two would multiply.
 func TestOnlyHeedAttempts(t *testing.T) {
 	const cfg = `{"methodConfig":[{"name":[{"service":"heedtest.Echo"}],"retryPolicy":{
 		"maxAttempts":5,"initialBackoff":"0.001s","maxBackoff":"0.001s","backoffMultiplier":1,
 		"retryableStatusCodes":["UNAVAILABLE"]}}]}`
 	for _, tt := range []struct {
-		name string
-		heed bool
-		want int64
+		name   string
+		heed   bool
+		gRetry bool // the heed interceptor without grpc.WithDisableRetry
+		want   int64
 	}{
-		{"grpc alone", false, 5},
-		{"with heed", true, 3},
+		{"grpc alone", false, false, 5},
+		{"with heed", true, false, 3},
+		{"heed's interceptor, gRPC's retries left on", true, true, 15},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &echo{unary: failThen(100, codes.Unavailable, "")}
 			opts := []grpc.DialOption{grpc.WithDefaultServiceConfig(cfg), bufServer(t, e)}
-			if tt.heed {
-				hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+			hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+			switch {
+			case tt.gRetry:
+				opts = append(opts, grpc.WithUnaryInterceptor(hc.UnaryInterceptor()))
+			case tt.heed:
 				opts = append(opts, hc.DialOptions()...)
 			}
 			cc := dial(t, "passthrough:///bufnet", opts...)
