@@ -199,3 +199,63 @@ func TestStreamNeverOpened(t *testing.T) {
 		t.Fatalf("err = %v, want 3 attempts, UNAVAILABLE", err)
 	}
 }
+
+// TestBidiConcurrent: one goroutine sends while another receives, and the
+// first attempt fails before any response: the retry replays what was
+// sent, and the receiver gets every echo of the second attempt.
+func TestBidiConcurrent(t *testing.T) {
+	const msgs = 8
+	e := &echo{stream: func(_ string, n int64, ss grpc.ServerStream) error {
+		for i := 0; ; i++ {
+			in := new(wrapperspb.StringValue)
+			if err := ss.RecvMsg(in); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if n == 1 {
+				if i == 2 { // three messages in, no response yet
+					return status.Error(codes.Unavailable, "dropped")
+				}
+				continue
+			}
+			if err := ss.SendMsg(in); err != nil {
+				return err
+			}
+		}
+	}}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
+	s, err := cc.NewStream(ctxTimeout(t, 10*time.Second), chatDesc, mChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendErr := make(chan error, 1)
+	go func() {
+		for i := 0; i < msgs; i++ {
+			if err := s.SendMsg(wrapperspb.String(string(rune('a' + i)))); err != nil {
+				sendErr <- err
+				return
+			}
+		}
+		sendErr <- s.CloseSend()
+	}()
+	var got []string
+	for {
+		m := new(wrapperspb.StringValue)
+		if err := s.RecvMsg(m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("after %v: %v", got, err)
+		}
+		got = append(got, m.GetValue())
+	}
+	if err := <-sendErr; err != nil {
+		t.Fatal(err)
+	}
+	// The first response commits the stream: every message from there on
+	// is this attempt's, so the echoes are the whole sequence, in order.
+	if len(got) != msgs || got[0] != "a" || got[msgs-1] != string(rune('a'+msgs-1)) {
+		t.Errorf("got %v, want a..%c", got, 'a'+msgs-1)
+	}
+}
