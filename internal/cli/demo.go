@@ -56,7 +56,7 @@ Example:
 var demoPolicy = retry.Policy{
 	Attempts:       5,
 	Backoff:        backoff.Schedule{Base: 50 * time.Millisecond, Cap: 500 * time.Millisecond},
-	MaxDuration:    30 * time.Second,
+	TimeBudget:     30 * time.Second,
 	AttemptTimeout: 5 * time.Second,
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
@@ -489,6 +490,9 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 			continue
 		}
 		dec := a.Action
+		if act, err := retry.ParseAction(a.Action); err == nil {
+			dec = act.String() // "give up" for the key "give_up"
+		}
 		if a.Reason != "" && a.Reason != "success" {
 			dec += " (" + a.Reason + ")"
 		}

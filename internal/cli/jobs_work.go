@@ -138,7 +138,7 @@ func (pf *jobsPolicyFlags) policy() (retry.Policy, error) {
 		MinAttemptTime: pf.minAttempt,
 		Attempts:       pf.attempts,
 		Backoff:        backoff.Schedule{Kind: pf.kind, Base: pf.base, Cap: pf.cap, Multiplier: pf.multiplier, Jitter: pf.jitter},
-		MaxDuration:    pf.budget,
+		TimeBudget:     pf.budget,
 		AttemptTimeout: pf.timeout,
 	}
 	if err := p.Backoff.Validate(); err != nil {
@@ -153,7 +153,7 @@ func (pf *jobsPolicyFlags) describe(p retry.Policy) string {
 		att = "unlimited"
 	}
 	return fmt.Sprintf("%s attempts, %s backoff %v..%v (%s jitter), budget %v, attempt timeout %v",
-		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.MaxDuration, p.AttemptTimeout)
+		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.TimeBudget, p.AttemptTimeout)
 }
 
 // parseQueues parses "a,b=5" into a map of queue to concurrency.
