@@ -136,7 +136,7 @@ const DefaultMaxReplay = 16
 // lifetime.
 type Client struct {
 	// Policy decides retries: Attempts, Backoff, AttemptTimeout (which
-	// bounds a whole stream attempt), MaxDuration, MinAttemptTime,
+	// bounds a whole stream attempt), TimeBudget, MinAttemptTime,
 	// MaxPushback (the cap on grpc-retry-pushback-ms, default 30 s), Clock,
 	// Rand and Observe apply as in retry.Do. A Budget or Breaker set here
 	// is shared by all targets instead of the per-target ones.
