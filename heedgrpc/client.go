@@ -197,15 +197,16 @@ type Client struct {
 	// goroutine of the call. It must not block. heedotel uses it.
 	OnAttempt func(ctx context.Context, a Attempt)
 
-	initOnce sync.Once
-	initErr  error
-	perTgt   bool // each target has its own budget or breaker
-	idem     map[string]bool
-	methods  sync.Map // method -> bool (descriptor lookups)
-	nMethods atomic.Int32
-	targets  sync.Map // target -> *target
-	last     atomic.Pointer[target]
-	shared   target // the policy of every target when none has its own state
+	initOnce  sync.Once
+	initErr   error
+	perTgt    bool // each target has its own budget or breaker
+	maxReplay int  // MaxReplay after its default
+	idem      map[string]bool
+	methods   sync.Map // method -> bool (descriptor lookups)
+	nMethods  atomic.Int32
+	targets   sync.Map // target -> *target
+	last      atomic.Pointer[target]
+	shared    target // the policy of every target when none has its own state
 }
 
 // Attempt describes one attempt of a call through a [Client]'s
@@ -251,8 +252,9 @@ func (c *Client) init() {
 				return
 			}
 		}
-		if c.MaxReplay == 0 {
-			c.MaxReplay = DefaultMaxReplay
+		c.maxReplay = c.MaxReplay
+		if c.maxReplay == 0 {
+			c.maxReplay = DefaultMaxReplay
 		}
 		c.shared.policy = c.Policy
 		c.perTgt = c.Policy.Budget == nil && !c.NoBudget || c.Policy.Breaker == nil && c.Breaker != nil

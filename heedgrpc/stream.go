@@ -176,7 +176,7 @@ func (s *stream) SendMsg(m any) error {
 	}
 	keep := !s.committed && !s.overflow
 	if keep {
-		if len(s.sent) >= s.cs.c.MaxReplay {
+		if len(s.sent) >= s.cs.c.maxReplay {
 			s.overflow, s.sent, keep = true, nil, false
 		} else {
 			s.sent = append(s.sent, m)
