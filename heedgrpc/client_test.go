@@ -170,7 +170,9 @@ func TestPushback(t *testing.T) {
 			if d := x.Trace[len(x.Trace)-1].Delay; d != 5*time.Second {
 				t.Errorf("give-up delay %v, want the server's 5s", d)
 			}
-			if el := time.Since(start); el > tt.timeout/2 {
+			// Waiting would have taken the server's 5s, or the whole
+			// deadline.
+			if el := time.Since(start); el >= min(tt.timeout*9/10, 4*time.Second) {
 				t.Errorf("gave up after %v: it waited", el)
 			}
 		})
@@ -186,11 +188,13 @@ func TestCallerDeadline(t *testing.T) {
 	}}
 	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
-	_, err := invoke(ctxTimeout(t, 50*time.Millisecond), cc, mGet, "x")
+	_, err := invoke(ctxTimeout(t, 200*time.Millisecond), cc, mGet, "x")
 	if status.Code(err) != codes.DeadlineExceeded || errors.Is(err, retry.ErrExhausted) {
 		t.Fatalf("err = %v, want the caller's DEADLINE_EXCEEDED as is", err)
 	}
-	if n := e.Calls(mGet); n != 1 {
+	// One attempt at most: on a busy machine the deadline may even end
+	// before the first reaches the handler.
+	if n := e.Calls(mGet); n > 1 {
 		t.Errorf("%d calls, want 1", n)
 	}
 }
@@ -206,7 +210,7 @@ func TestAttemptTimeout(t *testing.T) {
 		return "ok", nil
 	}}
 	p := fast(3)
-	p.AttemptTimeout = 50 * time.Millisecond
+	p.AttemptTimeout = 300 * time.Millisecond
 	var reasons []retry.Reason
 	p.Observe = func(_ context.Context, ev retry.Event) { reasons = append(reasons, ev.Reason) }
 	hc := &heedgrpc.Client{Policy: p, Files: echoFiles, NoBudget: true}
