@@ -37,6 +37,9 @@
 //	anything else         permanent        never: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
 //	                                       PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE,
 //	                                       UNIMPLEMENTED, INTERNAL, DATA_LOSS, UNAUTHENTICATED, UNKNOWN
+//	any code, with the    permanent, not   never: the server is healthy, its own dependency's breaker
+//	trailer upstream-     counted by the   is open ([UpstreamBreakerMetadata])
+//	breaker: open         breaker
 //
 // A repeatable method is one listed in Client.Idempotent, or whose
 // descriptor (found in Client.Files, the global registry by default)
@@ -115,6 +118,13 @@ const (
 	// wait (milliseconds, an ASCII int32) before retrying, or, negative,
 	// not to retry (gRFC A6).
 	PushbackMetadata = "grpc-retry-pushback-ms"
+	// UpstreamBreakerMetadata is the trailer, "upstream-breaker: open", by
+	// which a heed server says that it failed the call because a
+	// dependency of its own is refused by an open circuit breaker: the
+	// server is healthy, so the call is neither retried nor counted as a
+	// failure by the client's breaker (the gRPC form of HTTP's
+	// Upstream-Breaker header).
+	UpstreamBreakerMetadata = "upstream-breaker"
 )
 
 // DefaultMaxReplay is how many sent messages a stream keeps, so that it can
@@ -632,6 +642,12 @@ func (cs *call) result(err error, timedOut bool) (retry.Result, codes.Code) {
 	}
 	code := status.Code(err)
 	res := retry.Result{Err: err, TimedOut: timedOut, Outcome: retry.OutcomePermanent}
+	if v := cs.trailer[UpstreamBreakerMetadata]; len(v) > 0 && v[0] == "open" {
+		// A healthy server whose dependency's breaker is open: not worth
+		// a retry, and no failure of this server's (permanent outcomes
+		// are not counted by the breaker).
+		return res, code
+	}
 	switch code {
 	case codes.Unavailable:
 		res.Outcome = retry.OutcomeTransient

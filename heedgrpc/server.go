@@ -2,6 +2,7 @@ package heedgrpc
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/retry"
 )
@@ -29,7 +31,14 @@ import (
 //     the heed clients it calls under it (gRPC or HTTP) make a single
 //     attempt: the caller owns the retries; a malformed retry-attempt
 //     (see deadline.ParseRetryAttempt), or more than one, is answered
-//     INVALID_ARGUMENT without calling the handler.
+//     INVALID_ARGUMENT without calling the handler;
+//   - for a trusted peer, when the handler's error says that a heed client
+//     it called was refused by its open circuit breaker (the error matches
+//     breaker.ErrOpen), add the trailer "upstream-breaker: open": this
+//     server is healthy, its dependency is not, and heed clients that
+//     receive it neither retry the call nor count it against this server
+//     in their own breakers, so breakers do not open one after another up
+//     a chain of healthy services.
 //
 // Per-step budgets (deadline.Step, deadline.Plan) in the handler work
 // under the clamped deadline. The zero Server is usable: no own limit, the
@@ -146,6 +155,25 @@ func (s *Server) prepare(ctx context.Context) (context.Context, context.CancelFu
 	return ctx, cancel, nil
 }
 
+// upstreamOpen reports whether a handler's error says that a heed client
+// it called was refused by its open circuit breaker (the error matches
+// breaker.ErrOpen: return such errors as they are, or wrapped with %w),
+// for a trusted peer, which is then told so in the trailer.
+func (s *Server) upstreamOpen(ctx context.Context, err error) bool {
+	if err == nil || !errors.Is(err, breaker.ErrOpen) {
+		return false
+	}
+	trusted := s.Trusted
+	if trusted == nil {
+		trusted = TrustPrivate
+	}
+	return trusted(ctx)
+}
+
+// upstreamOpenMD is the trailer of an answer caused by a dependency's open
+// breaker.
+var upstreamOpenMD = metadata.MD{UpstreamBreakerMetadata: {"open"}}
+
 // UnaryInterceptor returns the unary server interceptor (see [Server]).
 func (s Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -156,7 +184,11 @@ func (s Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if cancel != nil {
 			defer cancel()
 		}
-		return handler(ctx, req)
+		resp, err := handler(ctx, req)
+		if s.upstreamOpen(ctx, err) {
+			grpc.SetTrailer(ctx, upstreamOpenMD)
+		}
+		return resp, err
 	}
 }
 
@@ -174,7 +206,11 @@ func (s Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		if ctx != ss.Context() {
 			ss = &serverStream{ServerStream: ss, ctx: ctx}
 		}
-		return handler(srv, ss)
+		err = handler(srv, ss)
+		if s.upstreamOpen(ctx, err) {
+			ss.SetTrailer(upstreamOpenMD)
+		}
+		return err
 	}
 }
 

@@ -2,7 +2,9 @@ package heedgrpc_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,8 +13,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/heedgrpc"
+	"github.com/heed-go/heed/retry"
 )
 
 // TestServerDeadline: the server refuses a call with too little time left
@@ -157,4 +161,37 @@ func TestDeadlineHopByHop(t *testing.T) {
 		t.Errorf("time left per hop A %v, B %v (limit 2s), C %v: want shrinking", a, b, cl)
 	}
 	t.Logf("time left: A %v, B %v (own limit 2s), C %v", a, b, cl)
+}
+
+// TestUpstreamBreaker: B's own breaker to C opens after the first user
+// call (A's three attempts); from then on B answers A with the
+// upstream-breaker trailer, A does not retry, and A's breaker, counting
+// nothing more against the healthy B, stays below its 8 calls and closed
+// (counting those answers, it would open).
+func TestUpstreamBreaker(t *testing.T) {
+	c := &echo{unary: failThen(1000, codes.Unavailable, "")}
+	srv := heedgrpc.Server{}
+	ccC := dial(t, tcpServer(t, c, srv.ServerOptions()...),
+		(&heedgrpc.Client{Policy: fast(1), Files: echoFiles, Breaker: &breaker.Config{MinCalls: 3, Cooldown: time.Minute}}).DialOptions()...)
+	b := &echo{unary: func(ctx context.Context, _ string, _ int64, in string) (string, error) {
+		return invoke(ctx, ccC, mGet, in) // the error as it is: it matches breaker.ErrOpen
+	}}
+	var aChanges atomic.Int32
+	ccB := dial(t, tcpServer(t, b, srv.ServerOptions()...), (&heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true,
+		Breaker:         &breaker.Config{MinCalls: 8, Cooldown: time.Minute},
+		OnBreakerChange: func(string, breaker.State, breaker.State, time.Time) { aChanges.Add(1) }}).DialOptions()...)
+	var err error
+	for i := 0; i < 10; i++ {
+		_, err = invoke(ctxTimeout(t, 10*time.Second), ccB, mGet, "x")
+	}
+	var x *retry.ExhaustedError
+	if !errors.As(err, &x) || x.Reason != retry.ReasonPermanent || x.Attempts != 1 {
+		t.Fatalf("err = %v, want one attempt, given up as permanent", err)
+	}
+	if n := aChanges.Load(); n != 0 {
+		t.Errorf("A's breaker changed state %d times, want none", n)
+	}
+	if n := c.Calls(mGet); n != 3 {
+		t.Errorf("C saw %d calls, want 3 before B's breaker opened", n)
+	}
 }
