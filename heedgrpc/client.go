@@ -541,7 +541,7 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 			return nil
 		}
 		now = clock.Now(clk)
-		if err != nil && ctx.Err() != nil {
+		if err != nil && cs.callerEnded(ctx, now) {
 			cs.rc.Abandon(now)
 			cs.canceled(ctx, err, now.Sub(start))
 			return err
@@ -718,4 +718,15 @@ func (cs *call) observe(ctx context.Context, code codes.Code, d retry.Decision, 
 // Observe, OnAttempt or the logger.
 func (cs *call) observed() bool {
 	return cs.rc.Policy.Observe != nil || cs.c.OnAttempt != nil || cs.c.Logger != nil
+}
+
+// callerEnded reports whether the caller's context has ended at now: done,
+// or past its deadline (its timer may not have fired yet when the server's
+// answer to the same deadline arrives).
+func (cs *call) callerEnded(ctx context.Context, now time.Time) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl := cs.rc.History.Deadline
+	return !dl.IsZero() && !now.IsZero() && !now.Before(dl)
 }

@@ -189,8 +189,14 @@ func TestCallerDeadline(t *testing.T) {
 	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	_, err := invoke(ctxTimeout(t, 200*time.Millisecond), cc, mGet, "x")
-	if status.Code(err) != codes.DeadlineExceeded || errors.Is(err, retry.ErrExhausted) {
-		t.Fatalf("err = %v, want the caller's DEADLINE_EXCEEDED as is", err)
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("err = %v, want the caller's DEADLINE_EXCEEDED", err)
+	}
+	// Returned as is; or, when the server's answer to the same deadline
+	// came a hair before the caller's own clock reached it, given up as
+	// having no time left.
+	if x, ok := errors.AsType[*retry.ExhaustedError](err); ok && x.Reason != retry.ReasonDeadline {
+		t.Fatalf("err = %v, want the status as is or deadline too close", err)
 	}
 	// One attempt at most: on a busy machine the deadline may even end
 	// before the first reaches the handler.

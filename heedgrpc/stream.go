@@ -136,7 +136,7 @@ func (s *stream) retryAfter(err error, timedOut bool) error {
 			s.cancel = nil
 		}
 		now := clock.Now(clk)
-		if s.ctx.Err() != nil {
+		if cs.callerEnded(s.ctx, now) {
 			cs.rc.Abandon(now)
 			cs.canceled(s.ctx, err, now.Sub(s.start))
 			s.ended, s.final = true, err
