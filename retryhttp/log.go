@@ -2,8 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"net/url"
 	"time"
@@ -26,13 +24,7 @@ func RedactURL(u *url.URL) string { return redact.URL(u) }
 
 // KeyHash returns the short hash under which an idempotency key appears in
 // logs: the first 8 hex digits of its SHA-256.
-func KeyHash(key string) string {
-	if key == "" {
-		return ""
-	}
-	s := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(s[:4])
-}
+func KeyHash(key string) string { return redact.KeyHash(key) }
 
 // maxLogError is the most of an attempt's error text a log record holds:
 // 8 KiB, with the cut marked.

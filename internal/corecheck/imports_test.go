@@ -30,6 +30,7 @@ var (
 	helpers = []string{"internal/redact", "internal/duration", "internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
 		"retryhttp":           nil,
+		"heedgrpc":            nil,
 		"queue":               nil,
 		"sim":                 nil,
 		"sim/chart":           {"sim"},
@@ -39,7 +40,7 @@ var (
 		"sqlitestore":         {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
 		"pgstore":             {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
 		"storeurl":            {"queue", "idempotency", "sqlitestore", "pgstore"},
-		"heedotel":            {"queue", "retryhttp"}, // it observes their events
+		"heedotel":            {"queue", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport": {"heedotel"},
 		"internal/jobkinds":   {"queue", "retryhttp"}, // the command's built-in job kinds
 		"internal/chaintest":  {"retryhttp"},          // three real services on loopback, for load tests
@@ -52,8 +53,9 @@ var (
 		"sqlitestore":         {"modernc.org/sqlite"},
 		"pgstore":             {"github.com/jackc/pgx/v5"},
 		"pgstore/pgstoretest": {"github.com/jackc/pgx/v5"},
-		"storeurl":            {"github.com/jackc/pgx/v5/pgconn"}, // PostgreSQL's error type, nothing else
-		"heedotel":            {"go.opentelemetry.io/otel"},
+		"storeurl":            {"github.com/jackc/pgx/v5/pgconn"},                     // PostgreSQL's error type, nothing else
+		"heedotel":            {"go.opentelemetry.io/otel", "google.golang.org/grpc"}, // gRPC's status codes, for heedgrpc's instruments
+		"heedgrpc":            {"google.golang.org/grpc", "google.golang.org/protobuf"},
 		"heedotel/promexport": {"go.opentelemetry.io/otel", "github.com/prometheus/client_golang"},
 		"sim":                 {"go.yaml.in/yaml/v3"},
 		"deadline/planfile":   {"go.yaml.in/yaml/v3"},
@@ -171,6 +173,8 @@ func TestMayImport(t *testing.T) {
 		{"budget", "internal/stripe", true},
 		{"retryhttp", "retry", true},
 		{"retryhttp", "queue", false}, // adapters never import each other
+		{"heedgrpc", "retry", true},
+		{"heedgrpc", "retryhttp", false},
 		{"queue", "retryhttp", false},
 		{"sim", "queue", false},
 		{"sqlitestore", "queue", true},
@@ -189,7 +193,7 @@ func TestMayImport(t *testing.T) {
 			t.Errorf("%s may import %s: %v, want %v", tt.pkg, tt.dep, got, tt.want)
 		}
 	}
-	if _, ok := mayImport("heedgrpc"); ok {
+	if _, ok := mayImport("heedkafka"); ok {
 		t.Error("a package not in the table has a place")
 	}
 }

@@ -1,0 +1,54 @@
+package heedgrpc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/heedgrpc"
+	"github.com/heed-go/heed/retry"
+)
+
+// benchUnary runs the unary interceptor around invoker, with a deadline.
+func benchUnary(b *testing.B, hc *heedgrpc.Client, invoker grpc.UnaryInvoker) {
+	ic := hc.UnaryInterceptor()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ic(ctx, mGet, nil, nil, nil, invoker); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnary: the interceptor's own cost, around an invoker that
+// answers at once (no connection): a success, and a failure retried at
+// once then a success. The defaults send retry-attempt and count the call
+// in the target's retry budget.
+func BenchmarkUnary(b *testing.B) {
+	p := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}}
+	ok := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	b.Run("success", func(b *testing.B) {
+		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles}, ok)
+	})
+	b.Run("success/no propagation", func(b *testing.B) {
+		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles, Propagate: func(string, string) bool { return false }}, ok)
+	})
+	b.Run("unavailable then success", func(b *testing.B) {
+		n := 0
+		flaky := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			n++
+			if n%2 == 1 {
+				return status.Error(codes.Unavailable, "down")
+			}
+			return nil
+		}
+		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles, NoBudget: true}, flaky)
+	})
+}

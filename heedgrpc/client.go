@@ -1,0 +1,732 @@
+// Package heedgrpc brings heed's retries to gRPC: client interceptors that
+// retry only what is safe to repeat, only while it may help, inside the
+// caller's deadline, a retry budget and a circuit breaker per target, and
+// server interceptors that keep one retry owner in a chain of services and
+// fail fast when too little time is left.
+//
+// Most callers want [Client.DialOptions] on the client side and
+// [Server.ServerOptions] on the server side:
+//
+//	conn, err := grpc.NewClient(target, append(hc.DialOptions(), creds)...)
+//	srv := grpc.NewServer(hs.ServerOptions()...)
+//
+// Every decision to retry or give up is made by heed's call protocol
+// (retry.Call, around retry.Decide) from a retry.Policy, so a gRPC call
+// behaves like any other heed call: the same attempts, backoff, time
+// budget, retry budget and breaker as retry.Do and retryhttp.
+//
+// # Status codes
+//
+// The status of each attempt is classified by this table:
+//
+//	code                  outcome          retried when
+//	OK                    success          never: returned
+//	UNAVAILABLE           transient        the call never left the client (no stream to a server was
+//	                      (pushback         opened: no connection, channel in transient failure), or the
+//	                      honoured)        method is repeatable (idempotent, or an idempotency key)
+//	RESOURCE_EXHAUSTED,   pushback, only   the server sent grpc-retry-pushback-ms >= 0 and the method is
+//	ABORTED               with a pushback  repeatable; the wait is honoured as Retry-After is: never
+//	                                       retried before it, and a wait that does not fit the
+//	                                       deadline, the time budget or Policy.MaxPushback gives up
+//	                                       at once; a negative or malformed pushback gives up
+//	DEADLINE_EXCEEDED     timeout          from the server's own limit, or cut off by the policy's
+//	                                       AttemptTimeout or time budget, while the caller's deadline
+//	                                       has not passed: the method is repeatable and the policy
+//	                                       leaves time; after the caller's deadline: never (returned)
+//	CANCELLED             -                the caller's context ended: returned as is; otherwise permanent
+//	anything else         permanent        never: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
+//	                                       PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE,
+//	                                       UNIMPLEMENTED, INTERNAL, DATA_LOSS, UNAUTHENTICATED, UNKNOWN
+//	any code, with the    permanent, not   never: the server is healthy, its own dependency's breaker
+//	trailer upstream-     counted by the   is open ([UpstreamBreakerMetadata])
+//	breaker: open         breaker
+//
+// A repeatable method is one listed in Client.Idempotent, or whose
+// descriptor (found in Client.Files, the global registry by default)
+// declares the option idempotency_level NO_SIDE_EFFECTS or IDEMPOTENT, or
+// a call that carries an idempotency key in its outgoing metadata
+// ("idempotency-key", [IdempotencyKeyMetadata]) unless NoKeyedRetries is
+// set. A failure that is not safe to repeat gives up with
+// retry.ReasonNotRepeatable.
+//
+// # gRPC's own retries
+//
+// A channel that uses these interceptors must not also retry by itself, or
+// the two would multiply. [Client.DialOptions] includes
+// grpc.WithDisableRetry(), which turns off the channel's retry and hedging
+// policies from the service config (the default one or one sent by the
+// resolver) and its retry throttling. Only the transparent retry that
+// grpc-go does of an RPC that never reached the server application (a
+// stream refused by the server's transport) remains: it makes no
+// additional call to a handler. Set the interceptors with your own dial
+// options only together with grpc.WithDisableRetry().
+//
+// # Across services
+//
+// An attempt carries "retry-attempt: N" in its metadata when this layer
+// will retry the call (its policy allows more than one attempt and the
+// method is repeatable), and, when a layer above owns the retries (the
+// context is marked with retry.WithUpstreamOwner), to pass that claim on.
+// A client that will not retry claims nothing, so the layer below retries
+// on its own. A server wrapped in [Server]'s interceptors that sees it
+// marks the handler's context with retry.WithUpstreamOwner: the heed
+// clients it calls under that context (gRPC or HTTP) make a single attempt,
+// so a chain of services makes (1+r) attempts, not (1+r)^hops. The
+// deadline travels as gRPC's own grpc-timeout: the time left.
+//
+// # Streams
+//
+// A stream is retried only before its first response message: until then
+// the messages sent are kept (up to Client.MaxReplay) and sent again on a
+// new stream, and CloseSend repeated. Once a message has been received, or
+// Header returned, the stream is committed to its attempt and a failure is
+// returned to the caller.
+package heedgrpc
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/retry"
+)
+
+// Metadata keys of heed's wire formats over gRPC (lower case, as gRPC
+// metadata keys are).
+const (
+	// RetryAttemptMetadata carries the attempt number, "1" to "9999", of a
+	// call whose caller retries (or passes on the claim of a caller above):
+	// the gRPC form of the Retry-Attempt header.
+	RetryAttemptMetadata = "retry-attempt"
+	// IdempotencyKeyMetadata makes a call to a method that is not declared
+	// idempotent safe to repeat, when the server honours it.
+	IdempotencyKeyMetadata = "idempotency-key"
+	// PushbackMetadata is the trailer in which a server asks the client to
+	// wait (milliseconds, an ASCII int32) before retrying, or, negative,
+	// not to retry (gRFC A6).
+	PushbackMetadata = "grpc-retry-pushback-ms"
+	// UpstreamBreakerMetadata is the trailer, "upstream-breaker: open", by
+	// which a heed server says that it failed the call because a
+	// dependency of its own is refused by an open circuit breaker: the
+	// server is healthy, so the call is neither retried nor counted as a
+	// failure by the client's breaker (the gRPC form of HTTP's
+	// Upstream-Breaker header).
+	UpstreamBreakerMetadata = "upstream-breaker"
+)
+
+// DefaultMaxReplay is how many sent messages a stream keeps, so that it can
+// be sent again on a new stream, when Client.MaxReplay is zero: 16. A
+// stream that sends more before its first response message is not retried.
+const DefaultMaxReplay = 16
+
+// Client holds the configuration and the per-target state of heed's client
+// interceptors.
+//
+// The zero value is ready to use: the default retry.Policy (3 attempts,
+// exponential backoff with full jitter), a default retry budget per target,
+// no breaker, no logging, and repeatable methods only as the registered
+// descriptors declare them. Set the fields before the first call and do not
+// change them afterwards. A Client is safe for concurrent use and should be
+// shared by every connection to a target: its budgets and breakers are per
+// target (the ClientConn's Target()), shared by every call through its
+// interceptors; one is kept for every target it has called, for its
+// lifetime.
+type Client struct {
+	// Policy decides retries: Attempts, Backoff, AttemptTimeout (which
+	// bounds a whole stream attempt), TimeBudget, MinAttemptTime,
+	// MaxPushback (the cap on grpc-retry-pushback-ms, default 30 s), Clock,
+	// Rand and Observe apply as in retry.Do. A Budget or Breaker set here
+	// is shared by all targets instead of the per-target ones.
+	Policy retry.Policy
+
+	// Idempotent lists the full method names ("/package.Service/Method")
+	// that are safe to repeat, besides those whose descriptor says so.
+	Idempotent []string
+
+	// Files is where method descriptors are looked up for their
+	// idempotency_level option (default: protoregistry.GlobalFiles, where
+	// generated code registers itself).
+	Files *protoregistry.Files
+
+	// NoDescriptors turns the descriptor lookup off: only Idempotent and
+	// idempotency keys make a method repeatable.
+	NoDescriptors bool
+
+	// NoKeyedRetries stops calls that carry an idempotency key in their
+	// metadata from being repeated because of it (default: keyed calls
+	// are repeatable). Use it for servers not known to honour the key.
+	NoKeyedRetries bool
+
+	// Propagate chooses the calls that may carry retry-attempt (default,
+	// nil: every call to every target). Return false for targets that are
+	// not heed services: the metadata means nothing to them and tells them
+	// how you retry.
+	Propagate func(target, method string) bool
+
+	// Budget configures the retry budget of each target (zero: budget's
+	// defaults, 10% of requests plus 1 retry per second).
+	Budget budget.Config
+	// NoBudget turns the per-target retry budgets off.
+	NoBudget bool
+	// Breaker, when set, gives each target a circuit breaker with this
+	// configuration (default: none).
+	Breaker *breaker.Config
+	// OnBreakerChange, when set, is called on every change of state of a
+	// target's breaker, with the target, after Breaker.OnStateChange.
+	OnBreakerChange func(target string, from, to breaker.State, at time.Time)
+
+	// MaxReplay is how many sent messages a stream keeps to send again on
+	// a retry (default [DefaultMaxReplay]; negative: streams that send
+	// messages are never retried).
+	MaxReplay int
+
+	// Logger, when set, receives one record per attempt (Debug for a
+	// success, Info for a retry, Warn for a give-up) with the target,
+	// method, attempt, code, error, decision, reason and delay. Secrets
+	// are removed by retryhttp's rules (see retryhttp.RedactURL): metadata
+	// values are never logged, an idempotency key appears only as its
+	// hash (retryhttp.KeyHash), and the error text is cut at 8 KiB with
+	// URLs' secrets and credential-like words replaced by REDACTED.
+	Logger *slog.Logger
+
+	// OnAttempt, when set, is called after every attempt, and for a call
+	// refused before its first attempt or ended by its caller, on the
+	// goroutine of the call. It must not block. heedotel uses it.
+	OnAttempt func(ctx context.Context, a Attempt)
+
+	initOnce  sync.Once
+	initErr   error
+	perTgt    bool // each target has its own budget or breaker
+	maxReplay int  // MaxReplay after its default
+	idem      map[string]bool
+	methods   sync.Map // method -> bool (descriptor lookups)
+	nMethods  atomic.Int32
+	targets   sync.Map // target -> *target
+	last      atomic.Pointer[target]
+	shared    target // the policy of every target when none has its own state
+}
+
+// Attempt describes one attempt of a call through a [Client]'s
+// interceptors, for Client.OnAttempt.
+type Attempt struct {
+	// Target is the ClientConn's target, Method the full method name.
+	Target, Method string
+	// Code is the attempt's status code (OK for a success; for a call
+	// refused before its attempt, the code of the error returned).
+	Code codes.Code
+	// Event is the decision taken after the attempt and how long it ran.
+	// A refusal before the attempt (breaker open, no time left) has
+	// Duration zero and Attempt the attempts made before it.
+	retry.Event
+	// Refused says no attempt was made: the breaker or the time left
+	// refused it.
+	Refused bool
+	// Canceled says the caller's context ended: there is no decision.
+	Canceled bool
+}
+
+// target is what a Client keeps per target. It does not change once stored.
+type target struct {
+	name   string
+	policy retry.Policy
+}
+
+func (c *Client) init() {
+	c.initOnce.Do(func() {
+		if err := c.Policy.Validate(); err != nil {
+			c.initErr = err
+			return
+		}
+		if !c.NoBudget {
+			if err := c.Budget.Validate(); err != nil {
+				c.initErr = err
+				return
+			}
+		}
+		if c.Breaker != nil {
+			if _, err := breaker.New(*c.Breaker); err != nil {
+				c.initErr = err
+				return
+			}
+		}
+		c.maxReplay = c.MaxReplay
+		if c.maxReplay == 0 {
+			c.maxReplay = DefaultMaxReplay
+		}
+		c.shared.policy = c.Policy
+		c.perTgt = c.Policy.Budget == nil && !c.NoBudget || c.Policy.Breaker == nil && c.Breaker != nil
+		c.idem = make(map[string]bool, len(c.Idempotent))
+		for _, m := range c.Idempotent {
+			c.idem[m] = true
+		}
+	})
+}
+
+// target returns the state of target name, creating it on first use.
+func (c *Client) target(name string) *target {
+	if t := c.last.Load(); t != nil && t.name == name {
+		return t
+	}
+	if v, ok := c.targets.Load(name); ok {
+		return v.(*target)
+	}
+	t := &target{name: name, policy: c.Policy}
+	if !c.NoBudget && c.Policy.Budget == nil {
+		t.policy.Budget, _ = budget.New(c.Budget) // validated in init
+	}
+	if c.Breaker != nil && c.Policy.Breaker == nil {
+		cfg := *c.Breaker
+		if each, all := c.OnBreakerChange, cfg.OnStateChange; each != nil {
+			cfg.OnStateChange = func(from, to breaker.State, at time.Time) {
+				if all != nil {
+					all(from, to, at)
+				}
+				each(name, from, to, at)
+			}
+		}
+		t.policy.Breaker, _ = breaker.New(cfg) // validated in init
+	}
+	v, loaded := c.targets.LoadOrStore(name, t)
+	if !loaded {
+		c.last.Store(t)
+	}
+	return v.(*target)
+}
+
+// DialOptions returns the dial options that make a channel use c: both
+// interceptors (chained after any set before them) and
+// grpc.WithDisableRetry(), so that the channel does not retry by itself.
+func (c *Client) DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDisableRetry(),
+		grpc.WithChainUnaryInterceptor(c.UnaryInterceptor()),
+		grpc.WithChainStreamInterceptor(c.StreamInterceptor()),
+	}
+}
+
+// attemptMD are the outgoing metadata of the first attempts, shared (gRPC
+// only reads outgoing metadata) so that a call without metadata of its own
+// adds retry-attempt with two allocations.
+var attemptMD = func() (m [9]metadata.MD) {
+	for i := range m {
+		m[i] = metadata.MD{RetryAttemptMetadata: {strconv.Itoa(i + 1)}}
+	}
+	return m
+}()
+
+// withAttempt returns ctx with retry-attempt: n added to its outgoing
+// metadata. A context without outgoing metadata (the common case) gets a
+// shared one, with two allocations instead of the four of
+// metadata.AppendToOutgoingContext.
+func withAttempt(ctx context.Context, n int) context.Context {
+	if outgoingMDKey != nil && n >= 1 && n <= len(attemptMD) && ctx.Value(outgoingMDKey) == nil {
+		return metadata.NewOutgoingContext(ctx, attemptMD[n-1])
+	}
+	return metadata.AppendToOutgoingContext(ctx, RetryAttemptMetadata, strconv.Itoa(min(max(n, 1), 9999)))
+}
+
+// outgoingMDKey is the context key under which package metadata keeps
+// outgoing metadata, learnt by asking it to read a probe context: with it,
+// whether a context has outgoing metadata costs one lookup and no copy.
+// Should the probe learn nothing, withAttempt always appends.
+var outgoingMDKey = func() any {
+	var p probeContext
+	metadata.ValueFromOutgoingContext(&p, RetryAttemptMetadata)
+	return p.key
+}()
+
+// probeContext records the first key it is asked for.
+type probeContext struct {
+	context.Context
+	key any
+}
+
+func (p *probeContext) Value(key any) any {
+	if p.key == nil {
+		p.key = key
+	}
+	return nil
+}
+
+// outgoingKey returns the idempotency key in ctx's outgoing metadata, if
+// any: the first value, as a server reading the first value sees it.
+func outgoingKey(ctx context.Context) string {
+	if v := metadata.ValueFromOutgoingContext(ctx, IdempotencyKeyMetadata); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// call is the state of one call through the interceptors, kept from the
+// first attempt to the last.
+type call struct {
+	c          *Client
+	target     string // the ClientConn's target
+	method     string
+	key        string // the idempotency key sent, if any (read when needed)
+	repeatable bool
+	owned      bool // a caller up the chain owns retries
+	claim      bool // attempts carry retry-attempt
+	rc         retry.Call
+
+	// What gRPC fills in after each attempt, through call options that
+	// point here (so that passing them allocates nothing).
+	trailer metadata.MD
+	peer    peer.Peer
+	tracing bool // peer is asked for: it decides whether the call was sent
+	opts    [6]grpc.CallOption
+}
+
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+// newCall prepares the state of a call to method on cc under ctx.
+func (c *Client) newCall(ctx context.Context, cc *grpc.ClientConn, method string, cs *call) {
+	name := ""
+	if cc != nil {
+		name = cc.Target()
+	}
+	t := &c.shared
+	if c.perTgt {
+		t = c.target(name)
+	}
+	cs.c, cs.target, cs.method = c, name, method
+	cs.repeatable = c.idempotent(method)
+	if !cs.repeatable || c.Logger != nil {
+		cs.key = outgoingKey(ctx)
+		if cs.key != "" && !c.NoKeyedRetries {
+			cs.repeatable = true
+		}
+	}
+	// A method that is not repeatable may still be retried when it never
+	// left the client: whether it did is asked of gRPC (the peer).
+	cs.tracing = !cs.repeatable
+	cs.owned = retry.UpstreamOwns(ctx)
+	if c.Propagate == nil || c.Propagate(name, method) {
+		cs.claim = cs.owned || cs.repeatable && t.policy.MaxAttempts() != 1
+	}
+	cs.rc = retry.Call{Policy: t.policy}
+	if dl, ok := ctx.Deadline(); ok {
+		cs.rc.History.Deadline = dl
+	}
+	cs.rc.History.UpstreamOwns = cs.owned
+}
+
+// callOptions returns opts with the options that make gRPC fill in the
+// attempt's trailer (and peer, when tracing) added.
+func (cs *call) callOptions(opts []grpc.CallOption) []grpc.CallOption {
+	cs.trailer, cs.peer = nil, peer.Peer{}
+	extra := 1
+	if cs.tracing {
+		extra = 2
+	}
+	var all []grpc.CallOption
+	if len(opts)+extra <= len(cs.opts) {
+		all = append(cs.opts[:0], opts...)
+	} else {
+		all = make([]grpc.CallOption, 0, len(opts)+extra)
+		all = append(all, opts...)
+	}
+	all = append(all, grpc.Trailer(&cs.trailer))
+	if cs.tracing {
+		all = append(all, grpc.Peer(&cs.peer))
+	}
+	return all
+}
+
+// sent reports whether the attempt that just ended reached a server, as
+// far as the client can tell: a stream to one was opened. Without tracing
+// (a repeatable call) it is taken as true.
+func (cs *call) sent() bool {
+	return !cs.tracing || cs.peer.Addr != nil
+}
+
+// idempotent reports whether method is safe to repeat: listed in
+// Idempotent or declared so by its descriptor.
+func (c *Client) idempotent(method string) bool {
+	if c.idem[method] {
+		return true
+	}
+	if c.NoDescriptors {
+		return false
+	}
+	if v, ok := c.methods.Load(method); ok {
+		return v.(bool)
+	}
+	ok := descriptorIdempotent(c.Files, method)
+	if c.nMethods.Load() < maxMethods {
+		if _, loaded := c.methods.LoadOrStore(method, ok); !loaded {
+			c.nMethods.Add(1)
+		}
+	}
+	return ok
+}
+
+// maxMethods caps the descriptor lookups a Client remembers, so that a
+// proxy that forwards arbitrary method names cannot grow it without bound.
+const maxMethods = 4096
+
+// UnaryInterceptor returns the unary client interceptor: it makes each
+// call's attempts through heed's call protocol, as the package
+// documentation says. Set it with grpc.WithChainUnaryInterceptor together
+// with grpc.WithDisableRetry(), or use [Client.DialOptions].
+//
+// It returns nil on success; the caller's context error, as a gRPC status
+// (CANCELLED or DEADLINE_EXCEEDED), when the caller's context ends; and,
+// when it gives up, a *retry.ExhaustedError (matching retry.ErrExhausted,
+// and budget.ErrExhausted or breaker.ErrOpen when those ended the call)
+// that wraps the last attempt's status: status.Code and status.FromError
+// see that status, so a handler that returns the error passes the code on.
+func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		c.init()
+		if c.initErr != nil {
+			return c.initErr
+		}
+		if err := ctx.Err(); err != nil {
+			return status.FromContextError(err).Err()
+		}
+		cs := callPool.Get().(*call)
+		c.newCall(ctx, cc, method, cs)
+		err := cs.unary(ctx, req, reply, cc, invoker, opts)
+		*cs = call{}
+		callPool.Put(cs)
+		return err
+	}
+}
+
+func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
+	p := &cs.rc.Policy
+	clk := p.Clock
+	now := clock.Now(clk)
+	var (
+		timer clock.Timer
+		last  error
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		lim, ok := cs.rc.Admit(now)
+		if !ok {
+			return cs.refused(ctx, last)
+		}
+		start := now
+		n := cs.rc.History.Attempts + 1
+		actx, cancel := cs.attemptContext(ctx, n, now, lim)
+		err := invoker(actx, cs.method, req, reply, cc, cs.callOptions(opts)...)
+		timedOut := err != nil && cancel != nil && ctx.Err() == nil && actx.Err() == context.DeadlineExceeded
+		if cancel != nil {
+			cancel()
+		}
+		if err == nil && p.Breaker == nil && !cs.observed() {
+			// Success, and nothing needs the time it ended at (no
+			// breaker to tell, no one to report to): the call ends
+			// without a second clock reading.
+			cs.rc.End(now, retry.Result{})
+			return nil
+		}
+		now = clock.Now(clk)
+		if err != nil && cs.callerEnded(ctx, now) {
+			cs.rc.Abandon(now)
+			cs.canceled(ctx, err, now.Sub(start))
+			return err
+		}
+		res, code := cs.result(err, timedOut)
+		d := cs.rc.End(now, res)
+		last = err
+		cs.observe(ctx, code, d, now.Sub(start), false)
+		switch d.Action {
+		case retry.Done:
+			return nil
+		case retry.GiveUp:
+			return cs.rc.Exhausted(err)
+		}
+		if err := cs.wait(ctx, &timer, d.Delay); err != nil {
+			cs.canceled(ctx, err, 0)
+			return err
+		}
+		now = clock.Now(clk)
+	}
+}
+
+// attemptContext returns the context of attempt n, which must end by lim,
+// and its cancel function (nil when there is none to call).
+func (cs *call) attemptContext(ctx context.Context, n int, now time.Time, lim retry.Limit) (context.Context, context.CancelFunc) {
+	actx := ctx
+	var cancel context.CancelFunc
+	if !lim.At.IsZero() && lim.Reason != retry.ReasonDeadline {
+		actx, cancel = context.WithTimeout(ctx, lim.At.Sub(now))
+	}
+	if cs.claim {
+		actx = withAttempt(actx, n)
+	}
+	return actx, cancel
+}
+
+// wait waits d, or until ctx ends (then it returns the context's status).
+func (cs *call) wait(ctx context.Context, timer *clock.Timer, d time.Duration) error {
+	if d > 0 {
+		if *timer == nil {
+			*timer = clock.Or(cs.rc.Policy.Clock).NewTimer(d)
+		} else {
+			(*timer).Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-(*timer).C():
+		}
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	return nil
+}
+
+// refused returns the error of a call whose attempt Admit refused, after
+// last (nil before the first attempt).
+func (cs *call) refused(ctx context.Context, last error) error {
+	d := cs.rc.Last()
+	if d.Reason == retry.ReasonDeadline && ctx.Err() != nil {
+		err := status.FromContextError(ctx.Err()).Err()
+		cs.canceled(ctx, err, 0)
+		return err
+	}
+	if last == nil {
+		code := codes.Unavailable
+		if d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget {
+			code = codes.DeadlineExceeded
+		}
+		last = &refusal{err: d.Err, code: code}
+	}
+	cs.observe(ctx, status.Code(last), d, 0, true)
+	return cs.rc.Exhausted(last)
+}
+
+// refusal is the error of a call refused before its first attempt: the
+// refusal's own error (breaker.ErrOpen, or no time left) with a gRPC
+// status, so that a handler returning it passes a meaningful code on.
+type refusal struct {
+	err  error
+	code codes.Code
+}
+
+func (e *refusal) Error() string { return "heedgrpc: " + e.err.Error() }
+func (e *refusal) Unwrap() error { return e.err }
+
+// GRPCStatus returns the refusal's status: UNAVAILABLE for an open
+// breaker, DEADLINE_EXCEEDED when no time was left.
+func (e *refusal) GRPCStatus() *status.Status { return status.New(e.code, e.Error()) }
+
+// result classifies the attempt's error for the call protocol, per the
+// package's table.
+func (cs *call) result(err error, timedOut bool) (retry.Result, codes.Code) {
+	if err == nil {
+		return retry.Result{}, codes.OK
+	}
+	code := status.Code(err)
+	res := retry.Result{Err: err, TimedOut: timedOut, Outcome: retry.OutcomePermanent}
+	if v := cs.trailer[UpstreamBreakerMetadata]; len(v) > 0 && v[0] == "open" {
+		// A healthy server whose dependency's breaker is open: not worth
+		// a retry, and no failure of this server's (permanent outcomes
+		// are not counted by the breaker).
+		return res, code
+	}
+	switch code {
+	case codes.Unavailable:
+		res.Outcome = retry.OutcomeTransient
+		if wait, ok, stop := pushback(cs.trailer); stop {
+			res.Outcome = retry.OutcomeRefused
+		} else if ok {
+			res.Outcome, res.Wait = retry.OutcomePushback, wait
+		}
+		res.NotRepeatable = !cs.repeatable && cs.sent()
+	case codes.ResourceExhausted, codes.Aborted:
+		if wait, ok, stop := pushback(cs.trailer); stop {
+			res.Outcome = retry.OutcomeRefused
+		} else if ok {
+			res.Outcome, res.Wait = retry.OutcomePushback, wait
+			res.NotRepeatable = !cs.repeatable && cs.sent()
+		}
+	case codes.DeadlineExceeded:
+		res.Outcome = retry.OutcomeTimeout
+		res.NotRepeatable = !cs.repeatable && cs.sent()
+	}
+	return res, code
+}
+
+// pushback reads grpc-retry-pushback-ms from a trailer: the wait and true
+// for a value >= 0; stop for a negative or malformed one (the server says
+// not to retry); nothing when the trailer has none.
+func pushback(md metadata.MD) (wait time.Duration, ok, stop bool) {
+	v := md[PushbackMetadata]
+	if len(v) == 0 {
+		return 0, false, false
+	}
+	ms, err := strconv.ParseInt(v[0], 10, 32)
+	if err != nil || ms < 0 || len(v) > 1 {
+		return 0, false, true
+	}
+	return time.Duration(ms) * time.Millisecond, true, false
+}
+
+// canceled reports a call ended by its caller to OnAttempt.
+func (cs *call) canceled(ctx context.Context, err error, dur time.Duration) {
+	if f := cs.c.OnAttempt; f != nil {
+		f(ctx, Attempt{Target: cs.target, Method: cs.method, Code: status.Code(err), Canceled: true,
+			Event: retry.Event{Decision: retry.Decision{Attempt: cs.rc.History.Attempts, Err: err}, Duration: dur}})
+	}
+}
+
+// observe reports an attempt (or a refusal) to the policy's observer,
+// OnAttempt and the logger.
+func (cs *call) observe(ctx context.Context, code codes.Code, d retry.Decision, dur time.Duration, refused bool) {
+	if !cs.observed() {
+		return
+	}
+	c := cs.c
+	p := &cs.rc.Policy
+	e := retry.Event{Decision: d, Duration: dur}
+	if p.Observe != nil {
+		p.Observe(ctx, e)
+	}
+	if c.OnAttempt != nil {
+		c.OnAttempt(ctx, Attempt{Target: cs.target, Method: cs.method, Code: code, Event: e, Refused: refused})
+	}
+	if c.Logger != nil {
+		logAttempt(ctx, c.Logger, cs, code, e)
+	}
+}
+
+// observed reports whether anyone is told about attempts: the policy's
+// Observe, OnAttempt or the logger.
+func (cs *call) observed() bool {
+	return cs.rc.Policy.Observe != nil || cs.c.OnAttempt != nil || cs.c.Logger != nil
+}
+
+// callerEnded reports whether the caller's context has ended at now: done,
+// or past its deadline (its timer may not have fired yet when the server's
+// answer to the same deadline arrives).
+func (cs *call) callerEnded(ctx context.Context, now time.Time) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl := cs.rc.History.Deadline
+	return !dl.IsZero() && !now.IsZero() && !now.Before(dl)
+}
