@@ -55,6 +55,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 			Running   int    `json:"running"`
 			Succeeded int    `json:"succeeded"`
 			Dead      int    `json:"dead"`
+			Cancelled int    `json:"cancelled"`
 		}
 		out := struct {
 			Queues     []qs       `json:"queues"`
