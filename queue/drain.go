@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +18,7 @@ type activity struct {
 	claims   uint64 // claims started
 	claimed  int    // jobs claimed
 	inflight int    // claims under way plus jobs running
-	idle     chan struct{}
+	idle     chan struct{} // capacity 1; made by NewWorker
 }
 
 func (a *activity) claimStart() {
@@ -58,68 +60,107 @@ func (a *activity) snapshot() (claims uint64, idle bool, claimed int) {
 	return a.claims, a.inflight == 0, a.claimed
 }
 
-// DrainOptions configures [Worker.Drain]. The zero value drains what is
-// due now.
+// DrainOptions configures [Worker.Drain] and [Worker.WaitEmpty]. The
+// zero value drains what is due now.
 type DrainOptions struct {
-	// WaitScheduled makes Drain also wait for the jobs of its queues that
-	// are due later (scheduled, waiting for a retry or a snooze) and for
-	// those running on other workers, however long that takes: it returns
-	// when its queues have no unfinished job at all. By default those are
-	// counted in DrainResult.Scheduled and not waited for.
+	// Within also waits for the jobs of the worker's queues that are due
+	// within this long (a retry with a short backoff, a job enqueued with
+	// a short delay), checking again as they come due. Zero waits only
+	// for jobs due now; it must not be negative.
+	Within time.Duration
+	// WaitScheduled waits for every job of the worker's queues, however
+	// far ahead it is scheduled, and for those running on other workers:
+	// the wait ends when the queues have no unfinished job at all.
 	WaitScheduled bool
 }
 
-// DrainResult is what [Worker.Drain] left behind.
+// DrainResult is what a drain left behind.
 type DrainResult struct {
-	// Claimed is how many jobs the worker claimed (attempts it started or
-	// deferred).
+	// Claimed is how many jobs the worker claimed since it started
+	// (attempts it started or deferred).
 	Claimed int
 	// Scheduled is how many jobs of the worker's queues are available but
 	// due later.
 	Scheduled int
 	// Paused lists the worker's queues that are paused and have jobs
-	// waiting: Drain does not wait for them.
+	// waiting: a drain does not wait for them.
 	Paused []string
 	// Elsewhere counts the unfinished jobs of the queues the worker does
-	// not serve (with at least one available, scheduled or running job),
-	// sorted by queue: jobs no drain of this worker will run.
+	// not serve (those with at least one available, scheduled or running
+	// job), sorted by queue: jobs no drain of this worker will run.
 	Elsewhere []QueueStats
 }
 
-// Drain runs w until no job of its queues is available now and none it
-// claimed is still running, then shuts it down and reports what was left
-// (jobs due later, paused queues, jobs in queues it does not serve). It is
-// Start, then Shutdown when the queues are empty: a program (a test, a
-// batch run, the heed command's --until-empty) runs the work there is and
-// exits. Jobs that a retry makes due again while Drain runs are run too;
-// jobs due later are reported, not waited for, unless
-// opts.WaitScheduled. Paused queues are not waited for.
+// Drain runs w until no job of its queues is due now (or within
+// opts.Within) and none it claimed is still running, then shuts it down
+// and reports what was left: jobs due later, paused queues, jobs in queues
+// it does not serve. It is Start, [Worker.WaitEmpty] and Shutdown: a
+// program (a test, a batch run) runs the work there is and goes on. Jobs
+// that become due while Drain runs (a release, a snooze, a retry due
+// before it looks again) are run too; jobs due later are reported, not
+// waited for, unless opts asks. Paused queues are not waited for.
 //
 // When ctx ends first, Drain shuts down (letting running jobs finish for
 // up to ShutdownGrace) and returns ctx.Err() with the result. It returns
-// ErrStopped when w was already started.
+// ErrStopped when w was already started, and an error matching
+// ErrInvalid when opts is invalid.
 func (w *Worker) Drain(ctx context.Context, opts DrainOptions) (DrainResult, error) {
-	w.active.mu.Lock()
-	w.active.idle = make(chan struct{}, 1)
-	w.active.mu.Unlock()
+	if err := opts.validate(); err != nil {
+		return DrainResult{}, err
+	}
 	if err := w.Start(ctx); err != nil {
 		return DrainResult{}, err
+	}
+	res, runErr := w.WaitEmpty(ctx, opts)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownGrace)
+	defer cancel()
+	if err := w.Shutdown(sctx); err != nil && runErr == nil {
+		runErr = err
+	}
+	if errors.Is(runErr, ctx.Err()) {
+		// Interrupted: describe what is left now that the worker stopped.
+		if r, err := w.drainResult(context.WithoutCancel(ctx)); err == nil {
+			res = r
+		}
+	}
+	return res, runErr
+}
+
+func (o *DrainOptions) validate() error {
+	if o.Within < 0 {
+		return &InputError{"DrainOptions.Within", fmt.Sprintf("is %v, must not be negative", o.Within)}
+	}
+	return nil
+}
+
+// WaitEmpty waits, on a started worker, until no job of its queues is
+// due now (or within opts.Within; with opts.WaitScheduled, until they
+// have no unfinished job) and none it claimed is running, and returns what
+// was left, as [Worker.Drain] does, without stopping w. It returns
+// ctx.Err() when ctx ends first, and ErrStopped when w is not running.
+func (w *Worker) WaitEmpty(ctx context.Context, opts DrainOptions) (DrainResult, error) {
+	if err := opts.validate(); err != nil {
+		return DrainResult{}, err
+	}
+	w.mu.Lock()
+	state := w.state
+	w.mu.Unlock()
+	if state != 1 {
+		return DrainResult{}, ErrStopped
 	}
 	queues := make([]string, 0, len(w.cfg.Queues))
 	for q := range w.cfg.Queues {
 		queues = append(queues, q)
 	}
 	slices.Sort(queues)
-
-	var runErr error
 	timer := clock.Or(w.cfg.Clock).NewTimer(0)
 	defer timer.Stop()
-wait:
 	for {
 		select {
 		case <-ctx.Done():
-			runErr = ctx.Err()
-			break wait
+			return DrainResult{}, ctx.Err()
+		case <-w.stopping:
+			return DrainResult{}, ErrStopped
 		case <-w.active.idle:
 		case <-timer.C():
 		}
@@ -128,20 +169,10 @@ wait:
 			w.storeFailed("drain: look for due jobs", err)
 		}
 		if done {
-			break wait
+			return w.drainResult(ctx)
 		}
 		timer.Reset(w.jittered(w.cfg.PollInterval))
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownGrace)
-	defer cancel()
-	if err := w.Shutdown(sctx); err != nil && runErr == nil {
-		runErr = err
-	}
-	res, err := w.drainResult(context.WithoutCancel(ctx), queues)
-	if runErr == nil {
-		runErr = err
-	}
-	return res, runErr
 }
 
 // drained reports whether the worker is idle and its unpaused queues
@@ -162,7 +193,7 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 		if slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == q }) {
 			continue
 		}
-		f := JobFilter{State: StateAvailable, Queue: q, AvailableBy: now, Limit: 1}
+		f := JobFilter{State: StateAvailable, Queue: q, AvailableBy: now.Add(opts.Within), Limit: 1}
 		if opts.WaitScheduled {
 			f.AvailableBy = time.Time{}
 		}
@@ -189,8 +220,8 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 	return empty && idle && after == claims, nil
 }
 
-// drainResult describes what a drain over queues left behind.
-func (w *Worker) drainResult(ctx context.Context, queues []string) (DrainResult, error) {
+// drainResult describes what a drain left behind.
+func (w *Worker) drainResult(ctx context.Context) (DrainResult, error) {
 	_, _, claimed := w.active.snapshot()
 	res := DrainResult{Claimed: claimed}
 	st, err := w.store.Stats(ctx, w.now())

@@ -181,6 +181,24 @@ func TestWorkerDrain(t *testing.T) {
 	if j, _ := c.Job(ctx, soon.ID); j.State != queue.StateSucceeded {
 		t.Errorf("the job due in 50 ms is %s after Drain(WaitScheduled)", j.State)
 	}
+
+	// Within waits for what is due soon, not for what is due later.
+	soon = enqueue(t, c, "ok", nil, queue.EnqueueOptions{Queue: "b", In: 50 * time.Millisecond})
+	enqueue(t, c, "ok", nil, queue.EnqueueOptions{Queue: "b", In: time.Hour})
+	w3 := newWorker(t, s, cfg)
+	queue.Handle(w3, "ok", func(ctx context.Context, job *queue.Job, _ msg) error { return nil })
+	if res, err := w3.Drain(ctx, queue.DrainOptions{Within: time.Minute}); err != nil || res.Claimed != 1 || res.Scheduled != 1 {
+		t.Errorf("Drain(Within) = %+v, %v; want 1 claimed, 1 scheduled", res, err)
+	}
+	if j, _ := c.Job(ctx, soon.ID); j.State != queue.StateSucceeded {
+		t.Errorf("the job due in 50 ms is %s after Drain(Within 1m)", j.State)
+	}
+	if _, err := newWorker(t, s, cfg).Drain(ctx, queue.DrainOptions{Within: -1}); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("Drain(Within -1): %v, want ErrInvalid", err)
+	}
+	if _, err := newWorker(t, s, cfg).WaitEmpty(ctx, queue.DrainOptions{}); !errors.Is(err, queue.ErrStopped) {
+		t.Errorf("WaitEmpty on a worker not started: %v, want ErrStopped", err)
+	}
 }
 
 // Drain ends with the context's error when the context ends first.

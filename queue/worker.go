@@ -233,6 +233,7 @@ func NewWorker(store Store, cfg WorkerConfig) (*Worker, error) {
 		return nil, &InputError{"WorkerConfig.Policy", err.Error()}
 	}
 	w := &Worker{store: store, cfg: cfg, policy: p, handlers: map[string]handler{}}
+	w.active.idle = make(chan struct{}, 1)
 	switch {
 	case cfg.Observe != nil && cfg.Logger != nil:
 		log := LogObserver(cfg.Logger)
