@@ -52,22 +52,31 @@ func (f *cancelFan) send(id int64) {
 	}
 }
 
+// opArgs checks an operator's change (ferr is its filter's check) and
+// returns its first two parameters: now ($1) and the history entry ($2).
+func opArgs(ferr error, now time.Time, entry queue.Attempt) ([]any, error) {
+	if ferr != nil {
+		return nil, ferr
+	}
+	if now.IsZero() {
+		return nil, &queue.InputError{Field: "now", Reason: "is zero"}
+	}
+	e, err := encodeEntry(entry)
+	if err != nil {
+		return nil, err
+	}
+	return []any{now, e}, nil
+}
+
 // JobCancel implements queue.JobOps, in one transaction that also
 // NOTIFYs the IDs of the jobs that were running: their workers, in any
 // process listening on this database and schema, hear of it when the
 // cancel commits (see [Store.JobCancelNotify]).
 func (s *Store) JobCancel(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
-	if err := queue.CancelFilter(f); err != nil {
-		return 0, err
-	}
-	if now.IsZero() {
-		return 0, &queue.InputError{Field: "now", Reason: "is zero"}
-	}
-	e, err := encodeEntry(entry)
+	args, err := opArgs(queue.CancelFilter(f), now, entry)
 	if err != nil {
 		return 0, err
 	}
-	args := []any{now, e}
 	sql := `WITH c AS (
 	SELECT id, state FROM heed_jobs
 	WHERE ` + where(&f, false, &args) + ` AND state IN ('available', 'running')
@@ -129,17 +138,10 @@ SELECT id, running FROM u`
 // JobRunNow implements queue.JobOps, and notifies the workers of the
 // queues of the jobs it changed.
 func (s *Store) JobRunNow(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
-	if err := queue.RunNowFilter(f); err != nil {
-		return 0, err
-	}
-	if now.IsZero() {
-		return 0, &queue.InputError{Field: "now", Reason: "is zero"}
-	}
-	e, err := encodeEntry(entry)
+	args, err := opArgs(queue.RunNowFilter(f), now, entry)
 	if err != nil {
 		return 0, err
 	}
-	args := []any{now, e}
 	sql := `UPDATE heed_jobs SET available_at = $1, history = ` + appendHistory(2) + `
 WHERE id = ANY(ARRAY(
 	SELECT id FROM heed_jobs

@@ -19,23 +19,33 @@ type cancelSubs struct {
 	subs map[chan int64]struct{}
 }
 
+// opArgs checks an operator's change (ferr is its filter's check) and
+// returns its parameters (now, then the history entry twice, then f's) and
+// f's WHERE clause.
+func opArgs(ferr error, f *queue.JobFilter, now time.Time, entry queue.Attempt, op string) ([]any, string, error) {
+	if ferr != nil {
+		return nil, "", ferr
+	}
+	if now.IsZero() {
+		return nil, "", &queue.InputError{Field: "now", Reason: "is zero"}
+	}
+	b, err := json.Marshal(entry)
+	if err != nil {
+		return nil, "", wrap(op, err)
+	}
+	e := string(b)
+	w, args := where(f, false)
+	return append([]any{micros(now), e, e}, args...), w, nil
+}
+
 // JobCancel implements queue.JobOps. Workers of this process that run a
 // cancelled job hear of it through JobCancelNotify; those of other
 // processes at their next lease renewal.
 func (s *Store) JobCancel(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
-	if err := queue.CancelFilter(f); err != nil {
+	all, w, err := opArgs(queue.CancelFilter(f), &f, now, entry, "cancel")
+	if err != nil {
 		return 0, err
 	}
-	if now.IsZero() {
-		return 0, &queue.InputError{Field: "now", Reason: "is zero"}
-	}
-	b, err := json.Marshal(entry)
-	if err != nil {
-		return 0, wrap("cancel", err)
-	}
-	e := string(b)
-	w, args := where(&f, false)
-	all := append([]any{micros(now), e, e}, args...)
 	rows, err := s.w.QueryContext(ctx, `UPDATE heed_jobs SET
 			state = 'cancelled', finished_at = ?, lease_token = NULL, lease_until = NULL,
 			`+appendHistory+`
@@ -64,19 +74,10 @@ func (s *Store) JobCancel(ctx context.Context, f queue.JobFilter, now time.Time,
 
 // JobRunNow implements queue.JobOps.
 func (s *Store) JobRunNow(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
-	if err := queue.RunNowFilter(f); err != nil {
+	all, w, err := opArgs(queue.RunNowFilter(f), &f, now, entry, "run now")
+	if err != nil {
 		return 0, err
 	}
-	if now.IsZero() {
-		return 0, &queue.InputError{Field: "now", Reason: "is zero"}
-	}
-	b, err := json.Marshal(entry)
-	if err != nil {
-		return 0, wrap("run now", err)
-	}
-	e := string(b)
-	w, args := where(&f, false)
-	all := append([]any{micros(now), e, e}, args...)
 	all = append(all, micros(now))
 	rows, err := s.w.QueryContext(ctx, `UPDATE heed_jobs SET available_at = ?, `+appendHistory+`
 		WHERE id IN (SELECT id FROM heed_jobs WHERE `+w+` AND state = 'available' AND available_at > ?

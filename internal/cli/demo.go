@@ -212,8 +212,8 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		store: d.store,
 		cfg: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
 			ShutdownGrace: 5 * time.Second, Logger: storeLogger(s.stderr)},
-		stamp:      stamp,
-		drain:      &queue.DrainOptions{WaitScheduled: true},
+		stamp: stamp,
+		drain: &queue.DrainOptions{WaitScheduled: true},
 	}
 	if !*quiet {
 		r.out = s.stdout

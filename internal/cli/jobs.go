@@ -117,7 +117,9 @@ A tour:
   heed jobs show 2                               # every attempt and decision
   heed jobs dead requeue 2
   heed jobs stats
-  heed jobs purge --succeeded-older-than 168h    # succeeded jobs are kept until purged
+  heed jobs cancel 3                             # never runs; kept as cancelled
+  heed jobs pause default                        # workers stop claiming; resume undoes it
+  heed jobs purge --succeeded-older-than 1h      # workers delete them after 24h anyway
 
 Run 'heed jobs COMMAND --help' for a command's flags.
 `)

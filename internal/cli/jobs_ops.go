@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -23,7 +24,13 @@ type jobsOp struct {
 	due bool
 	// finished: the filter takes --older-than (delete).
 	finished bool
-	apply    func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error)
+	// reason: the filter takes --reason (the dead-letter's commands).
+	reason bool
+	// apply makes the change; older is --older-than (also in
+	// f.FinishedBefore).
+	apply func(ctx context.Context, c *queue.Client, f queue.JobFilter, older time.Duration) (int, error)
+	// report prints what apply did (default: "PAST N jobs").
+	report func(w io.Writer, n int, matching []*queue.Job)
 }
 
 var opsSelection = flagGroup{"Selection flags", []string{"all", "kind", "queue", "state", "older-than", "dry-run"}}
@@ -31,7 +38,16 @@ var opsSelection = flagGroup{"Selection flags", []string{"all", "kind", "queue",
 var jobsCancelOp = jobsOp{
 	name: "jobs cancel", verb: "cancel", past: "cancelled",
 	states: []queue.State{queue.StateAvailable, queue.StateRunning},
-	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.Cancel(ctx, f) },
+	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter, _ time.Duration) (int, error) {
+		return c.Cancel(ctx, f)
+	},
+	report: func(w io.Writer, n int, matching []*queue.Job) {
+		fmt.Fprintf(w, "cancelled %s\n", jobsPlural(n, "job", "jobs"))
+		if running := countState(matching, queue.StateRunning); running > 0 {
+			fmt.Fprintf(w, "%s running: their handlers are told to stop, and their results will be dropped\n",
+				jobsPlural(running, "was", "were"))
+		}
+	},
 	doc: helpDoc{
 		head: `Usage: heed jobs cancel [FLAGS] ID...
        heed jobs cancel --all [FILTER FLAGS]
@@ -63,7 +79,9 @@ Examples:
 var jobsRunOp = jobsOp{
 	name: "jobs run", verb: "run now", past: "made available now",
 	states: []queue.State{queue.StateAvailable}, due: true,
-	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.RunNow(ctx, f) },
+	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter, _ time.Duration) (int, error) {
+		return c.RunNow(ctx, f)
+	},
 	doc: helpDoc{
 		head: `Usage: heed jobs run [FLAGS] ID...
        heed jobs run --all [FILTER FLAGS]
@@ -92,7 +110,9 @@ Examples:
 var jobsDeleteOp = jobsOp{
 	name: "jobs delete", verb: "delete", past: "deleted",
 	states: []queue.State{queue.StateSucceeded, queue.StateDead, queue.StateCancelled}, finished: true,
-	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.Delete(ctx, f) },
+	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter, _ time.Duration) (int, error) {
+		return c.Delete(ctx, f)
+	},
 	doc: helpDoc{
 		head: `Usage: heed jobs delete [FLAGS] ID...
        heed jobs delete --all [FILTER FLAGS]
@@ -120,7 +140,9 @@ func jobsCancelMain(ctx context.Context, s streams, args []string) int {
 	return jobsCancelOp.main(ctx, s, args)
 }
 
-func jobsRunMain(ctx context.Context, s streams, args []string) int { return jobsRunOp.main(ctx, s, args) }
+func jobsRunMain(ctx context.Context, s streams, args []string) int {
+	return jobsRunOp.main(ctx, s, args)
+}
 
 func jobsDeleteMain(ctx context.Context, s streams, args []string) int {
 	return jobsDeleteOp.main(ctx, s, args)
@@ -145,6 +167,9 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 	var state string
 	if len(op.states) > 1 {
 		fs.StringVar(&state, "state", "", "only jobs in `STATE`: "+stateNames(op.states))
+	}
+	if op.reason {
+		fs.StringVar(&f.DeadReason, "reason", "", "only jobs that gave up for `REASON`: permanent, attempts, time_budget, ...")
 	}
 	var older time.Duration
 	if op.finished {
@@ -220,14 +245,14 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 		fmt.Fprintf(s.stderr, "dry run: would %s %s\n", op.verb, jobsPlural(len(matching), "job", "jobs"))
 		return exitOK
 	}
-	n, err := op.apply(ctx, c, f)
+	n, err := op.apply(ctx, c, f, older)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	fmt.Fprintf(s.stdout, "%s %s\n", op.past, jobsPlural(n, "job", "jobs"))
-	if running := countState(matching, queue.StateRunning); op.verb == "cancel" && running > 0 {
-		fmt.Fprintf(s.stdout, "%s running: their handlers are told to stop, and their results will be dropped\n",
-			jobsPlural(running, "was", "were"))
+	if op.report != nil {
+		op.report(s.stdout, n, matching)
+	} else {
+		fmt.Fprintf(s.stdout, "%s %s\n", op.past, jobsPlural(n, "job", "jobs"))
 	}
 	return exitOK
 }
