@@ -145,8 +145,8 @@ func (w *Worker) unknownKind(job *Job) bool {
 // decideUnknownKind is the transition of a job whose kind has no handler:
 // dead with reason DeadReasonUnknownKind, the attempt counted.
 func decideUnknownKind(job *Job, err error, worker string, now time.Time) (Transition, retry.Decision) {
-	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now, Outcome: retry.OutcomePermanent.String(),
-		Error: errorText(err), Action: retry.GiveUp.String(), Reason: DeadReasonUnknownKind}
+	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now, Outcome: retry.OutcomePermanent.Key(),
+		Error: errorText(err), Action: retry.GiveUp.Key(), Reason: DeadReasonUnknownKind}
 	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateDead, Attempt: job.Attempt, FinishedAt: now,
 			DeadReason: DeadReasonUnknownKind, Entry: e},
 		retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonPermanent, Attempt: job.Attempt, Err: err, At: now}

@@ -24,12 +24,18 @@ func (s State) Finished() bool {
 // Outcomes of the history entries operators add.
 const (
 	// OutcomeCancelled marks the entry [Client.Cancel] appends (Action
-	// "cancel"; Worker is the operator). When the job was running, the
+	// ActionCancel; Worker is the operator). When the job was running, the
 	// attempt it interrupted is not recorded: its result is dropped.
 	OutcomeCancelled = "cancelled"
-	// OutcomeRunNow marks the entry [Client.RunNow] appends (Action "run
-	// now"): the job's wait was cut short.
+	// OutcomeRunNow marks the entry [Client.RunNow] appends (Action
+	// ActionRunNow): the job's wait was cut short.
 	OutcomeRunNow = "run_now"
+)
+
+// Actions of the entries operators add, stored as spelled here.
+const (
+	ActionCancel = "cancel"  // an operator cancelled the job
+	ActionRunNow = "run_now" // an operator made the job due now
 )
 
 // ErrCancelled is the cause of the context cancellation a running job's
@@ -138,7 +144,7 @@ func (c *Client) Cancel(ctx context.Context, f JobFilter) (int, error) {
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
 	return c.store.JobCancel(ctx, f, now, Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeCancelled, Action: "cancel"})
+		Outcome: OutcomeCancelled, Action: ActionCancel})
 }
 
 // RunNow makes the jobs that match f and wait for a later time (scheduled,
@@ -154,7 +160,7 @@ func (c *Client) RunNow(ctx context.Context, f JobFilter) (int, error) {
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
 	return c.store.JobRunNow(ctx, f, now, Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeRunNow, Action: "run now"})
+		Outcome: OutcomeRunNow, Action: ActionRunNow})
 }
 
 // Delete deletes the finished jobs (succeeded, dead or cancelled) that

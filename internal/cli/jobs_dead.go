@@ -126,7 +126,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	jobs, err := c.Dead(ctx, *f)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
@@ -289,7 +289,7 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	if *dry {
 		jobs, err := c.Dead(ctx, queue.DeadFilter{OlderThan: *older})
 		if err != nil {

@@ -207,7 +207,7 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	now := time.Now()
 	if older > 0 {
 		f.FinishedBefore = now.Add(-older)
@@ -218,7 +218,7 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 		j, err := c.Job(ctx, id)
 		switch {
 		case errors.Is(err, queue.ErrNotFound):
-			fmt.Fprintf(s.stderr, "heed %s: no job %d in %s; nothing was %s\n", name, id, d.name, op.past)
+			fmt.Fprintf(s.stderr, "heed %s: no job %d in %s; nothing was %s\n", name, id, d.Name(), op.past)
 			return exitNoJob
 		case err != nil:
 			return jobsFail(ctx, s, name, err)
@@ -350,7 +350,7 @@ func pauseResume(ctx context.Context, s streams, args []string, name string, doc
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	for _, q := range pos {
 		var changed bool
 		if pause {

@@ -6,9 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/sqlitestore"
 )
 
 var jobsStatsDoc = helpDoc{
@@ -43,11 +41,11 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	st, err := queue.NewClient(d.store, queue.ClientConfig{}).Stats(ctx)
+	st, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Stats(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	paused, err := queue.NewClient(d.store, queue.ClientConfig{}).Paused(ctx)
+	paused, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Paused(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -81,7 +79,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 		jobsWriteJSON(s.stdout, out)
 		return exitOK
 	}
-	fmt.Fprintf(s.stdout, "%s\n\n", d.name)
+	fmt.Fprintf(s.stdout, "%s\n\n", d.Name())
 	tw := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\t")
 	var total queue.QueueStats
@@ -147,19 +145,17 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	if err := d.store.Migrate(ctx); err != nil {
+	if err := d.Jobs().Migrate(ctx); err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	known := sqlitestore.SchemaVersion()
-	if d.pg != nil {
-		v, err := d.pg.Version(ctx)
-		if err != nil {
-			return jobsFail(ctx, s, name, err)
-		}
-		known = pgstore.SchemaVersion
-		fmt.Fprintf(s.stdout, "%s: schema at version %d (this heed knows %d): up to date\n", d.name, v, known)
+	v, known, err := d.SchemaVersion(ctx)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	if d.Postgres() != nil {
+		fmt.Fprintf(s.stdout, "%s: schema at version %d (this heed knows %d): up to date\n", d.Name(), v, known)
 		return exitOK
 	}
-	fmt.Fprintf(s.stdout, "%s: schema at version %d: up to date\n", d.name, known)
+	fmt.Fprintf(s.stdout, "%s: schema at version %d: up to date\n", d.Name(), known)
 	return exitOK
 }

@@ -50,7 +50,7 @@ func retrying(t *testing.T, s queue.Store, q string, at time.Time) *queue.Job {
 func cancelled(t *testing.T, s queue.Store, q string, at time.Time) *queue.Job {
 	t.Helper()
 	j := insert(t, s, "k", queue.EnqueueOptions{Queue: q})
-	if n, err := s.JobCancel(ctx, queue.JobFilter{IDs: []int64{j.ID}}, at, opEntry(queue.OutcomeCancelled, "cancel", at)); err != nil || n != 1 {
+	if n, err := s.JobCancel(ctx, queue.JobFilter{IDs: []int64{j.ID}}, at, opEntry(queue.OutcomeCancelled, queue.ActionCancel, at)); err != nil || n != 1 {
 		t.Fatalf("JobCancel(%d) = %d, %v; want 1", j.ID, n, err)
 	}
 	return get(t, s, j.ID)
@@ -67,7 +67,7 @@ func testCancel(t *testing.T, s queue.Store) {
 	dead := kill(t, s, "k", "e", "permanent", t0, "")
 
 	// By state: only the running job.
-	e := opEntry(queue.OutcomeCancelled, "cancel", now)
+	e := opEntry(queue.OutcomeCancelled, queue.ActionCancel, now)
 	n, err := s.JobCancel(ctx, queue.JobFilter{State: queue.StateRunning}, now, e)
 	if err != nil || n != 1 {
 		t.Fatalf("JobCancel(running) = %d, %v; want 1", n, err)
@@ -143,7 +143,7 @@ func testCancel(t *testing.T, s queue.Store) {
 
 func testCancelInvalid(t *testing.T, s queue.Store) {
 	j := insert(t, s, "k", queue.EnqueueOptions{})
-	e := opEntry(queue.OutcomeCancelled, "cancel", t0)
+	e := opEntry(queue.OutcomeCancelled, queue.ActionCancel, t0)
 	for _, st := range []queue.State{queue.StateSucceeded, queue.StateDead, queue.StateCancelled, "nope"} {
 		if _, err := s.JobCancel(ctx, queue.JobFilter{State: st}, t0, e); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("JobCancel(state %s): %v, want ErrInvalid", st, err)
@@ -184,7 +184,7 @@ func testCancelNotify(t *testing.T, s queue.Store) {
 	}
 	insert(t, s, "k", queue.EnqueueOptions{})
 	run := claimOne(t, s, queue.DefaultQueue, t0)
-	if n, err := s.JobCancel(ctx, queue.JobFilter{IDs: []int64{run.ID}}, t0, opEntry(queue.OutcomeCancelled, "cancel", t0)); err != nil || n != 1 {
+	if n, err := s.JobCancel(ctx, queue.JobFilter{IDs: []int64{run.ID}}, t0, opEntry(queue.OutcomeCancelled, queue.ActionCancel, t0)); err != nil || n != 1 {
 		t.Fatalf("JobCancel = %d, %v", n, err)
 	}
 	select {
@@ -209,7 +209,7 @@ func testRunNow(t *testing.T, s queue.Store) {
 	insert(t, s, "k", queue.EnqueueOptions{Queue: "d"})
 	run := claimOne(t, s, "d", t0)
 
-	e := opEntry(queue.OutcomeRunNow, "run now", now)
+	e := opEntry(queue.OutcomeRunNow, queue.ActionRunNow, now)
 	// By kind first: only "j".
 	if n, err := s.JobRunNow(ctx, queue.JobFilter{Kind: "j"}, now, e); err != nil || n != 1 {
 		t.Fatalf("JobRunNow(kind j) = %d, %v; want 1", n, err)
