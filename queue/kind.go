@@ -37,8 +37,19 @@ func (c *Client) EnqueueArgs(ctx context.Context, args JobArgs, opts EnqueueOpti
 // [Handle] does for a string kind: the job's arguments are decoded into a
 // T. It panics as Handle does.
 func HandleArgs[T JobArgs](w *Worker, fn func(ctx context.Context, job *Job, args T) error) {
+	Handle(w, kindOf[T](), fn)
+}
+
+// kindOf returns the kind the zero T names, panicking with a clear message
+// when Kind fails on it (a pointer type whose method dereferences).
+func kindOf[T JobArgs]() (kind string) {
 	var zero T
-	Handle(w, zero.Kind(), fn)
+	defer func() {
+		if r := recover(); r != nil {
+			panic(fmt.Sprintf("queue: HandleArgs: %T.Kind() panicked on the zero value (%v): give Kind a value receiver on a struct type", zero, r))
+		}
+	}()
+	return zero.Kind()
 }
 
 // HandlerFunc runs one attempt of a job: what [Middleware] wraps. Its

@@ -3,7 +3,9 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -325,6 +327,10 @@ func (emailArgs) Kind() string { return "email" }
 
 type ctxKey struct{}
 
+type ptrArgs struct{ name string }
+
+func (p *ptrArgs) Kind() string { return p.name }
+
 // Typed kinds, per-kind policy and middleware.
 func TestWorkerKinds(t *testing.T) {
 	s := openStore(t)
@@ -381,6 +387,14 @@ func TestWorkerKinds(t *testing.T) {
 	if len(order) != 12 || order[0] != "outer" || order[1] != "inner" {
 		t.Errorf("middleware ran %v, want outer then inner, 6 attempts", order)
 	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "value receiver") {
+				t.Errorf("HandleArgs with a pointer type: panic %v", r)
+			}
+		}()
+		queue.HandleArgs(newWorker(t, s, cfg), func(ctx context.Context, job *queue.Job, a *ptrArgs) error { return nil })
+	}()
 	if _, _, err := c.EnqueueArgs(ctx, nil, queue.EnqueueOptions{}); !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("EnqueueArgs(nil): %v", err)
 	}

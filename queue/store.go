@@ -40,7 +40,8 @@ var (
 type State string
 
 // The states of a job. A job is inserted available (possibly for later),
-// becomes running when a worker claims it, and ends succeeded or dead. A
+// becomes running when a worker claims it, and ends succeeded or dead (or
+// cancelled by an operator: [StateCancelled]). A
 // retry or a snooze makes it available again; a requeue moves a dead job
 // back to available.
 const (
