@@ -327,6 +327,10 @@ func where(f *queue.JobFilter, dead bool, args *[]any) string {
 	}
 	if dead {
 		conds = append(conds, "state = 'dead'")
+	} else if f.State.Valid() {
+		// A literal, so that a generic plan still matches the partial
+		// indexes (claim, dead, succeeded, cancelled).
+		conds = append(conds, "state = '"+string(f.State)+"'")
 	} else if f.State != "" {
 		conds = append(conds, "state = "+param(string(f.State)))
 	}

@@ -214,6 +214,11 @@ func where(f *queue.JobFilter, dead bool) (string, []any) {
 	switch {
 	case dead:
 		conds = append(conds, "state = 'dead'")
+	case f.State.Valid():
+		// A literal, not a parameter: SQLite uses a partial index (the
+		// claim index for available jobs, the dead and succeeded ones by
+		// age) only when the query's condition matches it as written.
+		conds = append(conds, "state = '"+string(f.State)+"'")
 	case f.State != "":
 		conds = append(conds, "state = ?")
 		args = append(args, string(f.State))
