@@ -297,3 +297,14 @@ func ExampleHandleArgs() {
 	// claimed 2, scheduled 1
 	// emial unknown_kind
 }
+
+// A database migrated by a newer heed is refused with an error naming both
+// versions.
+func ExampleSchemaTooNewError() {
+	err := error(&queue.SchemaTooNewError{Store: "pgstore", Database: 7, Binary: 3})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, queue.ErrSchemaTooNew))
+	// Output:
+	// pgstore: database schema version 7 is newer than this binary knows (version 3): upgrade heed
+	// true
+}

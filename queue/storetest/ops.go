@@ -81,7 +81,7 @@ func testCancel(t *testing.T, s queue.Store) {
 		t.Errorf("cancelled running job's history: %+v, want the cancel entry %+v", g.History, e)
 	}
 	// Its worker has lost it.
-	if err := s.JobLeaseRenew(ctx, run.ID, run.LeaseToken, now.Add(time.Minute)); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: run.ID, LeaseToken: run.LeaseToken, LeaseUntil: now.Add(time.Minute)}); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Errorf("renew after cancel: %v, want ErrLeaseLost", err)
 	}
 	if err := s.JobTransition(ctx, queue.Transition{ID: run.ID, LeaseToken: run.LeaseToken, State: queue.StateSucceeded,
