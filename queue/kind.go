@@ -159,6 +159,6 @@ func decideUnknownKind(job *Job, err error, worker string, now time.Time) (Trans
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now, Outcome: retry.OutcomePermanent.Key(),
 		Error: errorText(err), Action: retry.GiveUp.Key(), Reason: DeadReasonUnknownKind}
 	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateDead, Attempt: job.Attempt, FinishedAt: now,
-			DeadReason: DeadReasonUnknownKind, Entry: e},
+			DeadReason: DeadReasonUnknownKind, Entry: e, Now: now},
 		retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonPermanent, Attempt: job.Attempt, Err: err, At: now}
 }

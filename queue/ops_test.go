@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
@@ -316,9 +317,6 @@ func TestWorkerRetention(t *testing.T) {
 	if j, err := c.Job(ctx, bad.ID); err != nil || j.State != queue.StateDead {
 		t.Errorf("the dead job: %v, %v; want it kept", j, err)
 	}
-	if _, err := queue.NewWorker(s, queue.WorkerConfig{RetentionInterval: -1}); !errors.Is(err, queue.ErrInvalid) {
-		t.Errorf("negative RetentionInterval: %v, want ErrInvalid", err)
-	}
 }
 
 type emailArgs struct{ To string }
@@ -398,7 +396,7 @@ func TestWorkerKinds(t *testing.T) {
 	if _, _, err := c.EnqueueArgs(ctx, nil, queue.EnqueueOptions{}); !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("EnqueueArgs(nil): %v", err)
 	}
-	for _, k := range []map[string]queue.KindPolicy{{"": {}}, {"x": {MaxAttempts: -5}}, {"x": {Policy: queue.JobPolicy{TimeBudget: -1}}}} {
+	for _, k := range []map[string]queue.KindPolicy{{"": {}}, {"x": {MaxAttempts: -5}}, {"x": {Policy: queue.JobPolicy{Backoff: &backoff.Schedule{Base: -1}}}}} {
 		if _, err := queue.NewWorker(s, queue.WorkerConfig{Kinds: k}); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("Kinds %v: %v, want ErrInvalid", k, err)
 		}

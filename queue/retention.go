@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/heed-go/heed/clock"
@@ -34,12 +33,8 @@ const RetentionBatch = 1000
 // retentionPause is the pause between two full retention batches.
 const retentionPause = 50 * time.Millisecond
 
-// retention applies the defaults of the retention fields of cfg and checks
-// them.
+// retention applies the defaults of the retention fields of cfg.
 func retention(cfg *WorkerConfig) error {
-	if cfg.RetentionInterval < 0 {
-		return &InputError{"WorkerConfig.RetentionInterval", fmt.Sprintf("is %v, must not be negative", cfg.RetentionInterval)}
-	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -71,10 +66,11 @@ func (w *Worker) retained() []keep {
 	return r
 }
 
-// startRetention starts the pruning loop unless retention is off for
-// every finished state.
+// startRetention starts the pruning loop unless retention is off (a
+// negative RetentionInterval, or negative retention for every finished
+// state).
 func (w *Worker) startRetention() {
-	if len(w.retained()) > 0 {
+	if w.cfg.RetentionInterval > 0 && len(w.retained()) > 0 {
 		w.loops.Go(w.retentionLoop)
 	}
 }

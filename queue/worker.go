@@ -112,7 +112,8 @@ type WorkerConfig struct {
 	RetainSucceeded time.Duration
 	RetainDead      time.Duration // see RetainSucceeded
 	RetainCancelled time.Duration // see RetainSucceeded
-	// RetentionInterval: see RetainSucceeded.
+	// RetentionInterval: see RetainSucceeded; negative turns retention
+	// off on this worker (others may still prune).
 	RetentionInterval time.Duration
 
 	// Kinds sets a policy per job kind, applied over Policy and under
