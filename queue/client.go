@@ -154,8 +154,8 @@ func (c *Client) DeleteDead(ctx context.Context, f DeadFilter) (int, error) {
 }
 
 // PurgeDead deletes the dead jobs that died more than age ago (age must be
-// positive) and returns how many. Nothing is ever purged otherwise: the
-// dead-letter keeps every job until an operator deletes or purges it.
+// positive) and returns how many. Workers also delete dead jobs past
+// WorkerConfig.RetainDead (30 days by default; negative keeps them).
 func (c *Client) PurgeDead(ctx context.Context, age time.Duration) (int, error) {
 	if age <= 0 {
 		return 0, &InputError{"age", fmt.Sprintf("is %v, must be positive", age)}
@@ -164,8 +164,9 @@ func (c *Client) PurgeDead(ctx context.Context, age time.Duration) (int, error) 
 }
 
 // PurgeSucceeded deletes the succeeded jobs that finished more than age ago
-// (age must be positive) and returns how many. Nothing is ever purged
-// otherwise: succeeded jobs are kept until an operator purges them.
+// (age must be positive) and returns how many. Workers also delete
+// succeeded jobs past WorkerConfig.RetainSucceeded (24 h by default;
+// negative keeps them).
 func (c *Client) PurgeSucceeded(ctx context.Context, age time.Duration) (int, error) {
 	if age <= 0 {
 		return 0, &InputError{"age", fmt.Sprintf("is %v, must be positive", age)}

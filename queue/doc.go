@@ -47,6 +47,19 @@
 // and its whole attempt timeout, would not end within it, the job goes to
 // the dead-letter now, even with attempts left.
 //
+// # Operating the queue
+//
+// A [Client] also cancels jobs that have not finished ([Client.Cancel]:
+// state [StateCancelled]; a running job's handler sees its context
+// cancelled with [ErrCancelled]), runs waiting jobs now ([Client.RunNow]),
+// deletes finished ones ([Client.Delete]), and pauses and resumes queues
+// ([Client.Pause], [Client.Resume]: claims skip a paused queue). Workers
+// delete finished jobs past their retention (WorkerConfig.RetainSucceeded,
+// 24 h by default; RetainDead, 30 days; RetainCancelled, 7 days), and
+// [Worker.Drain] runs a worker until no job is due. Kinds may come from the
+// argument type ([JobArgs], [HandleArgs], [Client.EnqueueArgs]), with a
+// policy per kind (WorkerConfig.Kinds) and [Middleware] around handlers.
+//
 // # Crash safety
 //
 // Every change to a running job names its lease token, so a worker that

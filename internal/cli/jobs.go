@@ -78,6 +78,11 @@ var jobsCommands = []command{
 	{"show", "show a job and its full history", jobsShowMain},
 	{"dead", "the dead-letter: dead ls|show|requeue|delete|purge", jobsDeadMain},
 	{"purge", "delete succeeded jobs older than --succeeded-older-than", jobsPurgeMain},
+	{"cancel", "cancel unfinished jobs: IDs, or --all matching", jobsCancelMain},
+	{"run", "run scheduled or retrying jobs now: IDs, or --all matching", jobsRunMain},
+	{"delete", "delete finished jobs: IDs, or --all matching", jobsDeleteMain},
+	{"pause", "pause queues: workers claim none of their jobs until resumed", jobsPauseMain},
+	{"resume", "resume paused queues", jobsResumeMain},
 	{"stats", "count jobs by state per queue; dead-letter size and age", jobsStatsMain},
 	{"migrate", "create or upgrade the database schema", jobsMigrateMain},
 	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
@@ -110,7 +115,9 @@ A tour:
   heed jobs show 2                               # every attempt and decision
   heed jobs dead requeue 2
   heed jobs stats
-  heed jobs purge --succeeded-older-than 168h    # succeeded jobs are kept until purged
+  heed jobs cancel 3                             # never runs; kept as cancelled
+  heed jobs pause default                        # workers stop claiming; resume undoes it
+  heed jobs purge --succeeded-older-than 1h      # workers delete them after 24h anyway
 
 Run 'heed jobs COMMAND --help' for a command's flags.
 `)

@@ -26,7 +26,8 @@ func deadUsage(w io.Writer) {
 
 The dead-letter: jobs that gave up (a permanent error, attempts exhausted,
 time budget exhausted, ...), each kept with its whole history until an
-operator requeues, deletes or purges it. Nothing is trimmed silently.
+operator requeues, deletes or purges it, or workers delete it 30 days after
+it died (heed jobs work --retain-dead sets how long; -1 keeps them forever).
 
 Commands:
 `)
@@ -214,106 +215,48 @@ Examples:
 }
 
 func deadRequeueMain(ctx context.Context, s streams, args []string) int {
-	return deadChange(ctx, s, args, "jobs dead requeue", deadRequeueDoc, true)
+	return deadRequeueOp.main(ctx, s, args)
 }
 
 func deadDeleteMain(ctx context.Context, s streams, args []string) int {
-	return deadChange(ctx, s, args, "jobs dead delete", deadDeleteDoc, false)
+	return deadDeleteOp.main(ctx, s, args)
 }
 
-// deadChange is "dead requeue" (requeue true) and "dead delete".
-func deadChange(ctx context.Context, s streams, args []string, name string, doc helpDoc, requeue bool) int {
-	fs := newFlagSet(name)
-	db := addDBFlag(fs)
-	f := deadFilterFlags(fs)
-	all := fs.Bool("all", false, "every dead job that matches the filter flags (all of them without any)")
-	dry := fs.Bool("dry-run", false, "list the jobs that would be changed, and change nothing")
-	pos, code, done := parseInterleaved(fs, args, s, doc)
-	if done {
-		return code
-	}
-	verb, done2 := "requeue", "requeued"
-	if !requeue {
-		verb, done2 = "delete", "deleted"
-	}
-	switch {
-	case len(pos) == 0 && !*all:
-		return usageError(s, name, fmt.Errorf("give the IDs of the jobs to %s, or --all", verb))
-	case len(pos) > 0 && *all:
-		return usageError(s, name, errors.New("give IDs or --all, not both"))
-	case f.OlderThan < 0:
-		return usageError(s, name, flagError("older-than", "%v, must not be negative", f.OlderThan))
-	}
-	for _, p := range pos {
-		id, err := jobsParseID(p)
-		if err != nil {
-			return usageError(s, name, err)
-		}
-		f.IDs = append(f.IDs, id)
-	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
-	}
-	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
-	if len(f.IDs) > 0 {
-		// Every ID must be a dead job that matches, or nothing changes.
-		for _, id := range f.IDs {
-			j, err := c.Job(ctx, id)
-			switch {
-			case errors.Is(err, queue.ErrNotFound):
-				fmt.Fprintf(s.stderr, "heed %s: no job %d in %s; nothing was %s\n", name, id, d.Name(), done2)
-				return exitNoJob
-			case err != nil:
-				return jobsFail(ctx, s, name, err)
-			case j.State != queue.StateDead:
-				fmt.Fprintf(s.stderr, "heed %s: job %d is not dead (it is %s); nothing was %s\n", name, id, j.State, done2)
-				return exitNoJob
-			}
-		}
-	}
-	matching, err := c.Dead(ctx, *f)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
-	}
-	if len(f.IDs) > 0 && len(matching) < len(f.IDs) {
-		fmt.Fprintf(s.stderr, "heed %s: %d of the jobs given do not match the filters; nothing was %s\n", name, len(f.IDs)-len(matching), done2)
-		return exitNoJob
-	}
-	if *dry {
-		if len(matching) > 0 {
-			writeJobTable(s.stdout, redactJobs(matching, false), time.Now())
-		}
-		fmt.Fprintf(s.stderr, "dry run: would %s %d jobs\n", verb, len(matching))
-		return exitOK
-	}
-	var n int
-	if requeue {
-		n, err = c.Requeue(ctx, *f)
-	} else {
-		n, err = c.DeleteDead(ctx, *f)
-	}
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
-	}
-	switch {
-	case requeue:
-		fmt.Fprintf(s.stdout, "requeued %s (attempts reset, history kept)\n", jobsPlural(n, "job", "jobs"))
-		if n < len(matching) {
-			fmt.Fprintf(s.stdout, "%d stayed dead: a live job holds their unique key\n", len(matching)-n)
-		}
-	default:
-		fmt.Fprintf(s.stdout, "deleted %s\n", jobsPlural(n, "job", "jobs"))
-	}
-	return exitOK
+// deadFilterOf is the dead-letter filter of f and --older-than.
+func deadFilterOf(f queue.JobFilter, older time.Duration) queue.DeadFilter {
+	return queue.DeadFilter{IDs: f.IDs, Kind: f.Kind, Queue: f.Queue, Reason: f.DeadReason, OlderThan: older}
 }
+
+// deadRequeueOp and deadDeleteOp are "dead requeue" and "dead delete": the
+// operators' changes of jobs_ops.go, for dead jobs.
+var (
+	deadRequeueOp = jobsOp{
+		name: "jobs dead requeue", verb: "requeue", past: "requeued",
+		states: []queue.State{queue.StateDead}, finished: true, reason: true, doc: deadRequeueDoc,
+		apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter, older time.Duration) (int, error) {
+			return c.Requeue(ctx, deadFilterOf(f, older))
+		},
+		report: func(w io.Writer, n int, matching []*queue.Job) {
+			fmt.Fprintf(w, "requeued %s (attempts reset, history kept)\n", jobsPlural(n, "job", "jobs"))
+			if n < len(matching) {
+				fmt.Fprintf(w, "%d stayed dead: a live job holds their unique key\n", len(matching)-n)
+			}
+		},
+	}
+	deadDeleteOp = jobsOp{
+		name: "jobs dead delete", verb: "delete", past: "deleted",
+		states: []queue.State{queue.StateDead}, finished: true, reason: true, doc: deadDeleteDoc,
+		apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter, older time.Duration) (int, error) {
+			return c.DeleteDead(ctx, deadFilterOf(f, older))
+		},
+	}
+)
 
 var deadPurgeDoc = helpDoc{
 	head: `Usage: heed jobs dead purge --older-than DUR [FLAGS]
 
 Deletes the dead jobs that died more than DUR ago, with their history. The
-dead-letter is never purged otherwise.
+workers also delete dead jobs after --retain-dead (30d by default).
 `,
 	groups: []flagGroup{{"Purge flags", []string{"older-than", "dry-run"}}, {"Database flags", []string{"db"}}},
 	foot: `Exit codes:

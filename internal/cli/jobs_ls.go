@@ -16,7 +16,8 @@ Lists jobs, oldest first (newest first with --newest): ID, kind, queue,
 state (dead with its reason, scheduled with when), attempts, age, the last
 error and the arguments. --state takes the states a job can be in:
 available (due now: a worker may claim it), scheduled (due later), retrying
-(waiting for its next attempt, due or not), running, succeeded or dead.
+(waiting for its next attempt, due or not), running, succeeded, dead or
+cancelled.
 `,
 	groups: []flagGroup{
 		{"Filter flags", []string{"state", "kind", "queue", "newest", "after", "before", "limit"}},
@@ -43,7 +44,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	var f queue.JobFilter
-	state := fs.String("state", "", "only jobs in `STATE`: available, scheduled, retrying, running, succeeded or dead")
+	state := fs.String("state", "", "only jobs in `STATE`: available, scheduled, retrying, running, succeeded, dead or cancelled")
 	fs.StringVar(&f.Kind, "kind", "", "only jobs of `KIND`")
 	fs.StringVar(&f.Queue, "queue", "", "only jobs of `QUEUE`")
 	fs.Int64Var(&f.AfterID, "after", 0, "only jobs with an `ID` above this (paging)")
@@ -70,7 +71,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	default:
 		f.State = queue.State(*state)
 		if !f.State.Valid() {
-			return usageError(s, name, flagError("state", "%q is not available, scheduled, retrying, running, succeeded or dead", *state))
+			return usageError(s, name, flagError("state", "%q is not available, scheduled, retrying, running, succeeded, dead or cancelled", *state))
 		}
 	}
 	switch {

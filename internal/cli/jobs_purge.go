@@ -12,7 +12,8 @@ var jobsPurgeDoc = helpDoc{
 	head: `Usage: heed jobs purge --succeeded-older-than DUR [FLAGS]
 
 Deletes the succeeded jobs that finished more than DUR ago, with their
-history. Succeeded jobs are never deleted otherwise; jobs in any other state
+history. Workers also delete succeeded jobs 24h after they finish (heed
+jobs work --retain-succeeded sets how long, -1 keeps them); jobs in any other state
 (available, scheduled, running, dead) are never touched. The dead-letter has
 its own purge: heed jobs dead purge --older-than DUR.
 `,

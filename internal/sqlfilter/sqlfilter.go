@@ -43,6 +43,12 @@ func Where(d Dialect, f *queue.JobFilter, dead bool, args *[]any) string {
 	switch {
 	case dead:
 		conds = append(conds, "state = 'dead'")
+	case f.State.Valid():
+		// A literal, not a parameter: a partial index (the claim index of
+		// available jobs, the dead, succeeded and cancelled ones by age) is
+		// used only when the query's condition matches it as written
+		// (SQLite; PostgreSQL's generic plans).
+		conds = append(conds, "state = '"+string(f.State)+"'")
 	case f.State != "":
 		conds = append(conds, "state = "+param(string(f.State)))
 	}

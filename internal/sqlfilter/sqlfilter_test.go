@@ -28,8 +28,10 @@ func TestWhere(t *testing.T) {
 			"1 = 1 AND state = 'dead' AND kind = $1", []any{"k"}},
 		{"every field, pg", pg, queue.JobFilter{State: queue.StateAvailable, IDs: []int64{1, 2}, Kind: "k", Queue: "q", DeadReason: "r",
 			FinishedBefore: t0, AfterID: 3, BeforeID: 9, AvailableAfter: t0, AvailableBy: t0, Retried: true}, false,
-			"1 = 1 AND state = $1 AND id = ANY($2) AND kind = $3 AND queue = $4 AND dead_reason = $5 AND finished_at < $6 AND id > $7 AND id < $8 AND available_at > $9 AND available_at <= $10 AND attempt > 0",
-			[]any{"available", []int64{1, 2}, "k", "q", "r", t0, int64(3), int64(9), t0, t0}},
+			"1 = 1 AND state = 'available' AND id = ANY($1) AND kind = $2 AND queue = $3 AND dead_reason = $4 AND finished_at < $5 AND id > $6 AND id < $7 AND available_at > $8 AND available_at <= $9 AND attempt > 0",
+			[]any{[]int64{1, 2}, "k", "q", "r", t0, int64(3), int64(9), t0, t0}},
+		{"a state that is not one stays a parameter", lite, queue.JobFilter{State: "x'"}, false,
+			"1 = 1 AND state = ?", []any{"x'"}},
 		{"times and IDs, sqlite", lite, queue.JobFilter{IDs: []int64{1, 2}, FinishedBefore: t0}, false,
 			"1 = 1 AND id IN (?) AND finished_at < ?", []any{"[1,2]", t0.UnixMicro()}},
 	} {

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},
 	}
+	tests = append(tests, opsTests...) // ops.go
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
