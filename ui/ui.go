@@ -243,14 +243,14 @@ func (h *Handler) now() time.Time { return clock.Now(h.cfg.Clock).UTC() }
 type counter struct {
 	h *Handler
 
-	mu      sync.Mutex
-	cur     *overview
-	err     error
-	busy    chan struct{} // closed when the running count ends; nil when idle
-	closed  bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	cur      *overview
+	err      error
+	busy     chan struct{} // closed when the running count ends; nil when idle
+	closed   bool
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 	seriesMu sync.Mutex        // guards series and covered
 	series   map[seriesKey]int // throughput per queue, minute and action
 	covered  time.Time         // throughput read up to here
