@@ -52,6 +52,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 
 // done redirects to page after an action, saying what it did.
 func (h *Handler) done(w http.ResponseWriter, r *http.Request, page, op string, n int, extra ...string) {
+	h.count.invalidate()
 	v := url.Values{"done": {op}, "n": {strconv.Itoa(n)}}
 	for i := 0; i+1 < len(extra); i += 2 {
 		v.Set(extra[i], extra[i+1])

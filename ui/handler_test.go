@@ -43,12 +43,12 @@ func TestPages(t *testing.T) {
 			path string
 			want []string
 		}{
-			{"/", []string{"Overview", `data-queue="mail"`, `data-queue="billing"`, `data-queue="bulk"`, "<polyline", "8</span> dead", "Sign in to act"}},
+			{"/", []string{"Overview", `data-queue="mail"`, `data-queue="billing"`, `data-queue="bulk"`, `<rect class="s-ok"`, "8</span> dead", "Sign in to act"}},
 			{"/jobs", []string{"webhook", "resize", "charge"}},
 			{"/jobs?state=dead&kind=email", []string{"smtp 550", "i/o timeout"}},
 			{"/jobs?q=TOO+MANY", []string{fmt.Sprintf(`href="/jobs/%d"`, e.sd.budget.ID)}},
 			{fmt.Sprintf("/jobs/%d", e.sd.budget.ID), []string{"Decision timeline", "the server asked to wait 4s", "the time budget ran out", "time_budget", `class="budget"`, "backoff 2.0×"}},
-			{fmt.Sprintf("/jobs/%d", e.sd.retried.ID), []string{"succeeded", "connection refused", "+1.1s"}},
+			{fmt.Sprintf("/jobs/%d", e.sd.retried.ID), []string{"succeeded", "connection refused", "&#43;1.1s"}},
 			{fmt.Sprintf("/jobs/%d", e.sd.secret.ID), []string{"REDACTED", "Reveal"}},
 			{"/dead", []string{"dial tcp &lt;addr&gt;: i/o timeout", "smtp &lt;n&gt;: mailbox &lt;addr&gt; unavailable", "8 dead jobs"}},
 			{"/login", []string{`type="password"`}},

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/heed-go/heed/queue"
@@ -41,47 +39,54 @@ type seriesKey struct {
 	action string
 }
 
-// chart is the last hour of one queue, per minute, as SVG polylines in a
-// viewBox of chartW × chartH.
+// chart is the last hour of one queue, per minute, as stacked SVG bars
+// (succeeded at the bottom, then retried, then dead) in a viewBox of
+// chartW × chartH.
 type chart struct {
-	Done, Retry, Dead          string // polyline points
-	DoneN, RetryN, DeadN, Peak int    // totals over the hour, and the busiest minute
+	Bars                       []bar
+	DoneN, RetryN, DeadN, Peak int // totals over the hour, and the busiest minute's
+}
+
+// bar is one rectangle of a chart.
+type bar struct {
+	X, Y, H float64
+	Class   string // "s-ok", "s-retry" or "s-dead"
 }
 
 const (
-	chartW = 2 * (chartMinutes - 1)
-	chartH = 32
+	chartBar = 3 // width of a minute
+	chartW   = chartBar * chartMinutes
+	chartH   = 36
 )
 
-// newChart draws three series of chartMinutes counts each.
+// newChart draws three series of chartMinutes counts each, scaled to the
+// busiest minute.
 func newChart(done, retry, dead []int) chart {
-	peak := 0
-	for i := range done {
-		peak = max(peak, done[i], retry[i], dead[i])
-	}
-	line := func(v []int) (string, int) {
-		var b strings.Builder
-		total := 0
-		for i, n := range v {
-			total += n
-			y := float64(chartH - 1)
-			if peak > 0 {
-				y = float64(chartH-1) - float64(n)/float64(peak)*float64(chartH-2)
-			}
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(strconv.Itoa(2 * i))
-			b.WriteByte(',')
-			b.WriteString(strconv.FormatFloat(y, 'f', 1, 64))
-		}
-		return b.String(), total
-	}
 	var c chart
-	c.Done, c.DoneN = line(done)
-	c.Retry, c.RetryN = line(retry)
-	c.Dead, c.DeadN = line(dead)
-	c.Peak = peak
+	for i := range done {
+		c.Peak = max(c.Peak, done[i]+retry[i]+dead[i])
+		c.DoneN += done[i]
+		c.RetryN += retry[i]
+		c.DeadN += dead[i]
+	}
+	if c.Peak == 0 {
+		return c
+	}
+	scale := float64(chartH-1) / float64(c.Peak)
+	for i := range done {
+		y := float64(chartH)
+		for _, part := range []struct {
+			n     int
+			class string
+		}{{done[i], "s-ok"}, {retry[i], "s-retry"}, {dead[i], "s-dead"}} {
+			if part.n == 0 {
+				continue
+			}
+			h := float64(part.n) * scale
+			y -= h
+			c.Bars = append(c.Bars, bar{X: float64(i * chartBar), Y: y, H: h, Class: part.class})
+		}
+	}
 	return c
 }
 

@@ -59,7 +59,11 @@ func (h *Handler) parseTemplates() error {
 			}
 			return strconv.FormatFloat(float64(n)/float64(total)*100, 'f', 1, 64)
 		},
-		"join":    strings.Join,
+		"join": strings.Join,
+		"svg":  svgOf,
+		"offset": func(from, t time.Time) string {
+			return "+" + Duration(t.Sub(from).Round(time.Millisecond))
+		},
 		"lasterr": lastError,
 		"query": func(kv ...string) string {
 			v := url.Values{}
@@ -427,4 +431,54 @@ func (h *Handler) deadGroup(w http.ResponseWriter, r *http.Request) {
 		jobs[i], jobs[j] = jobs[j], jobs[i]
 	}
 	h.render(w, r, "group", "Dead-letter group", groupView{Group: *g, Jobs: jobs})
+}
+
+// tlSVG is a Timeline drawn in an SVG viewBox: the page draws it twice,
+// wide for screens and narrow (larger text for its size) for phones.
+type tlSVG struct {
+	Class      string
+	ViewBox    string
+	AxisBottom float64 // y of the end of the tick lines
+	LabelY     float64 // y of the tick labels
+	Ticks      []Tick
+	BudgetX    float64 // 0: no budget line
+	Rows       []svgRow
+}
+
+type svgRow struct {
+	Num                string // the attempt number, "" for an operator's entry
+	X, W, Y            float64
+	WaitX1, WaitX2     float64 // the wait's dashes (equal: none)
+	MidY, TextY, Class string
+	Title              string
+}
+
+// svgOf lays tl out on an axis width units wide.
+func svgOf(tl Timeline, width float64, class string) tlSVG {
+	const rowH = 24
+	k := width / AxisWidth
+	n := float64(len(tl.Rows))
+	s := tlSVG{Class: class, AxisBottom: n*rowH + 8, LabelY: n*rowH + 26}
+	s.ViewBox = fmt.Sprintf("-28 0 %g %g", width+56, n*rowH+34)
+	for _, t := range tl.Ticks {
+		s.Ticks = append(s.Ticks, Tick{X: t.X * k, Label: t.Label})
+	}
+	s.BudgetX = tl.BudgetX * k
+	for i, r := range tl.Rows {
+		y := float64(i) * rowH
+		row := svgRow{X: r.X * k, W: max(r.W*k, 2), Y: y + 6, Class: r.Class,
+			MidY: strconv.FormatFloat(y+13, 'f', -1, 64), TextY: strconv.FormatFloat(y+17, 'f', -1, 64)}
+		if r.Attempt.Attempt > 0 {
+			row.Num = strconv.Itoa(r.Attempt.Attempt)
+		}
+		row.WaitX1 = row.X + row.W
+		row.WaitX2 = row.WaitX1 + r.WaitW*k
+		if r.Running {
+			row.Title = fmt.Sprintf("attempt %d: running", r.Attempt.Attempt)
+		} else {
+			row.Title = r.Attempt.String()
+		}
+		s.Rows = append(s.Rows, row)
+	}
+	return s
 }

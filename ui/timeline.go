@@ -136,7 +136,8 @@ func NewTimeline(j *queue.Job, budget time.Duration, now time.Time) Timeline {
 			r.WaitW = x(r.FinishedAt.Add(r.Delay)) - x(r.FinishedAt)
 		}
 		r.Note = rowNote(r, lastWait)
-		if r.Action == "retry" {
+		if r.Action == "retry" && r.Outcome != "pushback" {
+			// Backoff compares with backoff, not with a server's wait.
 			lastWait = r.Delay
 		}
 	}
@@ -179,7 +180,7 @@ func rowNote(r *TimelineRow, lastWait time.Duration) string {
 		return "gave up: " + r.Reason
 	case r.Outcome == "pushback":
 		return "the server asked to wait " + Duration(r.Delay)
-	case r.Action == "retry" && lastWait > 0 && r.Delay > 0:
+	case r.Action == "retry" && lastWait > 0 && r.Delay > 0 && r.Delay != lastWait:
 		return fmt.Sprintf("backoff %.1f× the last wait", float64(r.Delay)/float64(lastWait))
 	case r.Action == "retry":
 		return "transient: retry after " + Duration(r.Delay)

@@ -247,6 +247,7 @@ type counter struct {
 	cur      *overview
 	err      error
 	busy     chan struct{} // closed when the running count ends; nil when idle
+	gen      int           // incremented by invalidate
 	closed   bool
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -273,53 +274,68 @@ func (c *counter) close() {
 const countTimeout = time.Minute
 
 // get returns the latest overview: the cached one while fresh; a stale one
-// (starting a new count in the background); or, the first time, waits for
-// the count.
+// (starting a new count in the background); or, the first time and after
+// an action, waits for a new count.
 func (c *counter) get(ctx context.Context) (*overview, error) {
-	now := c.h.now()
-	c.mu.Lock()
-	if c.cur != nil && now.Sub(c.cur.At) < max(c.h.cfg.Refresh, 10*c.cur.Took) {
-		ov := c.cur
-		c.mu.Unlock()
-		return ov, nil
-	}
-	if c.closed {
-		c.mu.Unlock()
-		return c.countNow(ctx)
-	}
-	if c.busy == nil {
-		done := make(chan struct{})
-		c.busy = done
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			cctx, cancel := context.WithTimeout(c.ctx, countTimeout)
-			ov, err := c.countNow(cctx)
-			cancel()
-			c.mu.Lock()
-			if err == nil {
-				c.cur = ov
-			}
-			c.err = err
-			c.busy = nil
+	for {
+		now := c.h.now()
+		c.mu.Lock()
+		if c.cur != nil && now.Sub(c.cur.At) < max(c.h.cfg.Refresh, 10*c.cur.Took) {
+			ov := c.cur
 			c.mu.Unlock()
-			close(done)
-		}()
+			return ov, nil
+		}
+		if c.closed {
+			c.mu.Unlock()
+			return c.countNow(ctx)
+		}
+		if c.busy == nil {
+			done, gen := make(chan struct{}), c.gen
+			c.busy = done
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				cctx, cancel := context.WithTimeout(c.ctx, countTimeout)
+				ov, err := c.countNow(cctx)
+				cancel()
+				c.mu.Lock()
+				if err == nil && gen == c.gen {
+					c.cur = ov
+				}
+				c.err = err
+				c.busy = nil
+				c.mu.Unlock()
+				close(done)
+			}()
+		}
+		busy, cur := c.busy, c.cur
+		c.mu.Unlock()
+		if cur != nil {
+			return cur, nil
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
+		cur, err := c.cur, c.err
+		c.mu.Unlock()
+		switch {
+		case cur != nil:
+			return cur, nil
+		case err != nil:
+			return nil, err
+		}
+		// The count ended before an action changed the jobs: count again.
 	}
-	busy, cur := c.busy, c.cur
-	c.mu.Unlock()
-	if cur != nil {
-		return cur, nil
-	}
-	select {
-	case <-busy:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+}
+
+// invalidate drops the cached overview after an action: the next request
+// waits for a count that started after it.
+func (c *counter) invalidate() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cur == nil {
-		return nil, c.err
-	}
-	return c.cur, nil
+	c.cur = nil
+	c.gen++
+	c.mu.Unlock()
 }
