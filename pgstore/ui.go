@@ -112,9 +112,9 @@ func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.Dead
 	}
 	var args []any
 	w := where(&f, true, &args)
-	order := ` ORDER BY id`
+	order := ` ORDER BY finished_at, id`
 	if f.Newest {
-		order = ` ORDER BY id DESC`
+		order = ` ORDER BY finished_at DESC, id DESC`
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, kind, queue, dead_reason, finished_at,
 		coalesce(history->(json_array_length(history) - 1)->>'error', '')

@@ -36,10 +36,12 @@ type Inspector interface {
 	// and never zero.
 	Throughput(ctx context.Context, since, until time.Time) ([]Throughput, error)
 
-	// DeadCauses returns the dead jobs that match f (in ascending ID
-	// order, or descending with f.Newest; f.State is ignored) without
-	// their arguments and history: each with the error text of its last
-	// history entry, as [DeadCause].
+	// DeadCauses returns the dead jobs that match f (f.State is ignored)
+	// without their arguments and history: each with the error text of
+	// its last history entry, as [DeadCause]. They are in the order they
+	// died, (FinishedAt, ID), oldest first, or newest first with f.Newest:
+	// the dead-letter's index serves "the newest N" without reading the
+	// rest of the table.
 	DeadCauses(ctx context.Context, f JobFilter) ([]DeadCause, error)
 }
 

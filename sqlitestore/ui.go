@@ -122,9 +122,9 @@ func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.Dead
 		return nil, err
 	}
 	w, args := where(&f, true)
-	order := ` ORDER BY id`
+	order := ` ORDER BY finished_at, id`
 	if f.Newest {
-		order = ` ORDER BY id DESC`
+		order = ` ORDER BY finished_at DESC, id DESC`
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, kind, queue, coalesce(dead_reason, ''), finished_at,
 		coalesce(json_extract(history, '$[#-1].error'), '') FROM heed_jobs WHERE `+w+order+limit(&f), args...)

@@ -363,7 +363,7 @@ type deadView struct {
 // groups groups the newest maxGrouped dead jobs.
 func (h *Handler) groups(r *http.Request) (deadView, error) {
 	var v deadView
-	st, err := h.client.Stats(r.Context())
+	ov, err := h.count.get(r.Context())
 	if err != nil {
 		return v, err
 	}
@@ -374,7 +374,10 @@ func (h *Handler) groups(r *http.Request) (deadView, error) {
 	for i := range causes {
 		causes[i].Error = redact.Text(causes[i].Error)
 	}
-	v.Groups, v.Total, v.Grouped, v.Oldest = GroupDead(causes), st.Dead, len(causes), st.OldestDead
+	v.Groups, v.Total, v.Grouped, v.Oldest = GroupDead(causes), ov.Dead, len(causes), ov.OldestDead
+	if v.Total < v.Grouped { // the count is a little older than the list
+		v.Total = v.Grouped
+	}
 	return v, nil
 }
 

@@ -127,6 +127,7 @@ func New(c *queue.Client, cfg Config) (*Handler, error) {
 	}
 	h.count = newCounter(h)
 	h.routes()
+	h.count.warm()
 	return h, nil
 }
 
@@ -289,25 +290,7 @@ func (c *counter) get(ctx context.Context) (*overview, error) {
 			c.mu.Unlock()
 			return c.countNow(ctx)
 		}
-		if c.busy == nil {
-			done, gen := make(chan struct{}), c.gen
-			c.busy = done
-			c.wg.Add(1)
-			go func() {
-				defer c.wg.Done()
-				cctx, cancel := context.WithTimeout(c.ctx, countTimeout)
-				ov, err := c.countNow(cctx)
-				cancel()
-				c.mu.Lock()
-				if err == nil && gen == c.gen {
-					c.cur = ov
-				}
-				c.err = err
-				c.busy = nil
-				c.mu.Unlock()
-				close(done)
-			}()
-		}
+		c.startLocked()
 		busy, cur := c.busy, c.cur
 		c.mu.Unlock()
 		if cur != nil {
@@ -329,6 +312,39 @@ func (c *counter) get(ctx context.Context) (*overview, error) {
 		}
 		// The count ended before an action changed the jobs: count again.
 	}
+}
+
+// startLocked starts a count in the background unless one runs; c.mu is
+// held.
+func (c *counter) startLocked() {
+	if c.busy != nil || c.closed {
+		return
+	}
+	done, gen := make(chan struct{}), c.gen
+	c.busy = done
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		cctx, cancel := context.WithTimeout(c.ctx, countTimeout)
+		ov, err := c.countNow(cctx)
+		cancel()
+		c.mu.Lock()
+		if err == nil && gen == c.gen {
+			c.cur = ov
+		}
+		c.err = err
+		c.busy = nil
+		c.mu.Unlock()
+		close(done)
+	}()
+}
+
+// warm starts the first count in the background, so that the first
+// viewer finds it done (or under way).
+func (c *counter) warm() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.startLocked()
 }
 
 // invalidate drops the cached overview after an action: the next request

@@ -212,9 +212,10 @@ func testDeadCauses(t *testing.T, s queue.Store, in queue.Inspector) {
 	if err != nil {
 		t.Fatalf("DeadCauses: %v", err)
 	}
+	// Newest death first: a died after b, although b has the higher ID.
 	want := []queue.DeadCause{
-		{ID: b.ID, Kind: "sms", Queue: "mail", Reason: "attempts", FinishedAt: t0.Add(3 * time.Second)},
 		{ID: a.ID, Kind: "email", Queue: "mail", Reason: "attempts", FinishedAt: t0.Add(2*time.Minute + time.Second), Error: "last error"},
+		{ID: b.ID, Kind: "sms", Queue: "mail", Reason: "attempts", FinishedAt: t0.Add(3 * time.Second)},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("DeadCauses = %+v, want %+v", got, want)
@@ -227,6 +228,10 @@ func testDeadCauses(t *testing.T, s queue.Store, in queue.Inspector) {
 	got, err = in.DeadCauses(ctx, queue.JobFilter{Kind: "email", Limit: 5})
 	if err != nil || len(got) != 1 || got[0].ID != a.ID {
 		t.Errorf("DeadCauses(kind email) = %+v, %v; want job %d", got, err, a.ID)
+	}
+	got, err = in.DeadCauses(ctx, queue.JobFilter{Limit: 1})
+	if err != nil || len(got) != 1 || got[0].ID != b.ID {
+		t.Errorf("DeadCauses(oldest, limit 1) = %+v, %v; want job %d", got, err, b.ID)
 	}
 }
 
