@@ -124,13 +124,8 @@ func (h *Handler) deadConfirm(w http.ResponseWriter, r *http.Request) {
 	v := confirmView{Op: op}
 	var ids []int64
 	if gid := r.PostForm.Get("group"); gid != "" && len(r.PostForm["id"]) == 0 {
-		g, err := h.findGroup(r, gid)
-		if err != nil {
-			h.internal(w, r, "group the dead-letter", err)
-			return
-		}
+		g := h.findGroup(w, r, gid)
 		if g == nil {
-			h.fail(w, r, http.StatusNotFound, "There is no such group in the dead-letter now (its jobs may have been requeued or deleted).")
 			return
 		}
 		ids, v.Group = g.IDs, g

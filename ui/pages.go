@@ -398,27 +398,26 @@ type groupView struct {
 // maxGroupJobs is how many jobs of a group its page lists.
 const maxGroupJobs = 200
 
-func (h *Handler) findGroup(r *http.Request, id string) (*Group, error) {
+// findGroup returns the dead-letter's group id, or writes the error page
+// and returns nil.
+func (h *Handler) findGroup(w http.ResponseWriter, r *http.Request, id string) *Group {
 	v, err := h.groups(r)
 	if err != nil {
-		return nil, err
+		h.internal(w, r, "group the dead-letter", err)
+		return nil
 	}
 	for i := range v.Groups {
 		if v.Groups[i].ID == id {
-			return &v.Groups[i], nil
+			return &v.Groups[i]
 		}
 	}
-	return nil, nil
+	h.fail(w, r, http.StatusNotFound, "There is no such group in the dead-letter now (its jobs may have been requeued or deleted).")
+	return nil
 }
 
 func (h *Handler) deadGroup(w http.ResponseWriter, r *http.Request) {
-	g, err := h.findGroup(r, r.PathValue("group"))
-	if err != nil {
-		h.internal(w, r, "group the dead-letter", err)
-		return
-	}
+	g := h.findGroup(w, r, r.PathValue("group"))
 	if g == nil {
-		h.fail(w, r, http.StatusNotFound, "There is no such group in the dead-letter now (its jobs may have been requeued or deleted).")
 		return
 	}
 	ids := g.IDs

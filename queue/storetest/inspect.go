@@ -25,13 +25,7 @@ func RunInspector(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"DeadCauses", testDeadCauses},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
+		runOne(t, tt.name, open, func(t *testing.T, s queue.Store) {
 			in, ok := s.(queue.Inspector)
 			if !ok {
 				t.Fatalf("%T does not implement queue.Inspector", s)
