@@ -11,33 +11,47 @@ import (
 	"github.com/heed-go/heed/queue"
 )
 
-// The masks of [Fingerprint], in the order they are applied.
+// fingerprintMasks are the parts [Fingerprint] masks, as one regular
+// expression of alternatives (tried in this order where several match at
+// one place), so that a message is scanned once.
 var fingerprintMasks = []struct {
-	re   *regexp.Regexp
+	re   string
 	mask string
 }{
 	// E-mail addresses.
-	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+`), "<addr>"},
+	{`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+`, "<addr>"},
 	// URLs: scheme, host and path vary per call.
-	{regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]*[^\s"'<>.,:;)]`), "<url>"},
+	{`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]*[^\s"'<>.,:;)]`, "<url>"},
 	// UUIDs.
-	{regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`), "<id>"},
+	{`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`, "<id>"},
 	// IPv6 addresses in brackets, with an optional port.
-	{regexp.MustCompile(`\[[0-9a-fA-F:.]*:[0-9a-fA-F:.]*\](:\d+)?`), "<addr>"},
+	{`\[[0-9a-fA-F:.]*:[0-9a-fA-F:.]*\](?::\d+)?`, "<addr>"},
 	// IPv4 addresses, with an optional port.
-	{regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b`), "<addr>"},
+	{`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`, "<addr>"},
 	// Bare IPv6 addresses (at least three groups).
-	{regexp.MustCompile(`\b[0-9a-fA-F]{0,4}(:[0-9a-fA-F]{0,4}){2,7}\b`), "<addr>"},
+	{`\b[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}\b`, "<addr>"},
 	// host:port.
-	{regexp.MustCompile(`\b[A-Za-z0-9][A-Za-z0-9.-]*:\d{2,5}\b`), "<addr>"},
+	{`\b[A-Za-z0-9][A-Za-z0-9.-]*:\d{2,5}\b`, "<addr>"},
 	// Identifiers: a word of 8 or more letters, digits, _ or - with at
-	// least one digit (hex digests, base62 IDs, "req_8f3kd92x").
-	{regexp.MustCompile(`\b[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\b`), ""},
+	// least one digit and one other character (hex digests, base62 IDs,
+	// "req_8f3kd92x"); a shorter one keeps its letters and its digits
+	// become "<n>". Plain numbers are the next alternative's.
+	{`\b(?:[A-Za-z_-][A-Za-z0-9_-]*[0-9]|[0-9][A-Za-z0-9_-]*[A-Za-z_-])[A-Za-z0-9_-]*\b`, ""},
 	// Numbers: integers and decimals.
-	{regexp.MustCompile(`\d+(\.\d+)?`), "<n>"},
+	{`\d+(?:\.\d+)?`, "<n>"},
 }
 
-var spaces = regexp.MustCompile(`\s+`)
+var (
+	fingerprintRE = func() *regexp.Regexp {
+		alts := make([]string, len(fingerprintMasks))
+		for i, m := range fingerprintMasks {
+			alts[i] = "(" + m.re + ")"
+		}
+		return regexp.MustCompile(strings.Join(alts, "|"))
+	}()
+	numberRE = regexp.MustCompile(`\d+(?:\.\d+)?`)
+	spaces   = regexp.MustCompile(`\s+`)
+)
 
 // maxFingerprint caps a fingerprint's length, in bytes.
 const maxFingerprint = 200
@@ -54,19 +68,28 @@ const maxFingerprint = 200
 //
 // It is pure and safe for concurrent use.
 func Fingerprint(msg string) string {
-	s := msg
-	for _, m := range fingerprintMasks {
-		if m.mask != "" {
-			s = m.re.ReplaceAllString(s, m.mask)
-			continue
-		}
-		s = m.re.ReplaceAllStringFunc(s, func(w string) string {
-			if len(w) >= 8 {
-				return "<id>"
+	var b strings.Builder
+	last := 0
+	for _, m := range fingerprintRE.FindAllStringSubmatchIndex(msg, -1) {
+		b.WriteString(msg[last:m[0]])
+		last = m[1]
+		for i, mask := range fingerprintMasks {
+			if m[2+2*i] < 0 {
+				continue
 			}
-			return w // short: its digits are masked as a number next
-		})
+			switch {
+			case mask.mask != "":
+				b.WriteString(mask.mask)
+			case m[1]-m[0] >= 8:
+				b.WriteString("<id>")
+			default: // a short word: only its numbers
+				b.WriteString(numberRE.ReplaceAllString(msg[m[0]:m[1]], "<n>"))
+			}
+			break
+		}
 	}
+	b.WriteString(msg[last:])
+	s := b.String()
 	s = strings.TrimSpace(spaces.ReplaceAllString(s, " "))
 	if len(s) > maxFingerprint {
 		cut := maxFingerprint
