@@ -63,7 +63,9 @@ func (s *Store) QueueLags(ctx context.Context, now time.Time) (map[string]time.T
 	return lags, nil
 }
 
-// throughputSQL counts history entries by queue, minute and action. It
+// throughputSQL counts history entries by queue, minute and action ("give
+// up", as entries were stored before actions had keys, read as
+// "give_up"). It
 // reads only the jobs that can hold an entry that finished at or after
 // $1, each branch through a partial index: finished jobs that finished
 // since then (the last entry finishes with the job), running ones whose
@@ -76,11 +78,11 @@ const throughputSQL = `WITH recent AS (
 	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'running' AND attempted_at >= $1
 	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'available' AND available_at >= $1
 ), entries AS (
-	SELECT r.queue, e->>'action' AS action, (e->>'finished_at')::timestamptz AS fin
+	SELECT r.queue, replace(e->>'action', ' ', '_') AS action, (e->>'finished_at')::timestamptz AS fin
 	FROM recent r, json_array_elements(r.history) e
 )
 SELECT queue, date_trunc('minute', fin AT TIME ZONE 'UTC'), action, count(*)
-FROM entries WHERE fin >= $1 AND fin < $2 AND action IN ('done', 'retry', 'give up')
+FROM entries WHERE fin >= $1 AND fin < $2 AND action IN ('done', 'retry', 'give_up')
 GROUP BY 1, 2, 3`
 
 // Throughput implements queue.Inspector.

@@ -31,8 +31,9 @@ type Inspector interface {
 
 	// Throughput counts the history entries whose FinishedAt is in [since,
 	// until), per queue, minute (FinishedAt truncated to the minute, UTC)
-	// and Action, for the actions "done", "retry" and "give up"; entries
-	// of other actions are not counted. Counts are in no particular order
+	// and Action, for the actions "done", "retry" and "give_up" (entries
+	// stored before actions had keys, with "give up", count as
+	// "give_up"); entries of other actions are not counted. Counts are in no particular order
 	// and never zero.
 	Throughput(ctx context.Context, since, until time.Time) ([]Throughput, error)
 
@@ -49,7 +50,7 @@ type Inspector interface {
 type Throughput struct {
 	Queue  string    // the job's queue
 	Minute time.Time // the start of the minute, UTC
-	Action string    // "done", "retry" or "give up"
+	Action string    // "done", "retry" or "give_up"
 	Count  int       // entries, at least 1
 }
 

@@ -77,7 +77,7 @@ const throughputSQL = `SELECT j.queue, json_extract(e.value, '$.action'), json_e
 	WHERE ((j.state IN ('succeeded', 'dead') AND j.finished_at >= ?1)
 		OR (j.state = 'running' AND j.attempted_at >= ?1)
 		OR (j.state = 'available' AND j.available_at >= ?1))
-	  AND json_extract(e.value, '$.action') IN ('done', 'retry', 'give up')`
+	  AND json_extract(e.value, '$.action') IN ('done', 'retry', 'give_up', 'give up')`
 
 // Throughput implements queue.Inspector.
 func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue.Throughput, error) {
@@ -103,6 +103,9 @@ func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue
 			continue
 		}
 		k.Minute = at.UTC().Truncate(time.Minute)
+		if k.Action == "give up" { // stored before actions had keys
+			k.Action = "give_up"
+		}
 		counts[k]++
 	}
 	if err := rows.Err(); err != nil {

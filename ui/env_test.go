@@ -56,7 +56,7 @@ func stores(t *testing.T, fn func(t *testing.T, s queue.Store)) {
 type step struct {
 	at, took time.Duration
 	outcome  string
-	action   string // "done", "retry", "give up"
+	action   string // "done", "retry", "give_up"
 	reason   string
 	delay    time.Duration
 	err      string
@@ -133,11 +133,11 @@ func seed(t testing.TB, s queue.Store, now time.Time, bulk int) seeded {
 		tr(700*time.Millisecond, 250*time.Millisecond, time.Second, "POST https://pay.example.com/charges: 502 Bad Gateway"),
 		step{at: 1950 * time.Millisecond, took: 300 * time.Millisecond, outcome: "pushback", action: "retry", reason: "pushback", delay: 4 * time.Second, err: "POST https://pay.example.com/charges: 429 Too Many Requests"},
 		tr(6250*time.Millisecond, 400*time.Millisecond, 2*time.Second, "POST https://pay.example.com/charges: 503 Service Unavailable"),
-		step{at: 8650 * time.Millisecond, took: 350 * time.Millisecond, outcome: "transient", action: "give up", reason: "time_budget", err: "POST https://pay.example.com/charges: 503 Service Unavailable"})
+		step{at: 8650 * time.Millisecond, took: 350 * time.Millisecond, outcome: "transient", action: "give_up", reason: "time_budget", err: "POST https://pay.example.com/charges: 503 Service Unavailable"})
 	for i := range 2 {
 		sd.permanent = append(sd.permanent, script(t, s, base.Add(time.Duration(10+i)*time.Minute), "email", "mail",
 			fmt.Sprintf(`{"to":"user%d@example.com"}`, i), queue.JobPolicy{},
-			step{took: 40 * time.Millisecond, outcome: "permanent", action: "give up", reason: "permanent",
+			step{took: 40 * time.Millisecond, outcome: "permanent", action: "give_up", reason: "permanent",
 				err: fmt.Sprintf("smtp 550: mailbox user%d@example.com unavailable", i)}))
 	}
 	for i := range 5 {
@@ -145,7 +145,7 @@ func seed(t testing.TB, s queue.Store, now time.Time, bulk int) seeded {
 		for a := range 3 {
 			steps = append(steps, tr(time.Duration(a)*2*time.Second, 30*time.Millisecond, time.Second, fmt.Sprintf("dial tcp 10.0.3.%d:25: i/o timeout", i+1)))
 		}
-		steps[2].action, steps[2].reason, steps[2].delay = "give up", "attempts", 0
+		steps[2].action, steps[2].reason, steps[2].delay = "give_up", "attempts", 0
 		sd.refused = append(sd.refused, script(t, s, base.Add(time.Duration(20+i*5)*time.Minute), "email", "mail",
 			fmt.Sprintf(`{"to":"bob%d@example.com"}`, i), queue.JobPolicy{}, steps...))
 	}

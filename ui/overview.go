@@ -178,7 +178,7 @@ func (c *counter) countNow(ctx context.Context) (*overview, error) {
 			m := first.Add(time.Duration(i) * time.Minute)
 			done[i] = series[seriesKey{name, m, "done"}]
 			retry[i] = series[seriesKey{name, m, "retry"}]
-			dead[i] = series[seriesKey{name, m, "give up"}]
+			dead[i] = series[seriesKey{name, m, "give_up"}]
 		}
 		row.Chart = newChart(done, retry, dead)
 		ov.Queues = append(ov.Queues, row)

@@ -57,7 +57,7 @@ type Tick struct {
 
 // NewTimeline lays out j's history. budget is the time budget that
 // applies to j when j.Policy has none (the workers' retry.Policy
-// MaxDuration; 0 when unknown): with one, the axis marks where it ends,
+// TimeBudget; 0 when unknown): with one, the axis marks where it ends,
 // counted from j.StartedAt. now places a running attempt's end. It is pure
 // and safe for concurrent use.
 func NewTimeline(j *queue.Job, budget time.Duration, now time.Time) Timeline {
@@ -158,7 +158,7 @@ func rowClass(a queue.Attempt) string {
 		return "ok"
 	case "retry":
 		return "retry"
-	case "give up":
+	case "give_up":
 		return "dead"
 	}
 	return "wait"
@@ -170,13 +170,13 @@ func rowNote(r *TimelineRow, lastWait time.Duration) string {
 	switch {
 	case r.Running:
 		return "running"
-	case r.Action == "give up" && r.Reason == "time_budget":
+	case r.Action == "give_up" && r.Reason == "time_budget":
 		return "the time budget ran out"
-	case r.Action == "give up" && r.Reason == "attempts":
+	case r.Action == "give_up" && r.Reason == "attempts":
 		return "no attempts left"
-	case r.Action == "give up" && r.Reason == "permanent":
+	case r.Action == "give_up" && r.Reason == "permanent":
 		return "the error is permanent: retrying cannot help"
-	case r.Action == "give up":
+	case r.Action == "give_up":
 		return "gave up: " + r.Reason
 	case r.Outcome == "pushback":
 		return "the server asked to wait " + Duration(r.Delay)

@@ -37,7 +37,7 @@ func TestNewTimeline(t *testing.T) {
 			{Attempt: 1, StartedAt: at(0), FinishedAt: at(100), Outcome: "transient", Action: "retry", Reason: "transient", Delay: 200 * time.Millisecond},
 			{Attempt: 2, StartedAt: at(300), FinishedAt: at(400), Outcome: "transient", Action: "retry", Reason: "transient", Delay: 400 * time.Millisecond},
 			{Attempt: 3, StartedAt: at(800), FinishedAt: at(900), Outcome: "pushback", Action: "retry", Reason: "pushback", Delay: time.Second},
-			{Attempt: 4, StartedAt: at(1900), FinishedAt: at(2000), Outcome: "transient", Action: "give up", Reason: "time_budget"},
+			{Attempt: 4, StartedAt: at(1900), FinishedAt: at(2000), Outcome: "transient", Action: "give_up", Reason: "time_budget"},
 		}}
 	tl := NewTimeline(j, 0, at(5000))
 	if !tl.Start.Equal(t0) || !tl.End.Equal(at(2000)) {
@@ -71,7 +71,7 @@ func TestNewTimeline(t *testing.T) {
 	// attempt up to now, and the workers' budget (far off: not drawn).
 	r := &queue.Job{ID: 8, State: queue.StateRunning, CreatedAt: t0, StartedAt: at(3000), AttemptedAt: at(3000), Attempt: 1, Worker: "w2",
 		History: []queue.Attempt{
-			{Attempt: 1, StartedAt: at(0), FinishedAt: at(1000), Outcome: "permanent", Action: "give up", Reason: "permanent"},
+			{Attempt: 1, StartedAt: at(0), FinishedAt: at(1000), Outcome: "permanent", Action: "give_up", Reason: "permanent"},
 			{Attempt: 0, Worker: "alice", StartedAt: at(2000), FinishedAt: at(2000), Outcome: queue.OutcomeRequeued, Action: "requeue"},
 		}}
 	tl = NewTimeline(r, time.Hour, at(4000))

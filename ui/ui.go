@@ -50,7 +50,7 @@ type Config struct {
 	// mux.Handle("/jobs/", h) with Path "/jobs/".
 	Path string
 	// TimeBudget is the workers' time budget (their retry.Policy's
-	// MaxDuration), drawn on the timelines of jobs that have no budget of
+	// TimeBudget), drawn on the timelines of jobs that have no budget of
 	// their own. 0: drawn only for those that do.
 	TimeBudget time.Duration
 	// Refresh is the least interval between two counts of the overview

@@ -92,7 +92,7 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, "ui", err)
 	}
 	defer d.Close()
-	h, err := ui.New(queue.NewClient(d.store, queue.ClientConfig{Operator: "heed ui"}),
+	h, err := ui.New(queue.NewClient(d.Jobs(), queue.ClientConfig{Operator: "heed ui"}),
 		ui.Config{Token: token, ReadOnly: *readOnly, TimeBudget: *budget})
 	if err != nil {
 		fmt.Fprintf(s.stderr, "heed ui: %v\n", err)
@@ -110,7 +110,7 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	if *readOnly {
 		mode2 = " (read-only)"
 	}
-	fmt.Fprintf(s.stdout, "heed ui: serving %s on http://%s/%s\n", d.name, ln.Addr(), mode2)
+	fmt.Fprintf(s.stdout, "heed ui: serving %s on http://%s/%s\n", d.Name(), ln.Addr(), mode2)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

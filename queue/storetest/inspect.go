@@ -51,7 +51,7 @@ func insertArgs(t *testing.T, s queue.Store, kind, q, args string, in time.Durat
 }
 
 // attempt claims the due job id of queue q at start and ends its attempt
-// at fin with action ("done", "retry", "give up"), error text errText, and
+// at fin with action ("done", "retry", "give_up"), error text errText, and
 // for a retry a delay of one minute.
 func attempt(t *testing.T, s queue.Store, id int64, q string, start, fin time.Time, action, errText string) {
 	t.Helper()
@@ -151,7 +151,8 @@ func testThroughput(t *testing.T, s queue.Store, in queue.Inspector) {
 	// Started before the window, retried inside it, and waiting: counted.
 	w := insertArgs(t, s, "k", "b", `{}`, 0)
 	attempt(t, s, w.ID, "b", m0.Add(-time.Second), m0.Add(time.Second), "retry", "slow")
-	// Died in minute 2 of queue b.
+	// Died in minute 2 of queue b, its entry stored as before actions
+	// had keys ("give up").
 	d := insertArgs(t, s, "k", "b", `{}`, at(time.Minute))
 	attempt(t, s, d.ID, "b", m0.Add(2*time.Minute), m0.Add(2*time.Minute+time.Millisecond), "give up", "bad")
 	// Running, after a retry in minute 4.
@@ -185,7 +186,7 @@ func testThroughput(t *testing.T, s queue.Store, in queue.Inspector) {
 		action string
 	}{
 		{"a", 0, "retry"}, {"a", 2, "retry"}, {"a", 3, "done"},
-		{"b", 0, "retry"}, {"b", 2, "give up"}, {"c", 4, "retry"},
+		{"b", 0, "retry"}, {"b", 2, "give_up"}, {"c", 4, "retry"},
 	} {
 		want = append(want, key(queue.Throughput{Queue: x.q, Minute: m(x.minute), Action: x.action, Count: 1}))
 	}
@@ -198,9 +199,9 @@ func testThroughput(t *testing.T, s queue.Store, in queue.Inspector) {
 func testDeadCauses(t *testing.T, s queue.Store, in queue.Inspector) {
 	a := insertArgs(t, s, "email", "mail", `{"secret":"x"}`, 0)
 	attempt(t, s, a.ID, "mail", t0, t0.Add(time.Second), "retry", "first error")
-	attempt(t, s, a.ID, "mail", t0.Add(2*time.Minute), t0.Add(2*time.Minute+time.Second), "give up", "last error")
+	attempt(t, s, a.ID, "mail", t0.Add(2*time.Minute), t0.Add(2*time.Minute+time.Second), "give_up", "last error")
 	b := insertArgs(t, s, "sms", "mail", `{}`, 0)
-	attempt(t, s, b.ID, "mail", t0, t0.Add(3*time.Second), "give up", "")
+	attempt(t, s, b.ID, "mail", t0, t0.Add(3*time.Second), "give_up", "")
 	insertArgs(t, s, "email", "mail", `{}`, 0) // alive
 	got, err := in.DeadCauses(ctx, queue.JobFilter{Newest: true})
 	if err != nil {
