@@ -21,6 +21,7 @@ const notifyChannel = "heed_jobs"
 type notifyPayload struct {
 	Schema string `json:"s"`
 	Queue  string `json:"q"`
+	Cancel int64  `json:"c,omitempty"` // a running job that was cancelled (ops.go), instead of Queue
 }
 
 // notifyOneSQL notifies for the queue in $1, from the session's schema.
@@ -177,6 +178,8 @@ type notifier struct {
 	ready  chan struct{}      // closed after the first connection attempt
 	closed bool
 	up     bool // a LISTEN connection is up
+
+	cancels cancelFan // JobCancelNotify's subscribers (ops.go)
 
 	// connected, when set (by tests, before the first subscription), is
 	// called each time LISTEN succeeds, with the connection.
@@ -430,7 +433,11 @@ func (n *notifier) listen(ctx context.Context, conn *pgx.Conn, schema string) {
 		}
 		var p notifyPayload
 		if json.Unmarshal([]byte(msg.Payload), &p) == nil && p.Schema == schema {
-			n.send(p.Queue)
+			if p.Cancel != 0 {
+				n.cancels.send(p.Cancel)
+			} else {
+				n.send(p.Queue)
+			}
 		}
 	}
 }

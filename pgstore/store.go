@@ -396,6 +396,7 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 var claimSQL = `WITH due AS (
 	SELECT id FROM heed_jobs
 	WHERE state = 'available' AND queue = $1 AND available_at <= $2
+		AND NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = $1 AND paused_at IS NOT NULL)
 	ORDER BY priority, available_at, id
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
@@ -614,14 +615,15 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 	count(*) FILTER (WHERE state = 'available' AND available_at > $1),
 	count(*) FILTER (WHERE state = 'running'),
 	count(*) FILTER (WHERE state = 'succeeded'),
-	count(*) FILTER (WHERE state = 'dead')
+	count(*) FILTER (WHERE state = 'dead'),
+	count(*) FILTER (WHERE state = 'cancelled')
 FROM heed_jobs GROUP BY queue`, now)
 	if err != nil {
 		return st, wrapErr("stats", err)
 	}
 	for rows.Next() {
 		var q queue.QueueStats
-		if err := rows.Scan(&q.Queue, &q.Available, &q.Scheduled, &q.Running, &q.Succeeded, &q.Dead); err != nil {
+		if err := rows.Scan(&q.Queue, &q.Available, &q.Scheduled, &q.Running, &q.Succeeded, &q.Dead, &q.Cancelled); err != nil {
 			rows.Close()
 			return st, wrapErr("stats", err)
 		}

@@ -23,9 +23,10 @@ const (
 	EventLost                       // the rescuer found the job's lease expired (then EventRetried or EventDead)
 	EventLeaseLost                  // this worker lost the job's lease while running it; its result was dropped
 	EventDeferred                   // the breaker or the retry budget refused the attempt; the job runs at Decision.At, its attempt not counted
+	EventCancelled                  // an operator cancelled the job while this worker ran it; its result was dropped
 )
 
-var eventNames = [...]string{"enqueued", "started", "succeeded", "retried", "snoozed", "dead", "released", "lost", "lease_lost", "deferred"}
+var eventNames = [...]string{"enqueued", "started", "succeeded", "retried", "snoozed", "dead", "released", "lost", "lease_lost", "deferred", "cancelled"}
 
 // String returns the event's name, such as "retried".
 func (k EventKind) String() string {
@@ -65,7 +66,7 @@ func LogObserver(l *slog.Logger) func(context.Context, Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelDebug
 		switch e.Kind {
-		case EventRetried, EventReleased, EventLost, EventDeferred:
+		case EventRetried, EventReleased, EventLost, EventDeferred, EventCancelled:
 			level = slog.LevelInfo
 		case EventDead, EventLeaseLost:
 			level = slog.LevelWarn

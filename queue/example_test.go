@@ -208,3 +208,92 @@ func ExampleClient_PurgeSucceeded() {
 	// purged 25 hours later: 1
 	// queue: age is -1h0m0s, must be positive
 }
+
+// An operator cancels a job enqueued by mistake, makes a scheduled one run
+// now, and deletes what has finished. Each call takes a JobFilter (IDs,
+// kind, queue, ...) and returns how many jobs it changed.
+func ExampleClient_Cancel() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	c := queue.NewClient(st, queue.ClientConfig{Operator: "ada"})
+
+	oops, _, _ := c.Enqueue(ctx, "email", Greeting{Name: "everyone"}, queue.EnqueueOptions{})
+	report, _, _ := c.Enqueue(ctx, "report", nil, queue.EnqueueOptions{In: time.Hour})
+
+	n, _ := c.Cancel(ctx, queue.JobFilter{IDs: []int64{oops.ID}})
+	fmt.Println("cancelled:", n)
+	n, _ = c.RunNow(ctx, queue.JobFilter{Kind: "report"})
+	fmt.Println("run now:", n)
+	n, _ = c.Delete(ctx, queue.JobFilter{State: queue.StateCancelled})
+	fmt.Println("deleted:", n)
+
+	job, _ := c.Job(ctx, report.ID)
+	fmt.Println(job.State, job.History[0])
+	_, err = c.Delete(ctx, queue.JobFilter{State: queue.StateRunning})
+	fmt.Println(err)
+	// Output:
+	// cancelled: 1
+	// run now: 1
+	// deleted: 1
+	// available run now by ada
+	// queue: JobFilter.State is running; delete takes jobs that are [succeeded dead cancelled]
+}
+
+// EmailArgs is a typed kind: its Kind method names it, so the enqueue
+// and the handler cannot disagree.
+type EmailArgs struct {
+	To string `json:"to"`
+}
+
+// Kind names the kind of EmailArgs jobs.
+func (EmailArgs) Kind() string { return "email" }
+
+// Typed kinds, a per-kind policy and a middleware; Drain runs the worker
+// until no job is due, and reports what it left.
+func ExampleHandleArgs() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+
+	w, err := queue.NewWorker(st, queue.WorkerConfig{
+		Kinds: map[string]queue.KindPolicy{"email": {MaxAttempts: 5}},
+		Middleware: []queue.Middleware{func(next queue.HandlerFunc) queue.HandlerFunc {
+			return func(ctx context.Context, job *queue.Job) error {
+				fmt.Println("start", job.Kind, job.ID)
+				return next(ctx, job)
+			}
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	queue.HandleArgs(w, func(ctx context.Context, job *queue.Job, a EmailArgs) error {
+		fmt.Println("mail to", a.To)
+		return nil
+	})
+
+	c := queue.NewClient(st, queue.ClientConfig{})
+	c.EnqueueArgs(ctx, EmailArgs{To: "ada@example.com"}, queue.EnqueueOptions{})
+	c.EnqueueArgs(ctx, EmailArgs{To: "grace@example.com"}, queue.EnqueueOptions{In: time.Hour})
+	c.Enqueue(ctx, "emial", nil, queue.EnqueueOptions{}) // a typo: no handler
+
+	res, err := w.Drain(ctx, queue.DrainOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("claimed %d, scheduled %d\n", res.Claimed, res.Scheduled)
+	dead, _ := c.Dead(ctx, queue.DeadFilter{})
+	fmt.Println(dead[0].Kind, dead[0].DeadReason)
+	// Output:
+	// start email 1
+	// mail to ada@example.com
+	// claimed 2, scheduled 1
+	// emial unknown_kind
+}

@@ -50,10 +50,11 @@ const (
 	StateDead      State = "dead"      // given up: in the dead-letter, see Job.DeadReason
 )
 
-// Valid reports whether s is one of the four states.
+// Valid reports whether s is one of the five states (StateCancelled
+// included).
 func (s State) Valid() bool {
 	switch s {
-	case StateAvailable, StateRunning, StateSucceeded, StateDead:
+	case StateAvailable, StateRunning, StateSucceeded, StateDead, StateCancelled:
 		return true
 	}
 	return false
@@ -129,6 +130,10 @@ func (a Attempt) String() string {
 	switch a.Outcome {
 	case OutcomeRequeued:
 		return "requeued by " + a.Worker
+	case OutcomeCancelled:
+		return "cancelled by " + a.Worker
+	case OutcomeRunNow:
+		return "run now by " + a.Worker
 	case OutcomeCut:
 		return fmt.Sprintf("... %d entries cut (the history keeps the first and the last %d)", a.Cut, MaxHistory)
 	}
@@ -306,6 +311,7 @@ type QueueStats struct {
 	Running   int    // leased to a worker
 	Succeeded int    // done (until deleted)
 	Dead      int    // in the dead-letter
+	Cancelled int    // cancelled by an operator (until deleted)
 }
 
 // Stats summarises a store's jobs ([Store.Stats]).
@@ -329,6 +335,9 @@ type Stats struct {
 // may carry any location; stores keep UTC with at least microsecond
 // precision and return UTC times, truncated to what they keep.
 type Store interface {
+	JobOps   // cancel, run now, delete, prune (queue/ops.go)
+	QueueOps // pause and resume queues (queue/pause.go)
+
 	// JobInsert inserts a new job in StateAvailable with Attempt 0 and an
 	// empty history, and returns it with inserted true. When in.UniqueKey
 	// is not empty and a job with that key is available or running, it
@@ -348,7 +357,8 @@ type Store interface {
 	// returns them (possibly none). Each claimed job becomes running with a
 	// new random LeaseToken, LeaseUntil = p.LeaseUntil, Worker = p.Worker,
 	// Attempt + 1, AttemptedAt = p.Now, and StartedAt = p.Now when it was
-	// zero. A job is never claimed by two callers at once.
+	// zero. A job is never claimed by two callers at once. A paused queue
+	// ([QueueOps.QueuePause]) gives no jobs.
 	JobClaim(ctx context.Context, p ClaimParams) ([]*Job, error)
 
 	// JobLeaseRenew extends the lease of the running job id held with

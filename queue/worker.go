@@ -100,10 +100,32 @@ type WorkerConfig struct {
 	// Rand is the jitter source (default: math/rand/v2's global source);
 	// it must be safe for concurrent use.
 	Rand mrand.Source
+
+	// RetainSucceeded, RetainDead and RetainCancelled are how long the
+	// worker keeps finished jobs (counted from their FinishedAt) before it
+	// deletes them: by default DefaultRetainSucceeded (24 h),
+	// DefaultRetainDead (30 days) and DefaultRetainCancelled (7 days). A
+	// negative value keeps those jobs until an operator deletes them.
+	// Every worker prunes, every RetentionInterval (default
+	// DefaultRetentionInterval, ±20 % jitter), at most RetentionBatch
+	// jobs per statement with a pause between statements.
+	RetainSucceeded time.Duration
+	RetainDead      time.Duration // see RetainSucceeded
+	RetainCancelled time.Duration // see RetainSucceeded
+	// RetentionInterval: see RetainSucceeded.
+	RetentionInterval time.Duration
+
+	// Kinds sets a policy per job kind, applied over Policy and under
+	// each job's own overrides (see KindPolicy).
+	Kinds map[string]KindPolicy
+	// Middleware wraps every handler, the first the outermost: tracing
+	// spans, context values, logging (see Middleware).
+	Middleware []Middleware
 }
 
-// handler runs one job: it decodes args and calls the typed function.
-type handler func(ctx context.Context, job *Job) error
+// handler runs one job: it decodes args and calls the typed function,
+// inside the worker's middleware.
+type handler = HandlerFunc
 
 // Worker claims jobs from a store and runs them with their registered
 // handlers, deciding after each attempt with retry.Decide: done, retry at
@@ -140,6 +162,9 @@ type Worker struct {
 	soon     map[string]chan time.Time // retries of this worker due before the next poll
 
 	outage outage // failing store calls, for the log
+
+	cancels cancels  // running jobs, for cancellations (cancel.go)
+	active  activity // claims and jobs in flight, for Drain (drain.go)
 
 	batcher   TransitionBatcher // the store, when it batches
 	complete  chan completion   // to the completer
@@ -197,11 +222,18 @@ func NewWorker(store Store, cfg WorkerConfig) (*Worker, error) {
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
+	if err := retention(&cfg); err != nil {
+		return nil, err
+	}
+	if err := checkKinds(cfg.Kinds); err != nil {
+		return nil, err
+	}
 	p := defaultPolicy(cfg.Policy)
 	if err := p.Validate(); err != nil {
 		return nil, &InputError{"WorkerConfig.Policy", err.Error()}
 	}
 	w := &Worker{store: store, cfg: cfg, policy: p, handlers: map[string]handler{}}
+	w.active.idle = make(chan struct{}, 1)
 	switch {
 	case cfg.Observe != nil && cfg.Logger != nil:
 		log := LogObserver(cfg.Logger)
@@ -228,9 +260,10 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // recovered, recorded with its stack, and classified like an error (a
 // [*PanicError]).
 //
-// A job whose kind has no handler fails its attempt with a transient error
-// (so it is retried, then dead with reason "attempts"): during a rolling
-// deploy an old worker may claim a job for a kind only new workers know.
+// A job whose kind has no handler is sent to the dead-letter at once, with
+// reason DeadReasonUnknownKind (a typo is not retried for hours); during a
+// rolling deploy, where an old worker may claim a job of a kind only new
+// workers know, requeue such jobs once the deploy is done.
 //
 // Handle panics if kind is empty, already registered, or w was started:
 // these are programming errors.
@@ -246,13 +279,13 @@ func Handle[T any](w *Worker, kind string, fn func(ctx context.Context, job *Job
 	if _, dup := w.handlers[kind]; dup {
 		panic("queue: Handle: kind " + kind + " registered twice")
 	}
-	w.handlers[kind] = func(ctx context.Context, job *Job) error {
+	w.handlers[kind] = w.wrap(func(ctx context.Context, job *Job) error {
 		var args T
 		if err := json.Unmarshal(job.Args, &args); err != nil {
 			return retry.Permanent(fmt.Errorf("queue: decode args of %s job %d: %w", kind, job.ID, err))
 		}
 		return fn(ctx, job, args)
-	}
+	})
 }
 
 // Run starts w, works until ctx ends, then shuts down, letting running jobs
@@ -297,6 +330,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.complete = make(chan completion)
 		w.completer.Go(w.completeLoop)
 	}
+	w.startCancels()
+	w.startRetention()
 	if n, ok := w.store.(Notifier); ok {
 		if ch, err := n.JobNotify(w.ctx); err == nil {
 			w.loops.Go(func() { w.listen(ch) })
@@ -461,8 +496,10 @@ func (w *Worker) claimLoop(q string, limit int) {
 		if free := limit - running; free > 0 && (poke || (more && free >= batchMin)) {
 			poke = false
 			now := w.now()
+			w.active.claimStart()
 			jobs, err := w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: free, Now: now,
 				LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID})
+			w.active.claimEnd(len(jobs))
 			if err != nil {
 				w.storeFailed("claim "+q, err)
 			} else {
@@ -472,7 +509,7 @@ func (w *Worker) claimLoop(q string, limit int) {
 				running++
 				w.jobs.Add(1)
 				go func() {
-					defer func() { done <- struct{}{}; w.jobs.Done() }()
+					defer func() { w.active.jobEnd(); done <- struct{}{}; w.jobs.Done() }()
 					w.run(job)
 				}()
 			}
@@ -529,7 +566,7 @@ func (w *Worker) rescue() {
 		w.storeOK()
 		for _, job := range jobs {
 			w.emit(Event{Kind: EventLost, Job: job, Err: ErrLeaseExpired})
-			p := effective(w.policy, job)
+			p := w.policyFor(job)
 			t, d := decideLost(&p, job, now, w.cfg.Rand)
 			w.finish(job, t, d, 0)
 		}
@@ -542,7 +579,9 @@ func (w *Worker) rescue() {
 // finish stores t and reports it.
 func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Duration) {
 	if err := w.storeResult(t); err != nil { // retried: see storeResult
-		if errors.Is(err, ErrLeaseLost) {
+		if err = w.whyLost(job.ID, err); errors.Is(err, ErrCancelled) {
+			w.emit(Event{Kind: EventCancelled, Job: job, Err: err, Duration: dur})
+		} else if errors.Is(err, ErrLeaseLost) {
 			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: err})
 		} else {
 			// The lease will expire and the rescuer will retry the job.
@@ -577,7 +616,10 @@ func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Durat
 // run runs one attempt of job, as the call protocol admits it, and stores
 // what follows.
 func (w *Worker) run(job *Job) {
-	p := effective(w.policy, job)
+	if w.unknownKind(job) {
+		return
+	}
+	p := w.policyFor(job)
 	c := call(&p, job, w.cfg.Rand)
 	start := w.now()
 	lim, ok := c.Admit(start)
@@ -592,6 +634,8 @@ func (w *Worker) run(job *Job) {
 
 	lctx, lost := context.WithCancelCause(w.jobCtx)
 	defer lost(nil)
+	w.cancels.add(job.ID, lost)
+	defer w.cancels.remove(job.ID)
 	actx := lctx
 	cancel := context.CancelFunc(func() {})
 	if !lim.At.IsZero() {
@@ -613,7 +657,12 @@ func (w *Worker) run(job *Job) {
 	now := w.now()
 	dur := now.Sub(start)
 
-	if cause := context.Cause(lctx); cause != nil && res.err != nil {
+	if cause := context.Cause(lctx); errors.Is(cause, ErrCancelled) {
+		// The store has the job cancelled: there is nothing to write.
+		c.Abandon(now)
+		w.emit(Event{Kind: EventCancelled, Job: job, Err: cause, Duration: dur})
+		return
+	} else if cause != nil && res.err != nil {
 		switch {
 		case errors.Is(cause, ErrLeaseLost):
 			c.Abandon(now)
@@ -634,8 +683,8 @@ func (w *Worker) call(ctx context.Context, job *Job) (err error, stack string) {
 	w.mu.Lock()
 	h := w.handlers[job.Kind]
 	w.mu.Unlock()
-	if h == nil {
-		return retry.Transient(fmt.Errorf("queue: no handler for kind %q on worker %s", job.Kind, w.cfg.ID)), ""
+	if h == nil { // unknownKind checked before the attempt started
+		return retry.Permanent(fmt.Errorf("queue: no handler for kind %q on worker %s", job.Kind, w.cfg.ID)), ""
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -670,7 +719,7 @@ func (w *Worker) renew(job *Job, lost context.CancelCauseFunc, stop <-chan struc
 		cancel()
 		switch {
 		case errors.Is(err, ErrLeaseLost):
-			lost(err)
+			lost(w.whyLost(job.ID, err))
 			return
 		case err != nil:
 			w.storeFailed(fmt.Sprintf("renew the lease of job %d", job.ID), err)

@@ -186,7 +186,7 @@ func testLifecycle(t *testing.T, s queue.Store) {
 		{"time budget", bu.ID, queue.StateDead, 1, "time_budget", "transient/give_up"},
 		{"panic", pa.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 		{"snooze", sn.ID, queue.StateSucceeded, 1, "", "snoozed/snooze ok/done"},
-		{"unknown kind", un.ID, queue.StateDead, 2, "attempts", "transient/retry transient/give_up"},
+		{"unknown kind", un.ID, queue.StateDead, 1, queue.DeadReasonUnknownKind, "permanent/give_up"},
 		{"bad args", ba.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 	} {
 		j := got[tc.id]

@@ -33,6 +33,6 @@ func ExampleOpen() {
 	fmt.Printf("%+v\n", stats.Queues)
 	fmt.Println("schema version", sqlitestore.SchemaVersion())
 	// Output:
-	// [{Queue:default Available:1 Scheduled:0 Running:0 Succeeded:0 Dead:0}]
-	// schema version 4
+	// [{Queue:default Available:1 Scheduled:0 Running:0 Succeeded:0 Dead:0 Cancelled:0}]
+	// schema version 6
 }

@@ -293,17 +293,20 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 	return jobs, wrap("list", err)
 }
 
+// notPaused is the condition that the queue in parameter ?1 is not paused.
+const notPaused = `NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = ?1 AND paused_at IS NOT NULL)`
+
 const dueSQL = `SELECT EXISTS (SELECT 1 FROM heed_jobs
-	WHERE state = 'available' AND queue = ? AND available_at <= ?)`
+	WHERE state = 'available' AND queue = ?1 AND available_at <= ?2) AND ` + notPaused
 
 const claimSQL = `UPDATE heed_jobs SET
 		state = 'running', attempt = attempt + 1,
-		lease_token = lower(hex(randomblob(16))), lease_until = ?, worker = ?,
-		attempted_at = ?, started_at = coalesce(started_at, ?)
+		lease_token = lower(hex(randomblob(16))), lease_until = ?4, worker = ?5,
+		attempted_at = ?2, started_at = coalesce(started_at, ?2)
 	WHERE id IN (
 		SELECT id FROM heed_jobs
-		WHERE state = 'available' AND queue = ? AND available_at <= ?
-		ORDER BY priority, available_at, id LIMIT ?)
+		WHERE state = 'available' AND queue = ?1 AND available_at <= ?2 AND ` + notPaused + `
+		ORDER BY priority, available_at, id LIMIT ?3)
 	RETURNING ` + jobColumns
 
 // JobClaim implements queue.Store with one UPDATE ... WHERE id IN (SELECT
@@ -330,7 +333,7 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	if err != nil {
 		return nil, wrap("claim", err)
 	}
-	rows, err := claim.QueryContext(ctx, micros(p.LeaseUntil), p.Worker, now, now, p.Queue, now, p.Limit)
+	rows, err := claim.QueryContext(ctx, p.Queue, now, p.Limit, micros(p.LeaseUntil), p.Worker)
 	if err != nil {
 		return nil, wrap("claim", err)
 	}
@@ -590,6 +593,8 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 		case state == string(queue.StateDead):
 			qs.Dead += n
 			st.Dead += n
+		case state == string(queue.StateCancelled):
+			qs.Cancelled += n
 		}
 	}
 	if err := rows.Err(); err != nil {

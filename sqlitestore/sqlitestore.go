@@ -89,10 +89,13 @@ type Store struct {
 	mu   sync.Mutex
 	subs map[chan string]struct{} // nil once closed
 	done chan struct{}            // closed by Close
+
+	cancels cancelSubs // JobCancelNotify's subscribers (ops.go)
 }
 
 var _ queue.Store = (*Store)(nil)
 var _ queue.Notifier = (*Store)(nil)
+var _ queue.CancelNotifier = (*Store)(nil)
 
 // Open opens (creating it if needed) the SQLite database named by dsn and
 // applies pending migrations. [OpenWith] opens without creating or

@@ -217,7 +217,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		cfg: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
 			ShutdownGrace: 5 * time.Second, Logger: storeLogger(s.stderr)},
 		stamp:      stamp,
-		untilEmpty: true,
+		drain:      &queue.DrainOptions{WaitScheduled: true},
 	}
 	if !*quiet {
 		r.out = s.stdout

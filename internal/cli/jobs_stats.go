@@ -13,7 +13,8 @@ var jobsStatsDoc = helpDoc{
 	head: `Usage: heed jobs stats [FLAGS]
 
 Counts jobs by state for every queue (available now, scheduled for later,
-running, succeeded, dead), and the dead-letter's size and oldest entry.
+running, succeeded, dead, cancelled), the dead-letter's size and oldest
+entry, and the paused queues.
 `,
 	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
 	foot: `Exit codes:
@@ -44,6 +45,10 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
+	paused, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Paused(ctx)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
 	now := time.Now()
 	if *asJSON {
 		type qs struct {
@@ -53,12 +58,21 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 			Running   int    `json:"running"`
 			Succeeded int    `json:"succeeded"`
 			Dead      int    `json:"dead"`
+			Cancelled int    `json:"cancelled"`
+		}
+		type pq struct {
+			Queue    string    `json:"queue"`
+			PausedAt time.Time `json:"paused_at"`
 		}
 		out := struct {
 			Queues     []qs       `json:"queues"`
 			Dead       int        `json:"dead"`
 			OldestDead *time.Time `json:"oldest_dead,omitempty"`
-		}{Queues: []qs{}, Dead: st.Dead, OldestDead: jobsTimePtr(st.OldestDead)}
+			Paused     []pq       `json:"paused"`
+		}{Queues: []qs{}, Dead: st.Dead, OldestDead: jobsTimePtr(st.OldestDead), Paused: []pq{}}
+		for _, p := range paused {
+			out.Paused = append(out.Paused, pq(p))
+		}
 		for _, q := range st.Queues {
 			out.Queues = append(out.Queues, qs(q))
 		}
@@ -67,24 +81,28 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	}
 	fmt.Fprintf(s.stdout, "%s\n\n", d.Name())
 	tw := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\t")
+	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\t")
 	var total queue.QueueStats
 	for _, q := range st.Queues {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", q.Queue, q.Available, q.Scheduled, q.Running, q.Succeeded, q.Dead)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", q.Queue, q.Available, q.Scheduled, q.Running, q.Succeeded, q.Dead, q.Cancelled)
 		total.Available += q.Available
 		total.Scheduled += q.Scheduled
 		total.Running += q.Running
 		total.Succeeded += q.Succeeded
 		total.Dead += q.Dead
+		total.Cancelled += q.Cancelled
 	}
 	if len(st.Queues) > 1 {
-		fmt.Fprintf(tw, "(all)\t%d\t%d\t%d\t%d\t%d\t\n", total.Available, total.Scheduled, total.Running, total.Succeeded, total.Dead)
+		fmt.Fprintf(tw, "(all)\t%d\t%d\t%d\t%d\t%d\t%d\t\n", total.Available, total.Scheduled, total.Running, total.Succeeded, total.Dead, total.Cancelled)
 	}
 	tw.Flush()
 	if len(st.Queues) == 0 {
 		fmt.Fprintln(s.stdout, "(no jobs)")
 	}
 	fmt.Fprintf(s.stdout, "\n%s\n", deadSummary(st, now))
+	if line := pausedLine(paused, now); line != "" {
+		fmt.Fprintln(s.stdout, line)
+	}
 	return exitOK
 }
 

@@ -53,6 +53,18 @@ while a job runs; a worker that dies (SIGKILL, a crash, a lost machine)
 loses its leases after --lease, and any worker then rescues its jobs and
 records the lost attempt (outcome "lost").
 
+--until-empty stops once no job of the worker's queues is due now or within
+--wait-within (1m: retries with a short backoff are waited for) and none it
+claimed is running. It does not wait for jobs scheduled further ahead
+(--wait-scheduled does) nor for paused queues, and says how many it left;
+it warns about jobs waiting in queues the worker does not serve.
+
+The worker deletes finished jobs once they are old: succeeded ones after
+--retain-succeeded (24h), dead ones after --retain-dead (30d), cancelled
+ones after --retain-cancelled (7d); a negative value (-1) keeps them. It
+deletes at most 1,000 rows per statement, with a pause between, so the
+deletes never hold the database for long.
+
 Run as many workers as you like on PostgreSQL, on any machines; on SQLite,
 workers must share the machine (and the file). On PostgreSQL, the worker's
 connection pool has 4 + (total concurrency)/4 connections (at most 32)
@@ -67,7 +79,8 @@ attempts left. Per-job limits from heed jobs enqueue override them.
 Job kinds:
 ` + jobsKindsHelp(),
 	groups: []flagGroup{
-		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "allow-exec", "id", "metrics-addr"}},
+		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "wait-within", "wait-scheduled", "allow-exec", "id", "metrics-addr"}},
+		{"Retention flags", []string{"retain-succeeded", "retain-dead", "retain-cancelled"}},
 		{"Output flags", []string{"quiet", "summary-every", "log-format"}},
 		{"Policy flags (jobs)", []string{"attempts", "backoff", "base", "cap", "multiplier", "jitter", "budget", "timeout", "min-attempt-time"}},
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
@@ -192,7 +205,12 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	queues := fs.String("queues", queue.DefaultQueue, "the `QUEUES` to work, comma-separated; NAME=N sets one's concurrency (default: the queue named default)")
 	conc := fs.Int("concurrency", queue.DefaultConcurrency, "jobs run at once per queue")
 	forD := durationFlag(fs, "for", 0, "stop after this long (default: run until a signal)")
-	untilEmpty := fs.Bool("until-empty", false, "stop when no job of the queues is available, scheduled or running")
+	untilEmpty := fs.Bool("until-empty", false, "stop when no job of the queues is due (or due within --wait-within) and none is running; reports jobs scheduled later and jobs of other queues")
+	waitWithin := durationFlag(fs, "wait-within", time.Minute, "with --until-empty, also wait for jobs due within this long (retries with a short backoff)")
+	waitScheduled := fs.Bool("wait-scheduled", false, "with --until-empty, wait for every job of the queues, however far ahead it is scheduled")
+	retainOK := durationFlag(fs, "retain-succeeded", queue.DefaultRetainSucceeded, "delete succeeded jobs this long after they finished (negative, such as -1: keep them)")
+	retainDead := durationFlag(fs, "retain-dead", queue.DefaultRetainDead, "delete dead jobs this long after they died (negative: keep them)")
+	retainCancelled := durationFlag(fs, "retain-cancelled", queue.DefaultRetainCancelled, "delete cancelled jobs this long after they were cancelled (negative: keep them)")
 	quiet := fs.Bool("quiet", false, "print no line per attempt, only a summary line every --summary-every")
 	summaryEvery := durationFlag(fs, "summary-every", time.Minute, "with --quiet, how often to print the summary line (0: never)")
 	logFormat := fs.String("log-format", logText, "`FORMAT` of the messages on stderr: text or json")
@@ -228,6 +246,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	}
 	if *lease < minLease {
 		return usageError(s, name, flagError("lease", "%v is below the minimum of %v: a lease must outlast several database round trips, or finished jobs are rescued as lost and run again", *lease, minLease))
+	}
+	if *waitWithin < 0 {
+		return usageError(s, name, flagError("wait-within", "%v, must not be negative", *waitWithin))
 	}
 	if *forD < 0 {
 		return usageError(s, name, flagError("for", "%v, must not be negative", *forD))
@@ -270,7 +291,8 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	r := &workerRun{
 		store: d.Jobs(),
 		cfg: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
-			ShutdownGrace: *grace, Logger: log},
+			ShutdownGrace: *grace, Logger: log,
+			RetainSucceeded: *retainOK, RetainDead: *retainDead, RetainCancelled: *retainCancelled},
 		kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
 			if _, dup := warned.LoadOrStore(j.ID, true); !dup {
 				log.Warn(fmt.Sprintf("exec job %d given back: this worker does not run exec jobs (start one with --allow-exec); it stays available, and is tried again every %v", j.ID, jobkinds.ExecRefusedSnooze),
@@ -279,7 +301,6 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		}},
 		out:          out,
 		stamp:        func(t time.Time) string { return t.Format("15:04:05.000") },
-		untilEmpty:   *untilEmpty,
 		summaryOut:   s.stdout,
 		summaryEvery: every,
 	}
@@ -295,6 +316,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 			return jobsFail(ctx, s, name, err)
 		}
 		log.Info("metrics at "+ms.URL(), "url", ms.URL())
+	}
+	if *untilEmpty {
+		r.drain = &queue.DrainOptions{Within: *waitWithin, WaitScheduled: *waitScheduled}
 	}
 	w, err := r.worker()
 	if err != nil {
@@ -319,6 +343,11 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 			log.Info(fmt.Sprintf("stopping: running jobs have %v to finish", *grace))
 		}
 	})
+	if r.drained != nil {
+		for _, line := range drainReport(*r.drained) {
+			log.Warn(line)
+		}
+	}
 	log.Info("stopped: " + r.summary())
 	if err != nil {
 		log.Error(err.Error())
@@ -364,7 +393,8 @@ type workerRun struct {
 	kinds      jobkinds.Config
 	out        io.Writer              // decision lines; nil for none
 	stamp      func(time.Time) string // each line's prefix
-	untilEmpty bool                   // stop when the worker's queues have no live job
+	drain      *queue.DrainOptions    // stop when the worker's queues are empty (Worker.WaitEmpty); nil: do not
+	drained    *queue.DrainResult     // what the drain left, once it stopped the worker
 	onEvent    func(queue.Event)      // called for every event, after printing
 
 	summaryOut   io.Writer     // where summary lines go
@@ -439,33 +469,12 @@ func (r *workerRun) summary() string {
 		r.count(queue.EventSnoozed), r.count(queue.EventReleased), r.count(queue.EventLost))
 }
 
-// emptyCheck is how often --until-empty counts the live jobs.
-const emptyCheck = 100 * time.Millisecond
-
 // run runs w until ctx ends or, with untilEmpty, its queues have no live
 // job; stopping is called when it starts to shut down.
 func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	if r.untilEmpty {
-		wg.Go(func() {
-			t := time.NewTicker(emptyCheck)
-			defer t.Stop()
-			for {
-				st, err := r.store.Stats(ctx, time.Now())
-				if err == nil && jobsLive(st, r.cfg.Queues) == 0 {
-					cancel()
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-			}
-		})
-	}
 	wg.Go(func() {
 		<-ctx.Done()
 		if stopping != nil {
@@ -491,6 +500,14 @@ func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) e
 		})
 	}
 	err := w.Start(ctx)
+	if err == nil && r.drain != nil {
+		wg.Go(func() {
+			if res, err := w.WaitEmpty(ctx, *r.drain); err == nil {
+				r.drained = &res
+				cancel()
+			}
+		})
+	}
 	if err == nil {
 		<-ctx.Done()
 		// A second signal (see signals.Again) ends the grace at once:
@@ -524,14 +541,3 @@ var errGraceOver = errors.New("the shutdown grace ran out")
 // errInterruptedAgain is returned by workerRun.run when a second signal
 // ended the shutdown grace.
 var errInterruptedAgain = errors.New("interrupted again: stopped at once")
-
-// jobsLive counts the available, scheduled and running jobs of queues.
-func jobsLive(st queue.Stats, queues map[string]int) int {
-	n := 0
-	for _, q := range st.Queues {
-		if _, ok := queues[q.Queue]; ok || queues == nil && q.Queue == queue.DefaultQueue {
-			n += q.Available + q.Scheduled + q.Running
-		}
-	}
-	return n
-}

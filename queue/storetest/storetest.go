@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},
 	}
+	tests = append(tests, opsTests...) // ops.go
 	for _, tt := range tests {
 		runOne(t, tt.name, open, tt.fn)
 	}

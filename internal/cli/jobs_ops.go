@@ -1,0 +1,392 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+// jobsOp is one of heed jobs cancel, run and delete: an operator's change
+// to jobs given by ID or by filter.
+type jobsOp struct {
+	name   string        // "jobs cancel"
+	verb   string        // "cancel"
+	past   string        // "cancelled"
+	states []queue.State // the states the change applies to
+	doc    helpDoc
+	// due: the change applies only to available jobs due later (run now).
+	due bool
+	// finished: the filter takes --older-than (delete).
+	finished bool
+	apply    func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error)
+}
+
+var opsSelection = flagGroup{"Selection flags", []string{"all", "kind", "queue", "state", "older-than", "dry-run"}}
+
+var jobsCancelOp = jobsOp{
+	name: "jobs cancel", verb: "cancel", past: "cancelled",
+	states: []queue.State{queue.StateAvailable, queue.StateRunning},
+	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.Cancel(ctx, f) },
+	doc: helpDoc{
+		head: `Usage: heed jobs cancel [FLAGS] ID...
+       heed jobs cancel --all [FILTER FLAGS]
+
+Cancels jobs that have not finished: available ones (due now, scheduled for
+later, waiting for a retry) and running ones. A cancelled job never runs
+again; it is kept in state cancelled, with a "cancelled" entry in its
+history, until deleted (workers delete cancelled jobs after 7 days). A
+running job's handler has its context cancelled: at once on PostgreSQL
+(LISTEN/NOTIFY) and for workers of the same process, else at its next
+lease renewal (within a third of the lease); its result is dropped. Give
+job IDs, or --all to cancel every unfinished job that matches the filters.
+With IDs, every ID must be an unfinished job, or nothing is changed.
+`,
+		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
+		foot: `Exit codes:
+  0    cancelled (possibly none, with --all)
+  1    the database cannot be opened or written
+  2    usage error: neither IDs nor --all
+  3    an ID is not an unfinished job (nothing was changed)
+
+Examples:
+  heed jobs cancel 42 43
+  heed jobs cancel --all --kind email --queue mail --dry-run
+`,
+	},
+}
+
+var jobsRunOp = jobsOp{
+	name: "jobs run", verb: "run now", past: "made available now",
+	states: []queue.State{queue.StateAvailable}, due: true,
+	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.RunNow(ctx, f) },
+	doc: helpDoc{
+		head: `Usage: heed jobs run [FLAGS] ID...
+       heed jobs run --all [FILTER FLAGS]
+
+Runs jobs now that wait for a later time: scheduled ones, and those waiting
+for a retry, a snooze or a deferral. They become due at once (workers are
+woken); their attempts, time budget and history are kept, with a "run now"
+entry added. Give job IDs, or --all for every such job that matches the
+filters. With IDs, every ID must be a job waiting for a later time, or
+nothing is changed.
+`,
+		groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "dry-run"}}, {"Database flags", []string{"db"}}},
+		foot: `Exit codes:
+  0    made due (possibly none, with --all)
+  1    the database cannot be opened or written
+  2    usage error: neither IDs nor --all
+  3    an ID is not a job waiting for a later time (nothing was changed)
+
+Examples:
+  heed jobs run 42
+  heed jobs run --all --queue reports
+`,
+	},
+}
+
+var jobsDeleteOp = jobsOp{
+	name: "jobs delete", verb: "delete", past: "deleted",
+	states: []queue.State{queue.StateSucceeded, queue.StateDead, queue.StateCancelled}, finished: true,
+	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.Delete(ctx, f) },
+	doc: helpDoc{
+		head: `Usage: heed jobs delete [FLAGS] ID...
+       heed jobs delete --all [FILTER FLAGS]
+
+Deletes finished jobs (succeeded, dead or cancelled) for good, with their
+history. Unfinished jobs are never deleted: cancel them first. Give job
+IDs, or --all for every finished job that matches the filters. With IDs,
+every ID must be a finished job, or nothing is changed.
+`,
+		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
+		foot: `Exit codes:
+  0    deleted (possibly none, with --all)
+  1    the database cannot be opened or written
+  2    usage error: neither IDs nor --all
+  3    an ID is not a finished job (nothing was changed)
+
+Examples:
+  heed jobs delete 42
+  heed jobs delete --all --state cancelled --older-than 24h --dry-run
+`,
+	},
+}
+
+func jobsCancelMain(ctx context.Context, s streams, args []string) int {
+	return jobsCancelOp.main(ctx, s, args)
+}
+
+func jobsRunMain(ctx context.Context, s streams, args []string) int { return jobsRunOp.main(ctx, s, args) }
+
+func jobsDeleteMain(ctx context.Context, s streams, args []string) int {
+	return jobsDeleteOp.main(ctx, s, args)
+}
+
+func stateNames(states []queue.State) string {
+	names := make([]string, len(states))
+	for i, st := range states {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
+// main runs the op's command.
+func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
+	name := op.name
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	var f queue.JobFilter
+	fs.StringVar(&f.Kind, "kind", "", "only jobs of `KIND`")
+	fs.StringVar(&f.Queue, "queue", "", "only jobs of `QUEUE`")
+	var state string
+	if len(op.states) > 1 {
+		fs.StringVar(&state, "state", "", "only jobs in `STATE`: "+stateNames(op.states))
+	}
+	var older time.Duration
+	if op.finished {
+		durationVar(fs, &older, "older-than", 0, "only jobs that finished more than this long ago")
+	}
+	all := fs.Bool("all", false, "every job that matches the filter flags (all of them without any)")
+	dry := fs.Bool("dry-run", false, "list the jobs that would be changed, and change nothing")
+	pos, code, done := parseInterleaved(fs, args, s, op.doc)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) == 0 && !*all:
+		return usageError(s, name, fmt.Errorf("give the IDs of the jobs to %s, or --all", op.verb))
+	case len(pos) > 0 && *all:
+		return usageError(s, name, errors.New("give IDs or --all, not both"))
+	case older < 0:
+		return usageError(s, name, flagError("older-than", "%v, must not be negative", older))
+	}
+	if state != "" {
+		f.State = queue.State(state)
+		if !slices.Contains(op.states, f.State) {
+			return usageError(s, name, flagError("state", "%q is not one of %s", state, stateNames(op.states)))
+		}
+	}
+	for _, p := range pos {
+		id, err := jobsParseID(p)
+		if err != nil {
+			return usageError(s, name, err)
+		}
+		f.IDs = append(f.IDs, id)
+	}
+	d, err := openDB(ctx, resolveDB(*db), openWrite)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
+	now := time.Now()
+	if older > 0 {
+		f.FinishedBefore = now.Add(-older)
+	}
+	// With IDs, every one must be a job the change applies to, or nothing
+	// changes.
+	for _, id := range f.IDs {
+		j, err := c.Job(ctx, id)
+		switch {
+		case errors.Is(err, queue.ErrNotFound):
+			fmt.Fprintf(s.stderr, "heed %s: no job %d in %s; nothing was %s\n", name, id, d.Name(), op.past)
+			return exitNoJob
+		case err != nil:
+			return jobsFail(ctx, s, name, err)
+		case !slices.Contains(op.states, j.State):
+			fmt.Fprintf(s.stderr, "heed %s: job %d is %s, not %s; nothing was %s\n", name, id, j.State, stateNames(op.states), op.past)
+			return exitNoJob
+		case op.due && !j.AvailableAt.After(now):
+			fmt.Fprintf(s.stderr, "heed %s: job %d is already due; nothing was %s\n", name, id, op.past)
+			return exitNoJob
+		}
+	}
+	matching, err := op.matching(ctx, c, f, now)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	if len(f.IDs) > 0 && len(matching) < len(f.IDs) {
+		fmt.Fprintf(s.stderr, "heed %s: %d of the jobs given do not match the filters; nothing was %s\n", name, len(f.IDs)-len(matching), op.past)
+		return exitNoJob
+	}
+	if *dry {
+		if len(matching) > 0 {
+			writeJobTable(s.stdout, redactJobs(matching, false), now)
+		}
+		fmt.Fprintf(s.stderr, "dry run: would %s %s\n", op.verb, jobsPlural(len(matching), "job", "jobs"))
+		return exitOK
+	}
+	n, err := op.apply(ctx, c, f)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	fmt.Fprintf(s.stdout, "%s %s\n", op.past, jobsPlural(n, "job", "jobs"))
+	if running := countState(matching, queue.StateRunning); op.verb == "cancel" && running > 0 {
+		fmt.Fprintf(s.stdout, "%s running: their handlers are told to stop, and their results will be dropped\n",
+			jobsPlural(running, "was", "were"))
+	}
+	return exitOK
+}
+
+// matching lists the jobs that match f in the states the op changes, in
+// ID order.
+func (op *jobsOp) matching(ctx context.Context, c *queue.Client, f queue.JobFilter, now time.Time) ([]*queue.Job, error) {
+	var out []*queue.Job
+	for _, st := range op.states {
+		if f.State != "" && f.State != st {
+			continue
+		}
+		g := f
+		g.State = st
+		if op.due {
+			g.AvailableAfter = now
+		}
+		jobs, err := c.Jobs(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, jobs...)
+	}
+	slices.SortFunc(out, func(a, b *queue.Job) int { return int(a.ID - b.ID) })
+	return out, nil
+}
+
+func countState(jobs []*queue.Job, st queue.State) int {
+	n := 0
+	for _, j := range jobs {
+		if j.State == st {
+			n++
+		}
+	}
+	return n
+}
+
+var jobsPauseDoc = helpDoc{
+	head: `Usage: heed jobs pause [FLAGS] QUEUE...
+
+Pauses queues: no worker claims their jobs until heed jobs resume (the usual
+move while a queue's dependency is down). Jobs already running finish; new
+jobs can still be enqueued. The pause is kept in the database, so every
+worker sees it at its next claim (within its --poll interval, 1s by
+default, when idle), and it lasts across restarts. heed jobs stats lists
+paused queues.
+`,
+	groups: []flagGroup{{"Database flags", []string{"db"}}},
+	foot: `Exit codes:
+  0    paused (or already paused)
+  1    the database cannot be opened or written
+  2    usage error: no queue named
+
+Example:
+  heed jobs pause mail
+`,
+}
+
+var jobsResumeDoc = helpDoc{
+	head: `Usage: heed jobs resume [FLAGS] QUEUE...
+
+Resumes paused queues: workers claim their jobs again, woken at once.
+`,
+	groups: []flagGroup{{"Database flags", []string{"db"}}},
+	foot: `Exit codes:
+  0    resumed (or was not paused)
+  1    the database cannot be opened or written
+  2    usage error: no queue named
+
+Example:
+  heed jobs resume mail
+`,
+}
+
+func jobsPauseMain(ctx context.Context, s streams, args []string) int {
+	return pauseResume(ctx, s, args, "jobs pause", jobsPauseDoc, true)
+}
+
+func jobsResumeMain(ctx context.Context, s streams, args []string) int {
+	return pauseResume(ctx, s, args, "jobs resume", jobsResumeDoc, false)
+}
+
+func pauseResume(ctx context.Context, s streams, args []string, name string, doc helpDoc, pause bool) int {
+	fs := newFlagSet(name)
+	db := addDBFlag(fs)
+	pos, code, done := parseInterleaved(fs, args, s, doc)
+	if done {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageError(s, name, errors.New("name the queues"))
+	}
+	d, err := openDB(ctx, resolveDB(*db), openWrite)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	defer d.Close()
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
+	for _, q := range pos {
+		var changed bool
+		if pause {
+			changed, err = c.Pause(ctx, q)
+		} else {
+			changed, err = c.Resume(ctx, q)
+		}
+		if errors.Is(err, queue.ErrInvalid) {
+			return usageError(s, name, err)
+		}
+		if err != nil {
+			return jobsFail(ctx, s, name, err)
+		}
+		switch {
+		case pause && changed:
+			fmt.Fprintf(s.stdout, "paused queue %s: workers claim none of its jobs until heed jobs resume %s\n", q, q)
+		case pause:
+			fmt.Fprintf(s.stdout, "queue %s was already paused\n", q)
+		case changed:
+			fmt.Fprintf(s.stdout, "resumed queue %s\n", q)
+		default:
+			fmt.Fprintf(s.stdout, "queue %s was not paused\n", q)
+		}
+	}
+	return exitOK
+}
+
+// pausedLine describes the paused queues for heed jobs stats ("" for
+// none).
+func pausedLine(ps []queue.PausedQueue, now time.Time) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s (since %s)", p.Queue, jobsAgo(p.PausedAt, now))
+	}
+	return "paused: " + strings.Join(parts, ", ")
+}
+
+// drainReport describes what --until-empty left behind, for the worker's
+// log: jobs scheduled later, paused queues, and jobs in queues the worker
+// does not serve.
+func drainReport(res queue.DrainResult) []string {
+	var lines []string
+	if res.Scheduled > 0 {
+		lines = append(lines, fmt.Sprintf("%s of these queues scheduled for later, not waited for (--wait-scheduled waits)",
+			jobsPlural(res.Scheduled, "job", "jobs")))
+	}
+	if len(res.Paused) > 0 {
+		lines = append(lines, "paused queues with jobs waiting, not run: "+strings.Join(res.Paused, ", ")+" (heed jobs resume QUEUE)")
+	}
+	if len(res.Elsewhere) > 0 {
+		parts := make([]string, len(res.Elsewhere))
+		n := 0
+		for i, q := range res.Elsewhere {
+			parts[i] = fmt.Sprintf("%s (%d available, %d scheduled, %d running)", q.Queue, q.Available, q.Scheduled, q.Running)
+			n += q.Available + q.Scheduled + q.Running
+		}
+		lines = append(lines, fmt.Sprintf("%s wait in queues this worker does not serve: %s (add them to --queues)",
+			jobsPlural(n, "job", "jobs"), strings.Join(parts, ", ")))
+	}
+	return lines
+}

@@ -1,0 +1,248 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/heed-go/heed/clock"
+)
+
+// activity counts a worker's claims and jobs in flight, so that Drain
+// knows when the worker is idle. The zero value is ready to use.
+type activity struct {
+	mu       sync.Mutex
+	claims   uint64 // claims started
+	claimed  int    // jobs claimed
+	inflight int    // claims under way plus jobs running
+	idle     chan struct{} // capacity 1; made by NewWorker
+}
+
+func (a *activity) claimStart() {
+	a.mu.Lock()
+	a.claims++
+	a.inflight++
+	a.mu.Unlock()
+}
+
+func (a *activity) claimEnd(jobs int) {
+	a.mu.Lock()
+	a.claimed += jobs
+	a.inflight += jobs - 1
+	a.signal()
+	a.mu.Unlock()
+}
+
+func (a *activity) jobEnd() {
+	a.mu.Lock()
+	a.inflight--
+	a.signal()
+	a.mu.Unlock()
+}
+
+// signal wakes Drain when nothing is in flight (a.mu held).
+func (a *activity) signal() {
+	if a.inflight == 0 && a.idle != nil {
+		select {
+		case a.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// snapshot returns the claims started and whether nothing is in flight.
+func (a *activity) snapshot() (claims uint64, idle bool, claimed int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.claims, a.inflight == 0, a.claimed
+}
+
+// DrainOptions configures [Worker.Drain] and [Worker.WaitEmpty]. The
+// zero value drains what is due now.
+type DrainOptions struct {
+	// Within also waits for the jobs of the worker's queues that are due
+	// within this long (a retry with a short backoff, a job enqueued with
+	// a short delay), checking again as they come due. Zero waits only
+	// for jobs due now; it must not be negative.
+	Within time.Duration
+	// WaitScheduled waits for every job of the worker's queues, however
+	// far ahead it is scheduled, and for those running on other workers:
+	// the wait ends when the queues have no unfinished job at all.
+	WaitScheduled bool
+}
+
+// DrainResult is what a drain left behind.
+type DrainResult struct {
+	// Claimed is how many jobs the worker claimed since it started
+	// (attempts it started or deferred).
+	Claimed int
+	// Scheduled is how many jobs of the worker's queues are available but
+	// due later.
+	Scheduled int
+	// Paused lists the worker's queues that are paused and have jobs
+	// waiting: a drain does not wait for them.
+	Paused []string
+	// Elsewhere counts the unfinished jobs of the queues the worker does
+	// not serve (those with at least one available, scheduled or running
+	// job), sorted by queue: jobs no drain of this worker will run.
+	Elsewhere []QueueStats
+}
+
+// Drain runs w until no job of its queues is due now (or within
+// opts.Within) and none it claimed is still running, then shuts it down
+// and reports what was left: jobs due later, paused queues, jobs in queues
+// it does not serve. It is Start, [Worker.WaitEmpty] and Shutdown: a
+// program (a test, a batch run) runs the work there is and goes on. Jobs
+// that become due while Drain runs (a release, a snooze, a retry due
+// before it looks again) are run too; jobs due later are reported, not
+// waited for, unless opts asks. Paused queues are not waited for.
+//
+// When ctx ends first, Drain shuts down (letting running jobs finish for
+// up to ShutdownGrace) and returns ctx.Err() with the result. It returns
+// ErrStopped when w was already started, and an error matching
+// ErrInvalid when opts is invalid.
+func (w *Worker) Drain(ctx context.Context, opts DrainOptions) (DrainResult, error) {
+	if err := opts.validate(); err != nil {
+		return DrainResult{}, err
+	}
+	if err := w.Start(ctx); err != nil {
+		return DrainResult{}, err
+	}
+	res, runErr := w.WaitEmpty(ctx, opts)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownGrace)
+	defer cancel()
+	if err := w.Shutdown(sctx); err != nil && runErr == nil {
+		runErr = err
+	}
+	if errors.Is(runErr, ctx.Err()) {
+		// Interrupted: describe what is left now that the worker stopped.
+		if r, err := w.drainResult(context.WithoutCancel(ctx)); err == nil {
+			res = r
+		}
+	}
+	return res, runErr
+}
+
+func (o *DrainOptions) validate() error {
+	if o.Within < 0 {
+		return &InputError{"DrainOptions.Within", fmt.Sprintf("is %v, must not be negative", o.Within)}
+	}
+	return nil
+}
+
+// WaitEmpty waits, on a started worker, until no job of its queues is
+// due now (or within opts.Within; with opts.WaitScheduled, until they
+// have no unfinished job) and none it claimed is running, and returns what
+// was left, as [Worker.Drain] does, without stopping w. It returns
+// ctx.Err() when ctx ends first, and ErrStopped when w is not running.
+func (w *Worker) WaitEmpty(ctx context.Context, opts DrainOptions) (DrainResult, error) {
+	if err := opts.validate(); err != nil {
+		return DrainResult{}, err
+	}
+	w.mu.Lock()
+	state := w.state
+	w.mu.Unlock()
+	if state != 1 {
+		return DrainResult{}, ErrStopped
+	}
+	queues := make([]string, 0, len(w.cfg.Queues))
+	for q := range w.cfg.Queues {
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
+	timer := clock.Or(w.cfg.Clock).NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return DrainResult{}, ctx.Err()
+		case <-w.stopping:
+			return DrainResult{}, ErrStopped
+		case <-w.active.idle:
+		case <-timer.C():
+		}
+		done, err := w.drained(ctx, queues, opts)
+		if err != nil {
+			w.storeFailed("drain: look for due jobs", err)
+		}
+		if done {
+			return w.drainResult(ctx)
+		}
+		timer.Reset(w.jittered(w.cfg.PollInterval))
+	}
+}
+
+// drained reports whether the worker is idle and its unpaused queues
+// have nothing due (nor, with opts.WaitScheduled, anything unfinished).
+// A queue with due jobs gets its claimer woken.
+func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions) (bool, error) {
+	claims, idle, _ := w.active.snapshot()
+	if !idle {
+		return false, nil
+	}
+	paused, err := w.store.QueuesPaused(ctx)
+	if err != nil {
+		return false, err
+	}
+	now := w.now()
+	empty := true
+	for _, q := range queues {
+		if slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == q }) {
+			continue
+		}
+		f := JobFilter{State: StateAvailable, Queue: q, AvailableBy: now.Add(opts.Within), Limit: 1}
+		if opts.WaitScheduled {
+			f.AvailableBy = time.Time{}
+		}
+		jobs, err := w.store.JobList(ctx, f)
+		if err != nil {
+			return false, err
+		}
+		if len(jobs) == 0 && opts.WaitScheduled {
+			if jobs, err = w.store.JobList(ctx, JobFilter{State: StateRunning, Queue: q, Limit: 1}); err != nil {
+				return false, err
+			}
+		}
+		if len(jobs) > 0 {
+			empty = false
+			select {
+			case w.wake[q] <- struct{}{}:
+			default:
+			}
+		}
+	}
+	// A claim that started meanwhile may have taken what the lists
+	// missed: look again after it.
+	after, idle, _ := w.active.snapshot()
+	return empty && idle && after == claims, nil
+}
+
+// drainResult describes what a drain left behind.
+func (w *Worker) drainResult(ctx context.Context) (DrainResult, error) {
+	_, _, claimed := w.active.snapshot()
+	res := DrainResult{Claimed: claimed}
+	st, err := w.store.Stats(ctx, w.now())
+	if err != nil {
+		return res, err
+	}
+	paused, err := w.store.QueuesPaused(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, qs := range st.Queues {
+		if _, ok := w.cfg.Queues[qs.Queue]; !ok {
+			if qs.Available+qs.Scheduled+qs.Running > 0 {
+				res.Elsewhere = append(res.Elsewhere, qs)
+			}
+			continue
+		}
+		res.Scheduled += qs.Scheduled
+		if qs.Available > 0 && slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == qs.Queue }) {
+			res.Paused = append(res.Paused, qs.Queue)
+		}
+	}
+	return res, nil
+}

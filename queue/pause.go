@@ -1,0 +1,56 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/heed-go/heed/clock"
+)
+
+// PausedQueue is a queue an operator paused.
+type PausedQueue struct {
+	Queue    string    // the queue's name
+	PausedAt time.Time // when it was paused (UTC)
+}
+
+// QueueOps pause and resume queues. They are part of [Store]. A paused
+// queue keeps its jobs and accepts new ones, but [Store.JobClaim] gives
+// none of them to any worker until it is resumed; running jobs finish as
+// usual. The pause is kept in the database (a row per queue), so every
+// worker of every process sees it at its next claim.
+type QueueOps interface {
+	// QueuePause pauses queue (which need not have jobs) at now. It
+	// returns false, changing nothing, when the queue was already paused.
+	QueuePause(ctx context.Context, queue string, now time.Time) (changed bool, err error)
+	// QueueResume resumes queue and wakes its workers. It returns false
+	// when the queue was not paused.
+	QueueResume(ctx context.Context, queue string) (changed bool, err error)
+	// QueuesPaused returns the paused queues, sorted by name.
+	QueuesPaused(ctx context.Context) ([]PausedQueue, error)
+}
+
+// Pause pauses queue: no worker claims its jobs until [Client.Resume]
+// (jobs already running finish; new jobs can still be enqueued). Every
+// worker sees it at its next claim, within its poll interval (one
+// second by default) when idle. It reports whether the queue was not
+// already paused. A bad queue name returns an error matching ErrInvalid.
+func (c *Client) Pause(ctx context.Context, queue string) (changed bool, err error) {
+	if err := validName("queue", queue, MaxName); err != nil {
+		return false, err
+	}
+	return c.store.QueuePause(ctx, queue, clock.Now(c.cfg.Clock).UTC())
+}
+
+// Resume resumes a queue paused with [Client.Pause] and wakes its
+// workers. It reports whether the queue was paused.
+func (c *Client) Resume(ctx context.Context, queue string) (changed bool, err error) {
+	if err := validName("queue", queue, MaxName); err != nil {
+		return false, err
+	}
+	return c.store.QueueResume(ctx, queue)
+}
+
+// Paused returns the paused queues, sorted by name.
+func (c *Client) Paused(ctx context.Context) ([]PausedQueue, error) {
+	return c.store.QueuesPaused(ctx)
+}

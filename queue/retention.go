@@ -1,0 +1,124 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/heed-go/heed/clock"
+)
+
+// Retention defaults: how long a worker keeps finished jobs before it
+// deletes them (see WorkerConfig.RetainSucceeded).
+const (
+	// DefaultRetainSucceeded keeps succeeded jobs for a day: long enough
+	// to look at what ran overnight, short enough that the table of a busy
+	// queue stays small.
+	DefaultRetainSucceeded = 24 * time.Hour
+	// DefaultRetainDead keeps dead jobs for 30 days: the dead-letter waits
+	// for a person, who may be on holiday.
+	DefaultRetainDead = 30 * 24 * time.Hour
+	// DefaultRetainCancelled keeps cancelled jobs for 7 days, for the
+	// record of who cancelled what.
+	DefaultRetainCancelled = 7 * 24 * time.Hour
+	// DefaultRetentionInterval is how often a worker looks for finished
+	// jobs past their retention (±20 % jitter).
+	DefaultRetentionInterval = time.Minute
+)
+
+// RetentionBatch is the most jobs one retention statement deletes: each
+// is a short transaction, so retention never holds locks (or, on SQLite,
+// the single writer) for long, and a pause between batches lets other
+// writes through.
+const RetentionBatch = 1000
+
+// retentionPause is the pause between two full retention batches.
+const retentionPause = 50 * time.Millisecond
+
+// retention applies the defaults of the retention fields of cfg and checks
+// them.
+func retention(cfg *WorkerConfig) error {
+	if cfg.RetentionInterval < 0 {
+		return &InputError{"WorkerConfig.RetentionInterval", fmt.Sprintf("is %v, must not be negative", cfg.RetentionInterval)}
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&cfg.RetainSucceeded, DefaultRetainSucceeded)
+	def(&cfg.RetainDead, DefaultRetainDead)
+	def(&cfg.RetainCancelled, DefaultRetainCancelled)
+	def(&cfg.RetentionInterval, DefaultRetentionInterval)
+	return nil
+}
+
+// keep is how long finished jobs of one state are kept.
+type keep struct {
+	state State
+	d     time.Duration
+}
+
+// retained lists the finished states a worker prunes, with how long each
+// is kept.
+func (w *Worker) retained() []keep {
+	var r []keep
+	for _, k := range []keep{{StateSucceeded, w.cfg.RetainSucceeded}, {StateDead, w.cfg.RetainDead},
+		{StateCancelled, w.cfg.RetainCancelled}} {
+		if k.d > 0 {
+			r = append(r, k)
+		}
+	}
+	return r
+}
+
+// startRetention starts the pruning loop unless retention is off for
+// every finished state.
+func (w *Worker) startRetention() {
+	if len(w.retained()) > 0 {
+		w.loops.Go(w.retentionLoop)
+	}
+}
+
+func (w *Worker) retentionLoop() {
+	timer := clock.Or(w.cfg.Clock).NewTimer(w.jittered(w.cfg.RetentionInterval))
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.stopping:
+			return
+		case <-timer.C():
+		}
+		w.prune()
+		timer.Reset(w.jittered(w.cfg.RetentionInterval))
+	}
+}
+
+// prune deletes the finished jobs past their retention, RetentionBatch at
+// a time, until none is left or the worker stops. It returns how many it
+// deleted.
+func (w *Worker) prune() int {
+	total := 0
+	for _, r := range w.retained() {
+		before := w.now().Add(-r.d)
+		for {
+			n, err := w.store.JobPrune(w.ctx, r.state, before, RetentionBatch)
+			if err != nil {
+				w.storeFailed("delete "+string(r.state)+" jobs past their retention", err)
+				return total
+			}
+			w.storeOK()
+			total += n
+			if n < RetentionBatch {
+				break
+			}
+			timer := clock.Or(w.cfg.Clock).NewTimer(retentionPause)
+			select {
+			case <-w.stopping:
+				timer.Stop()
+				return total
+			case <-timer.C():
+			}
+		}
+	}
+	return total
+}

@@ -1,0 +1,67 @@
+package sqlitestore
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+// Migration 6 rebuilds heed_jobs: every row survives as it was, and IDs
+// keep increasing past the highest ever given (a deleted job's ID is not
+// reused).
+func TestMigrateCancelledKeepsJobs(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := OpenWith(ctx, path, OpenOptions{NoMigrate: true, CreateEmpty: true, stopAt: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	var jobs []*queue.Job
+	for i := range 3 {
+		in, err := queue.NewJobInsert("k", json.RawMessage(`{"i":1}`), queue.EnqueueOptions{Queue: "q", UniqueKey: string(rune('a' + i))}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _, err := old.JobInsert(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	// A running job, as the old binary's claim left it.
+	if _, err := old.w.ExecContext(ctx, `UPDATE heed_jobs SET state = 'running', lease_token = 'tok', lease_until = ?,
+		attempt = 1 WHERE id = ?`, now.Add(time.Minute).UnixMicro(), jobs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.w.ExecContext(ctx, `DELETE FROM heed_jobs WHERE id = ?`, jobs[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	running, err := s.JobGet(ctx, jobs[0].ID)
+	if err != nil || running.State != queue.StateRunning || running.LeaseToken != "tok" || running.UniqueKey != "a" {
+		t.Errorf("running job after the migration: %+v, %v", running, err)
+	}
+	in, _ := queue.NewJobInsert("k", nil, queue.EnqueueOptions{Queue: "q", UniqueKey: "b"}, now)
+	if j, inserted, err := s.JobInsert(ctx, in); err != nil || inserted || j.ID != jobs[1].ID {
+		t.Errorf("the unique index after the migration: %+v, %v, %v", j, inserted, err)
+	}
+	in.UniqueKey = ""
+	j, _, err := s.JobInsert(ctx, in)
+	if err != nil || j.ID <= jobs[2].ID {
+		t.Errorf("new job's ID %d after the migration, want above %d (deleted)", j.ID, jobs[2].ID)
+	}
+	if n, err := s.JobCancel(ctx, queue.JobFilter{}, now, queue.Attempt{Outcome: queue.OutcomeCancelled}); err != nil || n != 3 {
+		t.Errorf("JobCancel after the migration = %d, %v", n, err)
+	}
+}
