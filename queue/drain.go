@@ -15,9 +15,9 @@ import (
 // knows when the worker is idle. The zero value is ready to use.
 type activity struct {
 	mu       sync.Mutex
-	claims   uint64 // claims started
-	claimed  int    // jobs claimed
-	inflight int    // claims under way plus jobs running
+	claims   uint64        // claims started
+	claimed  int           // jobs claimed
+	inflight int           // claims under way plus jobs running
 	idle     chan struct{} // capacity 1; made by NewWorker
 }
 

@@ -216,8 +216,8 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		store: d.Jobs(),
 		cfg: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
 			ShutdownGrace: 5 * time.Second, Logger: storeLogger(s.stderr)},
-		stamp:      stamp,
-		drain:      &queue.DrainOptions{WaitScheduled: true},
+		stamp: stamp,
+		drain: &queue.DrainOptions{WaitScheduled: true},
 	}
 	if !*quiet {
 		r.out = s.stdout

@@ -31,7 +31,7 @@ var opsSelection = flagGroup{"Selection flags", []string{"all", "kind", "queue",
 var jobsCancelOp = jobsOp{
 	name: "jobs cancel", verb: "cancel", past: "cancelled",
 	states: []queue.State{queue.StateAvailable, queue.StateRunning},
-	apply: func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.Cancel(ctx, f) },
+	apply:  func(ctx context.Context, c *queue.Client, f queue.JobFilter) (int, error) { return c.Cancel(ctx, f) },
 	doc: helpDoc{
 		head: `Usage: heed jobs cancel [FLAGS] ID...
        heed jobs cancel --all [FILTER FLAGS]
@@ -120,7 +120,9 @@ func jobsCancelMain(ctx context.Context, s streams, args []string) int {
 	return jobsCancelOp.main(ctx, s, args)
 }
 
-func jobsRunMain(ctx context.Context, s streams, args []string) int { return jobsRunOp.main(ctx, s, args) }
+func jobsRunMain(ctx context.Context, s streams, args []string) int {
+	return jobsRunOp.main(ctx, s, args)
+}
 
 func jobsDeleteMain(ctx context.Context, s streams, args []string) int {
 	return jobsDeleteOp.main(ctx, s, args)

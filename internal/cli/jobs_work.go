@@ -388,14 +388,14 @@ func (h *noJobRecords) WithGroup(n string) slog.Handler { return &noJobRecords{h
 // workerRun runs a worker with the built-in kinds, printing its decisions,
 // for heed jobs work and heed demo.
 type workerRun struct {
-	store      queue.Store
-	cfg        queue.WorkerConfig
-	kinds      jobkinds.Config
-	out        io.Writer              // decision lines; nil for none
-	stamp      func(time.Time) string // each line's prefix
-	drain      *queue.DrainOptions    // stop when the worker's queues are empty (Worker.WaitEmpty); nil: do not
-	drained    *queue.DrainResult     // what the drain left, once it stopped the worker
-	onEvent    func(queue.Event)      // called for every event, after printing
+	store   queue.Store
+	cfg     queue.WorkerConfig
+	kinds   jobkinds.Config
+	out     io.Writer              // decision lines; nil for none
+	stamp   func(time.Time) string // each line's prefix
+	drain   *queue.DrainOptions    // stop when the worker's queues are empty (Worker.WaitEmpty); nil: do not
+	drained *queue.DrainResult     // what the drain left, once it stopped the worker
+	onEvent func(queue.Event)      // called for every event, after printing
 
 	summaryOut   io.Writer     // where summary lines go
 	summaryEvery time.Duration // how often; 0: never
