@@ -75,6 +75,7 @@ func (s *Store) QueueLags(ctx context.Context, now time.Time) (map[string]time.T
 const throughputSQL = `WITH recent AS (
 	SELECT queue, history FROM heed_jobs WHERE state = 'succeeded' AND finished_at >= $1
 	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'dead' AND finished_at >= $1
+	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'cancelled' AND finished_at >= $1
 	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'running' AND attempted_at >= $1
 	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'available' AND available_at >= $1
 ), entries AS (

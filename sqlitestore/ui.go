@@ -74,7 +74,7 @@ func (s *Store) QueueLags(ctx context.Context, now time.Time) (map[string]time.T
 // before the job is due again).
 const throughputSQL = `SELECT j.queue, json_extract(e.value, '$.action'), json_extract(e.value, '$.finished_at')
 	FROM heed_jobs j, json_each(j.history) e
-	WHERE ((j.state IN ('succeeded', 'dead') AND j.finished_at >= ?1)
+	WHERE ((j.state IN ('succeeded', 'dead', 'cancelled') AND j.finished_at >= ?1)
 		OR (j.state = 'running' AND j.attempted_at >= ?1)
 		OR (j.state = 'available' AND j.available_at >= ?1))
 	  AND json_extract(e.value, '$.action') IN ('done', 'retry', 'give_up', 'give up')`

@@ -60,7 +60,8 @@ func (h *Handler) done(w http.ResponseWriter, r *http.Request, page, op string, 
 	http.Redirect(w, r, h.u(page)+"?"+v.Encode(), http.StatusSeeOther)
 }
 
-// jobAction is POST jobs/{id}/{op}: requeue or delete a dead job.
+// jobAction is POST jobs/{id}/{op}: requeue a dead job, delete a finished
+// one, cancel one that has not finished, or run a waiting one now.
 func (h *Handler) jobAction(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -88,11 +89,19 @@ func (h *Handler) jobAction(w http.ResponseWriter, r *http.Request) {
 // for an unknown op.
 func (h *Handler) apply(r *http.Request, op string, ids []int64) (int, error) {
 	ctx := r.Context()
+	f := queue.JobFilter{IDs: ids}
 	switch op {
 	case "requeue":
 		return h.client.Requeue(ctx, queue.DeadFilter{IDs: ids})
 	case "delete":
-		return h.client.DeleteDead(ctx, queue.DeadFilter{IDs: ids})
+		return h.client.Delete(ctx, f)
+	case "delete-dead": // the dead-letter's confirmation: dead jobs only
+		f.State = queue.StateDead
+		return h.client.Delete(ctx, f)
+	case "cancel":
+		return h.client.Cancel(ctx, f)
+	case "run-now":
+		return h.client.RunNow(ctx, f)
 	}
 	return -1, nil
 }
@@ -184,7 +193,11 @@ func (h *Handler) deadApply(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Bad request: op %q is not requeue or delete.", op))
 		return
 	}
-	n, err := h.apply(r, op, ids)
+	apply := op
+	if op == "delete" {
+		apply = "delete-dead"
+	}
+	n, err := h.apply(r, apply, ids)
 	if err != nil {
 		h.internal(w, r, op+" the jobs", err)
 		return
@@ -194,5 +207,31 @@ func (h *Handler) deadApply(w http.ResponseWriter, r *http.Request) {
 
 // queueAction is POST queues/{op}: pause or resume the queue in the form.
 func (h *Handler) queueAction(w http.ResponseWriter, r *http.Request) {
-	h.fail(w, r, http.StatusNotFound, "There is no such action.")
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "Bad request: the form could not be read.")
+		return
+	}
+	q, op := r.PostForm.Get("queue"), r.PathValue("op")
+	var (
+		changed bool
+		err     error
+	)
+	switch op {
+	case "pause":
+		changed, err = h.client.Pause(r.Context(), q)
+	case "resume":
+		changed, err = h.client.Resume(r.Context(), q)
+	default:
+		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no action %q.", op))
+		return
+	}
+	if err != nil {
+		h.internal(w, r, op+" the queue", err)
+		return
+	}
+	n := 0
+	if changed {
+		n = 1
+	}
+	h.done(w, r, "", op, n, "queue", q)
 }

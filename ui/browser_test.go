@@ -218,6 +218,18 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("requeue a group: confirm %q, flash %q, dead %s -> %s", confirm, flash, dead, after)
 	}
 
+	// Pause a queue from the overview: the queue says so.
+	run(t, ctx, "pause",
+		chromedp.Click(css(`tr[data-queue="reports"] button`)),
+		chromedp.WaitVisible(css(`tr[data-queue="reports"] .badge.paused`)),
+	)
+	if flash := value(t, ctx, "flash", chromedp.Text(css(`.flash`))); flash != `Queue "reports" paused.` {
+		t.Errorf("pause: flash %q", flash)
+	}
+	if p, _ := e.client.Paused(context.Background()); len(p) != 1 || p[0].Queue != "reports" {
+		t.Errorf("paused queues %+v, want reports", p)
+	}
+
 	// Live updates: a change in the store shows on the open overview
 	// without a reload.
 	n, err := e.client.DeleteDead(context.Background(), queue.DeadFilter{IDs: []int64{e.sd.permanent[0].ID}})

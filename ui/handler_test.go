@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/ui"
@@ -232,6 +233,97 @@ func TestActions(t *testing.T) {
 		}
 		if code, _, _ := e.post(t, "/dead/confirm", url.Values{"op": {"requeue"}, "id": {strings.Repeat("1,", 10001)}}, true); code != 400 {
 			t.Errorf("confirm 10,001 jobs: %d, want 400", code)
+		}
+	})
+}
+
+func TestJobAndQueueActions(t *testing.T) {
+	stores(t, func(t *testing.T, s queue.Store) {
+		e := newEnv(t, s, ui.Config{Token: token}, 1)
+		ctx := context.Background()
+		later, _, err := e.client.Enqueue(ctx, "report", nil, queue.EnqueueOptions{Queue: "reports", In: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The job page offers what the job's state allows.
+		for _, tc := range []struct {
+			id        int64
+			offer, no []string
+		}{
+			{later.ID, []string{"/run-now", "/cancel"}, []string{"/requeue", "/delete"}},
+			{e.sd.waiting[0].ID, []string{"/cancel"}, []string{"/run-now", "/requeue", "/delete"}}, // due already
+			{e.sd.retried.ID, []string{"/delete"}, []string{"/run-now", "/cancel", "/requeue"}},
+			{e.sd.budget.ID, []string{"/requeue", "/delete"}, []string{"/run-now", "/cancel"}},
+		} {
+			_, body, _ := e.get(t, fmt.Sprintf("/jobs/%d", tc.id), "Authorization", "Bearer "+token)
+			for _, o := range tc.offer {
+				if !strings.Contains(body, fmt.Sprintf(`/jobs/%d%s"`, tc.id, o)) {
+					t.Errorf("job %d: no %s action", tc.id, o)
+				}
+			}
+			for _, o := range tc.no {
+				if strings.Contains(body, fmt.Sprintf(`/jobs/%d%s"`, tc.id, o)) {
+					t.Errorf("job %d: offers %s", tc.id, o)
+				}
+			}
+		}
+		act := func(id int64, op string, wantN int) {
+			t.Helper()
+			code, _, hdr := e.post(t, fmt.Sprintf("/jobs/%d/%s", id, op), nil, true)
+			if code != 303 || !strings.Contains(hdr.Get("Location"), fmt.Sprintf("done=%s&n=%d", op, wantN)) {
+				t.Errorf("%s job %d: %d %s", op, id, code, hdr.Get("Location"))
+			}
+		}
+		act(later.ID, "run-now", 1)
+		if j, _ := e.client.Job(ctx, later.ID); j.AvailableAt.After(time.Now()) {
+			t.Errorf("run now: job %d still due at %v", j.ID, j.AvailableAt)
+		}
+		act(later.ID, "cancel", 1)
+		if j, _ := e.client.Job(ctx, later.ID); j.State != queue.StateCancelled {
+			t.Errorf("cancel: job %d is %s", j.ID, j.State)
+		}
+		act(later.ID, "cancel", 0) // already cancelled: nothing to do
+		act(e.sd.retried.ID, "delete", 1)
+		if _, err := e.client.Job(ctx, e.sd.retried.ID); err == nil {
+			t.Errorf("delete: job %d still exists", e.sd.retried.ID)
+		}
+		act(e.sd.waiting[0].ID, "delete", 0) // available: never deleted
+		// The dead-letter's delete takes dead jobs only, whatever the IDs.
+		if code, _, hdr := e.post(t, "/dead/apply", url.Values{"op": {"delete"}, "ids": {fmt.Sprint(e.sd.waiting[0].ID)}}, true); code != 303 || !strings.Contains(hdr.Get("Location"), "n=0") {
+			t.Errorf("dead-letter delete of a live job: %d %s", code, hdr.Get("Location"))
+		}
+
+		// Pause and resume a queue.
+		code, _, hdr := e.post(t, "/queues/pause", url.Values{"queue": {"mail"}}, true)
+		if code != 303 || !strings.Contains(hdr.Get("Location"), "done=pause&n=1") {
+			t.Fatalf("pause: %d %s", code, hdr.Get("Location"))
+		}
+		if p, _ := e.client.Paused(ctx); len(p) != 1 || p[0].Queue != "mail" {
+			t.Errorf("paused queues %+v, want mail", p)
+		}
+		_, body, _ := e.get(t, hdr.Get("Location"), "Authorization", "Bearer "+token)
+		if !strings.Contains(body, `Queue &#34;mail&#34; paused.`) || !strings.Contains(body, `class="badge paused"`) || !strings.Contains(body, "Resume") {
+			t.Errorf("overview after pause: no paused mark")
+		}
+		if code, _, hdr = e.post(t, "/queues/resume", url.Values{"queue": {"mail"}}, true); code != 303 || !strings.Contains(hdr.Get("Location"), "done=resume&n=1") {
+			t.Errorf("resume: %d %s", code, hdr.Get("Location"))
+		}
+		if p, _ := e.client.Paused(ctx); len(p) != 0 {
+			t.Errorf("paused queues after resume: %+v", p)
+		}
+		for _, tc := range []struct {
+			path string
+			form url.Values
+			want int
+		}{
+			{"/queues/pause", url.Values{"queue": {""}}, 400},
+			{"/queues/explode", url.Values{"queue": {"mail"}}, 404},
+			{"/queues/pause", url.Values{"queue": {"mail"}}, 403}, // without the token, below
+		} {
+			code, _, _ := e.post(t, tc.path, tc.form, tc.want != 403)
+			if code != tc.want {
+				t.Errorf("POST %s %v: %d, want %d", tc.path, tc.form, code, tc.want)
+			}
 		}
 	})
 }

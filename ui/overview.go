@@ -188,6 +188,7 @@ func (c *counter) countNow(ctx context.Context) (*overview, error) {
 		t.Running += row.Running
 		t.Succeeded += row.Succeeded
 		t.Dead += row.Dead
+		t.Cancelled += row.Cancelled
 	}
 	ov.Took = time.Since(start)
 	return ov, nil
@@ -236,7 +237,15 @@ func (c *counter) throughput(ctx context.Context, first, now time.Time) (map[ser
 
 // paused returns the paused queues and when they were paused.
 func (h *Handler) paused(ctx context.Context) (map[string]time.Time, error) {
-	return map[string]time.Time{}, nil
+	qs, err := h.client.Paused(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]time.Time, len(qs))
+	for _, q := range qs {
+		m[q.Queue] = q.PausedAt
+	}
+	return m, nil
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {

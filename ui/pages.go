@@ -191,7 +191,7 @@ func lastError(j *queue.Job) string {
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := jobsView{Queue: q.Get("queue"), Kind: q.Get("kind"), State: q.Get("state"), Text: q.Get("q"), Order: q.Get("order"),
-		States: []string{"available", "running", "succeeded", "dead"}}
+		States: []string{"available", "running", "succeeded", "dead", "cancelled"}}
 	if v.Order != "oldest" {
 		v.Order = "newest"
 	}
