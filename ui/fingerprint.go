@@ -3,7 +3,6 @@ package ui
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -11,86 +10,56 @@ import (
 	"github.com/heed-go/heed/queue"
 )
 
-// fingerprintMasks are the parts [Fingerprint] masks, as one regular
-// expression of alternatives (tried in this order where several match at
-// one place), so that a message is scanned once.
-var fingerprintMasks = []struct {
-	re   string
-	mask string
-}{
-	// E-mail addresses.
-	{`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+`, "<addr>"},
-	// URLs: scheme, host and path vary per call.
-	{`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]*[^\s"'<>.,:;)]`, "<url>"},
-	// UUIDs.
-	{`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`, "<id>"},
-	// IPv6 addresses in brackets, with an optional port.
-	{`\[[0-9a-fA-F:.]*:[0-9a-fA-F:.]*\](?::\d+)?`, "<addr>"},
-	// IPv4 addresses, with an optional port.
-	{`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`, "<addr>"},
-	// Bare IPv6 addresses (at least three groups).
-	{`\b[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}\b`, "<addr>"},
-	// host:port.
-	{`\b[A-Za-z0-9][A-Za-z0-9.-]*:\d{2,5}\b`, "<addr>"},
-	// Identifiers: a word of 8 or more letters, digits, _ or - with at
-	// least one digit and one other character (hex digests, base62 IDs,
-	// "req_8f3kd92x"); a shorter one keeps its letters and its digits
-	// become "<n>". Plain numbers are the next alternative's.
-	{`\b(?:[A-Za-z_-][A-Za-z0-9_-]*[0-9]|[0-9][A-Za-z0-9_-]*[A-Za-z_-])[A-Za-z0-9_-]*\b`, ""},
-	// Numbers: integers and decimals.
-	{`\d+(?:\.\d+)?`, "<n>"},
-}
-
-var (
-	fingerprintRE = func() *regexp.Regexp {
-		alts := make([]string, len(fingerprintMasks))
-		for i, m := range fingerprintMasks {
-			alts[i] = "(" + m.re + ")"
-		}
-		return regexp.MustCompile(strings.Join(alts, "|"))
-	}()
-	numberRE = regexp.MustCompile(`\d+(?:\.\d+)?`)
-	spaces   = regexp.MustCompile(`\s+`)
-)
-
 // maxFingerprint caps a fingerprint's length, in bytes.
 const maxFingerprint = 200
 
 // Fingerprint returns the shape of an error text: the text with what
 // varies between occurrences of one error masked, so that errors with one
-// cause compare equal. E-mail addresses, IP addresses (with their port)
-// and host:port pairs become "<addr>", URLs "<url>", UUIDs and words of 8
-// or more characters that hold a digit (hex digests, generated IDs)
-// "<id>", and other numbers "<n>"; runs of white space become one space,
-// and the result is cut at 200 bytes. "dial tcp 10.0.0.7:5432: connection
-// refused" and "dial tcp 10.0.0.9:5432: connection refused" have the
-// fingerprint "dial tcp <addr>: connection refused".
+// cause compare equal. The text is read as chunks between white space and
+// the characters " ' ( ) < > { } , ; (trailing . : ; ! ? kept apart):
+// a chunk that holds "://" becomes "<url>"; an e-mail address, an IP
+// address (with its port, IPv6 in brackets or not) or a host:port pair
+// "<addr>"; a UUID "<id>". In other chunks, a word of 8 or more letters,
+// digits, _ or - that mixes digits with other characters (hex digests,
+// generated IDs such as "req_8f3kd92x") becomes "<id>", and every other
+// number (integer or decimal) "<n>". Runs of white space become one
+// space, and the result is cut at 200 bytes. "dial tcp 10.0.0.7:5432:
+// connection refused" and "dial tcp 10.0.0.9:5432: connection refused"
+// have the fingerprint "dial tcp <addr>: connection refused".
 //
-// It is pure and safe for concurrent use.
+// It is pure, safe for concurrent use, and reads the text once.
 func Fingerprint(msg string) string {
 	var b strings.Builder
-	last := 0
-	for _, m := range fingerprintRE.FindAllStringSubmatchIndex(msg, -1) {
-		b.WriteString(msg[last:m[0]])
-		last = m[1]
-		for i, mask := range fingerprintMasks {
-			if m[2+2*i] < 0 {
-				continue
-			}
-			switch {
-			case mask.mask != "":
-				b.WriteString(mask.mask)
-			case m[1]-m[0] >= 8:
-				b.WriteString("<id>")
-			default: // a short word: only its numbers
-				b.WriteString(numberRE.ReplaceAllString(msg[m[0]:m[1]], "<n>"))
-			}
-			break
+	b.Grow(len(msg))
+	space := false // a white space run is pending
+	for i := 0; i < len(msg); {
+		c := msg[i]
+		switch {
+		case isSpace(c):
+			space = true
+			i++
+			continue
+		case isDelim(c):
+			flushSpace(&b, &space)
+			b.WriteByte(c)
+			i++
+			continue
 		}
+		flushSpace(&b, &space)
+		j := i
+		for j < len(msg) && !isSpace(msg[j]) && !isDelim(msg[j]) {
+			j++
+		}
+		chunk := msg[i:j]
+		k := len(chunk)
+		for k > 0 && strings.IndexByte(".:;!?", chunk[k-1]) >= 0 {
+			k--
+		}
+		maskChunk(&b, chunk[:k])
+		b.WriteString(chunk[k:])
+		i = j
 	}
-	b.WriteString(msg[last:])
 	s := b.String()
-	s = strings.TrimSpace(spaces.ReplaceAllString(s, " "))
 	if len(s) > maxFingerprint {
 		cut := maxFingerprint
 		for cut > 0 && s[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
@@ -99,6 +68,180 @@ func Fingerprint(msg string) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func isDelim(c byte) bool { return strings.IndexByte(`"'()<>{},;`, c) >= 0 }
+
+func flushSpace(b *strings.Builder, space *bool) {
+	if *space && b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	*space = false
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isHex(c byte) bool { return isDigit(c) || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F') }
+
+func isWord(c byte) bool {
+	return isDigit(c) || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || c == '_' || c == '-'
+}
+
+// maskChunk writes one chunk of a message, masked.
+func maskChunk(b *strings.Builder, c string) {
+	switch {
+	case c == "":
+		return
+	case strings.Contains(c, "://"):
+		b.WriteString("<url>")
+		return
+	case isEmail(c) || isAddr(c):
+		b.WriteString("<addr>")
+		return
+	case isUUID(c):
+		b.WriteString("<id>")
+		return
+	}
+	for i := 0; i < len(c); {
+		if !isWord(c[i]) {
+			b.WriteByte(c[i])
+			i++
+			continue
+		}
+		j := i
+		digits, others := 0, 0
+		for j < len(c) && isWord(c[j]) {
+			if isDigit(c[j]) {
+				digits++
+			} else {
+				others++
+			}
+			j++
+		}
+		w := c[i:j]
+		switch {
+		case digits > 0 && others > 0 && len(w) >= 8:
+			b.WriteString("<id>")
+		case digits == 0:
+			b.WriteString(w)
+		case others == 0:
+			// A number, with its decimals.
+			if j+1 < len(c) && c[j] == '.' && isDigit(c[j+1]) {
+				for j++; j < len(c) && isDigit(c[j]); j++ {
+				}
+			}
+			b.WriteString("<n>")
+		default: // a short word: its numbers masked
+			for k := 0; k < len(w); {
+				if !isDigit(w[k]) {
+					b.WriteByte(w[k])
+					k++
+					continue
+				}
+				for k < len(w) && isDigit(w[k]) {
+					k++
+				}
+				b.WriteString("<n>")
+			}
+		}
+		i = j
+	}
+}
+
+// isEmail: local@domain.tld.
+func isEmail(c string) bool {
+	at := strings.IndexByte(c, '@')
+	return at > 0 && strings.IndexByte(c[at+1:], '.') > 0 && !strings.HasSuffix(c, ".")
+}
+
+// isAddr: an IPv4 address, [IPv6] or a bare IPv6 address (three groups
+// or more), or host:port, with an optional port.
+func isAddr(c string) bool {
+	host, port := c, ""
+	if strings.HasPrefix(c, "[") {
+		end := strings.IndexByte(c, ']')
+		if end < 0 {
+			return false
+		}
+		host, port = c[1:end], strings.TrimPrefix(c[end+1:], ":")
+		if port != "" && !allDigits(port) || strings.Count(host, ":") < 2 {
+			return false
+		}
+		return onlyHexColonDot(host)
+	}
+	if strings.Count(c, ":") >= 2 {
+		return onlyHexColonDot(c)
+	}
+	if i := strings.LastIndexByte(c, ':'); i >= 0 {
+		host, port = c[:i], c[i+1:]
+		if len(port) < 2 || len(port) > 5 || !allDigits(port) {
+			return false
+		}
+	}
+	if isIPv4(host) {
+		return true
+	}
+	if port == "" || host == "" || !(isWord(host[0]) && host[0] != '_' && host[0] != '-') {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		if !isWord(host[i]) && host[i] != '.' || host[i] == '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func isIPv4(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		if len(p) == 0 || len(p) > 3 || !allDigits(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func onlyHexColonDot(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) && s[i] != ':' && s[i] != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// isUUID: 8-4-4-4-12 hex digits.
+func isUUID(c string) bool {
+	if len(c) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c[i] != '-' {
+				return false
+			}
+		} else if !isHex(c[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Group is a set of dead jobs with one cause: one kind, one dead reason

@@ -28,6 +28,11 @@ func TestFingerprint(t *testing.T) {
 		{"s3 key abc123 missing", "s<n> key abc<n> missing"}, // short words: only their numbers
 		{"too   many\n\tspaces ", "too many spaces"},
 		{"retry attempt 3 of 5", "retry attempt <n> of <n>"},
+		{`{"error":"row 42 locked","code":"E1234567"}`, `{"error":"row <n> locked","code":"<id>"}`},
+		{"connect [::1]: refused (errno 111)", "connect <addr>: refused (errno <n>)"},
+		{"bad_host:99 and my_db:5432 are names", "bad_host:<n> and my_db:<n> are names"},
+		{"took 3.5.6 parts", "took <n>.<n> parts"},
+		{"v2.1: unsupported", "v<n>.<n>: unsupported"},
 	} {
 		if got := Fingerprint(tc.in); got != tc.want {
 			t.Errorf("Fingerprint(%q) = %q, want %q", tc.in, got, tc.want)
@@ -90,4 +95,21 @@ func TestGroupDead(t *testing.T) {
 	if len(GroupDead(nil)) != 0 {
 		t.Errorf("GroupDead(nil) is not empty")
 	}
+}
+
+// Fingerprint never panics, never grows a text past its cut, and leaves
+// no digit: every number is masked, whatever surrounds it.
+func FuzzFingerprint(f *testing.F) {
+	for _, s := range []string{"dial tcp 10.0.0.7:5432: refused", "job 3fa85f64-5717-4562-b3fc-2c963f66afa6", "[::1]:80", "a@b.c", "x://", "1.2.3", "é 12"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fp := Fingerprint(s)
+		if len(fp) > maxFingerprint+len("…") {
+			t.Fatalf("Fingerprint(%q) has %d bytes", s, len(fp))
+		}
+		if i := strings.IndexAny(fp, "0123456789"); i >= 0 {
+			t.Fatalf("Fingerprint(%q) = %q keeps a digit at %d", s, fp, i)
+		}
+	})
 }
