@@ -54,7 +54,7 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	dbFlag := addDBFlag(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT` (a non-loopback host needs a token)")
 	readOnly := fs.Bool("read-only", false, "serve the pages without any action (no token needed)")
-	tokenFlag := fs.String("token", "", "the `TOKEN` actions need, at least 16 bytes (default $"+envUIToken+"; on loopback, generated and printed)")
+	tokenFlag := fs.String("token", "", "the `TOKEN` actions need, at least 16 bytes (default $"+envUIToken+", better: a flag shows in ps; on loopback, generated and printed)")
 	budget := durationFlag(fs, "time-budget", 0, "the workers' time budget (`DUR`), drawn on timelines of jobs without their own")
 	if code, done := parseFlags(fs, args, s, uiDoc); done {
 		return code
