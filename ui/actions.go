@@ -107,7 +107,7 @@ func (h *Handler) apply(r *http.Request, op string, ids []int64) (int, error) {
 }
 
 // maxSelect caps the jobs one confirmation may touch.
-const maxSelect = maxGrouped
+const maxSelect = 10000
 
 type confirmView struct {
 	Op          string // "requeue" or "delete"

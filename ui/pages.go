@@ -350,8 +350,10 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 }
 
 // maxGrouped is how many of the newest dead jobs the dead-letter page
-// groups.
-const maxGrouped = 10000
+// groups: reading each one's last error costs a row read, about 0.1 ms in
+// PostgreSQL, so that the page answers in a fraction of a second however
+// large the dead-letter (which the page says when it is larger).
+const maxGrouped = 2000
 
 type deadView struct {
 	Groups  []Group
