@@ -87,6 +87,7 @@ var commands = []command{
 	{"plan", "print the schedule of a retry policy and its load on a call chain", planMain},
 	{"sim", "simulate what retry policies do to a struggling dependency", simMain},
 	{"jobs", "durable background jobs: enqueue, work, inspect, dead-letter", jobsMain},
+	{"ui", "a web dashboard of jobs, their decision timelines and the dead-letter", uiMain},
 	{"demo", "watch the job queue retry, give up and dead-letter (about 2 s)", demoMain},
 	{"version", "print heed's version", versionMain},
 }

@@ -269,6 +269,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 	// is back; job 2's error is permanent and would only fail again.
 	fmt.Fprintf(s.stdout, "  heed jobs dead requeue %d --db %s   # its error was transient; job %d's is permanent and would fail again\n",
 		jobs[2].job.ID, db, jobs[1].job.ID)
+	fmt.Fprintf(s.stdout, "Or in a browser (the five jobs, their decision timelines, the dead-letter by cause):\n  heed ui --db %s\n", db)
 	if !allOK {
 		fmt.Fprintln(s.stdout, "\nSome jobs did not end as their script intends (see UNEXPECTED above).")
 		return exitFailure

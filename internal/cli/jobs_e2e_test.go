@@ -48,9 +48,15 @@ func TestE2EDemo(t *testing.T) {
 		cmd, _, _ = strings.Cut(cmd, "#")
 		suggested = append(suggested, strings.Fields(cmd))
 	}
-	if len(suggested) != 3 {
-		t.Fatalf("%d suggested commands, want 3:\n%s", len(suggested), r.stdout)
+	if len(suggested) != 4 {
+		t.Fatalf("%d suggested commands, want 4:\n%s", len(suggested), r.stdout)
 	}
+	// The last opens the dashboard on the same database (it serves until
+	// interrupted: TestUIServes runs it).
+	if ui := suggested[3]; len(ui) != 3 || ui[0] != "ui" || ui[1] != "--db" || ui[2] != suggested[0][len(suggested[0])-1] {
+		t.Errorf("last suggestion is %q, want heed ui --db on the demo's database", ui)
+	}
+	suggested = suggested[:3]
 	requeue := suggested[2]
 	if len(requeue) < 4 || requeue[0] != "jobs" || requeue[1] != "dead" || requeue[2] != "requeue" {
 		t.Fatalf("last suggestion is %q, want a requeue", requeue)

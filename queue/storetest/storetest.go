@@ -64,17 +64,23 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 	}
 	tests = append(tests, opsTests...) // ops.go
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
-			tt.fn(t, s)
-		})
+		runOne(t, tt.name, open, tt.fn)
 	}
+}
+
+// runOne runs fn in the subtest name over a fresh store from open, and
+// closes the store when the subtest ends.
+func runOne(t *testing.T, name string, open func(t *testing.T) queue.Store, fn func(t *testing.T, s queue.Store)) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		fn(t, s)
+	})
 }
 
 var ctx = context.Background()

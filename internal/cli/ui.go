@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/ui"
+)
+
+var uiDoc = helpDoc{
+	head: `Usage: heed ui [--db DATABASE] [--addr HOST:PORT] [--read-only] [--token TOKEN]
+
+Serves a web dashboard of the job database: every queue with its jobs by
+state, lag, pause and the last hour's throughput (live), the jobs (filter,
+search, pages), each job's arguments (redacted) and decision timeline (why
+each attempt was retried or given up, on a time axis), and the dead-letter
+grouped by cause, with requeue, delete, cancel, run now and pause.
+
+It listens on 127.0.0.1 unless --addr says otherwise. Actions need a
+token: --token, else $HEED_UI_TOKEN, else (on a loopback address only) one
+generated at start and printed on stderr; on any other address heed ui
+refuses to start without one. Sign in on the dashboard with it; the
+browser keeps a session cookie derived from it, never the token.
+--read-only removes every action and needs no token.
+`,
+	groups: []flagGroup{{"Flags", []string{"db", "addr", "read-only", "token", "time-budget"}}},
+	foot: `Exit codes:
+  0    stopped by SIGINT or SIGTERM after serving
+  1    the database cannot be opened or the address cannot be listened on
+  2    usage error (a non-loopback --addr without a token, a short token)
+
+Example:
+  heed ui --db heed.db
+`,
+}
+
+// envUIToken names the variable that holds the dashboard's token.
+const envUIToken = "HEED_UI_TOKEN"
+
+// uiShutdown bounds the wait for open requests at shutdown.
+const uiShutdown = 5 * time.Second
+
+// uiMain is "heed ui".
+func uiMain(ctx context.Context, s streams, args []string) int {
+	fs := newFlagSet("ui")
+	dbFlag := addDBFlag(fs)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT` (a non-loopback host needs a token)")
+	readOnly := fs.Bool("read-only", false, "serve the pages without any action (no token needed)")
+	tokenFlag := fs.String("token", "", "the `TOKEN` actions need, at least 16 bytes (default $"+envUIToken+", better: a flag shows in ps; on loopback, generated and printed)")
+	budget := durationFlag(fs, "time-budget", 0, "the workers' time budget (`DUR`), drawn on timelines of jobs without their own")
+	if code, done := parseFlags(fs, args, s, uiDoc); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(s, "ui", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return usageError(s, "ui", fmt.Errorf("--addr %q is not HOST:PORT", *addr))
+	}
+	token := *tokenFlag
+	if token == "" {
+		token = os.Getenv(envUIToken)
+	}
+	if *readOnly {
+		token = ""
+	} else {
+		switch {
+		case token == "" && !loopback(host):
+			return usageError(s, "ui", fmt.Errorf("--addr %s is not a loopback address: set --token or $%s (at least %d bytes), or use --read-only", *addr, envUIToken, ui.MinToken))
+		case token == "":
+			token = newToken()
+			fmt.Fprintf(s.stderr, "heed ui: sign-in token (generated for this run; set --token or $%s to choose one): %s\n", envUIToken, token)
+		case len(token) < ui.MinToken:
+			return usageError(s, "ui", fmt.Errorf("the token has %d bytes; it needs at least %d", len(token), ui.MinToken))
+		}
+	}
+	mode := openWrite
+	if *readOnly {
+		mode = openRead
+	}
+	d, err := openDB(ctx, resolveDB(*dbFlag), mode)
+	if err != nil {
+		return jobsFail(ctx, s, "ui", err)
+	}
+	defer d.Close()
+	h, err := ui.New(queue.NewClient(d.Jobs(), queue.ClientConfig{Operator: "heed ui"}),
+		ui.Config{Token: token, ReadOnly: *readOnly, TimeBudget: *budget})
+	if err != nil {
+		fmt.Fprintf(s.stderr, "heed ui: %v\n", err)
+		return exitFailure
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(s.stderr, "heed ui: %v\n", err)
+		return exitFailure
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	mode2 := ""
+	if *readOnly {
+		mode2 = " (read-only)"
+	}
+	fmt.Fprintf(s.stdout, "heed ui: serving %s on http://%s/%s\n", d.Name(), ln.Addr(), mode2)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintf(s.stderr, "heed ui: %v\n", err)
+		return exitFailure
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), uiShutdown)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(s.stderr, "heed ui: %v\n", err)
+	}
+	return exitOK
+}
+
+// loopback reports whether host names only this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newToken returns a random token of 32 URL-safe characters.
+func newToken() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

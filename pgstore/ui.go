@@ -1,0 +1,143 @@
+package pgstore
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+	"github.com/jackc/pgx/v5"
+)
+
+// Store implements queue.Inspector, the dashboard's questions (package ui).
+var _ queue.Inspector = (*Store)(nil)
+
+// JobSearch implements queue.Inspector. The text is matched with strpos on
+// lower-cased text: a scan of the jobs f selects, in ID order, that stops
+// at f.Limit matches.
+func (s *Store) JobSearch(ctx context.Context, f queue.JobFilter, text string, inArgs bool) ([]*queue.Job, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	var args []any
+	w := where(&f, false, &args)
+	if text != "" {
+		args = append(args, text)
+		p := "$" + strconv.Itoa(len(args))
+		cond := `EXISTS (SELECT 1 FROM json_array_elements(history) e WHERE strpos(lower(e->>'error'), lower(` + p + `)) > 0)`
+		if inArgs {
+			cond = `(strpos(lower(args::text), lower(` + p + `)) > 0 OR ` + cond + `)`
+		}
+		w += " AND " + cond
+	}
+	order := ` ORDER BY id`
+	if f.Newest {
+		order = ` ORDER BY id DESC`
+	}
+	jobs, err := collectJobs(s.pool.Query(ctx, `SELECT `+colsPlain+` FROM heed_jobs WHERE `+w+order+limit(&f), args...))
+	if err != nil {
+		return nil, wrapErr("search jobs", err)
+	}
+	return jobs, nil
+}
+
+// QueueLags implements queue.Inspector with the claim index.
+func (s *Store) QueueLags(ctx context.Context, now time.Time) (map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue, min(available_at) FROM heed_jobs
+		WHERE state = 'available' AND available_at <= $1 GROUP BY queue`, now)
+	if err != nil {
+		return nil, wrapErr("queue lags", err)
+	}
+	lags := map[string]time.Time{}
+	var (
+		q  string
+		at time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&q, &at}, func() error {
+		lags[q] = at.UTC()
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("queue lags", err)
+	}
+	return lags, nil
+}
+
+// throughputSQL counts history entries by queue, minute and action ("give
+// up", as entries were stored before actions had keys, read as
+// "give_up"). It
+// reads only the jobs that can hold an entry that finished at or after
+// $1, each branch through a partial index: finished jobs that finished
+// since then (the last entry finishes with the job), running ones whose
+// current attempt started since then (every earlier entry finished before
+// it), and available ones due since then (a retry's entry finishes before
+// the job is due again).
+const throughputSQL = `WITH recent AS (
+	SELECT queue, history FROM heed_jobs WHERE state = 'succeeded' AND finished_at >= $1
+	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'dead' AND finished_at >= $1
+	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'cancelled' AND finished_at >= $1
+	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'running' AND attempted_at >= $1
+	UNION ALL SELECT queue, history FROM heed_jobs WHERE state = 'available' AND available_at >= $1
+), entries AS (
+	SELECT r.queue, replace(e->>'action', ' ', '_') AS action, (e->>'finished_at')::timestamptz AS fin
+	FROM recent r, json_array_elements(r.history) e
+)
+SELECT queue, date_trunc('minute', fin AT TIME ZONE 'UTC'), action, count(*)
+FROM entries WHERE fin >= $1 AND fin < $2 AND action IN ('done', 'retry', 'give_up')
+GROUP BY 1, 2, 3`
+
+// Throughput implements queue.Inspector.
+func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue.Throughput, error) {
+	rows, err := s.pool.Query(ctx, throughputSQL, since, until)
+	if err != nil {
+		return nil, wrapErr("throughput", err)
+	}
+	var (
+		out []queue.Throughput
+		t   queue.Throughput
+	)
+	_, err = pgx.ForEachRow(rows, []any{&t.Queue, &t.Minute, &t.Action, &t.Count}, func() error {
+		u := t
+		u.Minute = time.Date(t.Minute.Year(), t.Minute.Month(), t.Minute.Day(), t.Minute.Hour(), t.Minute.Minute(), 0, 0, time.UTC)
+		out = append(out, u)
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("throughput", err)
+	}
+	return out, nil
+}
+
+// DeadCauses implements queue.Inspector.
+func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.DeadCause, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	var args []any
+	w := where(&f, true, &args)
+	order := ` ORDER BY finished_at, id`
+	if f.Newest {
+		order = ` ORDER BY finished_at DESC, id DESC`
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, kind, queue, dead_reason, finished_at,
+		coalesce(history->(json_array_length(history) - 1)->>'error', '')
+		FROM heed_jobs WHERE `+w+order+limit(&f), args...)
+	if err != nil {
+		return nil, wrapErr("dead causes", err)
+	}
+	var (
+		out []queue.DeadCause
+		c   queue.DeadCause
+		fin *time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin, &c.Error}, func() error {
+		d := c
+		d.FinishedAt = utcOrZero(fin)
+		out = append(out, d)
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("dead causes", err)
+	}
+	return out, nil
+}

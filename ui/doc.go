@@ -1,0 +1,36 @@
+// Package ui is heed's web dashboard of the job queue: an [http.Handler]
+// (make one with [New]) over a [queue.Client] whose store implements
+// [queue.Inspector] (sqlitestore and pgstore do). `heed ui` serves it; a
+// Go service mounts it under its own path and authentication.
+//
+// It serves four pages, rendered on the server with html/template and
+// readable without JavaScript (a small embedded script only refreshes the
+// overview and selects a group's jobs):
+//
+//   - the overview: every queue's jobs by state, its lag (the age of the
+//     oldest job waiting to run), whether it is paused, and the last
+//     hour's succeeded, retried and dead jobs per minute as small SVG
+//     charts; the dead-letter's size and oldest age; live updates;
+//   - the jobs: filtered by queue, kind, state and text (in error texts,
+//     and in arguments for a signed-in reader), newest or oldest first,
+//     in pages by keyset (an ID cursor, never an offset);
+//   - a job: its arguments, redacted as the heed command redacts them
+//     unless a signed-in reader reveals them, and its decision timeline:
+//     one row per attempt with its start, duration, outcome, decision,
+//     reason and delay, drawn on a time axis with the time budget's end;
+//   - the dead-letter grouped by cause: kind, dead reason and the
+//     [Fingerprint] of the last error, each group with its count, first
+//     and last death and a sample; requeue or delete a group or a
+//     selection after a confirmation that states how many jobs it touches.
+//
+// The overview's counts are shared: one count at a time runs in the
+// background and every viewer gets the latest (see [Config].Refresh), so
+// that open pages do not multiply the load on the database.
+//
+// Safety: state-changing requests need the token (a bearer header, or the
+// session cookie signing in sets) and pass net/http's cross-origin
+// protection; a read-only handler has no actions at all. Every response
+// carries a strict Content-Security-Policy: no inline script or style.
+// No page or URL holds the token or a revealed secret it was not asked
+// for.
+package ui
