@@ -188,8 +188,12 @@ func appendHistory(n int) string {
 var insertSQL = `INSERT INTO heed_jobs
 	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key)
 VALUES ($1, $2, $3, 'available', $4, $5, $6, $7, $8, $9)
-ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running') DO NOTHING
+` + onUniqueConflict + `
 RETURNING ` + colsPlain
+
+// onUniqueConflict skips a row whose unique key is held, against the
+// partial unique index heed_jobs_unique_key_idx.
+const onUniqueConflict = `ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running') DO NOTHING`
 
 var selectUniqueSQL = `SELECT ` + colsPlain + ` FROM heed_jobs
 WHERE unique_key = $1 AND state IN ('available', 'running')`

@@ -144,15 +144,10 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 	if err := in.Validate(); err != nil {
 		return nil, false, err
 	}
-	policy := []byte("{}")
-	if !in.Policy.IsZero() {
-		var err error
-		if policy, err = json.Marshal(in.Policy); err != nil {
-			return nil, false, wrap("insert", err)
-		}
+	args, err := insertArgs(&in)
+	if err != nil {
+		return nil, false, wrap("insert", err)
 	}
-	args := []any{in.Kind, in.Queue, string(in.Args), in.Priority, in.MaxAttempts, string(policy),
-		micros(in.AvailableAt), micros(in.CreatedAt), nullString(in.UniqueKey)}
 	if in.UniqueKey == "" {
 		ins, err := s.prepared(ctx, insertSQL)
 		if err != nil {
@@ -172,6 +167,34 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 		return nil, false, wrap("insert", err)
 	}
 	defer tx.Rollback()
+	j, inserted, err := insertUnique(ctx, tx, &in, args)
+	if err != nil || !inserted {
+		return j, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, wrap("insert", err)
+	}
+	s.notify(j.Queue)
+	return j, true, nil
+}
+
+// insertArgs are the parameters of insertSQL for in.
+func insertArgs(in *queue.JobInsert) ([]any, error) {
+	policy := []byte("{}")
+	if !in.Policy.IsZero() {
+		var err error
+		if policy, err = json.Marshal(in.Policy); err != nil {
+			return nil, err
+		}
+	}
+	return []any{in.Kind, in.Queue, string(in.Args), in.Priority, in.MaxAttempts, string(policy),
+		micros(in.AvailableAt), micros(in.CreatedAt), nullString(in.UniqueKey)}, nil
+}
+
+// insertUnique inserts in, whose unique key is set, through tx (a write
+// transaction, so that nothing runs between the lookup and the insert), or
+// returns the job holding its key with inserted false.
+func insertUnique(ctx context.Context, tx *sql.Tx, in *queue.JobInsert, args []any) (*queue.Job, bool, error) {
 	j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs
 		WHERE unique_key = ? AND state IN ('available', 'running')`, in.UniqueKey))
 	if err == nil {
@@ -183,10 +206,6 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 	if j, err = scanJob(tx.QueryRowContext(ctx, insertSQL, args...)); err != nil {
 		return nil, false, wrap("insert", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, false, wrap("insert", err)
-	}
-	s.notify(j.Queue)
 	return j, true, nil
 }
 

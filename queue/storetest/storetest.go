@@ -67,6 +67,9 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"Stats", testStats},
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},
+		{"InsertMany", testInsertMany},
+		{"InsertManyUnique", testInsertManyUnique},
+		{"InsertManyAtomic", testInsertManyAtomic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
