@@ -74,12 +74,12 @@ func (b *inserter) applyOne(r *insertReq) {
 // element (ord) without relying on the order of RETURNING.
 var insertManySQL = `WITH src AS (
 	SELECT nextval(pg_get_serial_sequence('heed_jobs', 'id')) AS id, t.*
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[])
-		WITH ORDINALITY AS t(kind, queue, args, priority, max_attempts, policy, available_at, created_at, unique_key, ord)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[])
+		WITH ORDINALITY AS t(kind, queue, args, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states, ord)
 ), ins AS (
-	INSERT INTO heed_jobs (id, kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key)
+	INSERT INTO heed_jobs (id, kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states)
 	OVERRIDING SYSTEM VALUE
-	SELECT id, kind, queue, args::json, 'available', priority, max_attempts, policy::jsonb, available_at, created_at, unique_key
+	SELECT id, kind, queue, args::json, 'available', priority, max_attempts, policy::jsonb, available_at, created_at, unique_key, unique_states::text[]
 	FROM src
 	` + onUniqueConflict + `
 	RETURNING ` + colsPlain + `
@@ -101,6 +101,7 @@ func insertMany(ctx context.Context, q querier, ins []*queue.JobInsert) ([]*queu
 		available = make([]pgtype.Timestamptz, n)
 		created   = make([]pgtype.Timestamptz, n)
 		keys      = make([]pgtype.Text, n)
+		states    = make([]string, n)
 	)
 	for i, in := range ins {
 		policies[i] = "{}"
@@ -116,8 +117,9 @@ func insertMany(ctx context.Context, q querier, ins []*queue.JobInsert) ([]*queu
 		available[i] = pgtype.Timestamptz{Time: in.AvailableAt, Valid: true}
 		created[i] = pgtype.Timestamptz{Time: in.CreatedAt, Valid: true}
 		keys[i] = pgtype.Text{String: in.UniqueKey, Valid: in.UniqueKey != ""}
+		states[i] = uniqueStates(in)
 	}
-	rows, err := q.Query(ctx, insertManySQL, kinds, queues, args, prios, maxes, policies, available, created, keys)
+	rows, err := q.Query(ctx, insertManySQL, kinds, queues, args, prios, maxes, policies, available, created, keys, states)
 	if err != nil {
 		return nil, err
 	}

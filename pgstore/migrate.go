@@ -70,7 +70,7 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // number of its embedded migrations. A database at a higher version was
 // migrated by a newer heed; [Store.Migrate] and [Open] refuse it with a
 // [*VersionError].
-const SchemaVersion = 4
+const SchemaVersion = 7
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -186,17 +186,36 @@ func appendHistory(n int) string {
 // check and the insert one atomic step, even against concurrent inserts
 // (the second waits for the first to commit, then does nothing).
 var insertSQL = `INSERT INTO heed_jobs
-	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key)
-VALUES ($1, $2, $3, 'available', $4, $5, $6, $7, $8, $9)
+	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states)
+VALUES ($1, $2, $3, 'available', $4, $5, $6, $7, $8, $9, $10)
 ` + onUniqueConflict + `
 RETURNING ` + colsPlain
 
 // onUniqueConflict skips a row whose unique key is held, against the
-// partial unique index heed_jobs_unique_key_idx.
-const onUniqueConflict = `ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running') DO NOTHING`
+// partial unique index heed_jobs_unique_key_idx: a job holds its key while
+// its state is one of its unique_states.
+const onUniqueConflict = `ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING`
+
+// uniqueStates is the unique_states array of in, as a PostgreSQL array
+// literal of state names.
+func uniqueStates(in *queue.JobInsert) string {
+	st := in.UniqueStates
+	if st == nil {
+		st = queue.DefaultUniqueStates
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, '{')
+	for i, s := range st {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s...)
+	}
+	return string(append(b, '}'))
+}
 
 var selectUniqueSQL = `SELECT ` + colsPlain + ` FROM heed_jobs
-WHERE unique_key = $1 AND state IN ('available', 'running')`
+WHERE unique_key = $1 AND state = ANY (unique_states)`
 
 // maxUniqueRetries bounds the insert-or-select loop of a unique insert: a
 // retry is needed only when the job holding the key finishes between the
@@ -211,7 +230,7 @@ func insertJob(ctx context.Context, q querier, in *queue.JobInsert) (*queue.Job,
 	}
 	for range maxUniqueRetries {
 		job, err := scanJob(q.QueryRow(ctx, insertSQL, in.Kind, in.Queue, []byte(in.Args), in.Priority,
-			in.MaxAttempts, policy, in.AvailableAt, in.CreatedAt, nullString(in.UniqueKey)))
+			in.MaxAttempts, policy, in.AvailableAt, in.CreatedAt, nullString(in.UniqueKey), uniqueStates(in)))
 		if err == nil {
 			return job, true, nil
 		}
@@ -543,7 +562,7 @@ func (s *Store) DeadRequeue(ctx context.Context, f queue.JobFilter, now time.Tim
 	WHERE ` + where(&f, true, &args) + `
 	AND (unique_key IS NULL OR NOT EXISTS (
 		SELECT 1 FROM heed_jobs o
-		WHERE o.unique_key = d.unique_key AND o.state IN ('available', 'running')))
+		WHERE o.unique_key = d.unique_key AND o.state = ANY (o.unique_states) AND o.id <> d.id))
 ), pick AS (
 	SELECT id FROM cand WHERE unique_key IS NULL
 	UNION ALL

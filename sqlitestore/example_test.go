@@ -34,5 +34,5 @@ func ExampleOpen() {
 	fmt.Println("schema version", sqlitestore.SchemaVersion())
 	// Output:
 	// [{Queue:default Available:1 Scheduled:0 Running:0 Succeeded:0 Dead:0}]
-	// schema version 4
+	// schema version 7
 }

@@ -14,19 +14,19 @@ import (
 var _ queue.BatchInserter = (*Store)(nil)
 
 // insertManyRows is the most rows one multi-row INSERT of a batch carries
-// (9 parameters each, well under SQLite's limit of 32,766).
+// (10 parameters each, well under SQLite's limit of 32,766).
 const insertManyRows = 500
 
 // insertManySQL is the INSERT of n rows.
 func insertManySQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO heed_jobs
-	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key) VALUES `)
+	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, 'available', ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, 'available', ?, ?, ?, ?, ?, ?, ?)")
 	}
 	b.WriteString(" RETURNING " + jobColumns)
 	return b.String()
@@ -71,7 +71,7 @@ func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]que
 // unique key in multi-row statements, the others one by one.
 func (s *Store) insertManyTx(ctx context.Context, tx *sql.Tx, ins []queue.JobInsert) ([]queue.InsertResult, error) {
 	res := make([]queue.InsertResult, len(ins))
-	run := make([]any, 0, 9*min(len(ins), insertManyRows))
+	run := make([]any, 0, 10*min(len(ins), insertManyRows))
 	lo := 0 // the first job of the run in run
 	flush := func(hi int) error {
 		n := hi - lo

@@ -188,7 +188,27 @@ func insertArgs(in *queue.JobInsert) ([]any, error) {
 		}
 	}
 	return []any{in.Kind, in.Queue, string(in.Args), in.Priority, in.MaxAttempts, string(policy),
-		micros(in.AvailableAt), micros(in.CreatedAt), nullString(in.UniqueKey)}, nil
+		micros(in.AvailableAt), micros(in.CreatedAt), nullString(in.UniqueKey), uniqueStates(in)}, nil
+}
+
+// uniqueStates is the unique_states column of in: a JSON array of state
+// names.
+func uniqueStates(in *queue.JobInsert) string {
+	st := in.UniqueStates
+	if st == nil {
+		st = queue.DefaultUniqueStates
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, '[')
+	for i, s := range st {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, s...)
+		b = append(b, '"')
+	}
+	return string(append(b, ']'))
 }
 
 // insertUnique inserts in, whose unique key is set, through tx (a write
@@ -196,7 +216,7 @@ func insertArgs(in *queue.JobInsert) ([]any, error) {
 // returns the job holding its key with inserted false.
 func insertUnique(ctx context.Context, tx *sql.Tx, in *queue.JobInsert, args []any) (*queue.Job, bool, error) {
 	j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs
-		WHERE unique_key = ? AND state IN ('available', 'running')`, in.UniqueKey))
+		WHERE unique_key = ? AND `+holdsKey, in.UniqueKey))
 	if err == nil {
 		return j, false, nil
 	}
@@ -209,9 +229,13 @@ func insertUnique(ctx context.Context, tx *sql.Tx, in *queue.JobInsert, args []a
 	return j, true, nil
 }
 
+// holdsKey is true of a job that holds its unique key: one whose state is
+// in its unique_states (the condition of the index heed_jobs_unique).
+const holdsKey = `unique_key IS NOT NULL AND instr(unique_states, '"' || state || '"') > 0`
+
 const insertSQL = `INSERT INTO heed_jobs
-	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key)
-	VALUES (?, ?, ?, 'available', ?, ?, ?, ?, ?, ?)
+	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states)
+	VALUES (?, ?, ?, 'available', ?, ?, ?, ?, ?, ?, ?)
 	RETURNING ` + jobColumns
 
 // JobGet implements queue.Store.

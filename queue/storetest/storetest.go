@@ -70,6 +70,9 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"InsertMany", testInsertMany},
 		{"InsertManyUnique", testInsertManyUnique},
 		{"InsertManyAtomic", testInsertManyAtomic},
+		{"UniqueByArgs", testUniqueByArgs},
+		{"UniqueByPeriod", testUniqueByPeriod},
+		{"UniqueByState", testUniqueByState},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

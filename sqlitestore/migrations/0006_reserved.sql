@@ -1,0 +1,2 @@
+-- Reserved for issue 15a (the lead replaces this file with theirs at merge).
+SELECT 1;
