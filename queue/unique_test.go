@@ -80,11 +80,11 @@ func sha(s string) string {
 func TestCanonicalJSON(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"b":1,"a":{"d":[1,2.50,{"z":null,"y":true}],"c":"<&>"}}`: `{"a":{"c":"<&>","d":[1,2.50,{"y":true,"z":null}]},"b":1}`,
-		" [ 1 ,\n 2 ] ":    `[1,2]`,
-		`"\u00e9"`:          `"é"`,
-		`{"a":1,"a":2}`:     `{"a":2}`,
-		`1e3`:               `1e3`,
-		`{"é":1,"e":2}`:     `{"e":2,"é":1}`,
+		" [ 1 ,\n 2 ] ": `[1,2]`,
+		`"\u00e9"`:      `"é"`,
+		`{"a":1,"a":2}`: `{"a":2}`,
+		`1e3`:           `1e3`,
+		`{"é":1,"e":2}`: `{"e":2,"é":1}`,
 	} {
 		got, err := CanonicalJSON([]byte(in))
 		if err != nil || string(got) != want {
