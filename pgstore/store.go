@@ -293,17 +293,9 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 // notify, so many concurrent EnqueueTx transactions commit one at a time;
 // [Store.JobInsert] notifies after its commit and has no such limit.
 func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any, opts queue.EnqueueOptions) (job *queue.Job, inserted bool, err error) {
-	var raw json.RawMessage
-	switch a := args.(type) {
-	case nil:
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	default:
-		if raw, err = json.Marshal(args); err != nil {
-			return nil, false, &queue.InputError{Field: "args", Reason: fmt.Sprintf("do not marshal to JSON: %v", err)}
-		}
+	raw, err := queue.EncodeArgs(args)
+	if err != nil {
+		return nil, false, err
 	}
 	in, err := queue.NewJobInsert(kind, raw, opts, time.Now())
 	if err != nil {

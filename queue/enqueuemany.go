@@ -71,7 +71,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Insert
 	now := clock.Now(c.cfg.Clock)
 	ins := make([]JobInsert, len(items))
 	for i, it := range items {
-		raw, err := marshalArgs(it.Args)
+		raw, err := EncodeArgs(it.Args)
 		if err == nil {
 			ins[i], err = NewJobInsert(it.Kind, raw, it.Options, now)
 		}
