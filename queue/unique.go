@@ -119,17 +119,12 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 // {"kind":"email","args":"sha256:9f86d0..."}. Stored keys are a promise:
 // this text does not change.
 func derivedKey(u UniqueOptions, kind, queue string, args json.RawMessage, at time.Time) (string, error) {
-	k := struct {
-		Kind   string `json:"kind"`
-		Queue  string `json:"queue,omitempty"`
-		Period string `json:"period,omitempty"`
-		Args   string `json:"args,omitempty"`
-	}{Kind: kind}
+	var q, period, hash string
 	if u.ByQueue {
-		k.Queue = queue
+		q = queue
 	}
 	if u.ByPeriod > 0 {
-		k.Period = PeriodStart(at, u.ByPeriod).Format(time.RFC3339Nano)
+		period = PeriodStart(at, u.ByPeriod).Format(time.RFC3339Nano)
 	}
 	if u.ByArgs {
 		c, err := CanonicalJSON(args)
@@ -137,8 +132,20 @@ func derivedKey(u UniqueOptions, kind, queue string, args json.RawMessage, at ti
 			return "", &InputError{"args", err.Error()}
 		}
 		sum := sha256.Sum256(c)
-		k.Args = "sha256:" + hex.EncodeToString(sum[:])
+		hash = "sha256:" + hex.EncodeToString(sum[:])
 	}
+	return keyText(kind, q, period, hash)
+}
+
+// keyText is the text of a derived unique key (see derivedKey); empty
+// parts are left out.
+func keyText(kind, queue, period, args string) (string, error) {
+	k := struct {
+		Kind   string `json:"kind"`
+		Queue  string `json:"queue,omitempty"`
+		Period string `json:"period,omitempty"`
+		Args   string `json:"args,omitempty"`
+	}{kind, queue, period, args}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -128,6 +128,8 @@ type Worker struct {
 	handlers map[string]handler
 	state    int // 0 new, 1 started, 2 stopped
 
+	periodics []*periodic // see Periodic
+
 	base     context.Context // Start's context without its cancellation: observers
 	ctx      context.Context // store calls; cancelled when Shutdown returns
 	cancel   context.CancelFunc
@@ -308,6 +310,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.loops.Go(func() { w.claimLoop(q, w.cfg.Queues[q]) })
 	}
 	w.loops.Go(w.rescueLoop)
+	if len(w.periodics) > 0 {
+		w.loops.Go(w.periodicLoop)
+	}
 	return nil
 }
 
