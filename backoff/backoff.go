@@ -95,6 +95,48 @@ func ParseJitter(s string) (Jitter, error) {
 	return 0, fmt.Errorf("backoff: unknown jitter %q (want full, none, equal or decorrelated)", s)
 }
 
+// MarshalText returns the kind's name ("exponential", ...), the form
+// stored and exchanged: it never depends on the constants' order. A
+// value outside the known kinds is an error naming it.
+func (k Kind) MarshalText() ([]byte, error) {
+	if int(k) < len(kindNames) {
+		return []byte(kindNames[k]), nil
+	}
+	return nil, fmt.Errorf("backoff: cannot encode Kind(%d), not a known kind", k)
+}
+
+// UnmarshalText sets k to the kind named text, as [ParseKind] does; an
+// unknown name is an error naming it and leaves k unchanged.
+func (k *Kind) UnmarshalText(text []byte) error {
+	v, err := ParseKind(string(text))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
+}
+
+// MarshalText returns the jitter's name ("full", "none", ...), the form
+// stored and exchanged: it never depends on the constants' order. A
+// value outside the known jitters is an error naming it.
+func (j Jitter) MarshalText() ([]byte, error) {
+	if int(j) < len(jitterNames) {
+		return []byte(jitterNames[j]), nil
+	}
+	return nil, fmt.Errorf("backoff: cannot encode Jitter(%d), not a known jitter", j)
+}
+
+// UnmarshalText sets j to the jitter named text, as [ParseJitter] does;
+// an unknown name is an error naming it and leaves j unchanged.
+func (j *Jitter) UnmarshalText(text []byte) error {
+	v, err := ParseJitter(string(text))
+	if err != nil {
+		return err
+	}
+	*j = v
+	return nil
+}
+
 // Defaults used for zero fields of a [Schedule].
 const (
 	DefaultBase       = 100 * time.Millisecond

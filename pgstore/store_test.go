@@ -129,7 +129,7 @@ func TestUniqueAfterFinish(t *testing.T) {
 		t.Fatalf("insert while running = %v, %v, %v", j, ins, err)
 	}
 	err = s.JobTransition(ctx, queue.Transition{ID: first.ID, LeaseToken: claimed[0].LeaseToken, State: queue.StateDead,
-		Attempt: 1, FinishedAt: t0, DeadReason: "permanent", Entry: queue.Attempt{Attempt: 1, Outcome: "permanent", Action: "give up"}})
+		Attempt: 1, FinishedAt: t0, DeadReason: "permanent", Entry: queue.Attempt{Attempt: 1, Outcome: "permanent", Action: "give_up"}})
 	if err != nil {
 		t.Fatal(err)
 	}

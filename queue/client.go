@@ -145,7 +145,7 @@ func (c *Client) Requeue(ctx context.Context, f DeadFilter) (int, error) {
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
 	return c.store.DeadRequeue(ctx, jf, now, Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeRequeued, Action: "requeue"})
+		Outcome: OutcomeRequeued, Action: ActionRequeue})
 }
 
 // DeleteDead deletes the dead jobs that match f and returns how many. The

@@ -64,7 +64,7 @@ type result struct {
 func call(p *retry.Policy, job *Job, r rand.Source) retry.Call {
 	h := retry.History{Attempts: max(job.Attempt-1, 0), Start: job.StartedAt}
 	for i := len(job.History) - 1; i >= 0; i-- {
-		if e := job.History[i]; e.Action == retry.Retry.String() {
+		if e := job.History[i]; e.Action == retry.Retry.Key() {
 			h.LastDelay = e.Delay
 			break
 		}
@@ -81,10 +81,10 @@ func call(p *retry.Policy, job *Job, r rand.Source) retry.Call {
 
 // budgetEnd returns when p's time budget for job ends (zero for none).
 func budgetEnd(p *retry.Policy, job *Job) time.Time {
-	if p.MaxDuration <= 0 || job.StartedAt.IsZero() {
+	if p.TimeBudget <= 0 || job.StartedAt.IsZero() {
 		return time.Time{}
 	}
-	return job.StartedAt.Add(p.MaxDuration)
+	return job.StartedAt.Add(p.TimeBudget)
 }
 
 // decide turns the result of one attempt of job into the transition to
@@ -108,11 +108,11 @@ func settle(c *retry.Call, job *Job, res result, now time.Time) (Transition, ret
 		// nothing and the attempt is given back.
 		c.Abandon(now)
 		at := now.Add(se.d)
-		e.Outcome, e.Action, e.Delay = OutcomeSnoozed, "snooze", se.d
+		e.Outcome, e.Action, e.Delay = OutcomeSnoozed, ActionSnooze, se.d
 		d := retry.Decision{Action: retry.Retry, Attempt: job.Attempt, Err: res.err, Delay: se.d, At: at}
 		if end := budgetEnd(&c.Policy, job); !end.IsZero() && at.After(end) {
 			d.Action, d.Reason, d.At = retry.GiveUp, retry.ReasonTimeBudget, now
-			e.Action, e.Reason = retry.GiveUp.String(), d.Reason.Key()
+			e.Action, e.Reason = retry.GiveUp.Key(), d.Reason.Key()
 			t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
 		} else {
 			t.State, t.AvailableAt, t.Attempt = StateAvailable, at, max(job.Attempt-1, 0)
@@ -122,7 +122,7 @@ func settle(c *retry.Call, job *Job, res result, now time.Time) (Transition, ret
 	}
 
 	d := c.End(now, retry.Result{Err: res.err, TimedOut: res.timedOut})
-	e.Outcome, e.Action, e.Reason = d.Outcome.String(), d.Action.String(), d.Reason.Key()
+	e.Outcome, e.Action, e.Reason = d.Outcome.Key(), d.Action.Key(), d.Reason.Key()
 	switch d.Action {
 	case retry.Done:
 		t.State, t.FinishedAt = StateSucceeded, now
@@ -151,7 +151,7 @@ func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (Transi
 // budget ended before it could start (dead, outcome "expired").
 func refused(job *Job, d retry.Decision, worker string, now time.Time) Transition {
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now,
-		Action: d.Action.String(), Reason: d.Reason.Key()}
+		Action: d.Action.Key(), Reason: d.Reason.Key()}
 	if d.Err != nil {
 		e.Error = errorText(d.Err)
 	}
@@ -170,7 +170,7 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time) Transitio
 // decideRelease hands a job back at shutdown without using its attempt.
 func decideRelease(job *Job, res result, now time.Time) Transition {
 	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now,
-		Outcome: OutcomeReleased, Action: "release", Panic: panicText(res.stack)}
+		Outcome: OutcomeReleased, Action: ActionRelease, Panic: panicText(res.stack)}
 	if res.err != nil {
 		e.Error = errorText(res.err)
 	}

@@ -28,7 +28,7 @@ func testPolicy() retry.Policy {
 func TestDefaultPolicy(t *testing.T) {
 	p := DefaultPolicy()
 	if p.Attempts != 10 || p.Backoff.Base != 2*time.Second || p.Backoff.Cap != 5*time.Minute ||
-		p.Backoff.Jitter != backoff.FullJitter || p.MaxDuration != 24*time.Hour || p.AttemptTimeout != 15*time.Minute ||
+		p.Backoff.Jitter != backoff.FullJitter || p.TimeBudget != 24*time.Hour || p.AttemptTimeout != 15*time.Minute ||
 		p.MaxPushback != time.Hour || p.Retryable != nil {
 		t.Errorf("DefaultPolicy() = %+v", p)
 	}
@@ -66,19 +66,19 @@ func TestDecide(t *testing.T) {
 		{"third failure doubles twice", running(3, t0), nil, result{err: errBoom},
 			want{StateAvailable, 3, now.Add(8 * time.Second), "transient", "transient", "retry", 8 * time.Second}},
 		{"permanent is dead at once", running(1, t0), nil, result{err: retry.Permanent(errBoom)},
-			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give_up", 0}},
 		{"After(d) waits d", running(1, t0), nil, result{err: retry.After(10*time.Minute, errBoom)},
 			want{StateAvailable, 1, now.Add(10 * time.Minute), "pushback", "pushback", "retry", 10 * time.Minute}},
 		{"After(-1) refused", running(1, t0), nil, result{err: retry.After(-1, errBoom)},
-			want{StateDead, 1, time.Time{}, "server_refused", "refused", "give up", 0}},
+			want{StateDead, 1, time.Time{}, "server_refused", "refused", "give_up", 0}},
 		{"snooze gives the attempt back", running(2, t0), nil, result{err: Snooze(time.Hour)},
 			want{StateAvailable, 1, now.Add(time.Hour), "", OutcomeSnoozed, "snooze", time.Hour}},
 		{"snooze past the time budget", running(2, t0), nil, result{err: Snooze(25 * time.Hour)},
-			want{StateDead, 2, time.Time{}, "time_budget", OutcomeSnoozed, "give up", 25 * time.Hour}},
+			want{StateDead, 2, time.Time{}, "time_budget", OutcomeSnoozed, "give_up", 25 * time.Hour}},
 		{"panic is classified like an error: unmarked, permanent", running(1, t0), nil, result{err: &PanicError{Value: "oops", Stack: "stack"}, stack: "stack"},
-			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give_up", 0}},
 		{"an unmarked error goes to the dead-letter at once", running(1, t0), nil, result{err: errors.New("boom")},
-			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give_up", 0}},
 		{"RetryAll retries an unmarked error", running(1, t0), func(p *retry.Policy) { p.Retryable = RetryAll }, result{err: errors.New("boom")},
 			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
 		{"a transient database error is retried", running(1, t0), nil, result{err: &sqlState{"40001"}},
@@ -86,22 +86,22 @@ func TestDecide(t *testing.T) {
 		{"panic with a classifier that refuses panics", running(1, t0), func(p *retry.Policy) {
 			p.Retryable = func(err error) bool { _, ok := errors.AsType[*PanicError](err); return !ok }
 		}, result{err: &PanicError{Value: "oops", Stack: "stack"}, stack: "stack"},
-			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give up", 0}},
+			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give_up", 0}},
 		{"own timeout", running(1, t0), nil, result{err: errBoom, timedOut: true},
 			want{StateAvailable, 1, now.Add(2 * time.Second), "timeout", "timeout", "retry", 2 * time.Second}},
 		{"attempts exhausted", running(10, t0), nil, result{err: errBoom},
-			want{StateDead, 10, time.Time{}, "attempts", "transient", "give up", 0}},
+			want{StateDead, 10, time.Time{}, "attempts", "transient", "give_up", 0}},
 		{"per-job attempts", &Job{ID: 7, LeaseToken: "tok", Attempt: 2, MaxAttempts: 2, StartedAt: t0}, nil, result{err: errBoom},
-			want{StateDead, 2, time.Time{}, "attempts", "transient", "give up", 0}},
+			want{StateDead, 2, time.Time{}, "attempts", "transient", "give_up", 0}},
 		{"time budget with attempts left", running(2, now.Add(-24*time.Hour+3*time.Second)), nil, result{err: errBoom},
-			want{StateDead, 2, time.Time{}, "time_budget", "transient", "give up", 0}},
+			want{StateDead, 2, time.Time{}, "time_budget", "transient", "give_up", 0}},
 		{"time budget just fits a whole attempt", running(1, now.Add(-24*time.Hour+15*time.Minute+2*time.Second)), nil, result{err: errBoom},
 			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
 		{"time budget fits the delay, not a whole attempt", running(1, now.Add(-24*time.Hour+3*time.Second)), nil, result{err: errBoom},
-			want{StateDead, 1, time.Time{}, "time_budget", "transient", "give up", 0}},
+			want{StateDead, 1, time.Time{}, "time_budget", "transient", "give_up", 0}},
 		{"per-job time budget", &Job{ID: 7, LeaseToken: "tok", Attempt: 1, StartedAt: now.Add(-time.Minute),
 			Policy: JobPolicy{TimeBudget: time.Minute}}, nil, result{err: errBoom},
-			want{StateDead, 1, time.Time{}, "time_budget", "transient", "give up", 0}},
+			want{StateDead, 1, time.Time{}, "time_budget", "transient", "give_up", 0}},
 		{"per-job backoff", &Job{ID: 7, LeaseToken: "tok", Attempt: 1, StartedAt: t0,
 			Policy: JobPolicy{Backoff: &backoff.Schedule{Kind: backoff.Constant, Base: time.Hour, Jitter: backoff.NoJitter}}}, nil, result{err: errBoom},
 			want{StateAvailable, 1, now.Add(time.Hour), "transient", "transient", "retry", time.Hour}},
@@ -259,7 +259,7 @@ func TestAttemptString(t *testing.T) {
 	}{
 		{Attempt{Attempt: 2, Outcome: "transient", Error: "connection reset", Action: "retry", Reason: "transient", Delay: 4 * time.Second},
 			"attempt 2: transient: connection reset; retry in 4s"},
-		{Attempt{Attempt: 3, Outcome: "permanent", Error: "no such user", Action: "give up", Reason: "permanent"},
+		{Attempt{Attempt: 3, Outcome: "permanent", Error: "no such user", Action: "give_up", Reason: "permanent"},
 			"attempt 3: permanent: no such user; give up (permanent)"},
 		{Attempt{Attempt: 1, Outcome: "ok", Action: "done", Reason: "success"}, "attempt 1: ok; done"},
 		{Attempt{Outcome: OutcomeRequeued, Action: "requeue", Worker: "ops"}, "requeued by ops"},

@@ -56,7 +56,7 @@ func RetryAll(error) bool { return true }
 // defaultPolicy applies the job defaults to the zero fields of p: Attempts
 // DefaultAttempts, Backoff from DefaultBackoffBase capped at
 // DefaultBackoffCap (its Kind, Multiplier and Jitter kept, full jitter by
-// default), MaxDuration DefaultTimeBudget, AttemptTimeout
+// default), TimeBudget DefaultTimeBudget, AttemptTimeout
 // DefaultAttemptTimeout, MaxPushback DefaultMaxPushback. Retryable stays
 // as it is: nil means retry.IsTransient, the same classifier as retry.Do.
 func defaultPolicy(p retry.Policy) retry.Policy {
@@ -69,8 +69,8 @@ func defaultPolicy(p retry.Policy) retry.Policy {
 	if p.Backoff.Cap == 0 {
 		p.Backoff.Cap = max(DefaultBackoffCap, p.Backoff.Base)
 	}
-	if p.MaxDuration == 0 {
-		p.MaxDuration = DefaultTimeBudget
+	if p.TimeBudget == 0 {
+		p.TimeBudget = DefaultTimeBudget
 	}
 	if p.AttemptTimeout == 0 {
 		p.AttemptTimeout = DefaultAttemptTimeout
@@ -94,7 +94,7 @@ func effective(p retry.Policy, job *Job) retry.Policy {
 		p.Backoff = *b
 	}
 	if job.Policy.TimeBudget > 0 {
-		p.MaxDuration = job.Policy.TimeBudget
+		p.TimeBudget = job.Policy.TimeBudget
 	}
 	if job.Policy.AttemptTimeout > 0 {
 		p.AttemptTimeout = job.Policy.AttemptTimeout

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/retry"
 )
 
 // Errors returned by stores and by this package. Stores return errors that
@@ -73,6 +74,15 @@ const (
 	OutcomeCut = "cut"
 )
 
+// Actions recorded in [Attempt].Action besides the keys of [retry.Action]
+// ("done", "retry", "give_up", "defer"). They are stored as they are
+// spelled here.
+const (
+	ActionSnooze  = "snooze"  // the handler returned [Snooze]
+	ActionRelease = "release" // shutdown handed the job back
+	ActionRequeue = "requeue" // an operator requeued the dead job
+)
+
 // Attempt is one entry of a job's history: an attempt and the decision
 // taken after it, or an operator's requeue (Outcome "requeued", Attempt 0).
 // Entries are appended, never rewritten; stores keep them exactly (every
@@ -98,8 +108,9 @@ type Attempt struct {
 	// Panic is the stack of the panic, when the handler panicked, cut at
 	// [MaxPanicText].
 	Panic string `json:"panic,omitempty"`
-	// Action is what was decided: "done", "retry", "give up", "defer",
-	// "snooze", "release" or "requeue".
+	// Action is what was decided: a [retry.Action.Key] ("done", "retry",
+	// "give_up", "defer") or one of the Action constants of this package
+	// ("snooze", "release", "requeue").
 	Action string `json:"action"`
 	// Reason is the decision's [retry.Reason.Key] ("transient",
 	// "attempts", "time_budget", ...), or this package's own.
@@ -128,14 +139,17 @@ func (a Attempt) String() string {
 		b.WriteString(a.Error)
 	}
 	b.WriteString("; ")
-	b.WriteString(a.Action)
-	switch a.Action {
-	case "retry", "snooze", "defer":
-		fmt.Fprintf(&b, " in %v", a.Delay)
-	case "give up":
-		fmt.Fprintf(&b, " (%s)", a.Reason)
+	act, err := retry.ParseAction(a.Action)
+	if err == nil {
+		b.WriteString(act.String())
+	} else {
+		b.WriteString(a.Action)
 	}
-	if a.Action == "defer" {
+	switch {
+	case err == nil && (act == retry.Retry || act == retry.Defer), a.Action == ActionSnooze:
+		fmt.Fprintf(&b, " in %v", a.Delay)
+	}
+	if err == nil && (act == retry.GiveUp || act == retry.Defer) {
 		fmt.Fprintf(&b, " (%s)", a.Reason)
 	}
 	return b.String()

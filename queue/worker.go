@@ -60,7 +60,7 @@ type WorkerConfig struct {
 	// Policy is the retry policy of jobs; per-job overrides apply on top.
 	// Its zero fields take the job defaults: DefaultAttempts, a backoff
 	// from DefaultBackoffBase capped at DefaultBackoffCap with full jitter,
-	// DefaultTimeBudget as MaxDuration (counted from the start of a job's
+	// DefaultTimeBudget as TimeBudget (counted from the start of a job's
 	// first attempt), DefaultAttemptTimeout, and DefaultMaxPushback. Its
 	// Retryable classifies errors as for retry.Do: nil is
 	// retry.IsTransient, so errors marked transient, network and timeout

@@ -181,13 +181,13 @@ func testLifecycle(t *testing.T, s queue.Store) {
 	}{
 		{"ok", ok.ID, queue.StateSucceeded, 1, "", "ok/done"},
 		{"flaky", fl.ID, queue.StateSucceeded, 3, "", "transient/retry transient/retry ok/done"},
-		{"permanent", pm.ID, queue.StateDead, 1, "permanent", "permanent/give up"},
-		{"attempts", al.ID, queue.StateDead, 3, "attempts", "transient/retry transient/retry transient/give up"},
-		{"time budget", bu.ID, queue.StateDead, 1, "time_budget", "transient/give up"},
-		{"panic", pa.ID, queue.StateDead, 1, "permanent", "permanent/give up"},
+		{"permanent", pm.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
+		{"attempts", al.ID, queue.StateDead, 3, "attempts", "transient/retry transient/retry transient/give_up"},
+		{"time budget", bu.ID, queue.StateDead, 1, "time_budget", "transient/give_up"},
+		{"panic", pa.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 		{"snooze", sn.ID, queue.StateSucceeded, 1, "", "snoozed/snooze ok/done"},
-		{"unknown kind", un.ID, queue.StateDead, 2, "attempts", "transient/retry transient/give up"},
-		{"bad args", ba.ID, queue.StateDead, 1, "permanent", "permanent/give up"},
+		{"unknown kind", un.ID, queue.StateDead, 2, "attempts", "transient/retry transient/give_up"},
+		{"bad args", ba.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 	} {
 		j := got[tc.id]
 		if j.State != tc.state || j.Attempt != tc.attempt || j.DeadReason != tc.reason || outcomes(j) != tc.outcomes {
@@ -461,7 +461,7 @@ func TestWorkerAttemptTimeout(t *testing.T) {
 	j := enqueue(t, c, "k", nil, queue.EnqueueOptions{MaxAttempts: 2, Policy: queue.JobPolicy{AttemptTimeout: 20 * time.Millisecond}})
 	start(t, w)
 	g := waitFinal(t, s, j.ID)[j.ID]
-	if g.State != queue.StateDead || g.DeadReason != "attempts" || outcomes(g) != "timeout/retry timeout/give up" {
+	if g.State != queue.StateDead || g.DeadReason != "attempts" || outcomes(g) != "timeout/retry timeout/give_up" {
 		t.Errorf("timed-out job: %s %q history %q", g.State, g.DeadReason, outcomes(g))
 	}
 }
@@ -568,7 +568,7 @@ func TestClientDeadLetter(t *testing.T) {
 		t.Fatalf("Requeue: %d %v", n, err)
 	}
 	g := waitFinal(t, s, e1.ID)[e1.ID]
-	if g.State != queue.StateSucceeded || g.Attempt != 1 || outcomes(g) != "permanent/give up requeued/requeue ok/done" {
+	if g.State != queue.StateSucceeded || g.Attempt != 1 || outcomes(g) != "permanent/give_up requeued/requeue ok/done" {
 		t.Errorf("requeued job: %s attempt %d history %q", g.State, g.Attempt, outcomes(g))
 	}
 	if n, err := c.PurgeDead(ctx, 0); !errors.Is(err, queue.ErrInvalid) || n != 0 {

@@ -74,7 +74,7 @@ type Limit struct {
 	// At is the end of the attempt; zero for none.
 	At time.Time
 	// Reason is the limit at At: ReasonTimeout (the policy's
-	// AttemptTimeout), ReasonTimeBudget (its MaxDuration) or ReasonDeadline
+	// AttemptTimeout), ReasonTimeBudget (its TimeBudget) or ReasonDeadline
 	// (the caller's deadline). When two end at the same time, the caller's
 	// deadline wins, then the attempt's own timeout.
 	Reason Reason
@@ -92,7 +92,7 @@ type Result struct {
 	// Wait is the wait the server asked for, with OutcomePushback.
 	Wait time.Duration
 	// TimedOut says the attempt was cut off at its Limit by the policy's
-	// own limits (AttemptTimeout or MaxDuration), not the caller's
+	// own limits (AttemptTimeout or TimeBudget), not the caller's
 	// deadline. Its failure is then a timeout.
 	TimedOut bool
 	// NotRepeatable says the attempt may have been processed and repeating
@@ -191,8 +191,8 @@ func (c *Call) limit(now time.Time) Limit {
 	if p.AttemptTimeout > 0 {
 		l = Limit{At: now.Add(p.AttemptTimeout), Reason: ReasonTimeout}
 	}
-	if p.MaxDuration > 0 && !h.Start.IsZero() {
-		if end := h.Start.Add(p.MaxDuration); l.At.IsZero() || end.Before(l.At) {
+	if p.TimeBudget > 0 && !h.Start.IsZero() {
+		if end := h.Start.Add(p.TimeBudget); l.At.IsZero() || end.Before(l.At) {
 			l = Limit{At: end, Reason: ReasonTimeBudget}
 		}
 	}

@@ -25,12 +25,12 @@ func TestCallLimit(t *testing.T) {
 	}{
 		{"none", Policy{}, History{}, Limit{}, true},
 		{"attempt timeout", Policy{AttemptTimeout: time.Second}, History{}, Limit{t0.Add(time.Second), ReasonTimeout}, true},
-		{"time budget earlier", Policy{AttemptTimeout: time.Second, MaxDuration: 500 * ms}, History{}, Limit{t0.Add(500 * ms), ReasonTimeBudget}, true},
-		{"own timeout wins a tie with the budget", Policy{AttemptTimeout: time.Second, MaxDuration: time.Second}, History{}, Limit{t0.Add(time.Second), ReasonTimeout}, true},
+		{"time budget earlier", Policy{AttemptTimeout: time.Second, TimeBudget: 500 * ms}, History{}, Limit{t0.Add(500 * ms), ReasonTimeBudget}, true},
+		{"own timeout wins a tie with the budget", Policy{AttemptTimeout: time.Second, TimeBudget: time.Second}, History{}, Limit{t0.Add(time.Second), ReasonTimeout}, true},
 		{"deadline earlier", Policy{AttemptTimeout: time.Second}, History{Deadline: t0.Add(200 * ms)}, Limit{t0.Add(200 * ms), ReasonDeadline}, true},
 		{"deadline wins a tie", Policy{AttemptTimeout: time.Second}, History{Deadline: t0.Add(time.Second)}, Limit{t0.Add(time.Second), ReasonDeadline}, true},
 		{"deadline passed", Policy{}, History{Deadline: t0}, Limit{t0, ReasonDeadline}, false},
-		{"time budget spent", Policy{MaxDuration: time.Second}, History{Attempts: 1, Start: t0.Add(-time.Second)}, Limit{t0, ReasonTimeBudget}, false},
+		{"time budget spent", Policy{TimeBudget: time.Second}, History{Attempts: 1, Start: t0.Add(-time.Second)}, Limit{t0, ReasonTimeBudget}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Call{Policy: tc.p, History: tc.h}

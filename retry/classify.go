@@ -193,15 +193,9 @@ const (
 	OutcomeRefused
 )
 
-var outcomeNames = [...]string{"ok", "transient", "timeout", "pushback", "permanent", "refused"}
-
-// String returns the outcome's short name, such as "transient".
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return "unknown"
-}
+// String returns the outcome's short name, such as "transient": its
+// [Outcome.Key].
+func (o Outcome) String() string { return o.Key() }
 
 // Failure reports whether the outcome says the dependency is unwell:
 // transient, timeout, pushback and refused do; ok and permanent do not.

@@ -27,6 +27,8 @@ const (
 
 var actionNames = [...]string{"done", "retry", "give up", "defer"}
 
+// String returns the action in words, such as "give up", for people; see
+// [Action.Key] for the form to store.
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
 		return actionNames[a]
@@ -46,7 +48,7 @@ const (
 	ReasonPushback                      // the server asked for a wait
 	ReasonPermanent                     // the error will fail the same way again
 	ReasonAttempts                      // the attempt limit is reached
-	ReasonTimeBudget                    // the policy's MaxDuration would run out
+	ReasonTimeBudget                    // the policy's TimeBudget would run out
 	ReasonDeadline                      // the caller's deadline is too close
 	ReasonBudget                        // the retry budget is empty
 	ReasonBreakerOpen                   // the circuit breaker is open
@@ -82,30 +84,13 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", r)
 }
 
-// Key returns a short identifier for the reason, for metrics and logs:
-// "success", "transient", "timeout", "pushback", "permanent", "attempts",
-// "time_budget", "deadline", "budget", "breaker_open", "not_repeatable",
-// "server_refused", "upstream_owns", "pushback_too_long".
-func (r Reason) Key() string {
-	if int(r) < len(reasonKeys) {
-		return reasonKeys[r]
-	}
-	return "unknown"
-}
-
-var reasonKeys = [...]string{
-	"success", "transient", "timeout", "pushback", "permanent", "attempts",
-	"time_budget", "deadline", "budget", "breaker_open", "not_repeatable", "server_refused",
-	"upstream_owns", "pushback_too_long",
-}
-
 // History is what [Decide] knows about a call so far. Executors keep it;
 // the zero value describes a call whose first attempt has not ended.
 type History struct {
 	// Attempts is the number of attempts made, the one that just ended
 	// included.
 	Attempts int
-	// Start is when the first attempt started. MaxDuration counts from it.
+	// Start is when the first attempt started. TimeBudget counts from it.
 	Start time.Time
 	// Deadline is the caller's deadline (the context's), or zero for none.
 	Deadline time.Time
@@ -149,7 +134,7 @@ type Decision struct {
 	// Elapsed is the time since the first attempt started.
 	//
 	// Do reads the clock only when something needs the time: a deadline
-	// (the context's or MaxDuration), a Budget, a Breaker or an Observe
+	// (the context's or TimeBudget), a Budget, a Breaker or an Observe
 	// function. Without any of them, At and Elapsed are zero.
 	Elapsed time.Duration
 }
@@ -193,7 +178,7 @@ func (d Decision) String() string {
 //  5. when the delay plus the time an attempt needs ([Policy.MinAttempt]:
 //     MinAttemptTime, or the whole AttemptTimeout when one is set) no
 //     longer fits before the deadline (the caller's, or Start +
-//     MaxDuration, whichever is earlier): give up now instead of starting
+//     TimeBudget, whichever is earlier): give up now instead of starting
 //     an attempt that cannot finish;
 //  6. the breaker open: give up;
 //  7. the retry budget empty: give up. A granted retry takes a token from
@@ -209,7 +194,7 @@ func (d Decision) String() string {
 // Decide reads no clock and no global random source and never sleeps: now
 // and r come from the caller (a nil r uses math/rand/v2's global source).
 // Its only effects are on p.Budget, which counts a granted retry. A zero
-// now is allowed when nothing needs the time (no deadline, MaxDuration,
+// now is allowed when nothing needs the time (no deadline, TimeBudget,
 // Budget or Breaker); the decision's At and Elapsed are then zero.
 func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decision {
 	return decide(p, &h, &Result{Err: err, TimedOut: h.TimedOut}, now, r, false)
@@ -262,7 +247,7 @@ func decide(p *Policy, h *History, res *Result, now time.Time, r rand.Source, du
 		delay = wait
 	}
 	d.Delay = delay
-	if !h.Deadline.IsZero() || p.MaxDuration > 0 {
+	if !h.Deadline.IsZero() || p.TimeBudget > 0 {
 		if ok, reason := p.fits(h, now, delay); !ok {
 			d.Reason = reason
 			return d
@@ -297,7 +282,7 @@ func decide(p *Policy, h *History, res *Result, now time.Time, r rand.Source, du
 
 // Fits reports whether a retry decided at now, after delay, still leaves
 // the time an attempt needs ([Policy.MinAttempt]) before the call's end:
-// the caller's deadline (h.Deadline) or h.Start + MaxDuration, whichever is
+// the caller's deadline (h.Deadline) or h.Start + TimeBudget, whichever is
 // earlier. When it does not, it also returns which of the two it would
 // break: ReasonDeadline or ReasonTimeBudget. This is the rule "retry only if
 // one more whole attempt plus its delay still fits"; [Decide] applies it,
@@ -308,8 +293,8 @@ func (p *Policy) Fits(h History, now time.Time, delay time.Duration) (bool, Reas
 
 func (p *Policy) fits(h *History, now time.Time, delay time.Duration) (bool, Reason) {
 	deadline, reason := h.Deadline, ReasonDeadline
-	if p.MaxDuration > 0 && !h.Start.IsZero() {
-		if end := h.Start.Add(p.MaxDuration); deadline.IsZero() || end.Before(deadline) {
+	if p.TimeBudget > 0 && !h.Start.IsZero() {
+		if end := h.Start.Add(p.TimeBudget); deadline.IsZero() || end.Before(deadline) {
 			deadline, reason = end, ReasonTimeBudget
 		}
 	}

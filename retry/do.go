@@ -20,7 +20,7 @@ type Event struct {
 // reason it stopped.
 //
 // Each attempt runs under a context limited to the per-attempt timeout, the
-// policy's MaxDuration and the caller's deadline, whichever ends first.
+// policy's TimeBudget and the caller's deadline, whichever ends first.
 // Between attempts Do waits as [Decide] says; the wait ends early when ctx
 // ends.
 //
@@ -57,7 +57,7 @@ func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if p.AttemptTimeout == 0 && p.MaxDuration == 0 && p.Observe == nil && p.Budget == nil && p.Breaker == nil {
+	if p.AttemptTimeout == 0 && p.TimeBudget == 0 && p.Observe == nil && p.Budget == nil && p.Breaker == nil {
 		// Fast path: nothing needs the clock before the first attempt.
 		err := fn(ctx)
 		if err == nil {
@@ -86,7 +86,7 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		c.History.Deadline = d
 	}
 	c.History.UpstreamOwns = UpstreamOwns(ctx)
-	timed := !c.History.Deadline.IsZero() || p.MaxDuration > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil
+	timed := !c.History.Deadline.IsZero() || p.TimeBudget > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil
 	var (
 		timer clock.Timer
 		now   time.Time

@@ -141,10 +141,10 @@ func TestDoAttemptTimeout(t *testing.T) {
 	})
 }
 
-func TestDoMaxDuration(t *testing.T) {
+func TestDoTimeBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		err := Do(t.Context(), Policy{Attempts: Unlimited, MaxDuration: time.Second, Backoff: fixed(300 * time.Millisecond)}, func(ctx context.Context) error {
+		err := Do(t.Context(), Policy{Attempts: Unlimited, TimeBudget: time.Second, Backoff: fixed(300 * time.Millisecond)}, func(ctx context.Context) error {
 			d, ok := ctx.Deadline()
 			if !ok || d.After(start.Add(time.Second)) {
 				t.Errorf("attempt deadline %v beyond the budget", d)
@@ -327,12 +327,12 @@ func TestDoValueAllocs(t *testing.T) {
 	}
 }
 
-// An attempt that hangs until MaxDuration cuts it off ends the call with
+// An attempt that hangs until TimeBudget cuts it off ends the call with
 // "time budget exhausted", not as a permanent error.
-func TestDoMaxDurationCutsAHangingAttempt(t *testing.T) {
+func TestDoTimeBudgetCutsAHangingAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
-		err := Do(t.Context(), Policy{MaxDuration: time.Second, AttemptTimeout: 10 * time.Second}, func(ctx context.Context) error {
+		err := Do(t.Context(), Policy{TimeBudget: time.Second, AttemptTimeout: 10 * time.Second}, func(ctx context.Context) error {
 			calls++
 			<-ctx.Done()
 			return ctx.Err()

@@ -48,7 +48,7 @@ const (
 
 // Unlimited as Policy.Attempts removes the attempt limit; the call then
 // ends only on success, a permanent error, the time budget or the caller's
-// deadline. Pair it with MaxDuration or a context deadline.
+// deadline. Pair it with TimeBudget or a context deadline.
 const Unlimited = -1
 
 // Policy says when and how a call is retried.
@@ -69,15 +69,15 @@ type Policy struct {
 
 	// AttemptTimeout limits each attempt (default: none). An attempt that
 	// runs out of it counts as a transient failure. The attempt's context is
-	// also limited by the caller's deadline and MaxDuration, whichever ends
+	// also limited by the caller's deadline and TimeBudget, whichever ends
 	// first.
 	AttemptTimeout time.Duration
 
-	// MaxDuration is the time budget of the whole call, counted from the
+	// TimeBudget is the time budget of the whole call, counted from the
 	// start of the first attempt (default: none; the caller's context
 	// deadline still applies). A retry whose wait plus MinAttemptTime would
 	// end after it is not started.
-	MaxDuration time.Duration
+	TimeBudget time.Duration
 
 	// MinAttemptTime is the least time an attempt needs to be useful: a
 	// retry is started only if its wait plus this still fits before the
@@ -138,8 +138,8 @@ func (p *Policy) Validate() error {
 		return fmt.Errorf("retry: Policy.Attempts is %d, must be at least 0 (or Unlimited)", p.Attempts)
 	case p.AttemptTimeout < 0:
 		return fmt.Errorf("retry: Policy.AttemptTimeout is %v, must not be negative", p.AttemptTimeout)
-	case p.MaxDuration < 0:
-		return fmt.Errorf("retry: Policy.MaxDuration is %v, must not be negative", p.MaxDuration)
+	case p.TimeBudget < 0:
+		return fmt.Errorf("retry: Policy.TimeBudget is %v, must not be negative", p.TimeBudget)
 	case p.MinAttemptTime < 0:
 		return fmt.Errorf("retry: Policy.MinAttemptTime is %v, must not be negative", p.MinAttemptTime)
 	case p.MaxPushback < 0:

@@ -121,7 +121,7 @@ type Transport struct {
 
 	// Policy decides retries. Its Attempts, Backoff, AttemptTimeout (the
 	// per-attempt timeout, which also bounds reading the final body),
-	// MaxDuration, MinAttemptTime, MaxPushback (the cap on Retry-After,
+	// TimeBudget, MinAttemptTime, MaxPushback (the cap on Retry-After,
 	// default 30 s), Clock and Rand apply as in retry.Do. Observe is
 	// called after every attempt. Retryable classifies transport errors
 	// the transport does not know. A Budget or Breaker set here is shared

@@ -83,7 +83,7 @@ const (
 // What an attempt's timer means.
 const (
 	endOwn      = iota // the attempt's own timeout: a transient timeout
-	endBudget          // the policy's MaxDuration
+	endBudget          // the policy's TimeBudget
 	endDeadline        // the caller's deadline: the call ends
 )
 
@@ -489,7 +489,7 @@ func (e *engine) expireWith(idx int32, c *call, kind uint8) {
 		e.finish(idx, c, errCtx, retry.ReasonDeadline)
 		return
 	}
-	// The policy's own limit (the attempt's timeout, or MaxDuration)
+	// The policy's own limit (the attempt's timeout, or TimeBudget)
 	// cut the attempt off: a timeout, as in retry.Do and retryhttp.
 	e.decide(idx, c, errTimeout, true)
 }

@@ -389,8 +389,8 @@ func (p *Policy) validate(path string) error {
 			return bad(lp+".attempts", "is %d, must be at most %d", r.Attempts, MaxAttempts)
 		case r.AttemptTimeout < 0:
 			return bad(lp+".timeout", "is %v, must not be negative", r.AttemptTimeout)
-		case r.MaxDuration < 0:
-			return bad(lp+".max_duration", "is %v, must not be negative", r.MaxDuration)
+		case r.TimeBudget < 0:
+			return bad(lp+".max_duration", "is %v, must not be negative", r.TimeBudget)
 		case r.MinAttemptTime < 0:
 			return bad(lp+".min_attempt_time", "is %v, must not be negative", r.MinAttemptTime)
 		case r.Budget != nil || r.Breaker != nil:

@@ -208,10 +208,7 @@ func runCanary(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var idem idempotency.Store = d.lite
-	if d.pg != nil {
-		idem = d.pg
-	}
+	idem := d.Keys()
 	keyed := httptest.NewServer(idempotency.Middleware{Store: idem}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintln(w, "made")
@@ -333,7 +330,7 @@ func runCanary(t *testing.T, db string) {
 	// The tables.
 	d.Close()
 	dumps := map[string]string{}
-	if d.lite != nil {
+	if d.Postgres() == nil {
 		dumps = sqliteTables(t, db)
 	} else {
 		dumps = pgTables(t, ctx, db)

@@ -8,11 +8,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/heed-go/heed/retry"
 )
 
 // Exit codes shared by the subcommands. A subcommand's help lists the ones
@@ -27,6 +30,37 @@ const (
 	exitNotFound    = 127 // the command was not found
 	exitInterrupted = 130 // interrupted (SIGINT or SIGTERM): 128 + SIGINT
 )
+
+// giveUpExit returns the exit code for err when it is a retry that gave up
+// because time ran out (exitTimeout: the deadline, the time budget, a
+// server's pushback past them, or a last attempt that timed out) or because
+// a retry budget or circuit breaker refused (exitRefused), and false for any
+// other error. Every command that retries maps give-ups here.
+func giveUpExit(err error) (int, bool) {
+	ex, ok := errors.AsType[*retry.ExhaustedError](err)
+	if !ok {
+		return 0, false
+	}
+	if code, ok := reasonExit(ex.Reason); ok {
+		return code, true
+	}
+	if n := len(ex.Trace); n > 0 && ex.Trace[n-1].Outcome == retry.OutcomeTimeout {
+		return exitTimeout, true
+	}
+	return 0, false
+}
+
+// reasonExit returns the exit code of a give-up for reason r: see
+// giveUpExit.
+func reasonExit(r retry.Reason) (int, bool) {
+	switch r {
+	case retry.ReasonDeadline, retry.ReasonTimeBudget, retry.ReasonPushbackTooLong:
+		return exitTimeout, true
+	case retry.ReasonBudget, retry.ReasonBreakerOpen:
+		return exitRefused, true
+	}
+	return 0, false
+}
 
 // streams are the standard streams a subcommand reads and writes. Main's
 // caller supplies them; tests use buffers.

@@ -176,7 +176,7 @@ func TestPolicyFromFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := retry.Policy{Attempts: 3, Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Multiplier: 2}}
-	if p.Attempts != want.Attempts || p.Backoff != want.Backoff || p.AttemptTimeout != 0 || p.MaxDuration != 0 {
+	if p.Attempts != want.Attempts || p.Backoff != want.Backoff || p.AttemptTimeout != 0 || p.TimeBudget != 0 {
 		t.Errorf("defaults: got %+v, want %+v", p, want)
 	}
 
@@ -190,9 +190,9 @@ func TestPolicyFromFlags(t *testing.T) {
 		Backoff: backoff.Schedule{Kind: backoff.Linear, Base: 20 * time.Millisecond, Cap: time.Second,
 			Multiplier: 3, Jitter: backoff.EqualJitter},
 		AttemptTimeout: 2 * time.Second,
-		MaxDuration:    9 * time.Second,
+		TimeBudget:     9 * time.Second,
 	}
-	if p.Attempts != want.Attempts || p.Backoff != want.Backoff || p.AttemptTimeout != want.AttemptTimeout || p.MaxDuration != want.MaxDuration {
+	if p.Attempts != want.Attempts || p.Backoff != want.Backoff || p.AttemptTimeout != want.AttemptTimeout || p.TimeBudget != want.TimeBudget {
 		t.Errorf("got %+v, want %+v", p, want)
 	}
 

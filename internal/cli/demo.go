@@ -17,6 +17,7 @@ import (
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var demoDoc = helpDoc{
@@ -56,7 +57,7 @@ Example:
 var demoPolicy = retry.Policy{
 	Attempts:       5,
 	Backoff:        backoff.Schedule{Base: 50 * time.Millisecond, Cap: 500 * time.Millisecond},
-	MaxDuration:    30 * time.Second,
+	TimeBudget:     30 * time.Second,
 	AttemptTimeout: 5 * time.Second,
 }
 
@@ -126,7 +127,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 	switch {
 	case *reset && dsn == "":
 		return usageError(s, name, errors.New("--reset needs --db (the default is a new file anyway)"))
-	case *reset && isPostgres(dsn):
+	case *reset && storeurl.IsPostgres(dsn):
 		return usageError(s, name, errors.New("--reset works on SQLite files only; give an empty PostgreSQL schema instead"))
 	case dsn == "":
 		dir, err := os.MkdirTemp("", "heed-demo-")
@@ -135,7 +136,10 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		}
 		dsn = filepath.Join(dir, "demo.db")
 	case *reset:
-		path := sqlitePath(dsn)
+		path, ok := storeurl.File(dsn)
+		if !ok {
+			path = dsn // OpenWith reports it
+		}
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return jobsFail(ctx, s, name, err)
@@ -147,13 +151,13 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	st, err := c.Stats(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
 	if len(st.Queues) > 0 {
-		fmt.Fprintf(s.stderr, "heed demo: %s already has jobs; the demo needs an empty database (use --reset to delete a SQLite file first, or leave out --db)\n", d.name)
+		fmt.Fprintf(s.stderr, "heed demo: %s already has jobs; the demo needs an empty database (use --reset to delete a SQLite file first, or leave out --db)\n", d.Name())
 		return exitFailure
 	}
 
@@ -189,7 +193,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 
 	start := time.Now()
 	stamp := func(t time.Time) string { return fmt.Sprintf("+%.3fs", t.Sub(start).Seconds()) }
-	fmt.Fprintf(s.stdout, "heed demo: a job queue in %s\n", d.name)
+	fmt.Fprintf(s.stdout, "heed demo: a job queue in %s\n", d.Name())
 	fmt.Fprintf(s.stdout, "worker policy: %d attempts, backoff 50ms..500ms with full jitter, time budget 30s\n\n", demoPolicy.Attempts)
 	for i, dj := range jobs {
 		raw, _ := json.Marshal(dj.args)
@@ -209,7 +213,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 	}
 
 	r := &workerRun{
-		store: d.store,
+		store: d.Jobs(),
 		cfg: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
 			ShutdownGrace: 5 * time.Second, Logger: storeLogger(s.stderr)},
 		stamp:      stamp,
@@ -255,10 +259,10 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	db := dsn
-	if isPostgres(dsn) {
-		db = "'" + d.name[len("postgres "):] + "'" // never the password
+	if storeurl.IsPostgres(dsn) {
+		db = "'" + d.Name()[len("postgres "):] + "'" // never the password
 	}
-	fmt.Fprintf(s.stdout, "\nThe dead-letter keeps %d jobs with their whole history, in %s. Look and requeue:\n", st.Dead, d.name)
+	fmt.Fprintf(s.stdout, "\nThe dead-letter keeps %d jobs with their whole history, in %s. Look and requeue:\n", st.Dead, d.Name())
 	fmt.Fprintf(s.stdout, "  heed jobs dead ls --db %s\n", db)
 	fmt.Fprintf(s.stdout, "  heed jobs show %d --db %s\n", jobs[3].job.ID, db)
 	// Job 3 gave up on a transient error, so it may pass once its upstream

@@ -247,7 +247,7 @@ func (pf *policyFlags) policy() (retry.Policy, error) {
 		Attempts:       pf.attempts,
 		Backoff:        s,
 		AttemptTimeout: pf.timeout,
-		MaxDuration:    pf.deadline,
+		TimeBudget:     pf.deadline,
 		MinAttemptTime: pf.minAttempt,
 	}
 	if err := p.Validate(); err != nil {

@@ -357,13 +357,8 @@ func getMain(ctx context.Context, s streams, args []string) int {
 				}
 			}
 		}
-		if last.Action == retry.GiveUp {
-			switch last.Reason {
-			case retry.ReasonDeadline, retry.ReasonTimeBudget, retry.ReasonPushbackTooLong:
-				return exitTimeout
-			case retry.ReasonBudget, retry.ReasonBreakerOpen:
-				return exitRefused
-			}
+		if code, ok := reasonExit(last.Reason); ok && last.Action == retry.GiveUp {
+			return code
 		}
 		if resp.StatusCode >= 400 {
 			st.err = fmt.Errorf("the requested URL returned error: %s", resp.Status)
@@ -471,17 +466,8 @@ func getErrorCode(ctx context.Context, s streams, u *url.URL, err error) int {
 	if wait, ok := retryhttp.RetryAfter(err); ok {
 		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", roundDuration(wait))
 	}
-	var ex *retry.ExhaustedError
-	if errors.As(err, &ex) {
-		switch ex.Reason {
-		case retry.ReasonDeadline, retry.ReasonTimeBudget, retry.ReasonPushbackTooLong:
-			return exitTimeout
-		case retry.ReasonBudget, retry.ReasonBreakerOpen:
-			return exitRefused
-		}
-		if n := len(ex.Trace); n > 0 && ex.Trace[n-1].Outcome == retry.OutcomeTimeout {
-			return exitTimeout
-		}
+	if code, ok := giveUpExit(err); ok {
+		return code
 	}
 	if errors.Is(err, retryhttp.ErrBodyTooLarge) {
 		return exitFailure

@@ -8,17 +8,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
-	"github.com/heed-go/heed/internal/redact"
-	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/sqlitestore"
+	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/storeurl"
 )
 
 // Exit codes of heed jobs besides the shared ones.
@@ -164,71 +162,6 @@ func resolveDB(flagValue string) string {
 	return defaultDB
 }
 
-func isPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || isKeywordValue(dsn)
-}
-
-// isKeywordValue reports whether dsn is a libpq keyword/value connection
-// string ("host=db user=heed password=..."), which pgx reads as well as a
-// URL: it starts with one of the libpq keywords and "=". Such a string was
-// once taken for a SQLite file name, and echoed, password and all.
-func isKeywordValue(dsn string) bool {
-	key, _, ok := strings.Cut(strings.TrimSpace(dsn), "=")
-	if !ok {
-		return false
-	}
-	switch strings.TrimSpace(key) {
-	case "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "service", "connect_timeout", "options", "application_name", "target_session_attrs", "search_path":
-		return true
-	}
-	return false
-}
-
-// sqlitePath returns the file path in a SQLite dsn (as sqlitestore.Open
-// reads it).
-func sqlitePath(dsn string) string {
-	for _, p := range []string{"sqlite://", "sqlite:", "file:"} {
-		if strings.HasPrefix(dsn, p) {
-			dsn = strings.TrimPrefix(dsn, p)
-			if p == "file:" {
-				dsn, _, _ = strings.Cut(dsn, "?")
-				if u, err := url.PathUnescape(dsn); err == nil {
-					dsn = u
-				}
-				if strings.HasPrefix(dsn, "//") {
-					dsn = dsn[2:]
-				}
-			}
-			break
-		}
-	}
-	return dsn
-}
-
-// redactDSN names a database for messages, without its password or
-// other secrets (redact.DSN).
-func redactDSN(dsn string) string {
-	if !isPostgres(dsn) {
-		return "sqlite " + redact.DSN(sqlitePath(dsn))
-	}
-	if !isKeywordValue(dsn) {
-		if _, err := url.Parse(dsn); err != nil {
-			return "postgres (unparseable URL)"
-		}
-	}
-	return "postgres " + redact.DSN(dsn)
-}
-
-// jobsDB is an open job database.
-type jobsDB struct {
-	store queue.Store
-	name  string // for messages: redacted
-	pg    *pgstore.Store
-	lite  *sqlitestore.Store
-}
-
-func (d *jobsDB) Close() error { return d.store.Close() }
-
 // openTimeout bounds connecting to the database and migrating it.
 const openTimeout = 15 * time.Second
 
@@ -236,56 +169,40 @@ const openTimeout = 15 * time.Second
 // the mode may not create one.
 var errNoDatabase = errors.New("no such database")
 
-// openMode says what openDB may do to a database.
-type openMode int
-
+// Open modes: see storeurl.Mode. openRead: ls, show, stats, dead ls and
+// show; openWrite: requeue, delete, purge; openCreate: enqueue;
+// openMigrate: migrate, work, demo and bench.
 const (
-	// openRead: the database must exist at the current schema; SQLite
-	// files are opened read-only. For ls, show, stats, dead ls and show.
-	openRead openMode = iota
-	// openWrite: as openRead, but writable. For requeue, delete, purge.
-	openWrite
-	// openCreate: a database that does not exist yet is created, but an
-	// existing one is never upgraded (older workers may be using it). For
-	// enqueue.
-	openCreate
-	// openMigrate: created or upgraded to the current schema. For
-	// migrate, work, demo and bench.
-	openMigrate
+	openRead    = storeurl.Read
+	openWrite   = storeurl.Write
+	openCreate  = storeurl.Create
+	openMigrate = storeurl.Migrate
 )
 
-// openDB opens the database dsn as mode allows.
-func openDB(ctx context.Context, dsn string, mode openMode) (*jobsDB, error) {
-	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !isPostgres(dsn) && !strings.ContainsAny(scheme, `/\.`) &&
-		scheme != "sqlite" && scheme != "file" {
-		// Name only the scheme: the rest may hold a password.
-		return nil, fmt.Errorf("unsupported database URL scheme %q: heed uses SQLite (a file path, sqlite:PATH, file:PATH) or PostgreSQL (postgres://...)", scheme)
-	}
-	d := &jobsDB{name: redactDSN(dsn)}
+// openDB opens the database dsn as mode allows, with a PostgreSQL pool of
+// poolSize connections when given.
+func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int) (*storeurl.DB, error) {
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	if isPostgres(dsn) {
-		st, err := pgstore.OpenWith(octx, dsn, pgstore.OpenOptions{NoMigrate: mode != openMigrate, CreateEmpty: mode == openCreate})
-		if err != nil {
-			if strings.Contains(err.Error(), "SQLSTATE 3F000") {
-				// invalid_schema_name: search_path names no existing schema.
-				return nil, fmt.Errorf("cannot open %s: %w (create the schema of search_path first)", d.name, err)
-			}
-			return nil, fmt.Errorf("cannot open %s: %w%s", d.name, err, migrateHint(err))
-		}
-		d.store, d.pg = st, st
-		return d, nil
+	o := storeurl.Options{Mode: mode}
+	if len(poolSize) > 0 {
+		o.PoolSize = poolSize[0]
 	}
-	st, err := sqlitestore.OpenWith(octx, dsn, sqlitestore.OpenOptions{
-		NoMigrate: mode != openMigrate, CreateEmpty: mode == openCreate, ReadOnly: mode == openRead})
+	db, err := storeurl.Open(octx, dsn, o)
 	if err != nil {
-		if path := sqlitePath(dsn); mode < openCreate && errors.Is(err, fs.ErrNotExist) {
+		name := storeurl.Name(dsn)
+		path, isFile := storeurl.File(dsn)
+		switch {
+		case errors.As(err, new(*storeurl.SchemeError)):
+			return nil, err
+		case errors.Is(err, storeurl.ErrNoSchema):
+			return nil, fmt.Errorf("cannot open %s: %w (create the schema of search_path first)", name, err)
+		case isFile && mode < openCreate && errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("%w: %s does not exist, and nothing was created (heed jobs migrate or enqueue creates it; set --db or $%s)", errNoDatabase, "sqlite "+path, envDB)
 		}
-		return nil, fmt.Errorf("cannot open %s: %w%s", d.name, err, migrateHint(err))
+		return nil, fmt.Errorf("cannot open %s: %w%s", name, err, migrateHint(err))
 	}
-	d.store, d.lite = st, st
-	return d, nil
+	return db, nil
 }
 
 // migrateHint tells how to apply missing migrations, for an error that
@@ -489,6 +406,9 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 			continue
 		}
 		dec := a.Action
+		if act, err := retry.ParseAction(a.Action); err == nil {
+			dec = act.String() // "give up" for the key "give_up"
+		}
 		if a.Reason != "" && a.Reason != "success" {
 			dec += " (" + a.Reason + ")"
 		}
@@ -531,28 +451,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (po
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-}
-
-// withPoolSize returns a postgres:// dsn with pool_max_conns=n added,
-// unless it sets the pool's size itself (or is not a PostgreSQL URL). A
-// busy worker holds a connection for every claim, renewal and result, and
-// pgx's default pool (4 connections, or the number of CPUs) halves its
-// throughput.
-func withPoolSize(dsn string, n int) string {
-	if !isPostgres(dsn) {
-		return dsn
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return dsn // pgstore.Open reports it
-	}
-	q := u.Query()
-	if q.Has("pool_max_conns") {
-		return dsn
-	}
-	q.Set("pool_max_conns", fmt.Sprint(n))
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // poolSizeFor is the pool size for a worker running conc jobs at once in

@@ -20,6 +20,7 @@ import (
 
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsBenchDoc = helpDoc{
@@ -96,7 +97,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		defer os.RemoveAll(dir)
 		dsn = filepath.Join(dir, "bench.db")
 	}
-	d, err := openDB(ctx, withPoolSize(dsn, poolSizeFor(*conc+*inserters)), openMigrate)
+	d, err := openDB(ctx, dsn, openMigrate, poolSizeFor(*conc+*inserters))
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -116,8 +117,8 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	rand.Read(b[:])
 	prefix := "bench-" + hex.EncodeToString(b[:])
 	fmt.Fprintf(s.stdout, "heed jobs bench: %s, %d CPUs, %s, queues %s-*, worker concurrency %d\n",
-		d.name, runtime.NumCPU(), runtime.Version(), prefix, *conc)
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+		d.Name(), runtime.NumCPU(), runtime.Version(), prefix, *conc)
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	var term io.Writer // progress lines go there, on a terminal only
 	if f, ok := s.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		term = f
@@ -136,7 +137,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		})
 		for range *inserters {
 			wg.Go(func() {
-				if d.pg != nil {
+				if d.Postgres() != nil {
 					// PostgreSQL: batches of 500 per transaction, as an
 					// application would with EnqueueTx; a commit each
 					// would measure the disk's fsync instead.
@@ -165,7 +166,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		stop = showProgress(term, func() string {
 			return fmt.Sprintf("burn-down: drained %s of %s jobs", group(float64(drained.Load())), group(float64(int64(*n))))
 		})
-		took, err := benchDrain(ctx, d.store, q, *conc, int64(*n), func(e queue.Event) {
+		took, err := benchDrain(ctx, d.Jobs(), q, *conc, int64(*n), func(e queue.Event) {
 			if e.Kind == queue.EventSucceeded {
 				drained.Add(1)
 			}
@@ -230,7 +231,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 			close(ticks)
 			wg.Wait()
 		})
-		_, err := benchDrain(ctx, d.store, q, *conc, total, func(e queue.Event) {
+		_, err := benchDrain(ctx, d.Jobs(), q, *conc, total, func(e queue.Event) {
 			if e.Kind == queue.EventStarted {
 				started.Add(1)
 				onStart(e)
@@ -313,15 +314,15 @@ func benchDrain(ctx context.Context, st queue.Store, q string, conc int, want in
 
 // benchInsertPG inserts no-op jobs into queue q of a PostgreSQL database in
 // transactions of up to 500, until next passes n.
-func benchInsertPG(ctx context.Context, d *jobsDB, q string, next *atomic.Int64, n int64) error {
+func benchInsertPG(ctx context.Context, d *storeurl.DB, q string, next *atomic.Int64, n int64) error {
 	for {
-		tx, err := d.pg.Pool().Begin(ctx)
+		tx, err := d.Postgres().Pool().Begin(ctx)
 		if err != nil {
 			return err
 		}
 		k := 0
 		for ; k < 500 && next.Add(1) <= n; k++ {
-			if _, _, err := d.pg.EnqueueTx(ctx, tx, "noop", nil, queue.EnqueueOptions{Queue: q}); err != nil {
+			if _, _, err := d.Postgres().EnqueueTx(ctx, tx, "noop", nil, queue.EnqueueOptions{Queue: q}); err != nil {
 				tx.Rollback(ctx)
 				return err
 			}
@@ -335,8 +336,8 @@ func benchInsertPG(ctx context.Context, d *jobsDB, q string, next *atomic.Int64,
 	}
 }
 
-func batchNote(d *jobsDB) string {
-	if d.pg != nil {
+func batchNote(d *storeurl.DB) string {
+	if d.Postgres() != nil {
 		return ", 500 per transaction"
 	}
 	return ", one per transaction"

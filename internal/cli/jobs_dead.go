@@ -125,7 +125,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	jobs, err := c.Dead(ctx, *f)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
@@ -256,14 +256,14 @@ func deadChange(ctx context.Context, s streams, args []string, name string, doc 
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	if len(f.IDs) > 0 {
 		// Every ID must be a dead job that matches, or nothing changes.
 		for _, id := range f.IDs {
 			j, err := c.Job(ctx, id)
 			switch {
 			case errors.Is(err, queue.ErrNotFound):
-				fmt.Fprintf(s.stderr, "heed %s: no job %d in %s; nothing was %s\n", name, id, d.name, done2)
+				fmt.Fprintf(s.stderr, "heed %s: no job %d in %s; nothing was %s\n", name, id, d.Name(), done2)
 				return exitNoJob
 			case err != nil:
 				return jobsFail(ctx, s, name, err)
@@ -346,7 +346,7 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	if *dry {
 		jobs, err := c.Dead(ctx, queue.DeadFilter{OlderThan: *older})
 		if err != nil {

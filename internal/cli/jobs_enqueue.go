@@ -120,7 +120,7 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	job, inserted, err := queue.NewClient(d.store, queue.ClientConfig{}).Enqueue(ctx, kind, raw, opts)
+	job, inserted, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Enqueue(ctx, kind, raw, opts)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

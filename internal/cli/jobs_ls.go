@@ -84,7 +84,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	jobs, err := queue.NewClient(d.store, queue.ClientConfig{}).Jobs(ctx, f)
+	jobs, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Jobs(ctx, f)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -164,10 +164,10 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	job, err := queue.NewClient(d.store, queue.ClientConfig{}).Job(ctx, id)
+	job, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Job(ctx, id)
 	if err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
-			err = fmt.Errorf("no job %d in %s", id, d.name)
+			err = fmt.Errorf("no job %d in %s", id, d.Name())
 			fmt.Fprintf(s.stderr, "heed %s: %v\n", name, err)
 			return exitNoJob
 		}

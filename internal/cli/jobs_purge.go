@@ -47,7 +47,7 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	c := queue.NewClient(d.store, queue.ClientConfig{})
+	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	n, err := c.PurgeSucceeded(ctx, *older)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)

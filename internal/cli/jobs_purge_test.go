@@ -36,12 +36,12 @@ func TestJobsPurgeSucceeded(t *testing.T) {
 	}
 	defer d.Close()
 	for id, want := range map[int64]queue.State{3: queue.StateDead, 4: queue.StateAvailable} {
-		if j, err := d.store.JobGet(context.Background(), id); err != nil || j.State != want {
+		if j, err := d.Jobs().JobGet(context.Background(), id); err != nil || j.State != want {
 			t.Errorf("job %d after purge: %+v, %v; want %s", id, j, err, want)
 		}
 	}
 	for _, id := range []int64{1, 2} {
-		if _, err := d.store.JobGet(context.Background(), id); !errors.Is(err, queue.ErrNotFound) {
+		if _, err := d.Jobs().JobGet(context.Background(), id); !errors.Is(err, queue.ErrNotFound) {
 			t.Errorf("succeeded job %d not purged: %v", id, err)
 		}
 	}

@@ -6,9 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/sqlitestore"
 )
 
 var jobsStatsDoc = helpDoc{
@@ -42,7 +40,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	st, err := queue.NewClient(d.store, queue.ClientConfig{}).Stats(ctx)
+	st, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Stats(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -67,7 +65,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 		jobsWriteJSON(s.stdout, out)
 		return exitOK
 	}
-	fmt.Fprintf(s.stdout, "%s\n\n", d.name)
+	fmt.Fprintf(s.stdout, "%s\n\n", d.Name())
 	tw := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\t")
 	var total queue.QueueStats
@@ -129,19 +127,17 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	if err := d.store.Migrate(ctx); err != nil {
+	if err := d.Jobs().Migrate(ctx); err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	known := sqlitestore.SchemaVersion()
-	if d.pg != nil {
-		v, err := d.pg.Version(ctx)
-		if err != nil {
-			return jobsFail(ctx, s, name, err)
-		}
-		known = pgstore.SchemaVersion
-		fmt.Fprintf(s.stdout, "%s: schema at version %d (this heed knows %d): up to date\n", d.name, v, known)
+	v, known, err := d.SchemaVersion(ctx)
+	if err != nil {
+		return jobsFail(ctx, s, name, err)
+	}
+	if d.Postgres() != nil {
+		fmt.Fprintf(s.stdout, "%s: schema at version %d (this heed knows %d): up to date\n", d.Name(), v, known)
 		return exitOK
 	}
-	fmt.Fprintf(s.stdout, "%s: schema at version %d: up to date\n", d.name, known)
+	fmt.Fprintf(s.stdout, "%s: schema at version %d: up to date\n", d.Name(), known)
 	return exitOK
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 )
@@ -141,8 +142,8 @@ func TestJobsUnreachablePostgresHidesPassword(t *testing.T) {
 			t.Errorf("the password is printed: %s", stderr)
 		}
 	}
-	if got := redactDSN("postgres://u:pw@h/db?password=pw2"); strings.Contains(got, "pw@") || strings.Contains(got, "pw2") {
-		t.Errorf("redactDSN = %q", got)
+	if got := storeurl.Name("postgres://u:pw@h/db?password=pw2"); strings.Contains(got, "pw@") || strings.Contains(got, "pw2") {
+		t.Errorf("storeurl.Name = %q", got)
 	}
 }
 
@@ -290,7 +291,7 @@ func jobsTour(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	st := d.store
+	st := d.Jobs()
 	j3, err := st.JobGet(context.Background(), 3)
 	if err != nil || j3.State != queue.StateAvailable || j3.Attempt != 0 || j3.History[len(j3.History)-1].Outcome != queue.OutcomeRequeued {
 		t.Errorf("job 3 after requeue: %+v, %v", j3, err)
@@ -359,18 +360,5 @@ func TestDemo(t *testing.T) {
 	code, _, stderr = heed(t, "", "demo", "--db", db, "--quiet")
 	if code != 1 || !strings.Contains(stderr, "already has jobs") {
 		t.Errorf("second run: exit %d, stderr %q", code, stderr)
-	}
-}
-
-func TestWithPoolSize(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"heed.db", "heed.db"},
-		{"postgres://h/db", "postgres://h/db?pool_max_conns=7"},
-		{"postgres://h/db?sslmode=disable", "postgres://h/db?pool_max_conns=7&sslmode=disable"},
-		{"postgresql://h/db?pool_max_conns=2", "postgresql://h/db?pool_max_conns=2"},
-	} {
-		if got := withPoolSize(tt.in, 7); got != tt.want {
-			t.Errorf("withPoolSize(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }

@@ -138,7 +138,7 @@ func (pf *jobsPolicyFlags) policy() (retry.Policy, error) {
 		MinAttemptTime: pf.minAttempt,
 		Attempts:       pf.attempts,
 		Backoff:        backoff.Schedule{Kind: pf.kind, Base: pf.base, Cap: pf.cap, Multiplier: pf.multiplier, Jitter: pf.jitter},
-		MaxDuration:    pf.budget,
+		TimeBudget:     pf.budget,
 		AttemptTimeout: pf.timeout,
 	}
 	if err := p.Backoff.Validate(); err != nil {
@@ -153,7 +153,7 @@ func (pf *jobsPolicyFlags) describe(p retry.Policy) string {
 		att = "unlimited"
 	}
 	return fmt.Sprintf("%s attempts, %s backoff %v..%v (%s jitter), budget %v, attempt timeout %v",
-		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.MaxDuration, p.AttemptTimeout)
+		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.TimeBudget, p.AttemptTimeout)
 }
 
 // parseQueues parses "a,b=5" into a map of queue to concurrency.
@@ -248,7 +248,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if *noMigrate {
 		workMode = openWrite
 	}
-	d, err := openDB(ctx, withPoolSize(resolveDB(*db), poolSizeFor(total)), workMode)
+	d, err := openDB(ctx, resolveDB(*db), workMode, poolSizeFor(total))
 	if err != nil {
 		if ctx.Err() != nil {
 			// A signal while connecting is the normal way to stop, too:
@@ -268,7 +268,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	}
 	var warned sync.Map // exec jobs warned about, by ID: once each
 	r := &workerRun{
-		store: d.store,
+		store: d.Jobs(),
 		cfg: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
 			ShutdownGrace: *grace, Logger: log},
 		kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
@@ -291,7 +291,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		defer ms.Close()
 		observe := ms.Metrics().QueueObserver()
 		r.onEvent = func(e queue.Event) { observe(ctx, e) }
-		if _, err := ms.Metrics().ObserveQueue(d.store); err != nil {
+		if _, err := ms.Metrics().ObserveQueue(d.Jobs()); err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
 		log.Info("metrics at "+ms.URL(), "url", ms.URL())
@@ -305,7 +305,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		names = append(names, fmt.Sprintf("%s (%d at once)", q, n))
 	}
 	sort.Strings(names)
-	log.Info(fmt.Sprintf("worker %s on %s", w.ID(), d.name),
+	log.Info(fmt.Sprintf("worker %s on %s", w.ID(), d.Name()),
 		"queues", strings.Join(names, ", "), "policy", pf.describe(p), "lease", *lease)
 
 	rctx := ctx

@@ -214,7 +214,7 @@ func schedule(p retry.Policy, attemptTime time.Duration) []row {
 		r.waitLo, r.waitHi = waitLo, waitHi
 		busy := mulSat(attemptTime, k)
 		r.endLo, r.endHi = addSat(waitLo, busy), addSat(waitHi, busy)
-		if d := p.MaxDuration; d > 0 {
+		if d := p.TimeBudget; d > 0 {
 			// The first attempt fits when it ends in time; a retry when
 			// the runtime's rule (retry.Policy.Fits) lets it start after
 			// the attempt before it ends.
@@ -317,15 +317,15 @@ func describe(p retry.Policy) string {
 	if p.AttemptTimeout > 0 {
 		fmt.Fprintf(&b, "; %v per attempt", p.AttemptTimeout)
 	}
-	if p.MaxDuration > 0 {
-		fmt.Fprintf(&b, "; deadline %v", p.MaxDuration)
+	if p.TimeBudget > 0 {
+		fmt.Fprintf(&b, "; deadline %v", p.TimeBudget)
 	}
 	return b.String()
 }
 
 func (pl *plan) print(w io.Writer) {
 	fmt.Fprintf(w, "policy: %s\n\n", describe(pl.policy))
-	deadline := pl.policy.MaxDuration
+	deadline := pl.policy.TimeBudget
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "ATTEMPT\tDELAY\tJITTER RANGE\tTOTAL WAIT\tENDS BY")
 	if deadline > 0 {
@@ -506,7 +506,7 @@ func (pl *plan) json() planJSON {
 			Multiplier:    m,
 			Jitter:        s.Jitter.String(),
 			TimeoutMs:     ms(pl.policy.AttemptTimeout),
-			DeadlineMs:    ms(pl.policy.MaxDuration),
+			DeadlineMs:    ms(pl.policy.TimeBudget),
 			AttemptTimeMs: ms(pl.attemptTime),
 		},
 		Schedule: make([]rowJSON, len(pl.rows)),

@@ -173,17 +173,8 @@ func runExitCode(ctx context.Context, err error) int {
 	if _, ok := errors.AsType[*terminalInterrupt](err); ok {
 		return exitInterrupted
 	}
-	var ex *retry.ExhaustedError
-	if errors.As(err, &ex) {
-		switch ex.Reason {
-		case retry.ReasonTimeBudget, retry.ReasonDeadline:
-			return exitTimeout
-		case retry.ReasonBudget, retry.ReasonBreakerOpen:
-			return exitRefused
-		}
-		if n := len(ex.Trace); n > 0 && ex.Trace[n-1].Outcome == retry.OutcomeTimeout {
-			return exitTimeout
-		}
+	if code, ok := giveUpExit(err); ok {
+		return code
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -538,15 +538,15 @@ type simPolicy struct {
 }
 
 type simLayer struct {
-	Name        string      `yaml:"name" json:"name"`
-	Attempts    int         `yaml:"attempts" json:"attempts"`
-	Backoff     simBackoff  `yaml:"backoff" json:"backoff"`
-	Timeout     string      `yaml:"timeout" json:"timeout"`
-	MaxDuration string      `yaml:"max_duration" json:"max_duration"`
-	MinAttempt  string      `yaml:"min_attempt_time" json:"min_attempt_time"`
-	Owner       bool        `yaml:"owner" json:"owner"`
-	Budget      *simBudget  `yaml:"budget" json:"budget"`
-	Breaker     *simBreaker `yaml:"breaker" json:"breaker"`
+	Name       string      `yaml:"name" json:"name"`
+	Attempts   int         `yaml:"attempts" json:"attempts"`
+	Backoff    simBackoff  `yaml:"backoff" json:"backoff"`
+	Timeout    string      `yaml:"timeout" json:"timeout"`
+	TimeBudget string      `yaml:"max_duration" json:"max_duration"`
+	MinAttempt string      `yaml:"min_attempt_time" json:"min_attempt_time"`
+	Owner      bool        `yaml:"owner" json:"owner"`
+	Budget     *simBudget  `yaml:"budget" json:"budget"`
+	Breaker    *simBreaker `yaml:"breaker" json:"breaker"`
 }
 
 type simBackoff struct {
@@ -715,7 +715,7 @@ func (f *simFile) scenario() (sim.Scenario, error) {
 				Retry: retry.Policy{
 					Attempts:       fl.Attempts,
 					AttemptTimeout: d.parse(lp+".timeout", fl.Timeout),
-					MaxDuration:    d.parse(lp+".max_duration", fl.MaxDuration),
+					TimeBudget:     d.parse(lp+".max_duration", fl.TimeBudget),
 					MinAttemptTime: d.parse(lp+".min_attempt_time", fl.MinAttempt),
 					Backoff: backoff.Schedule{
 						Base:       d.parse(lp+".backoff.base", fl.Backoff.Base),

@@ -147,7 +147,7 @@ func kill(t *testing.T, s queue.Store, kind, q, reason string, fin time.Time, ke
 		t.Fatalf("claimed job %d, want %d", c.ID, j.ID)
 	}
 	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateDead,
-		Attempt: c.Attempt, FinishedAt: fin, DeadReason: reason, Entry: entry(1, "permanent", "give up", reason, t0)}); err != nil {
+		Attempt: c.Attempt, FinishedAt: fin, DeadReason: reason, Entry: entry(1, "permanent", "give_up", reason, t0)}); err != nil {
 		t.Fatalf("JobTransition(dead): %v", err)
 	}
 	return get(t, s, j.ID)

@@ -127,7 +127,7 @@ func policy(attempts int) retry.Policy {
 		Attempts:       attempts,
 		Backoff:        backoff.Schedule{Kind: backoff.Constant, Base: Delay, Jitter: backoff.NoJitter},
 		AttemptTimeout: AttemptTimeout,
-		MaxDuration:    time.Hour,
+		TimeBudget:     time.Hour,
 		MaxPushback:    2 * time.Second,
 	}
 }
@@ -184,7 +184,7 @@ func Cases() []Case {
 			WantDurable: []Want{retryT, {retry.Defer, retry.ReasonBudget, -1}, done}},
 		{Name: "time budget too close", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
-			p.MaxDuration = AttemptTimeout + Delay/2 // a whole attempt no longer fits after the delay
+			p.TimeBudget = AttemptTimeout + Delay/2 // a whole attempt no longer fits after the delay
 			return p
 		}, Script: []Step{{Kind: Transient}},
 			Want: []Want{{retry.GiveUp, retry.ReasonTimeBudget, Delay}}},

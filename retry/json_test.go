@@ -1,0 +1,100 @@
+package retry_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/retry"
+)
+
+func TestPolicyJSONPinned(t *testing.T) {
+	for _, tc := range []struct {
+		p    retry.Policy
+		want string
+	}{
+		{retry.Policy{}, `{}`},
+		{retry.Policy{Attempts: retry.Unlimited, TimeBudget: time.Minute}, `{"attempts":-1,"time_budget":"1m0s"}`},
+		{retry.Policy{Attempts: 5, Backoff: backoff.Schedule{Base: 200 * time.Millisecond}, AttemptTimeout: 2 * time.Second,
+			TimeBudget: 30 * time.Second, MinAttemptTime: 50 * time.Millisecond, MaxPushback: time.Minute},
+			`{"attempts":5,"backoff":{"kind":"exponential","base":"200ms","jitter":"full"},"attempt_timeout":"2s","time_budget":"30s","min_attempt_time":"50ms","max_pushback":"1m0s"}`},
+	} {
+		b, err := json.Marshal(tc.p)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Marshal = %s, %v; want %s", b, err, tc.want)
+		}
+		var got retry.Policy
+		if err := json.Unmarshal([]byte(tc.want), &got); err != nil {
+			t.Fatalf("Unmarshal(%s): %v", tc.want, err)
+		}
+		if b2, _ := json.Marshal(got); string(b2) != tc.want {
+			t.Errorf("round trip of %s gave %s", tc.want, b2)
+		}
+	}
+}
+
+// Decoding sets the data fields only, and a bad field names itself and
+// changes nothing.
+func TestPolicyJSONDecode(t *testing.T) {
+	b, err := budget.New(budget.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := retry.Policy{Attempts: 7, Budget: b}
+	if err := json.Unmarshal([]byte(`{"time_budget":"2s"}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Attempts != 0 || p.TimeBudget != 2*time.Second || p.Budget != b {
+		t.Errorf("after Unmarshal: Attempts %d, TimeBudget %v, Budget kept %v", p.Attempts, p.TimeBudget, p.Budget == b)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"max_duration":"1s"}`, `unknown field "max_duration"`},
+		{`{"time_budget":1000}`, `cannot unmarshal number`},
+		{`{"attempt_timeout":"soon"}`, `duration "soon"`},
+		{`{"backoff":{"kind":"wavy"}}`, `unknown kind "wavy"`},
+	} {
+		p := retry.Policy{Attempts: 7}
+		err := json.Unmarshal([]byte(tc.in), &p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Unmarshal(%s) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+		if p.Attempts != 7 {
+			t.Errorf("Unmarshal(%s) changed the policy", tc.in)
+		}
+	}
+}
+
+func TestKeysParseBack(t *testing.T) {
+	for a := retry.Done; a <= retry.Defer; a++ {
+		if got, err := retry.ParseAction(a.Key()); err != nil || got != a {
+			t.Errorf("ParseAction(%q) = %v, %v", a.Key(), got, err)
+		}
+	}
+	for r := retry.ReasonSuccess; r <= retry.ReasonPushbackTooLong; r++ {
+		if got, err := retry.ParseReason(r.Key()); err != nil || got != r {
+			t.Errorf("ParseReason(%q) = %v, %v", r.Key(), got, err)
+		}
+	}
+	for o := retry.OutcomeOK; o <= retry.OutcomeRefused; o++ {
+		if got, err := retry.ParseOutcome(o.Key()); err != nil || got != o {
+			t.Errorf("ParseOutcome(%q) = %v, %v", o.Key(), got, err)
+		}
+	}
+	if retry.GiveUp.Key() != "give_up" || retry.GiveUp.String() != "give up" {
+		t.Errorf("GiveUp: key %q, words %q", retry.GiveUp.Key(), retry.GiveUp.String())
+	}
+	for _, bad := range []string{"give up", "", "unknown"} {
+		if _, err := retry.ParseAction(bad); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
+			t.Errorf("ParseAction(%q) error = %v, want one naming it", bad, err)
+		}
+	}
+	if _, err := retry.ParseReason("transient error"); err == nil {
+		t.Error(`ParseReason("transient error") succeeded; it is the words, not the key`)
+	}
+	if _, err := retry.ParseOutcome("lost"); err == nil {
+		t.Error(`ParseOutcome("lost") succeeded`)
+	}
+}

@@ -1,0 +1,102 @@
+package retry
+
+import "fmt"
+
+// Keys are the stable identifiers of actions, reasons and outcomes: the
+// text that is stored (job histories, dead reasons), logged and used as
+// metric attributes. They never depend on the order of the constants, and
+// they are never reworded; String gives the words for people.
+
+var actionKeys = [...]string{Done: "done", Retry: "retry", GiveUp: "give_up", Defer: "defer"}
+
+// Key returns the action's stable identifier: "done", "retry", "give_up"
+// or "defer" ("unknown" for a value outside them). [ParseAction] reads it
+// back.
+func (a Action) Key() string {
+	if int(a) < len(actionKeys) {
+		return actionKeys[a]
+	}
+	return "unknown"
+}
+
+// ParseAction returns the Action whose [Action.Key] is key, or an error
+// naming key.
+func ParseAction(key string) (Action, error) {
+	for i, k := range actionKeys {
+		if k == key {
+			return Action(i), nil
+		}
+	}
+	return 0, fmt.Errorf("retry: unknown action %q (want done, retry, give_up or defer)", key)
+}
+
+var reasonKeys = [...]string{
+	ReasonSuccess:         "success",
+	ReasonTransient:       "transient",
+	ReasonTimeout:         "timeout",
+	ReasonPushback:        "pushback",
+	ReasonPermanent:       "permanent",
+	ReasonAttempts:        "attempts",
+	ReasonTimeBudget:      "time_budget",
+	ReasonDeadline:        "deadline",
+	ReasonBudget:          "budget",
+	ReasonBreakerOpen:     "breaker_open",
+	ReasonNotRepeatable:   "not_repeatable",
+	ReasonServerRefused:   "server_refused",
+	ReasonUpstreamOwns:    "upstream_owns",
+	ReasonPushbackTooLong: "pushback_too_long",
+}
+
+// Key returns a short identifier for the reason, for storage, metrics and
+// logs: "success", "transient", "timeout", "pushback", "permanent",
+// "attempts", "time_budget", "deadline", "budget", "breaker_open",
+// "not_repeatable", "server_refused", "upstream_owns", "pushback_too_long"
+// ("unknown" for a value outside them). [ParseReason] reads it back.
+func (r Reason) Key() string {
+	if int(r) < len(reasonKeys) {
+		return reasonKeys[r]
+	}
+	return "unknown"
+}
+
+// ParseReason returns the Reason whose [Reason.Key] is key, or an error
+// naming key.
+func ParseReason(key string) (Reason, error) {
+	for i, k := range reasonKeys {
+		if k == key {
+			return Reason(i), nil
+		}
+	}
+	return 0, fmt.Errorf("retry: unknown reason %q", key)
+}
+
+var outcomeKeys = [...]string{
+	OutcomeOK:        "ok",
+	OutcomeTransient: "transient",
+	OutcomeTimeout:   "timeout",
+	OutcomePushback:  "pushback",
+	OutcomePermanent: "permanent",
+	OutcomeRefused:   "refused",
+}
+
+// Key returns the outcome's stable identifier: "ok", "transient",
+// "timeout", "pushback", "permanent" or "refused" ("unknown" for a value
+// outside them). It is also the outcome's String. [ParseOutcome] reads it
+// back.
+func (o Outcome) Key() string {
+	if int(o) < len(outcomeKeys) {
+		return outcomeKeys[o]
+	}
+	return "unknown"
+}
+
+// ParseOutcome returns the Outcome whose [Outcome.Key] is key, or an error
+// naming key.
+func ParseOutcome(key string) (Outcome, error) {
+	for i, k := range outcomeKeys {
+		if k == key {
+			return Outcome(i), nil
+		}
+	}
+	return 0, fmt.Errorf("retry: unknown outcome %q (want ok, transient, timeout, pushback, permanent or refused)", key)
+}
