@@ -79,7 +79,7 @@ func jobsEnqueueFile(ctx context.Context, s streams, name, file, db string, defa
 		return jobsFail(ctx, s, name, err)
 	}
 	defer d.Close()
-	res, err := queue.NewClient(d.store, queue.ClientConfig{}).EnqueueMany(ctx, items)
+	res, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).EnqueueMany(ctx, items)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
