@@ -66,11 +66,17 @@ func scanJob(row pgx.Row) (*queue.Job, error) {
 	}
 	j.State = queue.State(state)
 	j.Args = json.RawMessage(args)
-	if err := json.Unmarshal(policy, &j.Policy); err != nil {
-		return nil, fmt.Errorf("job %d: decode policy: %w", j.ID, err)
+	// Most jobs have no policy of their own, and a new one no history:
+	// skip decoding those (a batch insert or claim reads thousands).
+	if string(policy) != "{}" {
+		if err := json.Unmarshal(policy, &j.Policy); err != nil {
+			return nil, fmt.Errorf("job %d: decode policy: %w", j.ID, err)
+		}
 	}
-	if err := json.Unmarshal(history, &j.History); err != nil {
-		return nil, fmt.Errorf("job %d: decode history: %w", j.ID, err)
+	if string(history) != "[]" {
+		if err := json.Unmarshal(history, &j.History); err != nil {
+			return nil, fmt.Errorf("job %d: decode history: %w", j.ID, err)
+		}
 	}
 	if len(j.History) == 0 {
 		j.History = nil // as the zero Job has it
