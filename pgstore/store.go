@@ -203,21 +203,13 @@ RETURNING ` + colsPlain
 const onUniqueConflict = `ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING`
 
 // uniqueStates is the unique_states array of in, as a PostgreSQL array
-// literal of state names.
+// literal of state names (state names need no quoting).
 func uniqueStates(in *queue.JobInsert) string {
-	st := in.UniqueStates
-	if st == nil {
-		st = queue.DefaultUniqueStates
+	names := make([]string, 0, 4)
+	for _, st := range in.KeyStates() {
+		names = append(names, string(st))
 	}
-	b := make([]byte, 0, 48)
-	b = append(b, '{')
-	for i, s := range st {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, s...)
-	}
-	return string(append(b, '}'))
+	return "{" + strings.Join(names, ",") + "}"
 }
 
 var selectUniqueSQL = `SELECT ` + colsPlain + ` FROM heed_jobs

@@ -49,6 +49,15 @@ func (u UniqueOptions) IsZero() bool {
 // unless [UniqueOptions.ByState] says otherwise.
 var DefaultUniqueStates = []State{StateAvailable, StateRunning}
 
+// KeyStates returns the states in which the job holds its unique key:
+// in.UniqueStates, or DefaultUniqueStates when nil.
+func (in *JobInsert) KeyStates() []State {
+	if in.UniqueStates == nil {
+		return DefaultUniqueStates
+	}
+	return in.UniqueStates
+}
+
 // uniqueStateOrder is the order stores keep unique states in.
 var uniqueStateOrder = []State{StateAvailable, StateRunning, StateSucceeded, StateDead}
 

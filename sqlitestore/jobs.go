@@ -194,21 +194,8 @@ func insertArgs(in *queue.JobInsert) ([]any, error) {
 // uniqueStates is the unique_states column of in: a JSON array of state
 // names.
 func uniqueStates(in *queue.JobInsert) string {
-	st := in.UniqueStates
-	if st == nil {
-		st = queue.DefaultUniqueStates
-	}
-	b := make([]byte, 0, 48)
-	b = append(b, '[')
-	for i, s := range st {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, s...)
-		b = append(b, '"')
-	}
-	return string(append(b, ']'))
+	b, _ := json.Marshal(in.KeyStates()) // strings: cannot fail
+	return string(b)
 }
 
 // insertUnique inserts in, whose unique key is set, through tx (a write
