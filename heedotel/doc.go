@@ -21,8 +21,9 @@
 //	reg, err = m.ObserveBreaker("payments", brk)               // breaker state
 //	reg, err = m.ObserveBudget("payments", bud)                // budget window
 //
-// [ServePrometheus] serves a Metrics in the Prometheus text format, for
-// programs without an SDK of their own (heed jobs work --metrics-addr).
+// Package heedotel/promexport serves a Metrics in the Prometheus text
+// format, for programs without an SDK of their own (heed jobs work
+// --metrics-addr).
 //
 // # Instruments
 //

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -75,32 +73,4 @@ func printSum(name string, sum metricdata.Sum[int64]) {
 	for _, l := range lines {
 		fmt.Println(l)
 	}
-}
-
-// Serve heed's metrics in the Prometheus text format, as heed jobs work
-// --metrics-addr does, for a program without an OpenTelemetry SDK of its
-// own. An address without a host listens on 127.0.0.1 only.
-func ExampleServePrometheus() {
-	srv, err := heedotel.ServePrometheus(context.Background(), ":0") // a free port
-	if err != nil {
-		panic(err)
-	}
-	defer srv.Close()
-
-	policy := retry.Policy{Observe: srv.Metrics().RetryObserver("charge")}
-	retry.Do(context.Background(), policy, func(ctx context.Context) error { return nil })
-
-	resp, err := http.Get(srv.URL()) // http://127.0.0.1:PORT/metrics
-	if err != nil {
-		panic(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if strings.HasPrefix(line, "heed_retry_attempts_total") {
-			fmt.Println(line)
-		}
-	}
-	// Output:
-	// heed_retry_attempts_total{heed_operation="charge",heed_retry_outcome="ok"} 1
 }

@@ -259,7 +259,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	db := dsn
-	if storeurl.IsPostgres(dsn) {
+	if d.Postgres() != nil {
 		db = "'" + d.Name()[len("postgres "):] + "'" // never the password
 	}
 	fmt.Fprintf(s.stdout, "\nThe dead-letter keeps %d jobs with their whole history, in %s. Look and requeue:\n", st.Dead, d.Name())

@@ -380,7 +380,7 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 	}
 	fmt.Fprintf(tw, "attempts\t%d (limit: %s)\n", j.Attempt, maxA)
 	if !j.Policy.IsZero() {
-		fmt.Fprintf(tw, "policy\t%s\n", describeJobPolicy(j.Policy))
+		fmt.Fprintf(tw, "policy\t%s\n", j.Policy.String())
 	}
 	if j.UniqueKey != "" {
 		fmt.Fprintf(tw, "unique key\t%s\n", j.UniqueKey)
@@ -456,25 +456,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (po
 // poolSizeFor is the pool size for a worker running conc jobs at once in
 // all: 4 plus one per 4 jobs, at most 32.
 func poolSizeFor(conc int) int { return min(32, 4+conc/4) }
-
-// describeJobPolicy describes a job's own policy overrides.
-func describeJobPolicy(p queue.JobPolicy) string {
-	var parts []string
-	if b := p.Backoff; b != nil {
-		cp := ""
-		if b.Cap > 0 {
-			cp = fmt.Sprintf(" capped at %v", b.Cap)
-		}
-		parts = append(parts, fmt.Sprintf("%s backoff from %v%s (jitter: %s)", b.Kind, b.Base, cp, b.Jitter))
-	}
-	if p.TimeBudget > 0 {
-		parts = append(parts, fmt.Sprintf("time budget %v", p.TimeBudget))
-	}
-	if p.AttemptTimeout > 0 {
-		parts = append(parts, fmt.Sprintf("attempt timeout %v", p.AttemptTimeout))
-	}
-	return strings.Join(parts, "; ")
-}
 
 // jobsPlural is "1 job", "2 jobs".
 func jobsPlural(n int, one, many string) string {

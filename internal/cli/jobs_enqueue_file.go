@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/duration"
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/queue"
 )
@@ -184,7 +185,7 @@ func parseJobLine(line []byte, defaults queue.EnqueueOptions, now time.Time) (qu
 		o.In, o.At = 0, time.Time{}
 	}
 	if j.In != nil {
-		d, err := parseDuration(*j.In)
+		d, err := duration.Parse(*j.In)
 		if err != nil {
 			return queue.EnqueueItem{}, fmt.Errorf(`"in": %v`, err)
 		}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
-	"github.com/heed-go/heed/heedotel"
+	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/internal/signals"
 	"github.com/heed-go/heed/queue"
@@ -284,7 +284,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		summaryEvery: every,
 	}
 	if *metricsAddr != "" {
-		ms, err := heedotel.ServePrometheus(context.WithoutCancel(ctx), *metricsAddr) // until the worker has stopped
+		ms, err := promexport.Serve(context.WithoutCancel(ctx), *metricsAddr) // until the worker has stopped
 		if err != nil {
 			return usageError(s, name, flagError("metrics-addr", "%v", err))
 		}

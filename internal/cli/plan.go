@@ -136,7 +136,7 @@ func planMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, "plan", err)
 	}
 
-	pl := plan{policy: p, attemptTime: at, rows: schedule(p, at)}
+	pl := plan{policy: p, attemptTime: at, rows: p.Schedule(at)}
 	if anySet(fs, "layers", "retries-per-layer", "rate", "capacity", "budget-ratio") {
 		pl.chain = newChain(*layers, *retries, *rate, *capacity, *ratio)
 	}
@@ -168,88 +168,8 @@ func anySet(fs *flag.FlagSet, names ...string) bool {
 type plan struct {
 	policy      retry.Policy
 	attemptTime time.Duration
-	rows        []row
+	rows        []retry.PlannedAttempt
 	chain       *chain // nil without call chain flags
-}
-
-// row is one attempt of the schedule.
-type row struct {
-	attempt        int
-	nominal        time.Duration // delay before the attempt, before jitter
-	hasNominal     bool          // false with decorrelated jitter, which has none
-	lo, hi         time.Duration // the delay's jitter range
-	waitLo, waitHi time.Duration // total wait before the attempt
-	endLo, endHi   time.Duration // when the attempt ends, every attempt taking attemptTime
-	fits           string        // "yes", "maybe", "no", or "" without a deadline
-}
-
-// planStart is the instant a planned call starts at (any fixed instant).
-var planStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// schedule returns the rows of p's schedule, each attempt taking
-// attemptTime.
-func schedule(p retry.Policy, attemptTime time.Duration) []row {
-	s := p.Backoff
-	rows := make([]row, 0, p.Attempts)
-	var waitLo, waitHi, prevLo, prevHi time.Duration
-	for k := 1; k <= p.Attempts; k++ {
-		r := row{attempt: k, hasNominal: s.Jitter != backoff.DecorrelatedJitter || s.Kind == backoff.Immediate}
-		if k > 1 {
-			// The delay after failure k-1. Only decorrelated jitter depends
-			// on the previous delay: the low end grows from the shortest,
-			// the high end from the longest.
-			n := k - 1
-			r.lo, _ = s.Range(n, prevLo)
-			_, r.hi = s.Range(n, prevHi)
-			if r.hasNominal {
-				r.nominal = s.Delay(n)
-			}
-			prevLo, prevHi = r.lo, r.hi
-			waitLo, waitHi = addSat(waitLo, r.lo), addSat(waitHi, r.hi)
-		}
-		var prevEndLo, prevEndHi time.Duration // when attempt k-1 ends
-		if k > 1 {
-			prevEndLo, prevEndHi = rows[k-2].endLo, rows[k-2].endHi
-		}
-		r.waitLo, r.waitHi = waitLo, waitHi
-		busy := mulSat(attemptTime, k)
-		r.endLo, r.endHi = addSat(waitLo, busy), addSat(waitHi, busy)
-		if d := p.TimeBudget; d > 0 {
-			// The first attempt fits when it ends in time; a retry when
-			// the runtime's rule (retry.Policy.Fits) lets it start after
-			// the attempt before it ends.
-			yes, maybe := r.endHi <= d, r.endLo <= d
-			if k > 1 {
-				h := retry.History{Start: planStart}
-				yes, _ = p.Fits(h, planStart.Add(prevEndHi), r.hi)
-				maybe, _ = p.Fits(h, planStart.Add(prevEndLo), r.lo)
-			}
-			switch {
-			case yes:
-				r.fits = "yes"
-			case maybe:
-				r.fits = "maybe"
-			default:
-				r.fits = "no"
-			}
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
-
-func addSat(a, b time.Duration) time.Duration {
-	if c := a + b; c >= a {
-		return c
-	}
-	return math.MaxInt64
-}
-
-func mulSat(d time.Duration, n int) time.Duration {
-	if d != 0 && time.Duration(n) > math.MaxInt64/d {
-		return math.MaxInt64
-	}
-	return d * time.Duration(n)
 }
 
 // chain is the load a total outage of the bottom service puts on it.
@@ -257,74 +177,17 @@ type chain struct {
 	layers, retries int
 	rate, capacity  float64 // 0 when not given
 	ratio, floor    float64
-	every, owner    load // every layer retries; one layer does
-	budget          load // one layer does, under a retry budget
-}
-
-type load struct {
-	attempts float64 // attempts at the bottom per user action
-	rps      float64 // attempts per second at the bottom (rate × attempts)
+	retry.Amplification
 }
 
 func newChain(layers, retries int, rate, capacity, ratio float64) *chain {
-	c := &chain{layers: layers, retries: retries, rate: rate, capacity: capacity, ratio: ratio, floor: budget.DefaultMinPerSecond}
-	per := 1 + float64(retries)
-	c.every.attempts = math.Pow(per, float64(layers))
-	c.owner.attempts = per
-	// Under a budget, retries are at most ratio × requests plus the floor,
-	// and never more than the policy's own retries.
-	if rate > 0 {
-		retried := min(float64(retries)*rate, ratio*rate+c.floor)
-		c.budget.attempts = (rate + retried) / rate
-	} else {
-		c.budget.attempts = 1 + min(float64(retries), ratio)
-	}
-	for _, l := range []*load{&c.every, &c.owner, &c.budget} {
-		l.rps = rate * l.attempts
-	}
-	return c
-}
-
-// describe returns the policy in words.
-func describe(p retry.Policy) string {
-	s := p.Backoff
-	eff := s.WithDefaults()
-	base, limit := eff.Base, eff.Cap
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d attempts; ", p.Attempts)
-	switch {
-	case s.Kind == backoff.Immediate:
-		b.WriteString("no delay between attempts")
-	case s.Jitter == backoff.DecorrelatedJitter:
-		fmt.Fprintf(&b, "decorrelated jitter: each delay from %v to 3× the previous, capped at %v", base, limit)
-	default:
-		switch s.Kind {
-		case backoff.Constant:
-			fmt.Fprintf(&b, "constant backoff of %v", base)
-		case backoff.Linear:
-			fmt.Fprintf(&b, "linear backoff, +%v per retry, capped at %v", base, limit)
-		default:
-			m := s.Multiplier
-			if m == 0 {
-				m = backoff.DefaultMultiplier
-			}
-			fmt.Fprintf(&b, "exponential backoff from %v, ×%s per retry, capped at %v", base, fmtNum(m), limit)
-		}
-		fmt.Fprintf(&b, "; %s jitter", map[backoff.Jitter]string{
-			backoff.FullJitter: "full", backoff.NoJitter: "no", backoff.EqualJitter: "equal",
-		}[s.Jitter])
-	}
-	if p.AttemptTimeout > 0 {
-		fmt.Fprintf(&b, "; %v per attempt", p.AttemptTimeout)
-	}
-	if p.TimeBudget > 0 {
-		fmt.Fprintf(&b, "; deadline %v", p.TimeBudget)
-	}
-	return b.String()
+	floor := budget.DefaultMinPerSecond
+	return &chain{layers: layers, retries: retries, rate: rate, capacity: capacity, ratio: ratio, floor: floor,
+		Amplification: retry.ChainAmplification(layers, retries, rate, ratio, floor)}
 }
 
 func (pl *plan) print(w io.Writer) {
-	fmt.Fprintf(w, "policy: %s\n\n", describe(pl.policy))
+	fmt.Fprintf(w, "policy: %s\n\n", pl.policy.Describe())
 	deadline := pl.policy.TimeBudget
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "ATTEMPT\tDELAY\tJITTER RANGE\tTOTAL WAIT\tENDS BY")
@@ -332,16 +195,16 @@ func (pl *plan) print(w io.Writer) {
 		fmt.Fprintf(tw, "\tFITS IN %v", deadline)
 	}
 	fmt.Fprintln(tw)
-	count := map[string]int{}
+	count := map[retry.Fit]int{}
 	for _, r := range pl.rows {
 		nominal := "-"
-		if r.hasNominal {
-			nominal = fmtDur(r.nominal)
+		if r.HasDelay {
+			nominal = fmtDur(r.Delay)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s", r.attempt, nominal, fmtRange(r.lo, r.hi), fmtRange(r.waitLo, r.waitHi), fmtDur(r.endHi))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s", r.Attempt, nominal, fmtRange(r.DelayMin, r.DelayMax), fmtRange(r.WaitMin, r.WaitMax), fmtDur(r.EndMax))
 		if deadline > 0 {
-			fmt.Fprintf(tw, "\t%s", r.fits)
-			count[r.fits]++
+			fmt.Fprintf(tw, "\t%s", r.Fits)
+			count[r.Fits]++
 		}
 		fmt.Fprintln(tw)
 	}
@@ -350,20 +213,20 @@ func (pl *plan) print(w io.Writer) {
 	last := pl.rows[len(pl.rows)-1]
 	fmt.Fprintf(w, "\nENDS BY is the worst case: the longest waits, each attempt taking %v (--attempt-time).\n", pl.attemptTime)
 	n := len(pl.rows)
+	y, m, no := count[retry.FitYes], count[retry.FitMaybe], count[retry.FitNo]
 	switch {
 	case deadline == 0 && n == 1:
-		fmt.Fprintf(w, "At worst the only attempt ends within %v.\n", fmtDur(last.endHi))
+		fmt.Fprintf(w, "At worst the only attempt ends within %v.\n", fmtDur(last.EndMax))
 	case deadline == 0:
-		fmt.Fprintf(w, "At worst all %d attempts end within %v, %v of it waiting.\n", n, fmtDur(last.endHi), fmtDur(last.waitHi))
-	case count["no"] == n:
+		fmt.Fprintf(w, "At worst all %d attempts end within %v, %v of it waiting.\n", n, fmtDur(last.EndMax), fmtDur(last.WaitMax))
+	case no == n:
 		fmt.Fprintf(w, "No attempt fits in the %v deadline: the first is cut short by it, and no retry starts.\n", deadline)
-	case n == 1 && count["yes"] == 1:
+	case n == 1 && y == 1:
 		fmt.Fprintf(w, "The only attempt fits in the %v deadline.\n", deadline)
-	case count["yes"] == n:
+	case y == n:
 		fmt.Fprintf(w, "All %d attempts fit in the %v deadline.\n", n, deadline)
 	default:
 		var parts []string
-		y, m, no := count["yes"], count["maybe"], count["no"]
 		if y > 0 {
 			parts = append(parts, attemptSpan(1, y, "always fits", "always fit"))
 		}
@@ -374,7 +237,7 @@ func (pl *plan) print(w io.Writer) {
 			parts = append(parts, attemptSpan(n-no+1, n, "never starts", "never start"))
 		}
 		limits := "may limit"
-		if count["no"] > 0 {
+		if no > 0 {
 			limits = "limits"
 		}
 		fmt.Fprintf(w, "In the %v deadline, %s: the deadline, not --attempts, %s this policy.\n", deadline, strings.Join(parts, "; "), limits)
@@ -417,19 +280,19 @@ func (c *chain) print(w io.Writer) {
 	fmt.Fprintln(tw)
 	per := strconv.Itoa(c.retries + 1)
 	rows := []struct {
-		name string
-		l    load
+		name     string
+		attempts float64
 	}{
-		{fmt.Sprintf("every layer (%s^%d)", per, c.layers), c.every},
-		{fmt.Sprintf("one owner (%s)", per), c.owner},
-		{fmt.Sprintf("one owner, %s%% budget", fmtNum(c.ratio*100)), c.budget},
+		{fmt.Sprintf("every layer (%s^%d)", per, c.layers), c.EveryLayer},
+		{fmt.Sprintf("one owner (%s)", per), c.OneOwner},
+		{fmt.Sprintf("one owner, %s%% budget", fmtNum(c.ratio*100)), c.Budgeted},
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s", r.name, fmtNum(r.l.attempts))
+		fmt.Fprintf(tw, "%s\t%s", r.name, fmtNum(r.attempts))
 		if c.rate > 0 {
-			fmt.Fprintf(tw, "\t%s/s", fmtNum(r.l.rps))
+			fmt.Fprintf(tw, "\t%s/s", fmtNum(c.rate*r.attempts))
 			if c.capacity > 0 {
-				fmt.Fprintf(tw, "\t%s×", fmtNum(r.l.rps/c.capacity))
+				fmt.Fprintf(tw, "\t%s×", fmtNum(c.rate*r.attempts/c.capacity))
 			}
 		}
 		fmt.Fprintln(tw)
@@ -513,14 +376,14 @@ func (pl *plan) json() planJSON {
 	}
 	for i, r := range pl.rows {
 		j := rowJSON{
-			Attempt:   r.attempt,
-			DelayLoMs: ms(r.lo), DelayHiMs: ms(r.hi),
-			WaitLoMs: ms(r.waitLo), WaitHiMs: ms(r.waitHi),
-			EndLoMs: ms(r.endLo), EndHiMs: ms(r.endHi),
-			Fits: r.fits,
+			Attempt:   r.Attempt,
+			DelayLoMs: ms(r.DelayMin), DelayHiMs: ms(r.DelayMax),
+			WaitLoMs: ms(r.WaitMin), WaitHiMs: ms(r.WaitMax),
+			EndLoMs: ms(r.EndMin), EndHiMs: ms(r.EndMax),
+			Fits: r.Fits.String(),
 		}
-		if r.hasNominal {
-			d := ms(r.nominal)
+		if r.HasDelay {
+			d := ms(r.Delay)
 			j.DelayMs = &d
 		}
 		out.Schedule[i] = j
@@ -536,19 +399,19 @@ func (pl *plan) json() planJSON {
 		if c.capacity > 0 {
 			cj.Capacity = &c.capacity
 		}
-		conv := func(l load) loadJSON {
-			lj := loadJSON{AttemptsPerAction: l.attempts}
+		conv := func(attempts float64) loadJSON {
+			lj := loadJSON{AttemptsPerAction: attempts}
 			if c.rate > 0 {
-				rps := l.rps
+				rps := c.rate * attempts
 				lj.RPS = &rps
 				if c.capacity > 0 {
-					ratio := l.rps / c.capacity
+					ratio := rps / c.capacity
 					lj.CapacityRatio = &ratio
 				}
 			}
 			return lj
 		}
-		cj.EveryLayer, cj.SingleOwner, cj.Budget = conv(c.every), conv(c.owner), conv(c.budget)
+		cj.EveryLayer, cj.SingleOwner, cj.Budget = conv(c.EveryLayer), conv(c.OneOwner), conv(c.Budgeted)
 		out.Chain = cj
 	}
 	return out

@@ -5,10 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/heed-go/heed/backoff"
-	"github.com/heed-go/heed/retry"
 )
 
 // The example from the help text.
@@ -136,52 +132,6 @@ func TestPlanJSONOmitsWhatWasNotAsked(t *testing.T) {
 	}
 	if p.Chain == nil || p.Chain.EveryLayer.AttemptsPerAction != 9 || p.Chain.EveryLayer.RPS != nil || p.Chain.Rate != nil {
 		t.Errorf("chain = %+v", p.Chain)
-	}
-}
-
-func TestSchedule(t *testing.T) {
-	ms := time.Millisecond
-	tests := []struct {
-		name   string
-		s      backoff.Schedule
-		lo, hi []time.Duration // delay before attempts 2, 3, 4
-	}{
-		{"exponential full", backoff.Schedule{Base: 100 * ms, Cap: 300 * ms},
-			[]time.Duration{0, 0, 0}, []time.Duration{100 * ms, 200 * ms, 300 * ms}},
-		{"constant none", backoff.Schedule{Kind: backoff.Constant, Base: 50 * ms, Jitter: backoff.NoJitter},
-			[]time.Duration{50 * ms, 50 * ms, 50 * ms}, []time.Duration{50 * ms, 50 * ms, 50 * ms}},
-		{"linear equal", backoff.Schedule{Kind: backoff.Linear, Base: 100 * ms, Jitter: backoff.EqualJitter},
-			[]time.Duration{50 * ms, 100 * ms, 150 * ms}, []time.Duration{100 * ms, 200 * ms, 300 * ms}},
-		{"decorrelated", backoff.Schedule{Base: 100 * ms, Cap: time.Second, Jitter: backoff.DecorrelatedJitter},
-			[]time.Duration{100 * ms, 100 * ms, 100 * ms}, []time.Duration{300 * ms, 900 * ms, time.Second}},
-		{"immediate", backoff.Schedule{Kind: backoff.Immediate},
-			[]time.Duration{0, 0, 0}, []time.Duration{0, 0, 0}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rows := schedule(retry.Policy{Attempts: 4, Backoff: tt.s}, 10*ms)
-			var waitLo, waitHi time.Duration
-			for i, r := range rows[1:] {
-				waitLo += tt.lo[i]
-				waitHi += tt.hi[i]
-				if r.lo != tt.lo[i] || r.hi != tt.hi[i] || r.waitLo != waitLo || r.waitHi != waitHi {
-					t.Errorf("attempt %d: delay %v–%v wait %v–%v, want %v–%v and %v–%v",
-						r.attempt, r.lo, r.hi, r.waitLo, r.waitHi, tt.lo[i], tt.hi[i], waitLo, waitHi)
-				}
-				if want := waitHi + time.Duration(r.attempt)*10*ms; r.endHi != want {
-					t.Errorf("attempt %d ends by %v, want %v", r.attempt, r.endHi, want)
-				}
-			}
-		})
-	}
-}
-
-func TestScheduleSaturates(t *testing.T) {
-	p := retry.Policy{Attempts: 1000, Backoff: backoff.Schedule{Base: time.Hour, Cap: math.MaxInt64}}
-	rows := schedule(p, math.MaxInt64/2)
-	last := rows[len(rows)-1]
-	if last.waitHi != math.MaxInt64 || last.endHi != math.MaxInt64 || last.endLo < 0 {
-		t.Errorf("last row = %+v, want saturated", last)
 	}
 }
 

@@ -8,9 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/heed-go/heed/deadline"
 )
 
 var updatePlanGolden = flag.Bool("update-plan-golden", false, "rewrite testdata/plan/*.golden")
@@ -265,49 +262,4 @@ func TestPlanDeadlineDispatch(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, `unexpected argument "other" (plan takes only flags)`) {
 		t.Errorf("heed plan other: exit code %d, stderr %q", code, stderr)
 	}
-}
-
-// Whatever a --step spec or a plan file holds, parsing it and checking the
-// plan never panics, and every step accepted stays in range.
-func FuzzParseStepSpec(f *testing.F) {
-	for _, s := range []string{"name=a,p99=1ms,budget=10ms", "name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s",
-		"name=s,p99=1ms,budget=1s,backoff=linear,base=1ms,cap=2ms,multiplier=3,jitter=decorrelated", "a", ",,=,", "name=a,attempts=1000"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, spec string) {
-		st, err := parseStepSpec(spec)
-		if err != nil {
-			return
-		}
-		if st.Attempts < 1 || st.Attempts > 1000 {
-			t.Fatalf("attempts %d accepted", st.Attempts)
-		}
-		_, _ = deadline.Plan{Deadline: time.Second, Steps: []deadline.PlanStep{st}}.Check()
-	})
-}
-
-func FuzzDecodePlan(f *testing.F) {
-	for _, name := range []string{"checkout.yaml", "checkout.json", "problems.yaml", "unknown-field.yaml", "bad-duration.json"} {
-		data, err := os.ReadFile(testPlan(name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(name, data)
-	}
-	f.Add("-", []byte("deadline: 2s\nsteps: [{name: a, p99: 1ms, budget: 2ms, attempts: 1000}]"))
-	f.Fuzz(func(t *testing.T, name string, data []byte) {
-		p, err := decodePlan(name, data)
-		if err != nil {
-			return
-		}
-		if len(p.Steps) > maxPlanSteps {
-			t.Fatalf("%d steps accepted", len(p.Steps))
-		}
-		r, err := p.Check()
-		if err == nil {
-			var b strings.Builder
-			printDeadlinePlan(&b, r, 100)
-			_ = toDeadlineJSON(r, 100)
-		}
-	})
 }

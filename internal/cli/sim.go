@@ -3,26 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/heed-go/heed/backoff"
-	"github.com/heed-go/heed/breaker"
-	"github.com/heed-go/heed/budget"
-	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sim"
 	"github.com/heed-go/heed/sim/chart"
 )
@@ -160,7 +151,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	default:
 		return usageError(s, "sim", fmt.Errorf("unexpected argument %q (sim takes one scenario)", fs.Arg(1)))
 	}
-	sc, err := loadScenario(fs.Arg(0))
+	sc, err := sim.LoadScenario(fs.Arg(0))
 	if err != nil {
 		return usageError(s, "sim", err)
 	}
@@ -343,7 +334,7 @@ func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
 	if len(sc.Faults) > 0 {
 		var fs []string
 		for _, f := range sc.Faults {
-			fs = append(fs, describeFault(f))
+			fs = append(fs, f.String())
 		}
 		fmt.Fprintf(w, "; faults: %s", strings.Join(fs, ", "))
 	}
@@ -411,21 +402,6 @@ func roundLatency(d time.Duration) time.Duration {
 	return d.Round(time.Microsecond)
 }
 
-func describeFault(f sim.Fault) string {
-	span := fmt.Sprintf("%v–%v", f.Start, f.End)
-	switch f.Kind {
-	case sim.Outage:
-		return "outage " + span
-	case sim.CapacityDrop:
-		return fmt.Sprintf("capacity down to %g%% %s", 100*f.Factor, span)
-	case sim.ErrorRate:
-		return fmt.Sprintf("%g%% errors %s", 100*f.Rate, span)
-	case sim.Spike:
-		return fmt.Sprintf("load ×%g %s", f.Factor, span)
-	}
-	return f.Kind.String() + " " + span
-}
-
 // group formats a rate with thousands separators, dropping a zero
 // fraction: 1,000 or 12.5.
 func group(f float64) string {
@@ -466,298 +442,4 @@ func (p *progress) update(policy int, at time.Duration) {
 	done := (float64(policy) + float64(at)/float64(p.sc.Horizon)) / float64(len(p.sc.Policies))
 	fmt.Fprintf(p.w, "\r\033[Kheed sim: %s: policy %q at %v of %v (%.0f%%)", p.sc.Name,
 		p.sc.Policies[policy].Name, at.Truncate(time.Second), p.sc.Horizon, 100*done)
-}
-
-// --- scenario files ---
-
-// loadScenario returns the built-in scenario called arg, or reads the file
-// arg.
-func loadScenario(arg string) (sim.Scenario, error) {
-	if s, ok := sim.Builtin(arg); ok {
-		return s, nil
-	}
-	data, err := os.ReadFile(arg)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(arg, "./\\") {
-			return sim.Scenario{}, fmt.Errorf("no built-in scenario or file %q (built-in: %s)", arg, strings.Join(sim.Builtins(), ", "))
-		}
-		return sim.Scenario{}, err
-	}
-	sc, err := parseScenario(data, strings.EqualFold(filepath.Ext(arg), ".json"))
-	if err != nil {
-		return sim.Scenario{}, fmt.Errorf("%s: %w", arg, err)
-	}
-	if sc.Name == "" {
-		sc.Name = strings.TrimSuffix(filepath.Base(arg), filepath.Ext(arg))
-	}
-	return sc, nil
-}
-
-// The file format. Durations are strings; every field is optional to the
-// decoder, and sim.Scenario.Validate checks the values.
-type simFile struct {
-	Name        string      `yaml:"name" json:"name"`
-	Description string      `yaml:"description" json:"description"`
-	Horizon     string      `yaml:"horizon" json:"horizon"`
-	Interval    string      `yaml:"interval" json:"interval"`
-	Seed        uint64      `yaml:"seed" json:"seed"`
-	RecoverAt   float64     `yaml:"recover_at" json:"recover_at"`
-	Load        simLoad     `yaml:"load" json:"load"`
-	Service     simService  `yaml:"service" json:"service"`
-	Faults      []simFault  `yaml:"faults" json:"faults"`
-	Policies    []simPolicy `yaml:"policies" json:"policies"`
-}
-
-type simLoad struct {
-	Rate     float64 `yaml:"rate" json:"rate"`
-	Arrival  string  `yaml:"arrival" json:"arrival"`
-	Deadline string  `yaml:"deadline" json:"deadline"`
-}
-
-type simService struct {
-	Concurrency int     `yaml:"concurrency" json:"concurrency"`
-	ServiceTime string  `yaml:"service_time" json:"service_time"`
-	Exponential bool    `yaml:"exponential" json:"exponential"`
-	LoadLatency string  `yaml:"load_latency" json:"load_latency"`
-	QueueLimit  int     `yaml:"queue_limit" json:"queue_limit"`
-	ErrorRate   float64 `yaml:"error_rate" json:"error_rate"`
-}
-
-type simFault struct {
-	Kind   string  `yaml:"kind" json:"kind"`
-	Start  string  `yaml:"start" json:"start"`
-	End    string  `yaml:"end" json:"end"`
-	Factor float64 `yaml:"factor" json:"factor"`
-	Rate   float64 `yaml:"rate" json:"rate"`
-}
-
-type simPolicy struct {
-	Name              string     `yaml:"name" json:"name"`
-	PropagateDeadline bool       `yaml:"propagate_deadline" json:"propagate_deadline"`
-	Layers            []simLayer `yaml:"layers" json:"layers"`
-}
-
-type simLayer struct {
-	Name       string      `yaml:"name" json:"name"`
-	Attempts   int         `yaml:"attempts" json:"attempts"`
-	Backoff    simBackoff  `yaml:"backoff" json:"backoff"`
-	Timeout    string      `yaml:"timeout" json:"timeout"`
-	TimeBudget string      `yaml:"max_duration" json:"max_duration"`
-	MinAttempt string      `yaml:"min_attempt_time" json:"min_attempt_time"`
-	Owner      bool        `yaml:"owner" json:"owner"`
-	Budget     *simBudget  `yaml:"budget" json:"budget"`
-	Breaker    *simBreaker `yaml:"breaker" json:"breaker"`
-}
-
-type simBackoff struct {
-	Kind       string  `yaml:"kind" json:"kind"`
-	Base       string  `yaml:"base" json:"base"`
-	Cap        string  `yaml:"cap" json:"cap"`
-	Multiplier float64 `yaml:"multiplier" json:"multiplier"`
-	Jitter     string  `yaml:"jitter" json:"jitter"`
-}
-
-type simBudget struct {
-	Ratio        float64 `yaml:"ratio" json:"ratio"`
-	Window       string  `yaml:"window" json:"window"`
-	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
-}
-
-type simBreaker struct {
-	FailureRatio float64 `yaml:"failure_ratio" json:"failure_ratio"`
-	MinCalls     int     `yaml:"min_calls" json:"min_calls"`
-	Window       string  `yaml:"window" json:"window"`
-	Cooldown     string  `yaml:"cooldown" json:"cooldown"`
-	Probes       int     `yaml:"probes" json:"probes"`
-}
-
-// what names each file type in error messages.
-var simFileParts = map[string]any{
-	"the scenario": simFile{}, "load": simLoad{}, "service": simService{}, "a fault": simFault{},
-	"a policy": simPolicy{}, "a layer": simLayer{}, "backoff": simBackoff{}, "budget": simBudget{},
-	"breaker": simBreaker{},
-}
-
-var yamlUnknown = regexp.MustCompile(`field (\S+) not found in type cli\.(\w+)`)
-
-// parseScenario decodes a scenario file and converts it to a sim.Scenario.
-func parseScenario(data []byte, isJSON bool) (sim.Scenario, error) {
-	var f simFile
-	if isJSON {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			at := min(int(dec.InputOffset()), len(data))
-			msg := strings.TrimPrefix(err.Error(), "json: ")
-			if field, ok := strings.CutPrefix(msg, "unknown field "); ok {
-				// The decoder has read past the field: find it.
-				if i := bytes.Index(data, []byte(field)); i >= 0 {
-					at = i
-				}
-			}
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				at = min(int(se.Offset), len(data))
-			}
-			line := 1 + bytes.Count(data[:at], []byte("\n"))
-			return sim.Scenario{}, fmt.Errorf("line %d: %s", line, msg)
-		}
-		if dec.More() {
-			return sim.Scenario{}, errors.New("more than one JSON value")
-		}
-	} else {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&f); err != nil {
-			if errors.Is(err, io.EOF) {
-				return sim.Scenario{}, errors.New("the file is empty")
-			}
-			return sim.Scenario{}, errors.New(explainYAML(err))
-		}
-	}
-	return f.scenario()
-}
-
-// explainYAML rewrites yaml's "field x not found in type cli.simLayer" as
-// `unknown field "x" in a layer (known: ...)`.
-func explainYAML(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = strings.Replace(msg, "unmarshal errors:\n  ", "", 1)
-	return yamlUnknown.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := yamlUnknown.FindStringSubmatch(m)
-		for what, v := range simFileParts {
-			t := reflect.TypeOf(v)
-			if t.Name() != sub[2] {
-				continue
-			}
-			var known []string
-			for i := range t.NumField() {
-				if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
-					known = append(known, tag)
-				}
-			}
-			return fmt.Sprintf("unknown field %q in %s (known: %s)", sub[1], what, strings.Join(known, ", "))
-		}
-		return fmt.Sprintf("unknown field %q", sub[1])
-	})
-}
-
-// durs parses the duration strings of a file, remembering the first error
-// with the field's path.
-type durs struct{ err error }
-
-func (d *durs) parse(path, s string) time.Duration {
-	if s == "" || d.err != nil {
-		return 0
-	}
-	v, err := parseDuration(s)
-	if err != nil {
-		d.err = fmt.Errorf("%s: %w", path, err)
-	}
-	return v
-}
-
-func (f *simFile) scenario() (sim.Scenario, error) {
-	var d durs
-	s := sim.Scenario{
-		Name:        f.Name,
-		Description: f.Description,
-		Horizon:     d.parse("horizon", f.Horizon),
-		Interval:    d.parse("interval", f.Interval),
-		Seed:        f.Seed,
-		RecoverAt:   f.RecoverAt,
-		Load: sim.Load{
-			Rate:     f.Load.Rate,
-			Deadline: d.parse("load.deadline", f.Load.Deadline),
-		},
-		Service: sim.Service{
-			Concurrency: f.Service.Concurrency,
-			ServiceTime: d.parse("service.service_time", f.Service.ServiceTime),
-			Exponential: f.Service.Exponential,
-			LoadLatency: d.parse("service.load_latency", f.Service.LoadLatency),
-			QueueLimit:  f.Service.QueueLimit,
-			ErrorRate:   f.Service.ErrorRate,
-		},
-	}
-	if f.Horizon == "" {
-		return s, errors.New("horizon: missing; say how much virtual time to simulate, such as 2m")
-	}
-	if f.Load.Rate == 0 {
-		return s, errors.New("load.rate: missing; say how many user requests arrive per second")
-	}
-	if f.Load.Arrival != "" {
-		a, err := sim.ParseArrival(f.Load.Arrival)
-		if err != nil {
-			return s, fmt.Errorf("load.arrival: %q is not poisson or constant", f.Load.Arrival)
-		}
-		s.Load.Arrival = a
-	}
-	for i, ff := range f.Faults {
-		p := fmt.Sprintf("faults[%d]", i)
-		k, err := sim.ParseFaultKind(ff.Kind)
-		if err != nil {
-			return s, fmt.Errorf("%s.kind: %q is not outage, capacity, errors or spike", p, ff.Kind)
-		}
-		if ff.End == "" {
-			return s, fmt.Errorf("%s.end: missing", p)
-		}
-		s.Faults = append(s.Faults, sim.Fault{Kind: k, Start: d.parse(p+".start", ff.Start), End: d.parse(p+".end", ff.End),
-			Factor: ff.Factor, Rate: ff.Rate})
-	}
-	for i, fp := range f.Policies {
-		p := fmt.Sprintf("policies[%d]", i)
-		pol := sim.Policy{Name: fp.Name, PropagateDeadline: fp.PropagateDeadline}
-		for j, fl := range fp.Layers {
-			lp := fmt.Sprintf("%s.layers[%d]", p, j)
-			l := sim.Layer{
-				Name:  fl.Name,
-				Owner: fl.Owner,
-				Retry: retry.Policy{
-					Attempts:       fl.Attempts,
-					AttemptTimeout: d.parse(lp+".timeout", fl.Timeout),
-					TimeBudget:     d.parse(lp+".max_duration", fl.TimeBudget),
-					MinAttemptTime: d.parse(lp+".min_attempt_time", fl.MinAttempt),
-					Backoff: backoff.Schedule{
-						Base:       d.parse(lp+".backoff.base", fl.Backoff.Base),
-						Cap:        d.parse(lp+".backoff.cap", fl.Backoff.Cap),
-						Multiplier: fl.Backoff.Multiplier,
-					},
-				},
-			}
-			if fl.Attempts < 0 {
-				// -1 would mean unlimited to the retry package.
-				return s, fmt.Errorf("%s.attempts: %d, must be at least 1", lp, fl.Attempts)
-			}
-			if k := fl.Backoff.Kind; k != "" {
-				v, err := backoff.ParseKind(k)
-				if err != nil {
-					return s, fmt.Errorf("%s.backoff.kind: %q is not exponential, constant, linear or immediate", lp, k)
-				}
-				l.Retry.Backoff.Kind = v
-			}
-			if jt := fl.Backoff.Jitter; jt != "" {
-				v, err := backoff.ParseJitter(jt)
-				if err != nil {
-					return s, fmt.Errorf("%s.backoff.jitter: %q is not full, none, equal or decorrelated", lp, jt)
-				}
-				l.Retry.Backoff.Jitter = v
-			}
-			if b := fl.Budget; b != nil {
-				l.Budget = &budget.Config{Ratio: b.Ratio, Window: d.parse(lp+".budget.window", b.Window), MinPerSecond: b.MinPerSecond}
-			}
-			if b := fl.Breaker; b != nil {
-				l.Breaker = &breaker.Config{FailureRatio: b.FailureRatio, MinCalls: b.MinCalls, Probes: b.Probes,
-					Window: d.parse(lp+".breaker.window", b.Window), Cooldown: d.parse(lp+".breaker.cooldown", b.Cooldown)}
-			}
-			pol.Layers = append(pol.Layers, l)
-		}
-		s.Policies = append(s.Policies, pol)
-	}
-	if d.err != nil {
-		return s, d.err
-	}
-	if err := s.Validate(); err != nil {
-		return s, errors.New(strings.TrimPrefix(err.Error(), "sim: "))
-	}
-	return s, nil
 }

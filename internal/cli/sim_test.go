@@ -182,57 +182,11 @@ func TestSimErrors(t *testing.T) {
 	}
 }
 
-func TestSimFileFormat(t *testing.T) {
-	for _, tt := range []struct {
-		yaml string
-		want string
-	}{
-		{"", "the file is empty"},
-		{"horizon: 10s\n", "load.rate: missing"},
-		{"load: {rate: 1}\n", "horizon: missing"},
-		{"horizon: 10s\nload: {rate: 1, arrival: bursty}\n", `load.arrival: "bursty" is not poisson or constant`},
-		{"horizon: 10s\nload: {rate: 1}\nfaults: [{kind: fire, end: 1s}]\n", `faults[0].kind: "fire" is not outage`},
-		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{attempts: -1}]}]\n", "policies[0].layers[0].attempts: -1, must be at least 1"},
-		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{backoff: {jitter: lots}}]}]\n", `policies[0].layers[0].backoff.jitter: "lots" is not full`},
-		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{budget: {ratio: -2}}]}]\n", "policies[0].layers[0].budget.ratio is -2, must not be negative"},
-		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{breaker: {probes: -2}}]}]\n", "policies[0].layers[0].breaker.probes is -2"},
-		{"horizon: 10s\nload: {rate: 1}\npolicies: []\n", "policies is empty"},
-		{"horizon: 10s\nload: {rate: x}\n", "line 2: cannot unmarshal"},
-		{"horizon: 10s\nload: {rate: 1}\nservice: {workers: 3}\n", `unknown field "workers" in service (known: concurrency,`},
-	} {
-		_, err := parseScenario([]byte(tt.yaml), false)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%q: error %v, want %q", tt.yaml, err, tt.want)
-		}
-	}
-	if _, err := parseScenario([]byte(`{"horizon": "10s", "load": {"rate": 1}} {}`), true); err == nil || !strings.Contains(err.Error(), "more than one JSON value") {
-		t.Errorf("two JSON values: %v", err)
-	}
-}
-
 func TestSimProgressOnlyOnTerminal(t *testing.T) {
 	_, _, stderr := heed(t, "", "sim", "--horizon", "10s", "spike")
 	if stderr != "" {
 		t.Errorf("progress written to a buffer: %q", stderr)
 	}
-}
-
-func FuzzParseScenario(f *testing.F) {
-	for _, name := range []string{"outage.yaml", "outage.json", "unknown-field.yaml", "impossible.yaml"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "sim", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b, strings.HasSuffix(name, ".json"))
-	}
-	f.Fuzz(func(t *testing.T, data []byte, isJSON bool) {
-		s, err := parseScenario(data, isJSON)
-		if err == nil {
-			if err := s.Validate(); err != nil {
-				t.Errorf("parseScenario accepted an invalid scenario: %v", err)
-			}
-		}
-	})
 }
 
 // The example file in the help is a valid scenario.
@@ -246,7 +200,7 @@ func TestSimHelpExampleParses(t *testing.T) {
 	for _, line := range strings.Split(simFoot[start:end], "\n") {
 		b.WriteString(strings.TrimPrefix(line, "  ") + "\n")
 	}
-	s, err := parseScenario([]byte(b.String()), false)
+	s, err := sim.ParseScenario("my-outage.yaml", []byte(b.String()))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}

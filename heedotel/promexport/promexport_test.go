@@ -1,7 +1,9 @@
-package heedotel_test
+package promexport_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/heedotel"
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -50,8 +53,8 @@ func wantSeries(t *testing.T, body string, series ...string) {
 	}
 }
 
-func TestServePrometheus(t *testing.T) {
-	srv, err := heedotel.ServePrometheus(context.Background(), ":0")
+func TestServe(t *testing.T) {
+	srv, err := promexport.Serve(context.Background(), ":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,22 +64,15 @@ func TestServePrometheus(t *testing.T) {
 	}
 	m := srv.Metrics()
 	calls := 0
-	err = retry.Do(context.Background(), retry.Policy{Backoff: constant1ms, Observe: m.RetryObserver("charge")}, func(context.Context) error {
+	err = retry.Do(context.Background(), retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Constant, Base: time.Millisecond}, Observe: m.RetryObserver("charge")}, func(context.Context) error {
 		if calls++; calls < 3 {
-			return retry.Transient(errReset)
+			return retry.Transient(errors.New("connection reset"))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := runJobs(t, m.QueueObserver())
-	reg, err := m.ObserveQueue(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Unregister()
-
 	body := scrape(t, srv.URL())
 	wantSeries(t, body,
 		`# TYPE heed_retry_attempts_total counter`,
@@ -85,14 +81,6 @@ func TestServePrometheus(t *testing.T) {
 		`heed_retry_retries_total{heed_operation="charge",heed_retry_reason="transient"} 2`,
 		`heed_retry_delay_seconds_count{heed_operation="charge",heed_retry_reason="transient"} 2`,
 		`heed_retry_call_duration_seconds_count{heed_operation="charge",heed_retry_reason="success"} 1`,
-		`heed_queue_jobs_started_total{heed_job_kind="flaky",heed_queue_name="default"} 2`,
-		`heed_queue_jobs_retried_total{heed_job_kind="flaky",heed_queue_name="default",heed_retry_reason="transient"} 1`,
-		`heed_queue_jobs_succeeded_total{heed_job_kind="flaky",heed_queue_name="default"} 1`,
-		`heed_queue_jobs_dead_total{heed_job_kind="doomed",heed_queue_name="default",heed_retry_reason="permanent"} 1`,
-		`heed_queue_job_duration_seconds_count{heed_job_kind="doomed",heed_job_result="dead",heed_queue_name="default"} 1`,
-		`heed_queue_jobs{heed_job_state="dead",heed_queue_name="default"} 1`,
-		`heed_queue_jobs{heed_job_state="succeeded",heed_queue_name="default"} 1`,
-		`# TYPE heed_queue_dead_letter_oldest_age_seconds gauge`,
 	)
 	if strings.Contains(body, "heed_retry_give_ups_total{") {
 		t.Error("a give-up was reported for a call that succeeded")
@@ -108,10 +96,10 @@ func TestServePrometheus(t *testing.T) {
 	}
 }
 
-// TestServePrometheusContext: the server stops when its context ends.
-func TestServePrometheusContext(t *testing.T) {
+// TestServeContext: the server stops when its context ends.
+func TestServeContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := heedotel.ServePrometheus(ctx, "127.0.0.1:0")
+	srv, err := promexport.Serve(ctx, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +122,11 @@ func TestServePrometheusContext(t *testing.T) {
 	}
 }
 
-func TestServePrometheusBadAddr(t *testing.T) {
+func TestServeBadAddr(t *testing.T) {
 	for _, addr := range []string{"", "nonsense", "127.0.0.1:99999"} {
-		if srv, err := heedotel.ServePrometheus(context.Background(), addr); err == nil {
+		if srv, err := promexport.Serve(context.Background(), addr); err == nil {
 			srv.Close()
-			t.Errorf("ServePrometheus(%q) succeeded", addr)
+			t.Errorf("Serve(%q) succeeded", addr)
 		}
 	}
 }
@@ -155,14 +143,42 @@ func TestListenAddr(t *testing.T) {
 		"10.1.2.3:9464":    "10.1.2.3:9464",
 		"metrics.lan:http": "metrics.lan:http",
 	} {
-		got, err := heedotel.ListenAddr(addr)
+		got, err := promexport.ListenAddr(addr)
 		if err != nil || got != want {
 			t.Errorf("ListenAddr(%q) = %q, %v; want %q", addr, got, err, want)
 		}
 	}
 	for _, addr := range []string{"", "a:b:c", "nonsense"} {
-		if got, err := heedotel.ListenAddr(addr); err == nil {
+		if got, err := promexport.ListenAddr(addr); err == nil {
 			t.Errorf("ListenAddr(%q) = %q, want an error", addr, got)
 		}
 	}
+}
+
+// Serve heed's metrics in the Prometheus text format, as heed jobs work
+// --metrics-addr does, for a program without an OpenTelemetry SDK of its
+// own. An address without a host listens on 127.0.0.1 only.
+func ExampleServe() {
+	srv, err := promexport.Serve(context.Background(), ":0") // a free port
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+
+	policy := retry.Policy{Observe: srv.Metrics().RetryObserver("charge")}
+	retry.Do(context.Background(), policy, func(ctx context.Context) error { return nil })
+
+	resp, err := http.Get(srv.URL()) // http://127.0.0.1:PORT/metrics
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if strings.HasPrefix(line, "heed_retry_attempts_total") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// heed_retry_attempts_total{heed_operation="charge",heed_retry_outcome="ok"} 1
 }

@@ -1,4 +1,14 @@
-package heedotel
+// Package promexport serves heed's OpenTelemetry instruments
+// ([heedotel.Metrics]) in the Prometheus text format over HTTP, for programs
+// (such as heed jobs work --metrics-addr) that have no OpenTelemetry SDK of
+// their own. Most callers want [Serve]:
+//
+//	srv, err := promexport.Serve(ctx, ":9090") // 127.0.0.1:9090 only
+//	policy.Observe = srv.Metrics().RetryObserver("charge")
+//
+// It is apart from heedotel so that programs with an SDK of their own do
+// not link the Prometheus client.
+package promexport
 
 import (
 	"context"
@@ -14,28 +24,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/heed-go/heed/heedotel"
 )
 
-// MetricsPath is where a [Server] serves its metrics.
-const MetricsPath = "/metrics"
+// Path is where a [Server] serves its metrics.
+const Path = "/metrics"
 
-// Server serves a [Metrics] in the Prometheus text format over HTTP, for
-// programs (such as heed jobs work) that have no OpenTelemetry SDK of their
-// own. Make one with [ServePrometheus]. Its methods are safe for concurrent
-// use.
+// Server serves a [heedotel.Metrics] in the Prometheus text format over
+// HTTP. Make one with [Serve]; the zero value is not usable. Its methods
+// are safe for concurrent use.
 type Server struct {
-	m    *Metrics
+	m    *heedotel.Metrics
 	mp   *sdkmetric.MeterProvider
 	srv  *http.Server
 	addr net.Addr
 
-	stop     func() bool // stops the AfterFunc of ServePrometheus's ctx
+	stop     func() bool // stops the AfterFunc of Serve's ctx
 	stopOnce sync.Once
 	stopErr  error
 	done     chan struct{} // closed when the serving goroutine has ended
 }
 
-// ListenAddr returns the address [ServePrometheus] listens on for addr:
+// ListenAddr returns the address [Serve] listens on for addr:
 // addr itself when it names a host ("0.0.0.0:9090", "[::]:9090",
 // "metrics.internal:9090"), and 127.0.0.1 with addr's port when it does not
 // (":9090", or just "9090"), so that metrics are reachable from this machine
@@ -45,7 +56,7 @@ func ListenAddr(addr string) (string, error) {
 	if err != nil {
 		// A bare port, such as "9090".
 		if _, perr := net.LookupPort("tcp", addr); perr != nil || addr == "" {
-			return "", fmt.Errorf("heedotel: metrics address %q: want HOST:PORT or :PORT", addr)
+			return "", fmt.Errorf("promexport: metrics address %q: want HOST:PORT or :PORT", addr)
 		}
 		host, port = "", addr
 	}
@@ -55,9 +66,9 @@ func ListenAddr(addr string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// ServePrometheus listens on addr (see [ListenAddr]: localhost unless addr
-// names a host) and serves, at [MetricsPath], the instruments of a new
-// [Metrics] in the Prometheus text format, through the OpenTelemetry
+// Serve listens on addr (see [ListenAddr]: localhost unless addr
+// names a host) and serves, at [Path], the instruments of a new
+// [heedotel.Metrics] in the Prometheus text format, through the OpenTelemetry
 // Prometheus exporter and its own registry, along with the Go runtime's and
 // the process's collectors. Metric names follow the exporter's translation:
 // heed.retry.attempts becomes heed_retry_attempts_total, a histogram in
@@ -66,7 +77,7 @@ func ListenAddr(addr string) (string, error) {
 //
 // It returns once it listens, and serves until ctx ends or Close is called.
 // Wire s.Metrics() into the executors to report.
-func ServePrometheus(ctx context.Context, addr string) (*Server, error) {
+func Serve(ctx context.Context, addr string) (*Server, error) {
 	laddr, err := ListenAddr(addr)
 	if err != nil {
 		return nil, err
@@ -74,16 +85,16 @@ func ServePrometheus(ctx context.Context, addr string) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
-		return nil, fmt.Errorf("heedotel: prometheus exporter: %w", err)
+		return nil, fmt.Errorf("promexport: prometheus exporter: %w", err)
 	}
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
-		return nil, fmt.Errorf("heedotel: go collector: %w", err)
+		return nil, fmt.Errorf("promexport: go collector: %w", err)
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return nil, fmt.Errorf("heedotel: process collector: %w", err)
+		return nil, fmt.Errorf("promexport: process collector: %w", err)
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	m, err := New(mp)
+	m, err := heedotel.New(mp)
 	if err != nil {
 		mp.Shutdown(context.Background())
 		return nil, err
@@ -92,10 +103,10 @@ func ServePrometheus(ctx context.Context, addr string) (*Server, error) {
 	ln, err := lc.Listen(ctx, "tcp", laddr)
 	if err != nil {
 		mp.Shutdown(context.Background())
-		return nil, fmt.Errorf("heedotel: metrics: %w", err)
+		return nil, fmt.Errorf("promexport: metrics: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s := &Server{
 		m:    m,
 		mp:   mp,
@@ -112,7 +123,7 @@ func ServePrometheus(ctx context.Context, addr string) (*Server, error) {
 }
 
 // Metrics returns the Metrics whose instruments s serves.
-func (s *Server) Metrics() *Metrics { return s.m }
+func (s *Server) Metrics() *heedotel.Metrics { return s.m }
 
 // Addr returns the address s listens on, with the port chosen by the
 // system when addr's port was 0.
@@ -120,7 +131,7 @@ func (s *Server) Addr() net.Addr { return s.addr }
 
 // URL returns the URL of the metrics, such as
 // "http://127.0.0.1:9090/metrics".
-func (s *Server) URL() string { return "http://" + s.addr.String() + MetricsPath }
+func (s *Server) URL() string { return "http://" + s.addr.String() + Path }
 
 // Close stops serving (letting scrapes in progress finish, for up to 5 s),
 // shuts the meter provider down, and waits for its goroutines to end. It

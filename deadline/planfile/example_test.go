@@ -1,0 +1,45 @@
+package planfile_test
+
+import (
+	"fmt"
+
+	"github.com/heed-go/heed/deadline/planfile"
+)
+
+func ExampleDecode() {
+	p, err := planfile.Decode("checkout.yaml", []byte(`
+deadline: 2s
+reserve: 100ms
+steps:
+  - {name: stock, p99: 120ms, budget: 400ms, attempts: 2, backoff: {kind: constant, base: 50ms}}
+  - {name: payment, p99: 400ms, budget: 900ms}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := p.Check()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range r.Steps {
+		fmt.Printf("%s: %d attempts need %v of its %v, holds: %v\n", s.Name, s.Attempts, s.Need, s.Budget, s.Holds)
+	}
+	_, err = planfile.Decode("bad.yaml", []byte("deadline: 2s\nsteps:\n  - {name: stock, p99: 120ms, budgt: 1s}\n"))
+	fmt.Println(err)
+	// Output:
+	// stock: 2 attempts need 290ms of its 400ms, holds: true
+	// payment: 1 attempts need 400ms of its 900ms, holds: true
+	// line 3: unknown field "budgt"
+}
+
+func ExampleParseStep() {
+	st, err := planfile.ParseStep("name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s")
+	fmt.Println(st.Name, st.P99, st.Budget, st.Attempts, st.Timeout, err)
+	_, err = planfile.ParseStep("name=stock,p99=fast")
+	fmt.Println(err)
+	// Output:
+	// stock 120ms 300ms 2 30s <nil>
+	// p99: "fast" is not a duration: write seconds (5, 0.5) or a number with a unit: 300ms, 30s, 5m, 2h, 7d
+}

@@ -1,0 +1,209 @@
+package corecheck
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/heed-go/heed"
+
+// The layering of heed, as DESIGN.md draws it. Every package of the module
+// has a place here, so that a new one says where it belongs; the test fails
+// for a package that is missing.
+//
+// Core packages import only the standard library and the core packages
+// before them in core. Adapters import core packages, the internal helpers,
+// and the other adapters that arrows names for them, never any other.
+// Packages at the top (the command) import anything in the module. Test
+// helper packages (a path ending in "test", such as queue/storetest) may
+// import what the package they test may, and that package. Outside the
+// module and the standard library, a package imports only the modules
+// external names for it: database drivers only in the stores.
+var (
+	core    = []string{"clock", "internal/stripe", "backoff", "budget", "breaker", "deadline", "retry"}
+	helpers = []string{"internal/redact", "internal/duration", "internal/signals", "internal/corecheck"}
+	arrows  = map[string][]string{
+		"retryhttp":           nil,
+		"queue":               nil,
+		"sim":                 nil,
+		"sim/chart":           {"sim"},
+		"deadline/planfile":   nil,
+		"sqlitestore":         {"queue", "idempotency"},
+		"pgstore":             {"queue", "idempotency"},
+		"storeurl":            {"queue", "idempotency", "sqlitestore", "pgstore"},
+		"heedotel":            {"queue", "retryhttp"}, // it observes their events
+		"heedotel/promexport": {"heedotel"},
+		"internal/jobkinds":   {"queue", "retryhttp"}, // the command's built-in job kinds
+	}
+	// leaves are adapters that import only the standard library and the
+	// helpers given: idempotency, so that any server can import it.
+	leaves   = map[string][]string{"idempotency": {"internal/redact"}}
+	top      = []string{"internal/cli", "cmd/heed"}
+	external = map[string][]string{
+		"sqlitestore":         {"modernc.org/sqlite"},
+		"pgstore":             {"github.com/jackc/pgx/v5"},
+		"pgstore/pgstoretest": {"github.com/jackc/pgx/v5"},
+		"storeurl":            {"github.com/jackc/pgx/v5/pgconn"}, // PostgreSQL's error type, nothing else
+		"heedotel":            {"go.opentelemetry.io/otel"},
+		"heedotel/promexport": {"go.opentelemetry.io/otel", "github.com/prometheus/client_golang"},
+		"sim":                 {"go.yaml.in/yaml/v3"},
+		"deadline/planfile":   {"go.yaml.in/yaml/v3"},
+		"sim/chart":           {"gonum.org/v1/plot"},
+		"internal/cli":        {"github.com/mattn/go-isatty", "golang.org/x/sys"},
+	}
+)
+
+// mayImport returns the heed packages that pkg may import, and false when
+// pkg has no place in the layering.
+func mayImport(pkg string) ([]string, bool) {
+	if i := slices.Index(core, pkg); i >= 0 {
+		return slices.Clone(core[:i]), true
+	}
+	if slices.Contains(helpers, pkg) {
+		return nil, true // the standard library only
+	}
+	if may, ok := leaves[pkg]; ok {
+		return slices.Clone(may), true
+	}
+	if adapters, ok := arrows[pkg]; ok {
+		return append(append(slices.Clone(core), helpers...), adapters...), true
+	}
+	if slices.Contains(top, pkg) {
+		return nil, true // checked by the caller: anything
+	}
+	if parent, base := path.Split(pkg); parent != "" && strings.HasSuffix(base, "test") {
+		parent = strings.TrimSuffix(parent, "/")
+		may, ok := mayImport(parent)
+		return append(append(may, parent, "retry/executortest"), helpers...), ok
+	}
+	return nil, false
+}
+
+// packages returns the module's packages (relative import paths) and their
+// non-test imports, read from the source with go/build.
+func packages(t *testing.T) map[string][]string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found: %v", err)
+	}
+	pkgs := map[string][]string{}
+	err = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, dir)
+		rel = filepath.ToSlash(rel)
+		name := d.Name()
+		if rel != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && rel != "." {
+			return filepath.SkipDir // another module (internal/compare)
+		}
+		p, err := build.ImportDir(dir, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		if len(p.GoFiles) > 0 {
+			pkgs[rel] = p.Imports
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("found only %d packages: %v", len(pkgs), pkgs)
+	}
+	return pkgs
+}
+
+func TestLayering(t *testing.T) {
+	for pkg, imports := range packages(t) {
+		may, ok := mayImport(pkg)
+		if !ok {
+			t.Errorf("package %s has no place in the layering: add it to internal/corecheck/imports_test.go (and DESIGN.md's arrows)", pkg)
+			continue
+		}
+		for _, imp := range imports {
+			switch {
+			case isStd(imp):
+			case strings.HasPrefix(imp, module+"/"):
+				dep := strings.TrimPrefix(imp, module+"/")
+				if !slices.Contains(top, pkg) && !slices.Contains(may, dep) {
+					t.Errorf("%s imports %s, which the layering does not allow (it may import: %s)", pkg, dep, strings.Join(may, ", "))
+				}
+			default:
+				if !slices.ContainsFunc(external[pkg], func(m string) bool { return imp == m || strings.HasPrefix(imp, m+"/") }) {
+					t.Errorf("%s imports %s, a module outside the standard library that the layering does not allow", pkg, imp)
+				}
+			}
+		}
+	}
+}
+
+// The rules themselves: a table of what a violation looks like.
+func TestMayImport(t *testing.T) {
+	for _, tt := range []struct {
+		pkg, dep string
+		want     bool
+	}{
+		{"retry", "backoff", true},
+		{"retry", "budget", true},
+		{"backoff", "retry", false}, // core: only lower core packages
+		{"clock", "backoff", false},
+		{"budget", "internal/stripe", true},
+		{"retryhttp", "retry", true},
+		{"retryhttp", "queue", false}, // adapters never import each other
+		{"queue", "retryhttp", false},
+		{"sim", "queue", false},
+		{"sqlitestore", "queue", true},
+		{"sqlitestore", "pgstore", false},
+		{"storeurl", "pgstore", true},
+		{"queue/storetest", "queue", true},
+		{"queue/storetest", "retry/executortest", true},
+		{"queue/storetest", "sqlitestore", false},
+		{"internal/redact", "retry", false},
+		{"idempotency", "internal/redact", true},
+		{"idempotency", "retry", false}, // a leaf: any server can import it
+		{"idempotency/storetest", "idempotency", true},
+	} {
+		may, ok := mayImport(tt.pkg)
+		if got := ok && slices.Contains(may, tt.dep); got != tt.want {
+			t.Errorf("%s may import %s: %v, want %v", tt.pkg, tt.dep, got, tt.want)
+		}
+	}
+	if _, ok := mayImport("heedgrpc"); ok {
+		t.Error("a package not in the table has a place")
+	}
+}
+
+// isStd reports whether an import path belongs to the standard library: its
+// first element has no dot.
+func isStd(p string) bool {
+	first, _, _ := strings.Cut(p, "/")
+	return !strings.Contains(first, ".")
+}
+
+func TestIsStd(t *testing.T) {
+	for p, want := range map[string]bool{
+		"fmt": true, "net/http": true, "github.com/x/y": false, "golang.org/x/sync": false, module + "/queue": false,
+	} {
+		if isStd(p) != want {
+			t.Errorf("isStd(%q) = %v", p, !want)
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/duration"
+	"github.com/heed-go/heed/retry"
+)
+
+// LoadScenario returns the built-in scenario called arg (see [Builtins]),
+// or reads the scenario file at the path arg with [ParseScenario]. Its
+// errors name arg, not this package: they are meant for the user who wrote
+// the file.
+func LoadScenario(arg string) (Scenario, error) {
+	if s, ok := Builtin(arg); ok {
+		return s, nil
+	}
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(arg, "./\\") {
+			return Scenario{}, fmt.Errorf("no built-in scenario or file %q (built-in: %s)", arg, strings.Join(Builtins(), ", "))
+		}
+		return Scenario{}, err
+	}
+	return ParseScenario(arg, data)
+}
+
+// ParseScenario decodes the scenario file called file: JSON when the name
+// ends in .json, YAML otherwise. Durations are strings ("500ms", "2s",
+// "1m", or seconds and days as the heed command takes them); only horizon,
+// load.rate and policies are required, unknown fields and impossible values
+// are errors, and the scenario it returns is valid ([Scenario.Validate]).
+// A scenario without a name is named after the file. Errors start with
+// file, then the line or the field, such as
+// "my.yaml: policies[0].layers[1].attempts: -1, must be at least 1".
+func ParseScenario(file string, data []byte) (Scenario, error) {
+	sc, err := parseScenario(data, strings.EqualFold(filepath.Ext(file), ".json"))
+	if err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if sc.Name == "" {
+		sc.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	return sc, nil
+}
+
+// The file format. Durations are strings; every field is optional to the
+// decoder, and Scenario.Validate checks the values.
+type fileScenario struct {
+	Name        string       `yaml:"name" json:"name"`
+	Description string       `yaml:"description" json:"description"`
+	Horizon     string       `yaml:"horizon" json:"horizon"`
+	Interval    string       `yaml:"interval" json:"interval"`
+	Seed        uint64       `yaml:"seed" json:"seed"`
+	RecoverAt   float64      `yaml:"recover_at" json:"recover_at"`
+	Load        fileLoad     `yaml:"load" json:"load"`
+	Service     fileService  `yaml:"service" json:"service"`
+	Faults      []fileFault  `yaml:"faults" json:"faults"`
+	Policies    []filePolicy `yaml:"policies" json:"policies"`
+}
+
+type fileLoad struct {
+	Rate     float64 `yaml:"rate" json:"rate"`
+	Arrival  string  `yaml:"arrival" json:"arrival"`
+	Deadline string  `yaml:"deadline" json:"deadline"`
+}
+
+type fileService struct {
+	Concurrency int     `yaml:"concurrency" json:"concurrency"`
+	ServiceTime string  `yaml:"service_time" json:"service_time"`
+	Exponential bool    `yaml:"exponential" json:"exponential"`
+	LoadLatency string  `yaml:"load_latency" json:"load_latency"`
+	QueueLimit  int     `yaml:"queue_limit" json:"queue_limit"`
+	ErrorRate   float64 `yaml:"error_rate" json:"error_rate"`
+}
+
+type fileFault struct {
+	Kind   string  `yaml:"kind" json:"kind"`
+	Start  string  `yaml:"start" json:"start"`
+	End    string  `yaml:"end" json:"end"`
+	Factor float64 `yaml:"factor" json:"factor"`
+	Rate   float64 `yaml:"rate" json:"rate"`
+}
+
+type filePolicy struct {
+	Name              string      `yaml:"name" json:"name"`
+	PropagateDeadline bool        `yaml:"propagate_deadline" json:"propagate_deadline"`
+	Layers            []fileLayer `yaml:"layers" json:"layers"`
+}
+
+type fileLayer struct {
+	Name       string       `yaml:"name" json:"name"`
+	Attempts   int          `yaml:"attempts" json:"attempts"`
+	Backoff    fileBackoff  `yaml:"backoff" json:"backoff"`
+	Timeout    string       `yaml:"timeout" json:"timeout"`
+	TimeBudget string       `yaml:"max_duration" json:"max_duration"`
+	MinAttempt string       `yaml:"min_attempt_time" json:"min_attempt_time"`
+	Owner      bool         `yaml:"owner" json:"owner"`
+	Budget     *fileBudget  `yaml:"budget" json:"budget"`
+	Breaker    *fileBreaker `yaml:"breaker" json:"breaker"`
+}
+
+type fileBackoff struct {
+	Kind       string  `yaml:"kind" json:"kind"`
+	Base       string  `yaml:"base" json:"base"`
+	Cap        string  `yaml:"cap" json:"cap"`
+	Multiplier float64 `yaml:"multiplier" json:"multiplier"`
+	Jitter     string  `yaml:"jitter" json:"jitter"`
+}
+
+type fileBudget struct {
+	Ratio        float64 `yaml:"ratio" json:"ratio"`
+	Window       string  `yaml:"window" json:"window"`
+	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
+}
+
+type fileBreaker struct {
+	FailureRatio float64 `yaml:"failure_ratio" json:"failure_ratio"`
+	MinCalls     int     `yaml:"min_calls" json:"min_calls"`
+	Window       string  `yaml:"window" json:"window"`
+	Cooldown     string  `yaml:"cooldown" json:"cooldown"`
+	Probes       int     `yaml:"probes" json:"probes"`
+}
+
+// what names each file type in error messages.
+var fileParts = map[string]any{
+	"the scenario": fileScenario{}, "load": fileLoad{}, "service": fileService{}, "a fault": fileFault{},
+	"a policy": filePolicy{}, "a layer": fileLayer{}, "backoff": fileBackoff{}, "budget": fileBudget{},
+	"breaker": fileBreaker{},
+}
+
+var yamlUnknown = regexp.MustCompile(`field (\S+) not found in type sim\.(\w+)`)
+
+// parseScenario decodes a scenario file and converts it to a Scenario.
+func parseScenario(data []byte, isJSON bool) (Scenario, error) {
+	var f fileScenario
+	if isJSON {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			at := min(int(dec.InputOffset()), len(data))
+			msg := strings.TrimPrefix(err.Error(), "json: ")
+			if field, ok := strings.CutPrefix(msg, "unknown field "); ok {
+				// The decoder has read past the field: find it.
+				if i := bytes.Index(data, []byte(field)); i >= 0 {
+					at = i
+				}
+			}
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				at = min(int(se.Offset), len(data))
+			}
+			line := 1 + bytes.Count(data[:at], []byte("\n"))
+			return Scenario{}, fmt.Errorf("line %d: %s", line, msg)
+		}
+		if dec.More() {
+			return Scenario{}, errors.New("more than one JSON value")
+		}
+	} else {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&f); err != nil {
+			if errors.Is(err, io.EOF) {
+				return Scenario{}, errors.New("the file is empty")
+			}
+			return Scenario{}, errors.New(explainYAML(err))
+		}
+	}
+	return f.scenario()
+}
+
+// explainYAML rewrites yaml's "field x not found in type fileLayer" as
+// `unknown field "x" in a layer (known: ...)`.
+func explainYAML(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.Replace(msg, "unmarshal errors:\n  ", "", 1)
+	return yamlUnknown.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := yamlUnknown.FindStringSubmatch(m)
+		for what, v := range fileParts {
+			t := reflect.TypeOf(v)
+			if t.Name() != sub[2] {
+				continue
+			}
+			var known []string
+			for i := range t.NumField() {
+				if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
+					known = append(known, tag)
+				}
+			}
+			return fmt.Sprintf("unknown field %q in %s (known: %s)", sub[1], what, strings.Join(known, ", "))
+		}
+		return fmt.Sprintf("unknown field %q", sub[1])
+	})
+}
+
+// durs parses the duration strings of a file, remembering the first error
+// with the field's path.
+type durs struct{ err error }
+
+func (d *durs) parse(path, s string) time.Duration {
+	if s == "" || d.err != nil {
+		return 0
+	}
+	v, err := duration.Parse(s)
+	if err != nil {
+		d.err = fmt.Errorf("%s: %w", path, err)
+	}
+	return v
+}
+
+func (f *fileScenario) scenario() (Scenario, error) {
+	var d durs
+	s := Scenario{
+		Name:        f.Name,
+		Description: f.Description,
+		Horizon:     d.parse("horizon", f.Horizon),
+		Interval:    d.parse("interval", f.Interval),
+		Seed:        f.Seed,
+		RecoverAt:   f.RecoverAt,
+		Load: Load{
+			Rate:     f.Load.Rate,
+			Deadline: d.parse("load.deadline", f.Load.Deadline),
+		},
+		Service: Service{
+			Concurrency: f.Service.Concurrency,
+			ServiceTime: d.parse("service.service_time", f.Service.ServiceTime),
+			Exponential: f.Service.Exponential,
+			LoadLatency: d.parse("service.load_latency", f.Service.LoadLatency),
+			QueueLimit:  f.Service.QueueLimit,
+			ErrorRate:   f.Service.ErrorRate,
+		},
+	}
+	if f.Horizon == "" {
+		return s, errors.New("horizon: missing; say how much virtual time to simulate, such as 2m")
+	}
+	if f.Load.Rate == 0 {
+		return s, errors.New("load.rate: missing; say how many user requests arrive per second")
+	}
+	if f.Load.Arrival != "" {
+		a, err := ParseArrival(f.Load.Arrival)
+		if err != nil {
+			return s, fmt.Errorf("load.arrival: %q is not poisson or constant", f.Load.Arrival)
+		}
+		s.Load.Arrival = a
+	}
+	for i, ff := range f.Faults {
+		p := fmt.Sprintf("faults[%d]", i)
+		k, err := ParseFaultKind(ff.Kind)
+		if err != nil {
+			return s, fmt.Errorf("%s.kind: %q is not outage, capacity, errors or spike", p, ff.Kind)
+		}
+		if ff.End == "" {
+			return s, fmt.Errorf("%s.end: missing", p)
+		}
+		s.Faults = append(s.Faults, Fault{Kind: k, Start: d.parse(p+".start", ff.Start), End: d.parse(p+".end", ff.End),
+			Factor: ff.Factor, Rate: ff.Rate})
+	}
+	for i, fp := range f.Policies {
+		p := fmt.Sprintf("policies[%d]", i)
+		pol := Policy{Name: fp.Name, PropagateDeadline: fp.PropagateDeadline}
+		for j, fl := range fp.Layers {
+			lp := fmt.Sprintf("%s.layers[%d]", p, j)
+			l := Layer{
+				Name:  fl.Name,
+				Owner: fl.Owner,
+				Retry: retry.Policy{
+					Attempts:       fl.Attempts,
+					AttemptTimeout: d.parse(lp+".timeout", fl.Timeout),
+					TimeBudget:     d.parse(lp+".max_duration", fl.TimeBudget),
+					MinAttemptTime: d.parse(lp+".min_attempt_time", fl.MinAttempt),
+					Backoff: backoff.Schedule{
+						Base:       d.parse(lp+".backoff.base", fl.Backoff.Base),
+						Cap:        d.parse(lp+".backoff.cap", fl.Backoff.Cap),
+						Multiplier: fl.Backoff.Multiplier,
+					},
+				},
+			}
+			if fl.Attempts < 0 {
+				// -1 would mean unlimited to the retry package.
+				return s, fmt.Errorf("%s.attempts: %d, must be at least 1", lp, fl.Attempts)
+			}
+			if k := fl.Backoff.Kind; k != "" {
+				v, err := backoff.ParseKind(k)
+				if err != nil {
+					return s, fmt.Errorf("%s.backoff.kind: %q is not exponential, constant, linear or immediate", lp, k)
+				}
+				l.Retry.Backoff.Kind = v
+			}
+			if jt := fl.Backoff.Jitter; jt != "" {
+				v, err := backoff.ParseJitter(jt)
+				if err != nil {
+					return s, fmt.Errorf("%s.backoff.jitter: %q is not full, none, equal or decorrelated", lp, jt)
+				}
+				l.Retry.Backoff.Jitter = v
+			}
+			if b := fl.Budget; b != nil {
+				l.Budget = &budget.Config{Ratio: b.Ratio, Window: d.parse(lp+".budget.window", b.Window), MinPerSecond: b.MinPerSecond}
+			}
+			if b := fl.Breaker; b != nil {
+				l.Breaker = &breaker.Config{FailureRatio: b.FailureRatio, MinCalls: b.MinCalls, Probes: b.Probes,
+					Window: d.parse(lp+".breaker.window", b.Window), Cooldown: d.parse(lp+".breaker.cooldown", b.Cooldown)}
+			}
+			pol.Layers = append(pol.Layers, l)
+		}
+		s.Policies = append(s.Policies, pol)
+	}
+	if d.err != nil {
+		return s, d.err
+	}
+	if err := s.Validate(); err != nil {
+		return s, errors.New(strings.TrimPrefix(err.Error(), "sim: "))
+	}
+	return s, nil
+}
+
+// String describes the fault in words, as heed sim prints it: "outage
+// 20s–40s", "capacity down to 50% 1m0s–2m0s", "10% errors 5s–10s", "load ×2
+// 1m0s–1m10s".
+func (f Fault) String() string {
+	span := fmt.Sprintf("%v–%v", f.Start, f.End)
+	switch f.Kind {
+	case Outage:
+		return "outage " + span
+	case CapacityDrop:
+		return fmt.Sprintf("capacity down to %g%% %s", 100*f.Factor, span)
+	case ErrorRate:
+		return fmt.Sprintf("%g%% errors %s", 100*f.Rate, span)
+	case Spike:
+		return fmt.Sprintf("load ×%g %s", f.Factor, span)
+	}
+	return f.Kind.String() + " " + span
+}

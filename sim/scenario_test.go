@@ -1,0 +1,139 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseScenarioErrors(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want string
+	}{
+		{"", "the file is empty"},
+		{"horizon: 10s\n", "load.rate: missing"},
+		{"load: {rate: 1}\n", "horizon: missing"},
+		{"horizon: 10s\nload: {rate: 1, arrival: bursty}\n", `load.arrival: "bursty" is not poisson or constant`},
+		{"horizon: 10s\nload: {rate: 1}\nfaults: [{kind: fire, end: 1s}]\n", `faults[0].kind: "fire" is not outage`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{attempts: -1}]}]\n", "policies[0].layers[0].attempts: -1, must be at least 1"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{backoff: {jitter: lots}}]}]\n", `policies[0].layers[0].backoff.jitter: "lots" is not full`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{budget: {ratio: -2}}]}]\n", "policies[0].layers[0].budget.ratio is -2, must not be negative"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{breaker: {probes: -2}}]}]\n", "policies[0].layers[0].breaker.probes is -2"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: []\n", "policies is empty"},
+		{"horizon: 10s\nload: {rate: x}\n", "line 2: cannot unmarshal"},
+		{"horizon: 10s\nload: {rate: 1}\nservice: {workers: 3}\n", `unknown field "workers" in service (known: concurrency,`},
+	} {
+		_, err := ParseScenario("x.yaml", []byte(tt.yaml))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+	if _, err := ParseScenario("x.json", []byte(`{"horizon": "10s", "load": {"rate": 1}} {}`)); err == nil || !strings.Contains(err.Error(), "more than one JSON value") {
+		t.Errorf("two JSON values: %v", err)
+	}
+}
+
+const outageYAML = `# Two layers, a 10 s outage.
+name: small-outage
+horizon: 30s
+seed: 7
+load: {rate: 50, deadline: 2s}
+service: {concurrency: 10, service_time: 10ms, queue_limit: 100}
+faults:
+  - {kind: outage, start: 10s, end: 20s}
+policies:
+  - name: every layer
+    layers:
+      - {attempts: 3, backoff: {kind: immediate}}
+      - {attempts: 3, backoff: {kind: immediate}}
+  - name: owner + budget
+    propagate_deadline: true
+    layers:
+      - attempts: 3
+        backoff: {base: 10ms, cap: 100ms, jitter: full}
+        timeout: 500ms
+        owner: true
+        budget: {ratio: 0.1, window: 10s}
+        breaker: {failure_ratio: 0.5, min_calls: 20, cooldown: 2s}
+      - {attempts: 3}
+`
+
+const outageJSON = `{"horizon": "30s", "load": {"rate": 50, "arrival": "constant"},
+ "faults": [{"kind": "errors", "start": "5s", "end": "10s", "rate": 0.5}],
+ "policies": [{"name": "owner", "layers": [{"attempts": 3, "owner": true, "max_duration": "3s"}, {}]}]}`
+
+func TestParseScenario(t *testing.T) {
+	s, err := ParseScenario("outage.yaml", []byte(outageYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "small-outage" || s.Horizon != 30*time.Second || s.Seed != 7 || s.Load.Deadline != 2*time.Second ||
+		s.Service.QueueLimit != 100 || len(s.Faults) != 1 || s.Faults[0].Kind != Outage || len(s.Policies) != 2 {
+		t.Fatalf("parsed %+v", s)
+	}
+	owner := s.Policies[1]
+	if !owner.PropagateDeadline || len(owner.Layers) != 2 || !owner.Layers[0].Owner || owner.Layers[0].Budget == nil ||
+		owner.Layers[0].Breaker == nil || owner.Layers[0].Breaker.Cooldown != 2*time.Second ||
+		owner.Layers[0].Retry.AttemptTimeout != 500*time.Millisecond || owner.Layers[0].Retry.Backoff.Cap != 100*time.Millisecond {
+		t.Errorf("owner + budget: %+v", owner)
+	}
+	j, err := ParseScenario("dir/outage-json.JSON", []byte(outageJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Name != "outage-json" || j.Load.Arrival != Constant || j.Faults[0].Kind != ErrorRate || j.Policies[0].Layers[0].Retry.TimeBudget != 3*time.Second {
+		t.Errorf("parsed %+v", j)
+	}
+}
+
+func TestLoadScenario(t *testing.T) {
+	if s, err := LoadScenario("spike"); err != nil || s.Name != "spike" {
+		t.Errorf("LoadScenario(spike) = %v, %v", s.Name, err)
+	}
+	if _, err := LoadScenario("nope"); err == nil || !strings.Contains(err.Error(), `no built-in scenario or file "nope" (built-in: `) {
+		t.Errorf("LoadScenario(nope): %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("horizon: 10s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadScenario(path); err == nil || err.Error() != path+": load.rate: missing; say how many user requests arrive per second" {
+		t.Errorf("LoadScenario(bad): %v", err)
+	}
+}
+
+// Whatever a file holds, a scenario ParseScenario accepts is valid.
+func FuzzParseScenario(f *testing.F) {
+	f.Add([]byte(outageYAML), false)
+	f.Add([]byte(outageJSON), true)
+	f.Add([]byte("horizon: 10s\nload: {rate: 10}\npolicies:\n  - layers:\n      - attemps: 3\n"), false)
+	f.Add([]byte("horizon: 10s\nload: {rate: 10}\nfaults: [{kind: capacity, start: 2s, end: 4s, factor: 1.5}]\npolicies: [{layers: [{attempts: 3}]}]\n"), false)
+	f.Fuzz(func(t *testing.T, data []byte, isJSON bool) {
+		name := "f.yaml"
+		if isJSON {
+			name = "f.json"
+		}
+		s, err := ParseScenario(name, data)
+		if err == nil {
+			if err := s.Validate(); err != nil {
+				t.Errorf("ParseScenario accepted an invalid scenario: %v", err)
+			}
+		}
+	})
+}
+
+func TestFaultString(t *testing.T) {
+	for f, want := range map[Fault]string{
+		{Kind: Outage, Start: 20 * time.Second, End: 40 * time.Second}:              "outage 20s–40s",
+		{Kind: CapacityDrop, Start: time.Minute, End: 2 * time.Minute, Factor: 0.5}: "capacity down to 50% 1m0s–2m0s",
+		{Kind: ErrorRate, Start: 5 * time.Second, End: 10 * time.Second, Rate: 0.1}: "10% errors 5s–10s",
+		{Kind: Spike, Start: time.Minute, End: 70 * time.Second, Factor: 2}:         "load ×2 1m0s–1m10s",
+	} {
+		if got := f.String(); got != want {
+			t.Errorf("%#v: %q, want %q", f, got, want)
+		}
+	}
+}
