@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"testing"
+	"time"
 
+	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/storetest"
 )
@@ -21,5 +23,5 @@ func TestPeriodicThreeStores(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		stores[i] = s
 	}
-	storetest.RunPeriodic(t, stores)
+	storetest.RunPeriodic(t, clocktest.New(time.Time{}), stores)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/storetest"
 	"github.com/heed-go/heed/sqlitestore"
@@ -24,5 +26,5 @@ func TestPeriodicThreeStores(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		stores[i] = s
 	}
-	storetest.RunPeriodic(t, stores)
+	storetest.RunPeriodic(t, clocktest.New(time.Time{}), stores)
 }

@@ -56,6 +56,7 @@ var (
 		"deadline/planfile":   {"go.yaml.in/yaml/v3"},
 		"sim/chart":           {"gonum.org/v1/plot"},
 		"internal/cli":        {"github.com/mattn/go-isatty", "golang.org/x/sys"},
+		"queue":               {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
 	}
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/clock/clocktest"
+	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
 )
 
@@ -37,14 +37,21 @@ func (c countingStore) JobInsert(ctx context.Context, in queue.JobInsert) (*queu
 	return j, ok, err
 }
 
+// FakeClock is the clock RunPeriodic sets: clock/clocktest's Clock is one.
+type FakeClock interface {
+	clock.Clock
+	Set(t time.Time) // moves the clock to t, firing the timers due
+}
+
 // RunPeriodic runs one worker per store of stores (stores over one
 // database: the same store several times, or stores opened separately, as
 // processes would), all with the same periodic job every minute on a fake
-// clock, for 20 periods: the first tick is the one that passed before the
+// clock (clk, not yet set past 2026-03-04T05:06:30Z), for 20 periods: the
+// first tick is the one that passed before the
 // workers started (caught up once), then the clock moves a period at a
 // time. Each time every worker tries to enqueue the tick, and exactly one
 // job per tick is made and run: 20 runs in all.
-func RunPeriodic(t *testing.T, stores []queue.Store) {
+func RunPeriodic(t *testing.T, clk FakeClock, stores []queue.Store) {
 	for _, s := range stores {
 		if _, ok := s.(queue.Notifier); !ok {
 			t.Skip("the store is not a queue.Notifier (the test's workers wake on notifications)")
@@ -52,7 +59,7 @@ func RunPeriodic(t *testing.T, stores []queue.Store) {
 	}
 	start := time.Date(2026, 3, 4, 5, 6, 30, 0, time.UTC) // 30 s after a tick
 	first := start.Truncate(time.Minute)
-	clk := clocktest.New(start)
+	clk.Set(start)
 	var mu sync.Mutex
 	calls := map[string]int{}
 	tried := sync.NewCond(&mu)
@@ -142,5 +149,3 @@ func RunPeriodic(t *testing.T, stores []queue.Store) {
 		}
 	}
 }
-
-func testPeriodic(t *testing.T, s queue.Store) { RunPeriodic(t, []queue.Store{s, s, s}) }

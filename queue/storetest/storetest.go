@@ -73,7 +73,6 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"UniqueByArgs", testUniqueByArgs},
 		{"UniqueByPeriod", testUniqueByPeriod},
 		{"UniqueByState", testUniqueByState},
-		{"Periodic", testPeriodic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
