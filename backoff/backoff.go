@@ -35,7 +35,7 @@ const (
 	Immediate
 )
 
-var kindNames = [...]string{"exponential", "constant", "linear", "immediate"}
+var kindNames = [...]string{Exponential: "exponential", Constant: "constant", Linear: "linear", Immediate: "immediate"}
 
 // String returns the kind's lower-case name, as the heed command spells it.
 func (k Kind) String() string {
@@ -63,7 +63,7 @@ const (
 	DecorrelatedJitter
 )
 
-var jitterNames = [...]string{"full", "none", "equal", "decorrelated"}
+var jitterNames = [...]string{FullJitter: "full", NoJitter: "none", EqualJitter: "equal", DecorrelatedJitter: "decorrelated"}
 
 // String returns the jitter's lower-case name, as the heed command spells it.
 func (j Jitter) String() string {
@@ -184,9 +184,9 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 // Validate returns an *InvalidError naming the first bad field, or nil.
 func (s Schedule) Validate() error {
 	switch {
-	case s.Kind > Immediate:
+	case int(s.Kind) >= len(kindNames):
 		return &InvalidError{"Kind", fmt.Sprintf("is %d, not a known kind", s.Kind)}
-	case s.Jitter > DecorrelatedJitter:
+	case int(s.Jitter) >= len(jitterNames):
 		return &InvalidError{"Jitter", fmt.Sprintf("is %d, not a known jitter", s.Jitter)}
 	case s.Base < 0:
 		return &InvalidError{"Base", fmt.Sprintf("is %v, must not be negative", s.Base)}

@@ -58,14 +58,14 @@ func TestScheduleJSONErrors(t *testing.T) {
 }
 
 func TestKindJitterText(t *testing.T) {
-	for k := backoff.Exponential; k <= backoff.Immediate; k++ {
+	for _, k := range []backoff.Kind{backoff.Exponential, backoff.Constant, backoff.Linear, backoff.Immediate} {
 		b, err := k.MarshalText()
 		var back backoff.Kind
 		if err != nil || string(b) != k.String() || back.UnmarshalText(b) != nil || back != k {
 			t.Errorf("Kind %v: MarshalText = %q, %v; back %v", k, b, err, back)
 		}
 	}
-	for j := backoff.FullJitter; j <= backoff.DecorrelatedJitter; j++ {
+	for _, j := range []backoff.Jitter{backoff.FullJitter, backoff.NoJitter, backoff.EqualJitter, backoff.DecorrelatedJitter} {
 		b, err := j.MarshalText()
 		var back backoff.Jitter
 		if err != nil || string(b) != j.String() || back.UnmarshalText(b) != nil || back != j {

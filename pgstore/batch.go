@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5"
@@ -229,10 +228,9 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) (errs
 	if err := tx.Commit(ctx); err != nil {
 		return nil, wrapErr("transition jobs: commit", err)
 	}
-	now := time.Now()
 	var wake []string
 	for i := range ts {
-		if errs[i] == nil && ts[i].State == queue.StateAvailable && !ts[i].AvailableAt.After(now) {
+		if errs[i] == nil && ts[i].Wakes() {
 			wake = append(wake, queues[i])
 		}
 	}

@@ -3,7 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -119,15 +118,4 @@ func ExampleStore_JobNotify() {
 			// claim from every queue this worker serves
 		}
 	}
-}
-
-// A database migrated by a newer heed is refused with an error naming both
-// versions.
-func ExampleVersionError() {
-	err := error(&pgstore.VersionError{Database: 7, Binary: 3})
-	fmt.Println(err)
-	fmt.Println(errors.Is(err, queue.ErrSchemaTooNew))
-	// Output:
-	// pgstore: database schema version 7 is newer than this binary knows (version 3): upgrade heed
-	// true
 }

@@ -8,30 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
+	"time"
 
+	"github.com/heed-go/heed/internal/schema"
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-func TestLoadMigrations(t *testing.T) {
-	if len(migrations) == 0 || SchemaVersion != len(migrations) {
-		t.Fatalf("SchemaVersion %d, %d migrations", SchemaVersion, len(migrations))
-	}
-	for name, fsys := range map[string]fstest.MapFS{
-		"gap":      {"migrations/001_a.sql": {}, "migrations/003_c.sql": {}},
-		"bad name": {"migrations/first.sql": {}},
-		"zero":     {"migrations/000_a.sql": {}},
-	} {
-		if _, err := loadMigrations(fsys); err == nil || !strings.HasPrefix(err.Error(), "pgstore: ") {
-			t.Errorf("%s: loadMigrations = %v, want a pgstore error", name, err)
-		}
-	}
-	ms, err := loadMigrations(fstest.MapFS{"migrations/002_b.sql": {Data: []byte("B")}, "migrations/001_a.sql": {Data: []byte("A")}})
-	if err != nil || len(ms) != 2 || ms[0].name != "a" || ms[1].sql != "B" {
-		t.Errorf("loadMigrations = %+v, %v", ms, err)
-	}
-}
 
 func TestMigrateIdempotent(t *testing.T) {
 	t.Parallel()
@@ -44,8 +26,8 @@ func TestMigrateIdempotent(t *testing.T) {
 		}
 		v, err := s.Version(ctx)
 		s.Close()
-		if err != nil || v != SchemaVersion {
-			t.Fatalf("Version = %d, %v; want %d", v, err, SchemaVersion)
+		if err != nil || v != SchemaVersion() {
+			t.Fatalf("Version = %d, %v; want %d", v, err, SchemaVersion())
 		}
 	}
 }
@@ -76,8 +58,8 @@ func TestMigrateConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	var rows int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM heed_migrations`).Scan(&rows); err != nil || rows != SchemaVersion {
-		t.Errorf("heed_migrations has %d rows (%v), want %d", rows, err, SchemaVersion)
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM heed_migrations`).Scan(&rows); err != nil || rows != SchemaVersion() {
+		t.Errorf("heed_migrations has %d rows (%v), want %d", rows, err, SchemaVersion())
 	}
 }
 
@@ -85,25 +67,25 @@ func TestSchemaTooNew(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
 	ctx := t.Context()
-	newer := SchemaVersion + 1
+	newer := SchemaVersion() + 1
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO heed_migrations (version, name) VALUES ($1, 'from_the_future')`, newer); err != nil {
 		t.Fatal(err)
 	}
 	err := s.Migrate(ctx)
-	var ve *VersionError
-	if !errors.As(err, &ve) || ve.Database != newer || ve.Binary != SchemaVersion || !errors.Is(err, queue.ErrSchemaTooNew) {
-		t.Fatalf("Migrate = %v, want a *VersionError matching queue.ErrSchemaTooNew", err)
+	var ve *queue.SchemaTooNewError
+	if !errors.As(err, &ve) || ve.Database != newer || ve.Binary != SchemaVersion() || !errors.Is(err, queue.ErrSchemaTooNew) {
+		t.Fatalf("Migrate = %v, want a *queue.SchemaTooNewError matching queue.ErrSchemaTooNew", err)
 	}
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "pgstore: ") || !strings.Contains(msg, strconv.Itoa(newer)) || !strings.Contains(msg, strconv.Itoa(SchemaVersion)) {
+	if !strings.HasPrefix(msg, "pgstore: ") || !strings.Contains(msg, strconv.Itoa(newer)) || !strings.Contains(msg, strconv.Itoa(SchemaVersion())) {
 		t.Errorf("error %q should name both versions", msg)
 	}
 	// Open refuses it too, and closes what it opened.
-	var schema string
-	if err := s.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+	var sp string
+	if err := s.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&sp); err != nil {
 		t.Fatal(err)
 	}
-	if s2, err := Open(ctx, withParam(t, testURL(t), "search_path", schema)); !errors.Is(err, queue.ErrSchemaTooNew) {
+	if s2, err := Open(ctx, withParam(t, testURL(t), "search_path", sp)); !errors.Is(err, queue.ErrSchemaTooNew) {
 		if s2 != nil {
 			s2.Close()
 		}
@@ -162,29 +144,29 @@ func TestMigrateUpgrade(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
 	ctx := t.Context()
-	next := append(slices.Clone(migrations), migration{version: SchemaVersion + 1, name: "extra",
-		sql: `CREATE TABLE heed_extra (x int); INSERT INTO heed_extra VALUES (1);`})
-	applied, err := migrate(ctx, s.Pool(), next)
-	if err != nil || !slices.Equal(applied, []int{SchemaVersion + 1}) {
-		t.Fatalf("migrate = %v, %v; want [%d]", applied, err, SchemaVersion+1)
+	next := append(slices.Clone(migrations), schema.Step{Version: SchemaVersion() + 1, Name: "900_extra",
+		SQL: `CREATE TABLE heed_extra (x int); INSERT INTO heed_extra VALUES (1);`})
+	applied, err := migrate(ctx, s.Pool(), next, time.Now())
+	if err != nil || !slices.Equal(applied, []int{SchemaVersion() + 1}) {
+		t.Fatalf("migrate = %v, %v; want [%d]", applied, err, SchemaVersion()+1)
 	}
-	if applied, err := migrate(ctx, s.Pool(), next); err != nil || len(applied) != 0 {
+	if applied, err := migrate(ctx, s.Pool(), next, time.Now()); err != nil || len(applied) != 0 {
 		t.Fatalf("second migrate = %v, %v; want nothing", applied, err)
 	}
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion+1 {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion()+1 {
 		t.Errorf("Version = %d, %v", v, err)
 	}
 	// A failing migration changes nothing.
-	bad := append(slices.Clone(next), migration{version: SchemaVersion + 2, name: "bad",
-		sql: `CREATE TABLE heed_more (x int); SELECT no_such_function();`})
-	if _, err := migrate(ctx, s.Pool(), bad); err == nil || !strings.Contains(err.Error(), "bad") {
+	bad := append(slices.Clone(next), schema.Step{Version: SchemaVersion() + 2, Name: "901_bad",
+		SQL: `CREATE TABLE heed_more (x int); SELECT no_such_function();`})
+	if _, err := migrate(ctx, s.Pool(), bad, time.Now()); err == nil || !strings.Contains(err.Error(), "bad") {
 		t.Fatalf("bad migrate = %v, want an error naming the migration", err)
 	}
 	var exists bool
 	if err := s.Pool().QueryRow(ctx, `SELECT to_regclass('heed_more') IS NOT NULL`).Scan(&exists); err != nil || exists {
 		t.Errorf("a failed migration left its table (%v)", err)
 	}
-	if v, _ := s.Version(ctx); v != SchemaVersion+1 {
+	if v, _ := s.Version(ctx); v != SchemaVersion()+1 {
 		t.Errorf("Version after a failed migration = %d", v)
 	}
 }

@@ -2,16 +2,16 @@ package pgstore
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // previousSchema returns a connection string for a fresh schema left at
-// the previous schema version (the first SchemaVersion-1 migrations), as
+// the previous schema version (the first SchemaVersion()-1 migrations), as
 // an older heed leaves it.
 func previousSchema(t *testing.T) string {
 	t.Helper()
@@ -21,7 +21,7 @@ func previousSchema(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := migrate(t.Context(), pool, migrations[:SchemaVersion-1]); err != nil {
+	if _, err := migrate(t.Context(), pool, migrations[:SchemaVersion()-1], time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -33,15 +33,14 @@ func previousSchema(t *testing.T) string {
 func TestOpenNoMigrate(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	last := migrations[SchemaVersion-1]
-	lastName := fmt.Sprintf("%03d_%s", last.version, last.name)
+	lastName := migrations[SchemaVersion()-1].Name
 
 	u := previousSchema(t)
 	for _, o := range []OpenOptions{{NoMigrate: true}, {NoMigrate: true, CreateEmpty: true}} {
 		s, err := OpenWith(ctx, u, o)
-		var behind *SchemaBehindError
+		var behind *queue.SchemaBehindError
 		if s != nil || !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
-			behind.Database != SchemaVersion-1 || !slices.Equal(behind.Missing, []string{lastName}) {
+			behind.Database != SchemaVersion()-1 || !slices.Equal(behind.Missing, []string{lastName}) {
 			t.Fatalf("OpenWith(%+v) on the previous version = %v, %v; want a SchemaBehindError naming %s", o, s, err, lastName)
 		}
 		t.Logf("%+v: %v", o, err)
@@ -50,14 +49,14 @@ func TestOpenNoMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() {
 		t.Errorf("after Open: version %d, %v", v, err)
 	}
 	s.Close()
 
 	_, empty := testSchema(t)
 	s, err = OpenWith(ctx, empty, OpenOptions{NoMigrate: true})
-	var behind *SchemaBehindError
+	var behind *queue.SchemaBehindError
 	if s != nil || !errors.As(err, &behind) || behind.Database != 0 {
 		t.Fatalf("OpenWith(NoMigrate) on an empty schema = %v, %v; want a SchemaBehindError at version 0", s, err)
 	}

@@ -66,7 +66,7 @@ func TestNotifyInsertAndRetry(t *testing.T) {
 	}
 	expectNone(t, ch, 200*time.Millisecond)
 	err = s.JobTransition(ctx, queue.Transition{ID: job.ID, LeaseToken: claimed[0].LeaseToken, State: queue.StateAvailable,
-		Attempt: 1, AvailableAt: time.Now(), Entry: queue.Attempt{Attempt: 1, Outcome: "transient", Action: "retry"}})
+		Attempt: 1, AvailableAt: t0, Now: t0, Entry: queue.Attempt{Attempt: 1, Outcome: "transient", Action: "retry"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 
 	killJob(t, b, "requeued")
 	expectQueue(t, ch, "requeued") // its insert
-	if n, err := b.DeadRequeue(ctx, queue.JobFilter{Queue: "requeued"}, t0, queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}); err != nil || n != 1 {
+	if n, err := b.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{Queue: "requeued"}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue = %d, %v", n, err)
 	}
 	expectQueue(t, ch, "requeued")

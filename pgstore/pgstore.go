@@ -28,8 +28,8 @@
 //   - The schema is embedded as numbered migrations, recorded in the table
 //     heed_migrations and applied under an advisory lock by [Open] (or
 //     [Store.Migrate]); a database migrated by a newer heed is refused with
-//     a [*VersionError]. [OpenWith] with NoMigrate only checks, and names
-//     the missing migrations in a [*SchemaBehindError]. Tables are named heed_* and live in the first
+//     a [*queue.SchemaTooNewError]. [OpenWith] with NoMigrate only checks, and names
+//     the missing migrations in a [*queue.SchemaBehindError]. Tables are named heed_* and live in the first
 //     schema of the connections' search_path. PostgreSQL 13 or later.
 package pgstore
 
@@ -45,6 +45,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -74,6 +76,8 @@ type Store struct {
 	publish *publisher // NOTIFY side, for inserts and retries
 	batch   *batcher   // JobTransition
 	insert  *inserter  // JobInsert without a unique key
+
+	clock clock.Clock // see OpenOptions.Clock
 
 	// pollTimeout bounds claims and rescues (see bounded); tests shorten
 	// it before first use.
@@ -107,7 +111,7 @@ var ErrClosed = errors.New("pgstore: store is closed")
 // Open connects to the PostgreSQL database at url (a postgres:// URL or a
 // key=value connection string, as pgx accepts), checks that it is
 // reachable, and migrates its schema to [SchemaVersion]. It returns a
-// [*VersionError] when the database's schema is newer than this binary
+// [*queue.SchemaTooNewError] when the database's schema is newer than this binary
 // knows. Close the store when done: it closes the pool Open created.
 // [OpenWith] opens without migrating.
 //
@@ -121,14 +125,19 @@ type OpenOptions struct {
 	// NoMigrate opens without changing the schema, as a program that only
 	// reads (or a fleet that upgrades with an explicit step) wants: a
 	// newer binary must not upgrade a database under older workers. A
-	// schema behind [SchemaVersion] is refused with a [*SchemaBehindError]
-	// naming the missing migrations; one that is newer, with a
-	// [*VersionError].
+	// schema behind [SchemaVersion] is refused with a
+	// [*queue.SchemaBehindError] naming the missing migrations; one that
+	// is newer, with a [*queue.SchemaTooNewError].
 	NoMigrate bool
 	// CreateEmpty, with NoMigrate, still creates the schema in a database
 	// (search_path schema) that has no heed tables at all: nothing older
 	// can be using it.
 	CreateEmpty bool
+	// Clock is the time of the few writes whose time no argument gives:
+	// when a migration was applied, and the creation time of jobs
+	// enqueued with [Store.EnqueueTx] (default: real time). Every other
+	// time comes from the queue's arguments.
+	Clock clock.Clock
 }
 
 // OpenWith is [Open] with options.
@@ -150,8 +159,11 @@ func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	if o.Clock != nil {
+		s.clock = o.Clock
+	}
 	err = s.Check(ctx)
-	var behind *SchemaBehindError
+	var behind *queue.SchemaBehindError
 	switch {
 	case errors.As(err, &behind) && (!o.NoMigrate || o.CreateEmpty && behind.Database == 0):
 		err = s.Migrate(ctx)
@@ -187,7 +199,7 @@ func newStore(pool *pgxpool.Pool, own bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open the worker pool: %w", err)
 	}
-	s := &Store{pool: pool, ownPool: own, lazy: lazy, pollTimeout: defaultPollTimeout}
+	s := &Store{pool: pool, ownPool: own, lazy: lazy, pollTimeout: defaultPollTimeout, clock: clock.Real{}}
 	s.notify = newNotifier(pool)
 	s.publish = newPublisher(pool)
 	s.batch = newBatcher(lazy)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -295,7 +296,7 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any,
 	if err != nil {
 		return nil, false, err
 	}
-	in, err := queue.NewJobInsert(kind, raw, opts, time.Now())
+	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
 	if err != nil {
 		return nil, false, err
 	}
@@ -330,55 +331,19 @@ func (s *Store) JobGet(ctx context.Context, id int64) (*queue.Job, error) {
 // when dead is set: the caller adds state = 'dead'), appending parameters
 // to args.
 func where(f *queue.JobFilter, dead bool, args *[]any) string {
-	conds := []string{"true"}
-	param := func(v any) string {
-		*args = append(*args, v)
-		return "$" + strconv.Itoa(len(*args))
-	}
-	if f.IDs != nil {
-		conds = append(conds, "id = ANY("+param(f.IDs)+"::bigint[])")
-	}
-	if dead {
-		conds = append(conds, "state = 'dead'")
-	} else if f.State != "" {
-		conds = append(conds, "state = "+param(string(f.State)))
-	}
-	if f.Kind != "" {
-		conds = append(conds, "kind = "+param(f.Kind))
-	}
-	if f.Queue != "" {
-		conds = append(conds, "queue = "+param(f.Queue))
-	}
-	if f.DeadReason != "" {
-		conds = append(conds, "dead_reason = "+param(f.DeadReason))
-	}
-	if !f.FinishedBefore.IsZero() {
-		conds = append(conds, "finished_at < "+param(f.FinishedBefore))
-	}
-	if f.AfterID > 0 {
-		conds = append(conds, "id > "+param(f.AfterID))
-	}
-	if f.BeforeID > 0 {
-		conds = append(conds, "id < "+param(f.BeforeID))
-	}
-	if !f.AvailableAfter.IsZero() {
-		conds = append(conds, "available_at > "+param(f.AvailableAfter))
-	}
-	if !f.AvailableBy.IsZero() {
-		conds = append(conds, "available_at <= "+param(f.AvailableBy))
-	}
-	if f.Retried {
-		conds = append(conds, "attempt > 0")
-	}
-	return strings.Join(conds, " AND ")
+	return sqlfilter.Where(dialect, f, dead, args)
 }
 
-func limit(f *queue.JobFilter) string {
-	if f.Limit > 0 {
-		return " LIMIT " + strconv.Itoa(f.Limit)
-	}
-	return ""
+// dialect binds times as they are and ID lists as a bigint array.
+var dialect = sqlfilter.Dialect{
+	Placeholder: sqlfilter.Dollar,
+	Time:        func(t time.Time) any { return t },
+	IDs: func(ph string, ids []int64) (string, any) {
+		return "id = ANY(" + ph + "::bigint[])", ids
+	},
 }
+
+func limit(f *queue.JobFilter) string { return sqlfilter.Limit(f) }
 
 // JobList returns the jobs that match f, in ascending ID order (descending
 // with f.Newest).
@@ -443,20 +408,21 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	return jobs, nil
 }
 
-// JobLeaseRenew extends the lease of the running job id held with token,
-// or returns an error matching queue.ErrLeaseLost.
-func (s *Store) JobLeaseRenew(ctx context.Context, id int64, token string, until time.Time) error {
-	if until.IsZero() {
-		return &queue.InputError{Field: "until", Reason: "is zero"}
+// JobLeaseExtend moves the lease of the running job p.ID held with
+// p.LeaseToken, or returns an error matching queue.ErrLeaseLost.
+func (s *Store) JobLeaseExtend(ctx context.Context, p queue.LeaseParams) error {
+	if err := p.Validate(); err != nil {
+		return err
 	}
+	id, token, until := p.ID, p.LeaseToken, p.LeaseUntil
 	tag, err := s.lazy.Exec(ctx, `UPDATE heed_jobs SET lease_until = $3
 		WHERE id = $1 AND state = 'running' AND lease_token = $2
 RETURNING queue`, id, token, until)
 	if err != nil {
-		return wrapErr("renew lease", err)
+		return wrapErr("extend lease", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("pgstore: renew lease of job %d: %w", id, queue.ErrLeaseLost)
+		return fmt.Errorf("pgstore: extend lease of job %d: %w", id, queue.ErrLeaseLost)
 	}
 	return nil
 }
@@ -491,7 +457,7 @@ func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
 	}
 	// Wake workers for a job that is due now (a released or snoozed job, a
 	// retry without delay); later retries are found by polling.
-	if t.State == queue.StateAvailable && !t.AvailableAt.After(time.Now()) {
+	if t.Wakes() {
 		s.publish.publish(queueName)
 	}
 	return nil
@@ -535,7 +501,8 @@ const maxRequeueRetries = 5
 // with entry appended to their history. A dead job whose unique key is
 // held by an available or running job stays dead, and of several dead
 // jobs sharing a key only the oldest is requeued.
-func (s *Store) DeadRequeue(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
+func (s *Store) DeadRequeue(ctx context.Context, p queue.RequeueParams) (int, error) {
+	f, now, entry := p.Filter, p.Now, p.Entry
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}

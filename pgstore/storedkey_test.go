@@ -20,7 +20,7 @@ func TestStoredKeyMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := migrate(ctx, pool, migrations[:3]); err != nil {
+	if _, err := migrate(ctx, pool, migrations[:3], time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)

@@ -144,8 +144,8 @@ func (c *Client) Requeue(ctx context.Context, f DeadFilter) (int, error) {
 		return 0, err
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
-	return c.store.DeadRequeue(ctx, jf, now, Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeRequeued, Action: ActionRequeue})
+	return c.store.DeadRequeue(ctx, RequeueParams{Filter: jf, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
+		Outcome: OutcomeRequeued, Action: ActionRequeue}})
 }
 
 // DeleteDead deletes the dead jobs that match f and returns how many. The

@@ -101,7 +101,7 @@ func settle(c *retry.Call, job *Job, res result, now time.Time) (Transition, ret
 	if res.err != nil {
 		e.Error = errorText(res.err)
 	}
-	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
+	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
 
 	if se, ok := errors.AsType[*snoozeError](res.err); ok {
 		// Not a failure: the handler's own choice. The breaker learns
@@ -155,7 +155,7 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time) Transitio
 	if d.Err != nil {
 		e.Error = errorText(d.Err)
 	}
-	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt}
+	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
 	if d.Action == retry.Defer {
 		e.Outcome, e.Delay = OutcomeDeferred, d.Delay
 		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)
@@ -175,5 +175,5 @@ func decideRelease(job *Job, res result, now time.Time) Transition {
 		e.Error = errorText(res.err)
 	}
 	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateAvailable, Attempt: max(job.Attempt-1, 0),
-		AvailableAt: now, Entry: e}
+		AvailableAt: now, Entry: e, Now: now}
 }

@@ -235,8 +235,6 @@ func TestNewJobInsert(t *testing.T) {
 		{"k", "{}", EnqueueOptions{In: -time.Second}, "EnqueueOptions.In"},
 		{"k", "{}", EnqueueOptions{In: time.Second, At: t0}, "EnqueueOptions.At"},
 		{"k", "{}", EnqueueOptions{MaxAttempts: -2}, "EnqueueOptions.MaxAttempts"},
-		{"k", "{}", EnqueueOptions{Policy: JobPolicy{TimeBudget: -1}}, "EnqueueOptions.Policy.TimeBudget"},
-		{"k", "{}", EnqueueOptions{Policy: JobPolicy{AttemptTimeout: -1}}, "EnqueueOptions.Policy.AttemptTimeout"},
 		{"k", "{}", EnqueueOptions{Policy: JobPolicy{Backoff: &backoff.Schedule{Multiplier: 0.5}}}, "EnqueueOptions.Policy.Backoff"},
 	} {
 		_, err := NewJobInsert(tc.kind, []byte(tc.args), tc.opts, t0)
@@ -291,5 +289,23 @@ func TestLogObserver(t *testing.T) {
 	}
 	if strings.Contains(out, "started") {
 		t.Errorf("debug event logged at info level:\n%s", out)
+	}
+}
+
+// Zero keeps the worker's value; a negative one turns the limit off for
+// the job (heed's convention for "off").
+func TestEffectiveOff(t *testing.T) {
+	w := DefaultPolicy()
+	job := &Job{StartedAt: t0, Policy: JobPolicy{TimeBudget: -1, AttemptTimeout: -time.Second}}
+	p := effective(w, job)
+	if !budgetEnd(&p, job).IsZero() {
+		t.Errorf("a negative job TimeBudget still ends at %v", budgetEnd(&p, job))
+	}
+	c := call(&p, job, nil)
+	if l, ok := c.Admit(t0); !ok || !l.At.IsZero() {
+		t.Errorf("Admit with both limits off = %+v, %v; want no limit", l, ok)
+	}
+	if p := effective(w, &Job{StartedAt: t0}); p.TimeBudget != DefaultTimeBudget || p.AttemptTimeout != DefaultAttemptTimeout {
+		t.Errorf("zero job policy: %v, %v; want the defaults", p.TimeBudget, p.AttemptTimeout)
 	}
 }

@@ -56,8 +56,27 @@
 // ends in the dead-letter. Delivery is at least once; handlers should be
 // safe to repeat.
 //
-// # Stores
+// # For users
+//
+// Enqueue with a [Client] ([ClientConfig], [EnqueueOptions], per-job
+// [JobPolicy]); run jobs with a [Worker] ([WorkerConfig], [Handle],
+// [Snooze], [RetryAll], [DefaultPolicy], events through [Event] and
+// [LogObserver]); read jobs as [Job] with their [State] and history of
+// [Attempt] entries; operate the dead-letter with [DeadFilter] and
+// [Stats]. Errors: [ErrNotFound], [ErrInvalid] (an [*InputError] names the
+// field), [ErrLeaseLost], [PanicError], [ErrSchemaTooNew] and
+// [ErrSchemaTooOld] (a [*SchemaTooNewError] or [*SchemaBehindError] gives
+// the versions).
+//
+// # For store implementers
 //
 // A [Store] stores and never decides: every decision is taken here and
-// handed to it as data. queue/storetest is the conformance suite.
+// handed to it as data, with every time in its arguments. The store SPI
+// is [Store] and the optional [Notifier] and [TransitionBatcher]; their
+// inputs [JobInsert] (built by [NewJobInsert]), [ClaimParams],
+// [RescueParams], [LeaseParams], [Transition], [RequeueParams] and
+// [JobFilter]; the stored forms of [JobPolicy] and [Attempt] (their JSON
+// methods) and [MaxHistory]; the schema errors [SchemaTooNewError] and
+// [SchemaBehindError]. Users never call these. queue/storetest is the
+// conformance suite every store passes.
 package queue

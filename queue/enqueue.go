@@ -122,12 +122,6 @@ func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now ti
 }
 
 func (p JobPolicy) validate(field string) error {
-	switch {
-	case p.TimeBudget < 0:
-		return &InputError{field + ".TimeBudget", fmt.Sprintf("is %v, must not be negative", p.TimeBudget)}
-	case p.AttemptTimeout < 0:
-		return &InputError{field + ".AttemptTimeout", fmt.Sprintf("is %v, must not be negative", p.AttemptTimeout)}
-	}
 	if p.Backoff != nil {
 		if err := p.Backoff.Validate(); err != nil {
 			return &InputError{field + ".Backoff", err.Error()}

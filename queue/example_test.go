@@ -208,3 +208,14 @@ func ExampleClient_PurgeSucceeded() {
 	// purged 25 hours later: 1
 	// queue: age is -1h0m0s, must be positive
 }
+
+// A database migrated by a newer heed is refused with an error naming both
+// versions.
+func ExampleSchemaTooNewError() {
+	err := error(&queue.SchemaTooNewError{Store: "pgstore", Database: 7, Binary: 3})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, queue.ErrSchemaTooNew))
+	// Output:
+	// pgstore: database schema version 7 is newer than this binary knows (version 3): upgrade heed
+	// true
+}

@@ -93,10 +93,10 @@ func effective(p retry.Policy, job *Job) retry.Policy {
 	if b := job.Policy.Backoff; b != nil {
 		p.Backoff = *b
 	}
-	if job.Policy.TimeBudget > 0 {
+	if job.Policy.TimeBudget != 0 {
 		p.TimeBudget = job.Policy.TimeBudget
 	}
-	if job.Policy.AttemptTimeout > 0 {
+	if job.Policy.AttemptTimeout != 0 {
 		p.AttemptTimeout = job.Policy.AttemptTimeout
 	}
 	return p

@@ -156,16 +156,16 @@ func (a Attempt) String() string {
 }
 
 // JobPolicy overrides parts of the worker's policy for one job. Zero
-// fields keep the worker's values. Stores keep it as opaque JSON
-// (encoding/json of this struct).
+// fields keep the worker's values. Stores keep it as opaque JSON, the
+// form [JobPolicy.MarshalJSON] writes.
 type JobPolicy struct {
 	// Backoff replaces the worker's backoff schedule when not nil.
 	Backoff *backoff.Schedule `json:"backoff,omitempty"`
 	// TimeBudget replaces the worker's time budget (counted from the start
-	// of the first attempt) when positive.
+	// of the first attempt) when not zero; negative: no time budget.
 	TimeBudget time.Duration `json:"time_budget,omitempty"`
-	// AttemptTimeout replaces the worker's per-attempt timeout when
-	// positive.
+	// AttemptTimeout replaces the worker's per-attempt timeout when not
+	// zero; negative: no per-attempt timeout.
 	AttemptTimeout time.Duration `json:"attempt_timeout,omitempty"`
 }
 
@@ -211,7 +211,7 @@ type Job struct {
 	History []Attempt
 }
 
-// JobInsert is a new job for [Store.JobInsert]. Build one with
+// JobInsert is a new job for [Store.JobInsert] (for store implementers). Build one with
 // [NewJobInsert], which validates it; stores may assume a valid JobInsert.
 type JobInsert struct {
 	Kind        string          // not empty
@@ -229,7 +229,8 @@ type JobInsert struct {
 	UniqueStates []State
 }
 
-// ClaimParams asks [Store.JobClaim] for up to Limit jobs of Queue.
+// ClaimParams asks [Store.JobClaim] for up to Limit jobs of Queue (for
+// store implementers).
 type ClaimParams struct {
 	Queue      string    // the queue to claim from
 	Limit      int       // at least 1
@@ -239,15 +240,43 @@ type ClaimParams struct {
 }
 
 // RescueParams asks [Store.JobRescue] for up to Limit running jobs whose
-// lease ended before Now.
+// lease ended before Now (for store implementers).
 type RescueParams struct {
 	Now        time.Time // leases that ended before it are expired
 	LeaseUntil time.Time // the new lease, held by the rescuer
 	Limit      int       // at least 1
 }
 
+// LeaseParams asks [Store.JobLeaseExtend] to move a running job's lease
+// (for store implementers).
+type LeaseParams struct {
+	ID         int64     // the job
+	LeaseToken string    // the token its claim (or rescue) gave
+	LeaseUntil time.Time // the lease's new end
+}
+
+// Validate returns an error matching ErrInvalid, naming the field, when p
+// has no token or no lease end.
+func (p LeaseParams) Validate() error {
+	switch {
+	case p.LeaseToken == "":
+		return &InputError{"LeaseParams.LeaseToken", "is empty"}
+	case p.LeaseUntil.IsZero():
+		return &InputError{"LeaseParams.LeaseUntil", "is zero"}
+	}
+	return nil
+}
+
+// RequeueParams asks [Store.DeadRequeue] to make dead jobs available
+// again (for store implementers).
+type RequeueParams struct {
+	Filter JobFilter // the dead jobs to requeue
+	Now    time.Time // when they become available; not zero
+	Entry  Attempt   // appended to each job's history
+}
+
 // Transition moves a running job, leased with LeaseToken, out of running
-// ([Store.JobTransition]). The queue decides every field; the store writes
+// ([Store.JobTransition]; for store implementers). The queue decides every field; the store writes
 // them as given.
 type Transition struct {
 	ID         int64  // the job
@@ -266,10 +295,16 @@ type Transition struct {
 	DeadReason string
 	// Entry is appended to the job's history.
 	Entry Attempt
+	// Now is when the transition was decided. A store that notifies
+	// ([Notifier]) wakes idle workers for a job available again by then
+	// (StateAvailable with AvailableAt <= Now); zero wakes nobody (workers
+	// poll as well). Stores do not read the time themselves.
+	Now time.Time
 }
 
 // JobFilter selects jobs for [Store.JobList], [Store.DeadRequeue] and
-// [Store.DeadDelete]. Zero fields do not filter; the zero JobFilter
+// [Store.DeadDelete] (for store implementers; users filter with
+// [DeadFilter]). Zero fields do not filter; the zero JobFilter
 // selects every job (every dead job for the Dead methods). Results are in
 // ascending ID order.
 type JobFilter struct {
@@ -322,7 +357,8 @@ type Stats struct {
 	OldestDead time.Time
 }
 
-// Store is where jobs live. It stores and never decides: every retry,
+// Store is where jobs live (the store SPI: for store implementers; users
+// hand a store to [NewClient] and [NewWorker] and call neither). It stores and never decides: every retry,
 // give-up and timing decision is taken by this package and handed to the
 // store as data. heed ships sqlitestore (embedded) and pgstore (PostgreSQL);
 // queue/storetest is the conformance suite every Store must pass.
@@ -356,10 +392,11 @@ type Store interface {
 	// zero. A job is never claimed by two callers at once.
 	JobClaim(ctx context.Context, p ClaimParams) ([]*Job, error)
 
-	// JobLeaseRenew extends the lease of the running job id held with
-	// token to until. It returns ErrLeaseLost when no running job has this
-	// ID and token.
-	JobLeaseRenew(ctx context.Context, id int64, token string, until time.Time) error
+	// JobLeaseExtend moves the lease of the running job p.ID held with
+	// p.LeaseToken to p.LeaseUntil. It returns ErrLeaseLost when no
+	// running job has this ID and token, and an error matching ErrInvalid
+	// when [LeaseParams.Validate] refuses p.
+	JobLeaseExtend(ctx context.Context, p LeaseParams) error
 
 	// JobTransition applies t to the running job t.ID held with
 	// t.LeaseToken: it sets State, Attempt, AvailableAt, FinishedAt and
@@ -375,12 +412,12 @@ type Store interface {
 	// Attempt and AttemptedAt are left as the lost attempt had them.
 	JobRescue(ctx context.Context, p RescueParams) ([]*Job, error)
 
-	// DeadRequeue makes the dead jobs that match f available again at now:
-	// Attempt 0, StartedAt, FinishedAt and DeadReason cleared, entry
-	// appended to the history (which is otherwise kept). A dead job whose
-	// UniqueKey is held by an available or running job is left dead. It
-	// returns how many jobs it requeued.
-	DeadRequeue(ctx context.Context, f JobFilter, now time.Time, entry Attempt) (int, error)
+	// DeadRequeue makes the dead jobs that match p.Filter available again
+	// at p.Now: Attempt 0, StartedAt, FinishedAt and DeadReason cleared,
+	// p.Entry appended to the history (which is otherwise kept). A dead job
+	// whose UniqueKey is held by an available or running job is left dead.
+	// It returns how many jobs it requeued.
+	DeadRequeue(ctx context.Context, p RequeueParams) (int, error)
 
 	// DeadDelete deletes the dead jobs that match f and returns how many.
 	DeadDelete(ctx context.Context, f JobFilter) (int, error)
@@ -402,7 +439,7 @@ type Store interface {
 	Close() error
 }
 
-// Notifier is implemented by stores that can wake idle workers when a job
+// Notifier (for store implementers) is implemented by stores that can wake idle workers when a job
 // is inserted (pgstore with LISTEN/NOTIFY, sqlitestore within its own
 // process). A [Worker] uses it when its store has it, and polls as well.
 type Notifier interface {
@@ -413,7 +450,7 @@ type Notifier interface {
 	JobNotify(ctx context.Context) (<-chan string, error)
 }
 
-// TransitionBatcher is implemented by stores that can apply many
+// TransitionBatcher (for store implementers) is implemented by stores that can apply many
 // transitions in one commit. A [Worker] whose store has it finishes jobs
 // that end at about the same time with one write instead of one each (jobs
 // that end while a batch is being written form the next batch; no timer

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/heed-go/heed/internal/redact"
 )
@@ -134,12 +133,4 @@ func (f *JobFilter) Validate() error {
 		return &InputError{"JobFilter.BeforeID", fmt.Sprintf("is %d, must not be negative", f.BeforeID)}
 	}
 	return nil
-}
-
-// utc returns t in UTC, leaving the zero time zero.
-func utc(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.UTC()
 }

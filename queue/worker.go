@@ -675,7 +675,7 @@ func (w *Worker) renew(job *Job, lost context.CancelCauseFunc, stop <-chan struc
 		now := w.now()
 		next := now.Add(w.cfg.Lease)
 		ctx, cancel := context.WithTimeout(w.ctx, max(until.Sub(now), third))
-		err := w.store.JobLeaseRenew(ctx, job.ID, job.LeaseToken, next)
+		err := w.store.JobLeaseExtend(ctx, LeaseParams{ID: job.ID, LeaseToken: job.LeaseToken, LeaseUntil: next})
 		cancel()
 		switch {
 		case errors.Is(err, ErrLeaseLost):

@@ -25,7 +25,7 @@ const (
 	Defer
 )
 
-var actionNames = [...]string{"done", "retry", "give up", "defer"}
+var actionNames = [...]string{Done: "done", Retry: "retry", GiveUp: "give up", Defer: "defer"}
 
 // String returns the action in words, such as "give up", for people; see
 // [Action.Key] for the form to store.

@@ -141,8 +141,7 @@ func TestValidatePolicy(t *testing.T) {
 		{Policy{}, ""},
 		{Policy{Attempts: Unlimited}, ""},
 		{Policy{Attempts: -2}, "Attempts"},
-		{Policy{AttemptTimeout: -1}, "AttemptTimeout"},
-		{Policy{TimeBudget: -1}, "TimeBudget"},
+		{Policy{AttemptTimeout: -1, TimeBudget: -time.Second}, ""}, // negative: off
 		{Policy{MinAttemptTime: -1}, "MinAttemptTime"},
 		{Policy{MaxPushback: -1}, "MaxPushback"},
 		{Policy{Backoff: backoff.Schedule{Base: -1}}, "Backoff: backoff: Base"},

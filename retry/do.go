@@ -57,7 +57,7 @@ func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if p.AttemptTimeout == 0 && p.TimeBudget == 0 && p.Observe == nil && p.Budget == nil && p.Breaker == nil {
+	if p.AttemptTimeout <= 0 && p.TimeBudget <= 0 && p.Observe == nil && p.Budget == nil && p.Breaker == nil {
 		// Fast path: nothing needs the clock before the first attempt.
 		err := fn(ctx)
 		if err == nil {

@@ -68,7 +68,7 @@ func TestPolicyJSONDecode(t *testing.T) {
 }
 
 func TestKeysParseBack(t *testing.T) {
-	for a := retry.Done; a <= retry.Defer; a++ {
+	for _, a := range []retry.Action{retry.Done, retry.Retry, retry.GiveUp, retry.Defer} {
 		if got, err := retry.ParseAction(a.Key()); err != nil || got != a {
 			t.Errorf("ParseAction(%q) = %v, %v", a.Key(), got, err)
 		}

@@ -46,7 +46,9 @@ const (
 	DefaultMinAttemptTime = 10 * time.Millisecond
 )
 
-// Unlimited as Policy.Attempts removes the attempt limit; the call then
+// Unlimited as Policy.Attempts removes the attempt limit (heed's
+// convention: zero is the documented default, a negative number or
+// duration turns a limit off); the call then
 // ends only on success, a permanent error, the time budget or the caller's
 // deadline. Pair it with TimeBudget or a context deadline.
 const Unlimited = -1
@@ -67,15 +69,18 @@ type Policy struct {
 	// exponential from 100 ms, doubling, capped at 5 s, full jitter).
 	Backoff backoff.Schedule
 
-	// AttemptTimeout limits each attempt (default: none). An attempt that
+	// AttemptTimeout limits each attempt (default: none; a negative value
+	// is none too, which turns off a default that executors such as the
+	// queue set). An attempt that
 	// runs out of it counts as a transient failure. The attempt's context is
 	// also limited by the caller's deadline and TimeBudget, whichever ends
 	// first.
 	AttemptTimeout time.Duration
 
 	// TimeBudget is the time budget of the whole call, counted from the
-	// start of the first attempt (default: none; the caller's context
-	// deadline still applies). A retry whose wait plus MinAttemptTime would
+	// start of the first attempt (default: none; a negative value is none
+	// too, which turns off a default that executors such as the queue set;
+	// the caller's context deadline still applies). A retry whose wait plus MinAttemptTime would
 	// end after it is not started.
 	TimeBudget time.Duration
 
@@ -136,10 +141,6 @@ func (p *Policy) Validate() error {
 	switch {
 	case p.Attempts < Unlimited:
 		return fmt.Errorf("retry: Policy.Attempts is %d, must be at least 0 (or Unlimited)", p.Attempts)
-	case p.AttemptTimeout < 0:
-		return fmt.Errorf("retry: Policy.AttemptTimeout is %v, must not be negative", p.AttemptTimeout)
-	case p.TimeBudget < 0:
-		return fmt.Errorf("retry: Policy.TimeBudget is %v, must not be negative", p.TimeBudget)
 	case p.MinAttemptTime < 0:
 		return fmt.Errorf("retry: Policy.MinAttemptTime is %v, must not be negative", p.MinAttemptTime)
 	case p.MaxPushback < 0:

@@ -31,8 +31,8 @@ func ExampleOpen() {
 	}
 	stats, _ := c.Stats(ctx)
 	fmt.Printf("%+v\n", stats.Queues)
-	fmt.Println("schema version", sqlitestore.SchemaVersion())
+	fmt.Println("schema current:", st.Check(ctx) == nil)
 	// Output:
 	// [{Queue:default Available:1 Scheduled:0 Running:0 Succeeded:0 Dead:0}]
-	// schema version 7
+	// schema current: true
 }

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
 )
 
@@ -237,73 +237,21 @@ func (s *Store) JobGet(ctx context.Context, id int64) (*queue.Job, error) {
 // where renders f as a WHERE clause (without the keyword) and its
 // arguments. dead forces state = 'dead'.
 func where(f *queue.JobFilter, dead bool) (string, []any) {
-	var (
-		conds []string
-		args  []any
-	)
-	switch {
-	case dead:
-		conds = append(conds, "state = 'dead'")
-	case f.State != "":
-		conds = append(conds, "state = ?")
-		args = append(args, string(f.State))
-	}
-	if f.IDs != nil {
-		if len(f.IDs) == 0 {
-			conds = append(conds, "0")
-		} else {
-			conds = append(conds, "id IN (SELECT value FROM json_each(?))")
-			b, _ := json.Marshal(f.IDs)
-			args = append(args, string(b))
-		}
-	}
-	if f.Kind != "" {
-		conds = append(conds, "kind = ?")
-		args = append(args, f.Kind)
-	}
-	if f.Queue != "" {
-		conds = append(conds, "queue = ?")
-		args = append(args, f.Queue)
-	}
-	if f.DeadReason != "" {
-		conds = append(conds, "dead_reason = ?")
-		args = append(args, f.DeadReason)
-	}
-	if !f.FinishedBefore.IsZero() {
-		conds = append(conds, "finished_at < ?")
-		args = append(args, micros(f.FinishedBefore))
-	}
-	if f.AfterID > 0 {
-		conds = append(conds, "id > ?")
-		args = append(args, f.AfterID)
-	}
-	if f.BeforeID > 0 {
-		conds = append(conds, "id < ?")
-		args = append(args, f.BeforeID)
-	}
-	if !f.AvailableAfter.IsZero() {
-		conds = append(conds, "available_at > ?")
-		args = append(args, micros(f.AvailableAfter))
-	}
-	if !f.AvailableBy.IsZero() {
-		conds = append(conds, "available_at <= ?")
-		args = append(args, micros(f.AvailableBy))
-	}
-	if f.Retried {
-		conds = append(conds, "attempt > 0")
-	}
-	if len(conds) == 0 {
-		return "1", nil
-	}
-	return strings.Join(conds, " AND "), args
+	var args []any
+	return sqlfilter.Where(dialect, f, dead, &args), args
 }
 
-func limit(f *queue.JobFilter) string {
-	if f.Limit > 0 {
-		return fmt.Sprintf(" LIMIT %d", f.Limit)
-	}
-	return ""
+// dialect binds times as Unix microseconds and ID lists as a JSON array.
+var dialect = sqlfilter.Dialect{
+	Placeholder: sqlfilter.Question,
+	Time:        func(t time.Time) any { return micros(t) },
+	IDs: func(ph string, ids []int64) (string, any) {
+		b, _ := json.Marshal(ids)
+		return "id IN (SELECT value FROM json_each(" + ph + "))", string(b)
+	},
 }
+
+func limit(f *queue.JobFilter) string { return sqlfilter.Limit(f) }
 
 // JobList implements queue.Store.
 func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
@@ -381,14 +329,15 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	return jobs, nil
 }
 
-// JobLeaseRenew implements queue.Store.
-func (s *Store) JobLeaseRenew(ctx context.Context, id int64, token string, until time.Time) error {
-	if token == "" {
-		return &queue.InputError{Field: "token", Reason: "is empty"}
+// JobLeaseExtend implements queue.Store.
+func (s *Store) JobLeaseExtend(ctx context.Context, p queue.LeaseParams) error {
+	if err := p.Validate(); err != nil {
+		return err
 	}
+	id, token, until := p.ID, p.LeaseToken, p.LeaseUntil
 	res, err := s.w.ExecContext(ctx, `UPDATE heed_jobs SET lease_until = ?
 		WHERE id = ? AND lease_token = ? AND state = 'running'`, micros(until), id, token)
-	return leaseResult("renew", id, res, err)
+	return leaseResult("extend", id, res, err)
 }
 
 func leaseResult(op string, id int64, res sql.Result, err error) error {
@@ -420,7 +369,7 @@ func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
 	if err := transition(ctx, st, &t); err != nil {
 		return err
 	}
-	if t.State == queue.StateAvailable && !t.AvailableAt.After(time.Now()) {
+	if t.Wakes() {
 		// A retry due now (or a release) can wake a worker at once.
 		s.notifyJob(ctx, t.ID)
 	}
@@ -450,7 +399,7 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) ([]er
 		if errs[i] != nil && !errors.Is(errs[i], queue.ErrLeaseLost) && !errors.Is(errs[i], queue.ErrInvalid) {
 			return nil, errs[i]
 		}
-		if errs[i] == nil && ts[i].State == queue.StateAvailable && !ts[i].AvailableAt.After(time.Now()) {
+		if errs[i] == nil && ts[i].Wakes() {
 			wake = append(wake, ts[i].ID)
 		}
 	}
@@ -517,7 +466,8 @@ func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.J
 
 // DeadRequeue implements queue.Store. A dead job whose unique key is taken
 // by a live job is skipped (UPDATE OR IGNORE).
-func (s *Store) DeadRequeue(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
+func (s *Store) DeadRequeue(ctx context.Context, p queue.RequeueParams) (int, error) {
+	f, now, entry := p.Filter, p.Now, p.Entry
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
@@ -570,7 +520,10 @@ func (s *Store) SucceededDelete(ctx context.Context, f queue.JobFilter) (int, er
 }
 
 // deleteJobs deletes the jobs in state (dead or succeeded) that match f,
-// whatever f.State says, and returns how many.
+// whatever f.State says, and returns how many. The outer state test keeps a
+// job that changed state since the inner select out of the delete (as
+// pgstore's does; SQLite runs the statement alone, but the guard costs
+// nothing and keeps the stores alike).
 func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.State) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
@@ -578,7 +531,7 @@ func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.S
 	f.State = state
 	w, args := where(&f, state == queue.StateDead)
 	res, err := s.w.ExecContext(ctx, `DELETE FROM heed_jobs
-		WHERE id IN (SELECT id FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f)+`)`, args...)
+		WHERE state = ? AND id IN (SELECT id FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f)+`)`, append([]any{string(state)}, args...)...)
 	if err != nil {
 		return 0, wrap("delete "+string(state), err)
 	}

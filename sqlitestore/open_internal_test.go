@@ -30,12 +30,11 @@ func TestOpenNoMigrate(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	previousVersion(t, path)
-	ms, _ := migrations()
-	last := strings.TrimSuffix(ms[len(ms)-1].name, ".sql")
+	last := migrations[len(migrations)-1].Name
 
 	for _, o := range []OpenOptions{{NoMigrate: true}, {NoMigrate: true, CreateEmpty: true}, {ReadOnly: true}} {
 		s, err := OpenWith(ctx, path, o)
-		var behind *SchemaBehindError
+		var behind *queue.SchemaBehindError
 		if s != nil || !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
 			behind.Database != SchemaVersion()-1 || !slices.Equal(behind.Missing, []string{last}) {
 			t.Fatalf("OpenWith(%+v) on the previous version = %v, %v; want a SchemaBehindError naming %s", o, s, err, last)

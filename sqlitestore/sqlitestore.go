@@ -28,52 +28,31 @@
 // recorded in the table heed_schema_migrations; every table is prefixed
 // heed_. Open applies pending migrations; [OpenWith] can open without
 // creating or migrating anything (NoMigrate), or read-only (ReadOnly), and
-// then names missing migrations in a [*SchemaBehindError].
+// then names missing migrations in a [*queue.SchemaBehindError].
 package sqlitestore
 
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
 // ErrSchemaTooNew is matched by the error Open and Migrate return when the
-// database was migrated by a newer heed than this one. It is the same
-// sentinel as queue.ErrSchemaTooNew.
+// database was migrated by a newer heed than this one (a
+// [*queue.SchemaTooNewError]). It is the same sentinel as
+// queue.ErrSchemaTooNew.
 var ErrSchemaTooNew = queue.ErrSchemaTooNew
-
-// SchemaError says the database's schema version is newer than the
-// binary's. It matches [ErrSchemaTooNew].
-type SchemaError struct {
-	Database int // the version recorded in the database
-	Binary   int // the newest version this binary knows
-}
-
-// Error names both versions.
-func (e *SchemaError) Error() string {
-	return fmt.Sprintf("sqlitestore: database schema version %d is newer than this binary's %d; upgrade heed", e.Database, e.Binary)
-}
-
-// Is reports whether target is ErrSchemaTooNew.
-func (e *SchemaError) Is(target error) bool { return target == ErrSchemaTooNew }
 
 // Store is a queue.Store (and queue.Notifier) over one SQLite database.
 // Make one with [Open]; the zero value is not usable. It is safe for
@@ -82,6 +61,8 @@ type Store struct {
 	w    *sql.DB // writes: one connection
 	r    *sql.DB // reads: read-only pool (the same as w for :memory:)
 	path string
+
+	clock clock.Clock // see OpenOptions.Clock
 
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*sql.Stmt // prepared statements; nil once closed
@@ -120,7 +101,7 @@ type OpenOptions struct {
 	// explicit step) wants: a newer binary must not upgrade a database
 	// under older workers. A file that does not exist is an error matching
 	// fs.ErrNotExist (and none is created); a schema behind the binary's
-	// is refused with a [*SchemaBehindError] naming the missing
+	// is refused with a [*queue.SchemaBehindError] naming the missing
 	// migrations.
 	NoMigrate bool
 	// CreateEmpty, with NoMigrate, still creates a database that does not
@@ -131,6 +112,11 @@ type OpenOptions struct {
 	// a file the process may not write; every write fails. It implies
 	// NoMigrate without CreateEmpty.
 	ReadOnly bool
+
+	// Clock is the time of the few writes whose time no argument gives:
+	// when a migration was applied (default: real time). Every other time
+	// comes from the queue's arguments.
+	Clock clock.Clock
 
 	// stopAt, when set (by tests), migrates only up to this version, to
 	// build a database as an older heed left it.
@@ -152,7 +138,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{path: path, subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}}
+	s := &Store{path: path, subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}, clock: clock.Or(o.Clock)}
 	common := "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
 	switch {
 	case path == ":memory:":
@@ -210,7 +196,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 		}
 	}
 	err = s.Check(ctx)
-	var behind *SchemaBehindError
+	var behind *queue.SchemaBehindError
 	if errors.As(err, &behind) && (!o.NoMigrate || o.CreateEmpty && behind.Database == 0) {
 		err = s.migrate(ctx, o.stopAt)
 	}
@@ -343,181 +329,6 @@ func (s *Store) Close() error {
 		}
 	}
 	return err
-}
-
-// migration is one numbered schema step.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	ents, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range ents {
-		n := e.Name()
-		num, _, ok := strings.Cut(n, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("sqlitestore: migration %q is not named NNNN_name.sql", n)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + n)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{v, n, string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
-
-// SchemaVersion returns the newest schema version this binary knows.
-func SchemaVersion() int {
-	ms, _ := migrations()
-	if len(ms) == 0 {
-		return 0
-	}
-	return ms[len(ms)-1].version
-}
-
-// SchemaBehindError reports a database whose schema lacks migrations this
-// binary has, found by a store opened without migrating (see
-// [OpenOptions]). Apply them with [Store.Migrate] (heed jobs migrate). It
-// matches queue.ErrSchemaTooOld.
-type SchemaBehindError struct {
-	Database int      // the version recorded in the database; 0: no heed tables
-	Binary   int      // the newest version this binary knows
-	Missing  []string // the migrations not applied, in order ("0003_succeeded_index")
-}
-
-// Error names the missing migrations.
-func (e *SchemaBehindError) Error() string {
-	if e.Database == 0 {
-		return "sqlitestore: the database has no heed schema (no heed_schema_migrations table)"
-	}
-	what := "migration"
-	if len(e.Missing) != 1 {
-		what += "s"
-	}
-	return fmt.Sprintf("sqlitestore: database schema version %d is behind this binary's %d: %s %s not applied",
-		e.Database, e.Binary, what, strings.Join(e.Missing, ", "))
-}
-
-// Is reports whether target is queue.ErrSchemaTooOld.
-func (e *SchemaBehindError) Is(target error) bool { return target == queue.ErrSchemaTooOld }
-
-// Check reads the schema version without changing anything: nil when it
-// is [SchemaVersion], a [*SchemaBehindError] when migrations are missing,
-// an error matching ErrSchemaTooNew when it is newer.
-func (s *Store) Check(ctx context.Context) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'heed_schema_migrations'`).Scan(&n); err != nil {
-		return fmt.Errorf("sqlitestore: read schema version: %w", err)
-	}
-	v := 0
-	if n > 0 {
-		if err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&v); err != nil {
-			return fmt.Errorf("sqlitestore: read schema version: %w", err)
-		}
-	}
-	known := ms[len(ms)-1].version
-	switch {
-	case v > known:
-		return &SchemaError{Database: v, Binary: known}
-	case v < known:
-		e := &SchemaBehindError{Database: v, Binary: known}
-		for _, m := range ms {
-			if m.version > v {
-				e.Missing = append(e.Missing, strings.TrimSuffix(m.name, ".sql"))
-			}
-		}
-		return e
-	}
-	return nil
-}
-
-// Migrate applies the pending embedded migrations, each in its own
-// transaction, and records them in heed_schema_migrations. It is safe to
-// call again (a no-op when none is pending) and from several processes at
-// once. It returns an error matching ErrSchemaTooNew, and changes nothing,
-// when the database is newer than this binary.
-func (s *Store) Migrate(ctx context.Context) error { return s.migrate(ctx, 0) }
-
-// migrate applies the pending migrations up to version stopAt (0: all).
-func (s *Store) migrate(ctx context.Context, stopAt int) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	if stopAt > 0 {
-		ms = slices.DeleteFunc(ms, func(m migration) bool { return m.version > stopAt })
-	}
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS heed_schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_at INTEGER NOT NULL
-	) STRICT`); err != nil {
-		return fmt.Errorf("sqlitestore: migrate: %w", err)
-	}
-	for _, m := range ms {
-		if err := s.apply(ctx, m, ms[len(ms)-1].version); err != nil {
-			return err
-		}
-	}
-	// A database newer than the binary, even with nothing to apply.
-	return s.checkVersion(ctx, s.w, ms[len(ms)-1].version)
-}
-
-func (s *Store) checkVersion(ctx context.Context, q querier, known int) error {
-	var v sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM heed_schema_migrations`).Scan(&v); err != nil {
-		return fmt.Errorf("sqlitestore: read schema version: %w", err)
-	}
-	if v.Valid && int(v.Int64) > known {
-		return &SchemaError{Database: int(v.Int64), Binary: known}
-	}
-	return nil
-}
-
-func (s *Store) apply(ctx context.Context, m migration, known int) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: migrate: %w", err)
-	}
-	defer tx.Rollback()
-	if err := s.checkVersion(ctx, tx, known); err != nil {
-		return err
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM heed_schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
-		return fmt.Errorf("sqlitestore: migrate: %w", err)
-	}
-	if n > 0 {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("sqlitestore: migration %s: %w", m.name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO heed_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixMicro()); err != nil {
-		return fmt.Errorf("sqlitestore: migration %s: %w", m.name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlitestore: migration %s: %w", m.name, err)
-	}
-	return nil
-}
-
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // JobNotify implements queue.Notifier for jobs inserted or requeued through

@@ -70,7 +70,7 @@ func TestSchemaTooNew(t *testing.T) {
 	if !errors.Is(err, sqlitestore.ErrSchemaTooNew) || !errors.Is(err, queue.ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer database: %v, want ErrSchemaTooNew", err)
 	}
-	want := fmt.Sprintf("version 999 is newer than this binary's %d", sqlitestore.SchemaVersion())
+	want := fmt.Sprintf("version 999 is newer than this binary knows (version %d)", sqlitestore.SchemaVersion())
 	if !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not say %q", err, want)
 	}

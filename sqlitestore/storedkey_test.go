@@ -20,18 +20,15 @@ func TestStoredKeyMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := migrations
 	if _, err := db.ExecContext(ctx, `CREATE TABLE heed_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range ms[:3] {
-		if _, err := db.ExecContext(ctx, m.sql); err != nil {
+		if _, err := db.ExecContext(ctx, m.SQL); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO heed_schema_migrations VALUES (?, ?, 0)`, m.version, m.name); err != nil {
+		if _, err := db.ExecContext(ctx, `INSERT INTO heed_schema_migrations VALUES (?, ?, 0)`, m.Version, m.Name+".sql"); err != nil {
 			t.Fatal(err)
 		}
 	}

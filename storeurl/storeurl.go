@@ -162,11 +162,11 @@ func (d *DB) Check(ctx context.Context) error {
 func (d *DB) SchemaVersion(ctx context.Context) (have, known int, err error) {
 	if d.pg != nil {
 		have, err = d.pg.Version(ctx)
-		return have, pgstore.SchemaVersion, err
+		return have, pgstore.SchemaVersion(), err
 	}
 	known = sqlitestore.SchemaVersion()
 	err = d.lite.Check(ctx)
-	if be, ok := errors.AsType[*sqlitestore.SchemaBehindError](err); ok {
+	if be, ok := errors.AsType[*queue.SchemaBehindError](err); ok {
 		return be.Database, known, nil
 	}
 	if err != nil {

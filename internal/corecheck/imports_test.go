@@ -34,8 +34,10 @@ var (
 		"sim":                 nil,
 		"sim/chart":           {"sim"},
 		"deadline/planfile":   nil,
-		"sqlitestore":         {"queue", "idempotency"},
-		"pgstore":             {"queue", "idempotency"},
+		"internal/schema":     {"queue"}, // the stores' one migration runner
+		"internal/sqlfilter":  {"queue"}, // the stores' one JobFilter->SQL builder
+		"sqlitestore":         {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"pgstore":             {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
 		"storeurl":            {"queue", "idempotency", "sqlitestore", "pgstore"},
 		"heedotel":            {"queue", "retryhttp"}, // it observes their events
 		"heedotel/promexport": {"heedotel"},

@@ -1,0 +1,18 @@
+package schema
+
+// OldJob is a job's policy and history as heed stored them before
+// migration 0005/005 (Go's default encoding: enum numbers, durations in
+// nanoseconds, the action "give up"), with the forms the migration must
+// rewrite them to. The stores' migration tests insert it raw and check the
+// result; it is not used outside tests.
+var OldJob = struct {
+	Policy, History       string // as stored before
+	NewPolicy, NewHistory string // as stored after, byte for byte
+}{
+	Policy: `{"backoff":{"Kind":2,"Base":1000000000,"Cap":60000000000,"Multiplier":0,"Jitter":2},"time_budget":5000000000,"attempt_timeout":1500000000}`,
+	History: `[{"attempt":1,"worker":"w1","started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:02.123456Z","outcome":"transient","error":"boom","action":"retry","reason":"transient","delay":4000000000},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:06.123456Z","finished_at":"2026-05-04T03:02:07.123456Z","outcome":"permanent","error":"no","action":"give up","reason":"permanent"}]`,
+	NewPolicy: `{"backoff":{"kind":"linear","base":"1s","cap":"1m0s","jitter":"equal"},"time_budget":"5s","attempt_timeout":"1.5s"}`,
+	NewHistory: `[{"attempt":1,"worker":"w1","started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:02.123456Z","outcome":"transient","error":"boom","action":"retry","reason":"transient","delay":"4s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:06.123456Z","finished_at":"2026-05-04T03:02:07.123456Z","outcome":"permanent","error":"no","action":"give_up","reason":"permanent"}]`,
+}

@@ -1,0 +1,247 @@
+// Package schema is the schema migration runner both heed stores use
+// (sqlitestore and pgstore): numbered steps loaded from embedded SQL files
+// (with optional Go steps for data rewrites SQL cannot express), checked
+// for gaps, applied in one transaction under the store's lock, and
+// recorded with the time the caller gives. Its errors are queue's
+// [queue.SchemaTooNewError] and [queue.SchemaBehindError].
+package schema
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+// Step is one numbered migration.
+type Step struct {
+	Version int    // from 1, without gaps
+	Name    string // as recorded and reported, such as "0003_succeeded_index"
+	SQL     string // the file's statements ("" for none)
+	// Go, when set, runs after SQL in the same transaction: for data
+	// rewrites that need Go (decoding and re-encoding stored JSON).
+	Go func(ctx context.Context, tx Tx) error
+}
+
+// Tx is the store's migration transaction.
+type Tx interface {
+	// Exec runs statements.
+	Exec(ctx context.Context, sql string, args ...any) error
+	// Version returns the highest version recorded (0 for none).
+	Version(ctx context.Context) (int, error)
+	// Record records step as applied at the time given.
+	Record(ctx context.Context, s Step, at time.Time) error
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// DB is the store's side of the runner.
+type DB interface {
+	// Version returns the recorded schema version without writing
+	// anything: 0 when the migrations table does not exist.
+	Version(ctx context.Context) (int, error)
+	// Begin starts the migration transaction, holding the store's
+	// migration lock (so that processes starting at once apply each step
+	// once), with the migrations table created.
+	Begin(ctx context.Context) (Tx, error)
+}
+
+// Load reads the files dir/NNNN_name.sql of fsys (any number of digits)
+// and returns them as steps sorted by version, with goSteps (by version)
+// attached. The versions must be 1, 2, 3 ... without gaps, and every Go
+// step must have its file (which may hold only a comment). store names the
+// store in errors ("sqlitestore").
+func Load(store string, fsys fs.FS, dir string, goSteps map[int]func(context.Context, Tx) error) ([]Step, error) {
+	names, err := fs.Glob(fsys, dir+"/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("%s: list migrations: %w", store, err)
+	}
+	var steps []Step
+	for _, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("%s: migration %s: name must look like 0001_name.sql", store, base)
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read migration %s: %w", store, base, err)
+		}
+		steps = append(steps, Step{Version: v, Name: strings.TrimSuffix(base, ".sql"), SQL: string(b), Go: goSteps[v]})
+	}
+	slices.SortFunc(steps, func(a, b Step) int { return a.Version - b.Version })
+	for i, s := range steps {
+		if s.Version != i+1 {
+			return nil, fmt.Errorf("%s: migration %s: expected version %d (versions must be 1, 2, 3 ... without gaps)", store, s.Name, i+1)
+		}
+	}
+	for v := range goSteps {
+		if v < 1 || v > len(steps) {
+			return nil, fmt.Errorf("%s: Go migration step %d has no file", store, v)
+		}
+	}
+	return steps, nil
+}
+
+// MustLoad is Load that panics on error: the migrations are embedded, so
+// an error is a bug of the build.
+func MustLoad(store string, fsys fs.FS, dir string, goSteps map[int]func(context.Context, Tx) error) []Step {
+	steps, err := Load(store, fsys, dir, goSteps)
+	if err != nil {
+		panic(err)
+	}
+	return steps
+}
+
+// Compare returns nil when version (the database's) is the newest of
+// steps, a *queue.SchemaBehindError naming the missing steps when it is
+// older, and a *queue.SchemaTooNewError when it is newer.
+func Compare(store string, version int, steps []Step) error {
+	switch {
+	case version > len(steps):
+		return &queue.SchemaTooNewError{Store: store, Database: version, Binary: len(steps)}
+	case version < len(steps):
+		e := &queue.SchemaBehindError{Store: store, Database: version, Binary: len(steps)}
+		for _, s := range steps[version:] {
+			e.Missing = append(e.Missing, s.Name)
+		}
+		return e
+	}
+	return nil
+}
+
+// Check reads db's version and compares it with steps, changing nothing.
+func Check(ctx context.Context, store string, db DB, steps []Step) error {
+	v, err := db.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: read schema version: %w", store, err)
+	}
+	return Compare(store, v, steps)
+}
+
+// Run applies the steps beyond db's version, in order, in one
+// transaction, recording each at now, and returns the versions it applied
+// (none when the schema is current). It changes nothing and returns a
+// *queue.SchemaTooNewError when the database is newer than steps.
+func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) (applied []int, err error) {
+	// Fast path without locks or DDL, so that a role that may not create
+	// tables can open a current database.
+	current, err := db.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: migrate: read version: %w", store, err)
+	}
+	if current > len(steps) {
+		return nil, &queue.SchemaTooNewError{Store: store, Database: current, Binary: len(steps)}
+	}
+	if current == len(steps) {
+		return nil, nil
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: migrate: begin: %w", store, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	// Another process may have migrated while this one waited for the lock.
+	if current, err = tx.Version(ctx); err != nil {
+		return nil, fmt.Errorf("%s: migrate: read version: %w", store, err)
+	}
+	if current > len(steps) {
+		return nil, &queue.SchemaTooNewError{Store: store, Database: current, Binary: len(steps)}
+	}
+	for _, s := range steps[current:] {
+		if strings.TrimSpace(s.SQL) != "" {
+			if err := tx.Exec(ctx, s.SQL); err != nil {
+				return nil, fmt.Errorf("%s: migrate: apply %s: %w", store, s.Name, err)
+			}
+		}
+		if s.Go != nil {
+			if err := s.Go(ctx, tx); err != nil {
+				return nil, fmt.Errorf("%s: migrate: apply %s: %w", store, s.Name, err)
+			}
+		}
+		if err := tx.Record(ctx, s, now); err != nil {
+			return nil, fmt.Errorf("%s: migrate: record %s: %w", store, s.Name, err)
+		}
+		applied = append(applied, s.Version)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("%s: migrate: commit: %w", store, err)
+	}
+	return applied, nil
+}
+
+// JobForms returns a job's stored policy and history rewritten in the
+// current stored forms (see queue's JobPolicy and Attempt JSON methods):
+// it decodes them as queue reads them, older forms included, and encodes
+// them again. Empty input stays empty. Migrations use it to rewrite rows
+// written by older versions; it is idempotent.
+func JobForms(policy, history []byte) (newPolicy, newHistory []byte, err error) {
+	if len(policy) > 0 {
+		var p queue.JobPolicy
+		if err := json.Unmarshal(policy, &p); err != nil {
+			return nil, nil, err
+		}
+		if newPolicy, err = json.Marshal(p); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(history) > 0 {
+		var h []queue.Attempt
+		if err := json.Unmarshal(history, &h); err != nil {
+			return nil, nil, err
+		}
+		if h == nil {
+			h = []queue.Attempt{}
+		}
+		if newHistory, err = json.Marshal(h); err != nil {
+			return nil, nil, err
+		}
+	}
+	return newPolicy, newHistory, nil
+}
+
+// JobRow is one job's stored policy and history, for [RewriteJobs].
+type JobRow struct {
+	ID              int64
+	Policy, History []byte
+}
+
+// RewriteJobs rewrites every job's policy and history with [JobForms], a
+// batch at a time in ID order: read returns up to limit rows with an ID
+// above after, in ID order; write stores one rewritten row. Migrations
+// run it in their transaction. An error names the job.
+func RewriteJobs(ctx context.Context, read func(ctx context.Context, after int64, limit int) ([]JobRow, error),
+	write func(ctx context.Context, r JobRow) error) error {
+	const batch = 500
+	var after int64
+	for {
+		rs, err := read(ctx, after, batch)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Policy, r.History, err = JobForms(r.Policy, r.History); err != nil {
+				return fmt.Errorf("job %d: %w", r.ID, err)
+			}
+			if err := write(ctx, r); err != nil {
+				return fmt.Errorf("job %d: %w", r.ID, err)
+			}
+		}
+		if len(rs) < batch {
+			return nil
+		}
+		after = rs[len(rs)-1].ID
+	}
+}

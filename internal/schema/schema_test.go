@@ -1,0 +1,69 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/heed-go/heed/queue"
+)
+
+func TestLoad(t *testing.T) {
+	for name, fsys := range map[string]fstest.MapFS{
+		"gap":      {"m/001_a.sql": {}, "m/003_c.sql": {}},
+		"bad name": {"m/first.sql": {}},
+		"zero":     {"m/000_a.sql": {}},
+	} {
+		if _, err := Load("teststore", fsys, "m", nil); err == nil || !strings.HasPrefix(err.Error(), "teststore: ") {
+			t.Errorf("%s: Load = %v, want a teststore error", name, err)
+		}
+	}
+	goStep := func(context.Context, Tx) error { return nil }
+	if _, err := Load("teststore", fstest.MapFS{"m/0001_a.sql": {}}, "m", map[int]func(context.Context, Tx) error{2: goStep}); err == nil {
+		t.Error("Load accepted a Go step without its file")
+	}
+	steps, err := Load("teststore", fstest.MapFS{"m/0002_b.sql": {Data: []byte("B")}, "m/0001_a.sql": {Data: []byte("A")}}, "m",
+		map[int]func(context.Context, Tx) error{2: goStep})
+	if err != nil || len(steps) != 2 || steps[0].Name != "0001_a" || steps[1].SQL != "B" || steps[0].Go != nil || steps[1].Go == nil {
+		t.Errorf("Load = %+v, %v", steps, err)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	steps := []Step{{Version: 1, Name: "0001_a"}, {Version: 2, Name: "0002_b"}, {Version: 3, Name: "0003_c"}}
+	if err := Compare("s", 3, steps); err != nil {
+		t.Errorf("current: %v", err)
+	}
+	var behind *queue.SchemaBehindError
+	if err := Compare("s", 1, steps); !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
+		!slices.Equal(behind.Missing, []string{"0002_b", "0003_c"}) ||
+		err.Error() != "s: database schema version 1 is behind this binary's 3: migrations 0002_b, 0003_c not applied" {
+		t.Errorf("behind: %v", err)
+	}
+	var tooNew *queue.SchemaTooNewError
+	if err := Compare("s", 5, steps); !errors.As(err, &tooNew) || !errors.Is(err, queue.ErrSchemaTooNew) || tooNew.Database != 5 || tooNew.Binary != 3 {
+		t.Errorf("too new: %v", err)
+	}
+}
+
+// The old stored forms become the new ones, byte for byte, and rewriting
+// again changes nothing.
+func TestJobForms(t *testing.T) {
+	p, h, err := JobForms([]byte(OldJob.Policy), []byte(OldJob.History))
+	if err != nil || string(p) != OldJob.NewPolicy || string(h) != OldJob.NewHistory {
+		t.Fatalf("JobForms =\n %s\n %s\n %v; want\n %s\n %s", p, h, err, OldJob.NewPolicy, OldJob.NewHistory)
+	}
+	p2, h2, err := JobForms(p, h)
+	if err != nil || string(p2) != string(p) || string(h2) != string(h) {
+		t.Errorf("second rewrite changed the forms: %s %s %v", p2, h2, err)
+	}
+	if p, h, err := JobForms([]byte(`{}`), []byte(`[]`)); err != nil || string(p) != `{}` || string(h) != `[]` {
+		t.Errorf("empty forms: %s %s %v", p, h, err)
+	}
+	if _, _, err := JobForms([]byte(`{"backoff":{"Kind":7,"Jitter":0}}`), nil); err == nil {
+		t.Error("an unknown old kind was rewritten")
+	}
+}

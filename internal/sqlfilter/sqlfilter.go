@@ -1,0 +1,95 @@
+// Package sqlfilter turns a queue.JobFilter into the WHERE clause both heed
+// stores use (sqlitestore and pgstore); each store gives its dialect:
+// placeholders, how times and ID lists are bound.
+package sqlfilter
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+// Dialect is how a store's SQL binds values.
+type Dialect struct {
+	// Placeholder returns the n-th parameter's placeholder (n from 1):
+	// "?" or "$1".
+	Placeholder func(n int) string
+	// Time returns the value bound for a time (Unix microseconds, or the
+	// time itself).
+	Time func(time.Time) any
+	// IDs returns the condition that the id is one of a non-empty list,
+	// with ph the list's placeholder, and the value bound for it.
+	IDs func(ph string, ids []int64) (cond string, arg any)
+}
+
+// Question is the placeholder of SQLite: "?".
+func Question(int) string { return "?" }
+
+// Dollar is the placeholder of PostgreSQL: "$n".
+func Dollar(n int) string { return "$" + strconv.Itoa(n) }
+
+// Where returns the condition selecting the jobs f selects, appending its
+// parameters to args (whose length numbers the placeholders). With dead,
+// only dead jobs are selected, whatever f.State says. It is "1 = 1" when f
+// selects everything.
+func Where(d Dialect, f *queue.JobFilter, dead bool, args *[]any) string {
+	conds := []string{"1 = 1"}
+	param := func(v any) string {
+		*args = append(*args, v)
+		return d.Placeholder(len(*args))
+	}
+	switch {
+	case dead:
+		conds = append(conds, "state = 'dead'")
+	case f.State != "":
+		conds = append(conds, "state = "+param(string(f.State)))
+	}
+	if f.IDs != nil {
+		if len(f.IDs) == 0 {
+			conds = append(conds, "1 = 0")
+		} else {
+			*args = append(*args, nil)
+			cond, arg := d.IDs(d.Placeholder(len(*args)), f.IDs)
+			(*args)[len(*args)-1] = arg
+			conds = append(conds, cond)
+		}
+	}
+	if f.Kind != "" {
+		conds = append(conds, "kind = "+param(f.Kind))
+	}
+	if f.Queue != "" {
+		conds = append(conds, "queue = "+param(f.Queue))
+	}
+	if f.DeadReason != "" {
+		conds = append(conds, "dead_reason = "+param(f.DeadReason))
+	}
+	if !f.FinishedBefore.IsZero() {
+		conds = append(conds, "finished_at < "+param(d.Time(f.FinishedBefore)))
+	}
+	if f.AfterID > 0 {
+		conds = append(conds, "id > "+param(f.AfterID))
+	}
+	if f.BeforeID > 0 {
+		conds = append(conds, "id < "+param(f.BeforeID))
+	}
+	if !f.AvailableAfter.IsZero() {
+		conds = append(conds, "available_at > "+param(d.Time(f.AvailableAfter)))
+	}
+	if !f.AvailableBy.IsZero() {
+		conds = append(conds, "available_at <= "+param(d.Time(f.AvailableBy)))
+	}
+	if f.Retried {
+		conds = append(conds, "attempt > 0")
+	}
+	return strings.Join(conds, " AND ")
+}
+
+// Limit returns " LIMIT n" for a positive f.Limit, or "".
+func Limit(f *queue.JobFilter) string {
+	if f.Limit > 0 {
+		return " LIMIT " + strconv.Itoa(f.Limit)
+	}
+	return ""
+}

@@ -1,0 +1,44 @@
+package sqlfilter
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+func TestWhere(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	pg := Dialect{Placeholder: Dollar, Time: func(t time.Time) any { return t },
+		IDs: func(ph string, ids []int64) (string, any) { return "id = ANY(" + ph + ")", ids }}
+	lite := Dialect{Placeholder: Question, Time: func(t time.Time) any { return t.UnixMicro() },
+		IDs: func(ph string, ids []int64) (string, any) { return "id IN (" + ph + ")", "[1,2]" }}
+	for _, tc := range []struct {
+		name     string
+		d        Dialect
+		f        queue.JobFilter
+		dead     bool
+		want     string
+		wantArgs []any
+	}{
+		{"all", pg, queue.JobFilter{}, false, "1 = 1", nil},
+		{"no IDs", lite, queue.JobFilter{IDs: []int64{}}, false, "1 = 1 AND 1 = 0", nil},
+		{"dead wins over State", pg, queue.JobFilter{State: queue.StateRunning, Kind: "k"}, true,
+			"1 = 1 AND state = 'dead' AND kind = $1", []any{"k"}},
+		{"every field, pg", pg, queue.JobFilter{State: queue.StateAvailable, IDs: []int64{1, 2}, Kind: "k", Queue: "q", DeadReason: "r",
+			FinishedBefore: t0, AfterID: 3, BeforeID: 9, AvailableAfter: t0, AvailableBy: t0, Retried: true}, false,
+			"1 = 1 AND state = $1 AND id = ANY($2) AND kind = $3 AND queue = $4 AND dead_reason = $5 AND finished_at < $6 AND id > $7 AND id < $8 AND available_at > $9 AND available_at <= $10 AND attempt > 0",
+			[]any{"available", []int64{1, 2}, "k", "q", "r", t0, int64(3), int64(9), t0, t0}},
+		{"times and IDs, sqlite", lite, queue.JobFilter{IDs: []int64{1, 2}, FinishedBefore: t0}, false,
+			"1 = 1 AND id IN (?) AND finished_at < ?", []any{"[1,2]", t0.UnixMicro()}},
+	} {
+		var args []any
+		if got := Where(tc.d, &tc.f, tc.dead, &args); got != tc.want || !reflect.DeepEqual(args, tc.wantArgs) {
+			t.Errorf("%s: Where =\n %s %v\nwant\n %s %v", tc.name, got, args, tc.want, tc.wantArgs)
+		}
+	}
+	if Limit(&queue.JobFilter{Limit: 5}) != " LIMIT 5" || Limit(&queue.JobFilter{}) != "" {
+		t.Error("Limit")
+	}
+}

@@ -1,0 +1,56 @@
+package queue
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SchemaTooNewError (for store implementers, and for callers that want the
+// versions) reports a database whose schema version is newer than the
+// newest migration the store in this binary knows: a newer heed migrated
+// it, and this one could misread its tables. Upgrade heed, or use another
+// database. It matches [ErrSchemaTooNew]. Both heed stores return it.
+type SchemaTooNewError struct {
+	Store    string // the store package, such as "pgstore"
+	Database int    // the schema version recorded in the database
+	Binary   int    // the newest version this binary knows
+}
+
+// Error names both versions.
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("%s: database schema version %d is newer than this binary knows (version %d): upgrade heed",
+		e.Store, e.Database, e.Binary)
+}
+
+// Is reports whether target is ErrSchemaTooNew.
+func (e *SchemaTooNewError) Is(target error) bool { return target == ErrSchemaTooNew }
+
+// SchemaBehindError (for store implementers, and for callers that want the
+// missing migrations) reports a database whose schema lacks migrations
+// this binary has, found by a store opened without migrating. Apply them
+// with the store's Migrate (heed jobs migrate). It matches
+// [ErrSchemaTooOld]. Both heed stores return it.
+type SchemaBehindError struct {
+	Store    string // the store package, such as "sqlitestore"
+	Database int    // the schema version recorded in the database; 0: no heed tables
+	Binary   int    // the newest version this binary knows
+	// Missing names the migrations not applied, in order, such as
+	// "0003_succeeded_index".
+	Missing []string
+}
+
+// Error names the missing migrations.
+func (e *SchemaBehindError) Error() string {
+	if e.Database == 0 {
+		return e.Store + ": the database has no heed schema (no migrations table)"
+	}
+	what := "migration"
+	if len(e.Missing) != 1 {
+		what += "s"
+	}
+	return fmt.Sprintf("%s: database schema version %d is behind this binary's %d: %s %s not applied",
+		e.Store, e.Database, e.Binary, what, strings.Join(e.Missing, ", "))
+}
+
+// Is reports whether target is ErrSchemaTooOld.
+func (e *SchemaBehindError) Is(target error) bool { return target == ErrSchemaTooOld }

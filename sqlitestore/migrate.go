@@ -1,0 +1,135 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"time"
+
+	"github.com/heed-go/heed/internal/schema"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrations is the embedded list, sorted by version; loading checks at
+// init that versions are 1, 2, 3 ... without gaps. Migrations that need Go
+// (data rewrites) are attached by version.
+var migrations = schema.MustLoad("sqlitestore", migrationFS, "migrations", map[int]func(context.Context, schema.Tx) error{
+	5: rewriteStoredForms,
+})
+
+// SchemaVersion returns the newest schema version this binary knows.
+func SchemaVersion() int { return len(migrations) }
+
+// Check reads the schema version without changing anything: nil when it
+// is [SchemaVersion], a [*queue.SchemaBehindError] when migrations are
+// missing, a [*queue.SchemaTooNewError] (matching ErrSchemaTooNew) when it
+// is newer.
+func (s *Store) Check(ctx context.Context) error {
+	return schema.Check(ctx, "sqlitestore", liteDB{s, s.r}, migrations)
+}
+
+// Migrate applies the pending embedded migrations in one transaction and
+// records them in heed_schema_migrations, with the time of the store's
+// clock ([OpenOptions].Clock). It is safe to call again (a no-op when none
+// is pending) and from several processes at once. It returns a
+// [*queue.SchemaTooNewError] (matching ErrSchemaTooNew), and changes
+// nothing, when the database is newer than this binary.
+func (s *Store) Migrate(ctx context.Context) error { return s.migrate(ctx, 0) }
+
+// migrate applies the pending migrations up to version stopAt (0: all).
+func (s *Store) migrate(ctx context.Context, stopAt int) error {
+	steps := migrations
+	if stopAt > 0 {
+		steps = steps[:stopAt]
+	}
+	_, err := schema.Run(ctx, "sqlitestore", liteDB{s, s.w}, steps, s.clock.Now())
+	return err
+}
+
+// liteDB and liteTx are the store's side of the shared migration runner.
+// The writer's transactions begin IMMEDIATE (see Open), which is the
+// migration lock between processes.
+type liteDB struct {
+	s  *Store
+	db *sql.DB
+}
+
+func (d liteDB) Version(ctx context.Context) (int, error) {
+	var n int
+	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'heed_schema_migrations'`).Scan(&n); err != nil || n == 0 {
+		return 0, err
+	}
+	var v int
+	err := d.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&v)
+	return v, err
+}
+
+func (d liteDB) Begin(ctx context.Context) (schema.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS heed_schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return liteTx{tx}, nil
+}
+
+type liteTx struct{ tx *sql.Tx }
+
+func (t liteTx) Exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, q, args...)
+	return err
+}
+
+func (t liteTx) Version(ctx context.Context) (int, error) {
+	var v int
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// Record keeps the file's name ("0003_succeeded_index.sql"), as heed always
+// recorded it here, and the time in Unix microseconds.
+func (t liteTx) Record(ctx context.Context, s schema.Step, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO heed_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		s.Version, s.Name+".sql", at.UnixMicro())
+	return err
+}
+
+func (t liteTx) Commit(context.Context) error   { return t.tx.Commit() }
+func (t liteTx) Rollback(context.Context) error { return t.tx.Rollback() }
+
+// rewriteStoredForms is migration 0005's Go step: it rewrites every job's
+// policy and history in the stored forms with names and text durations
+// (schema.RewriteJobs), in the migration's transaction.
+func rewriteStoredForms(ctx context.Context, stx schema.Tx) error {
+	tx := stx.(liteTx).tx
+	read := func(ctx context.Context, after int64, limit int) ([]schema.JobRow, error) {
+		rows, err := tx.QueryContext(ctx, `SELECT id, policy, history FROM heed_jobs WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var rs []schema.JobRow
+		for rows.Next() {
+			var r schema.JobRow
+			if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
+				return nil, err
+			}
+			rs = append(rs, r)
+		}
+		return rs, rows.Err()
+	}
+	write := func(ctx context.Context, r schema.JobRow) error {
+		_, err := tx.ExecContext(ctx, `UPDATE heed_jobs SET policy = ?, history = ? WHERE id = ?`, string(r.Policy), string(r.History), r.ID)
+		return err
+	}
+	return schema.RewriteJobs(ctx, read, write)
+}

@@ -1,2 +1,0 @@
--- Reserved for issue 18a (the lead replaces this file with theirs at merge).
-SELECT 1;
