@@ -68,30 +68,29 @@ func (b *inserter) applyOne(r *insertReq) {
 	r.finish(job, err)
 }
 
-// insertManySQL inserts one job per element of the arrays. IDs are drawn
+// insertManySQL inserts one job per element of the arrays, skipping the
+// elements whose unique key is held (as insertSQL does). IDs are drawn
 // first, in the CTE, so that each returned row can be matched to its
 // element (ord) without relying on the order of RETURNING.
 var insertManySQL = `WITH src AS (
 	SELECT nextval(pg_get_serial_sequence('heed_jobs', 'id')) AS id, t.*
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[])
-		WITH ORDINALITY AS t(kind, queue, args, priority, max_attempts, policy, available_at, created_at, ord)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[])
+		WITH ORDINALITY AS t(kind, queue, args, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states, ord)
 ), ins AS (
-	INSERT INTO heed_jobs (id, kind, queue, args, state, priority, max_attempts, policy, available_at, created_at)
+	INSERT INTO heed_jobs (id, kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states)
 	OVERRIDING SYSTEM VALUE
-	SELECT id, kind, queue, args::json, 'available', priority, max_attempts, policy::jsonb, available_at, created_at
+	SELECT id, kind, queue, args::json, 'available', priority, max_attempts, policy::jsonb, available_at, created_at, unique_key, unique_states::text[]
 	FROM src
+	` + onUniqueConflict + `
 	RETURNING ` + colsPlain + `
 )
 SELECT src.ord, ` + jobColumns("ins.") + ` FROM ins JOIN src USING (id)`
 
-// many inserts several jobs in one statement. If the server refuses it
-// (a NUL byte in one kind), each is inserted alone, for its own result.
-func (b *inserter) applyMany(batch []*insertReq) {
-	ctx, cancel := b.stmtCtx(batch[0].ctx)
-	defer cancel()
-	b.batches.Add(1)
-	b.batched.Add(int64(len(batch)))
-	n := len(batch)
+// insertMany inserts ins (validated) through q in one statement and
+// returns one job per element, nil for those whose unique key was held
+// (including by an earlier element of ins).
+func insertMany(ctx context.Context, q querier, ins []*queue.JobInsert) ([]*queue.Job, error) {
+	n := len(ins)
 	var (
 		kinds     = make([]string, n)
 		queues    = make([]string, n)
@@ -101,40 +100,57 @@ func (b *inserter) applyMany(batch []*insertReq) {
 		policies  = make([]string, n)
 		available = make([]pgtype.Timestamptz, n)
 		created   = make([]pgtype.Timestamptz, n)
+		keys      = make([]pgtype.Text, n)
+		states    = make([]string, n)
 	)
-	for i, r := range batch {
-		in := r.in
-		p, err := json.Marshal(in.Policy)
-		if err != nil {
-			for _, r := range batch {
-				b.one(r)
+	for i, in := range ins {
+		policies[i] = "{}"
+		if !in.Policy.IsZero() {
+			p, err := json.Marshal(in.Policy)
+			if err != nil {
+				return nil, fmt.Errorf("pgstore: insert jobs: encode policy: %w", err)
 			}
-			return
+			policies[i] = string(p)
 		}
-		kinds[i], queues[i], args[i], policies[i] = in.Kind, in.Queue, string(in.Args), string(p)
+		kinds[i], queues[i], args[i] = in.Kind, in.Queue, string(in.Args)
 		prios[i], maxes[i] = int32(in.Priority), int32(in.MaxAttempts)
 		available[i] = pgtype.Timestamptz{Time: in.AvailableAt, Valid: true}
 		created[i] = pgtype.Timestamptz{Time: in.CreatedAt, Valid: true}
+		keys[i] = pgtype.Text{String: in.UniqueKey, Valid: in.UniqueKey != ""}
+		states[i] = uniqueStates(in)
 	}
-	rows, err := b.pool.Query(ctx, insertManySQL, kinds, queues, args, prios, maxes, policies, available, created)
+	rows, err := q.Query(ctx, insertManySQL, kinds, queues, args, prios, maxes, policies, available, created, keys, states)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	jobs := make([]*queue.Job, n)
-	if err == nil {
-		err = func() error {
-			defer rows.Close()
-			for rows.Next() {
-				var ord int64
-				job, err := scanJob(ordRow{rows, &ord})
-				if err != nil {
-					return err
-				}
-				if ord < 1 || ord > int64(n) {
-					return fmt.Errorf("row for element %d of %d", ord, n)
-				}
-				jobs[ord-1] = job
-			}
-			return rows.Err()
-		}()
+	for rows.Next() {
+		var ord int64
+		job, err := scanJob(ordRow{rows, &ord})
+		if err != nil {
+			return nil, err
+		}
+		if ord < 1 || ord > int64(n) {
+			return nil, fmt.Errorf("row for element %d of %d", ord, n)
+		}
+		jobs[ord-1] = job
 	}
+	return jobs, rows.Err()
+}
+
+// many inserts several jobs in one statement. If the server refuses it
+// (a NUL byte in one kind), each is inserted alone, for its own result.
+func (b *inserter) applyMany(batch []*insertReq) {
+	ctx, cancel := b.stmtCtx(batch[0].ctx)
+	defer cancel()
+	b.batches.Add(1)
+	b.batched.Add(int64(len(batch)))
+	ins := make([]*queue.JobInsert, len(batch))
+	for i, r := range batch {
+		ins[i] = r.in
+	}
+	jobs, err := insertMany(ctx, b.pool, ins)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		for _, r := range batch {

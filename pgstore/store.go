@@ -67,11 +67,17 @@ func scanJob(row pgx.Row) (*queue.Job, error) {
 	}
 	j.State = queue.State(state)
 	j.Args = json.RawMessage(args)
-	if err := json.Unmarshal(policy, &j.Policy); err != nil {
-		return nil, fmt.Errorf("job %d: decode policy: %w", j.ID, err)
+	// Most jobs have no policy of their own, and a new one no history:
+	// skip decoding those (a batch insert or claim reads thousands).
+	if string(policy) != "{}" {
+		if err := json.Unmarshal(policy, &j.Policy); err != nil {
+			return nil, fmt.Errorf("job %d: decode policy: %w", j.ID, err)
+		}
 	}
-	if err := json.Unmarshal(history, &j.History); err != nil {
-		return nil, fmt.Errorf("job %d: decode history: %w", j.ID, err)
+	if string(history) != "[]" {
+		if err := json.Unmarshal(history, &j.History); err != nil {
+			return nil, fmt.Errorf("job %d: decode history: %w", j.ID, err)
+		}
 	}
 	if len(j.History) == 0 {
 		j.History = nil // as the zero Job has it
@@ -187,13 +193,28 @@ func appendHistory(n int) string {
 // check and the insert one atomic step, even against concurrent inserts
 // (the second waits for the first to commit, then does nothing).
 var insertSQL = `INSERT INTO heed_jobs
-	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key)
-VALUES ($1, $2, $3, 'available', $4, $5, $6, $7, $8, $9)
-ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running') DO NOTHING
+	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states)
+VALUES ($1, $2, $3, 'available', $4, $5, $6, $7, $8, $9, $10)
+` + onUniqueConflict + `
 RETURNING ` + colsPlain
 
+// onUniqueConflict skips a row whose unique key is held, against the
+// partial unique index heed_jobs_unique_key_idx: a job holds its key while
+// its state is one of its unique_states.
+const onUniqueConflict = `ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING`
+
+// uniqueStates is the unique_states array of in, as a PostgreSQL array
+// literal of state names (state names need no quoting).
+func uniqueStates(in *queue.JobInsert) string {
+	names := make([]string, 0, 4)
+	for _, st := range in.KeyStates() {
+		names = append(names, string(st))
+	}
+	return "{" + strings.Join(names, ",") + "}"
+}
+
 var selectUniqueSQL = `SELECT ` + colsPlain + ` FROM heed_jobs
-WHERE unique_key = $1 AND state IN ('available', 'running')`
+WHERE unique_key = $1 AND state = ANY (unique_states)`
 
 // maxUniqueRetries bounds the insert-or-select loop of a unique insert: a
 // retry is needed only when the job holding the key finishes between the
@@ -208,7 +229,7 @@ func insertJob(ctx context.Context, q querier, in *queue.JobInsert) (*queue.Job,
 	}
 	for range maxUniqueRetries {
 		job, err := scanJob(q.QueryRow(ctx, insertSQL, in.Kind, in.Queue, []byte(in.Args), in.Priority,
-			in.MaxAttempts, policy, in.AvailableAt, in.CreatedAt, nullString(in.UniqueKey)))
+			in.MaxAttempts, policy, in.AvailableAt, in.CreatedAt, nullString(in.UniqueKey), uniqueStates(in)))
 		if err == nil {
 			return job, true, nil
 		}
@@ -271,17 +292,9 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 // notify, so many concurrent EnqueueTx transactions commit one at a time;
 // [Store.JobInsert] notifies after its commit and has no such limit.
 func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any, opts queue.EnqueueOptions) (job *queue.Job, inserted bool, err error) {
-	var raw json.RawMessage
-	switch a := args.(type) {
-	case nil:
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	default:
-		if raw, err = json.Marshal(args); err != nil {
-			return nil, false, &queue.InputError{Field: "args", Reason: fmt.Sprintf("do not marshal to JSON: %v", err)}
-		}
+	raw, err := queue.EncodeArgs(args)
+	if err != nil {
+		return nil, false, err
 	}
 	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
 	if err != nil {
@@ -507,7 +520,7 @@ func (s *Store) DeadRequeue(ctx context.Context, p queue.RequeueParams) (int, er
 	WHERE ` + where(&f, true, &args) + `
 	AND (unique_key IS NULL OR NOT EXISTS (
 		SELECT 1 FROM heed_jobs o
-		WHERE o.unique_key = d.unique_key AND o.state IN ('available', 'running')))
+		WHERE o.unique_key = d.unique_key AND o.state = ANY (o.unique_states) AND o.id <> d.id))
 ), pick AS (
 	SELECT id FROM cand WHERE unique_key IS NULL
 	UNION ALL

@@ -44,8 +44,14 @@ type EnqueueOptions struct {
 	// timeout for this job.
 	Policy JobPolicy
 	// UniqueKey, when set, makes the enqueue return the existing job with
-	// this key while it is available or running, instead of a duplicate.
+	// this key while it is available or running (or in Unique.ByState),
+	// instead of a duplicate.
 	UniqueKey string
+	// Unique derives the unique key from the job itself (kind, args,
+	// queue, period) and sets the states in which it is held; see
+	// [UniqueOptions]. ByArgs, ByQueue and ByPeriod cannot be combined
+	// with UniqueKey; ByState can.
+	Unique UniqueOptions
 }
 
 // NewJobInsert validates a new job and returns the row to insert, with now
@@ -97,16 +103,21 @@ func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now ti
 	if !opts.At.IsZero() {
 		at = opts.At.UTC()
 	}
+	key, states, err := uniqueOf(opts, kind, q, args, at)
+	if err != nil {
+		return JobInsert{}, err
+	}
 	return JobInsert{
-		Kind:        kind,
-		Queue:       q,
-		Args:        args,
-		Priority:    opts.Priority,
-		MaxAttempts: opts.MaxAttempts,
-		Policy:      opts.Policy,
-		AvailableAt: at,
-		CreatedAt:   now,
-		UniqueKey:   opts.UniqueKey,
+		Kind:         kind,
+		Queue:        q,
+		Args:         args,
+		Priority:     opts.Priority,
+		MaxAttempts:  opts.MaxAttempts,
+		Policy:       opts.Policy,
+		AvailableAt:  at,
+		CreatedAt:    now,
+		UniqueKey:    key,
+		UniqueStates: states,
 	}, nil
 }
 

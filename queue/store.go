@@ -229,6 +229,10 @@ type JobInsert struct {
 	AvailableAt time.Time       // UTC
 	CreatedAt   time.Time       // UTC
 	UniqueKey   string          // "" for none
+	// UniqueStates are the states in which the job holds UniqueKey, in
+	// the order available, running, succeeded, dead; nil is
+	// [DefaultUniqueStates] (available, running). Set only with UniqueKey.
+	UniqueStates []State
 }
 
 // ClaimParams asks [Store.JobClaim] for up to Limit jobs of Queue (for
@@ -377,10 +381,11 @@ type Store interface {
 
 	// JobInsert inserts a new job in StateAvailable with Attempt 0 and an
 	// empty history, and returns it with inserted true. When in.UniqueKey
-	// is not empty and a job with that key is available or running, it
-	// inserts nothing and returns that job with inserted false; this check
-	// and the insert are atomic. Jobs that succeeded or died do not block a
-	// new one with the same key.
+	// is not empty and a job with that key holds it (is in one of its own
+	// UniqueStates: by default available or running), it inserts nothing
+	// and returns that job with inserted false; this check and the insert
+	// are atomic. A job that left its UniqueStates (succeeded or died, by
+	// default) does not block a new one with the same key.
 	JobInsert(ctx context.Context, in JobInsert) (job *Job, inserted bool, err error)
 
 	// JobGet returns the job with this ID, or ErrNotFound.

@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/heed-go/heed/internal/redact"
 )
@@ -22,6 +23,18 @@ func (in *JobInsert) Validate() error {
 	}
 	if err := validArgs("JobInsert.Args", len(in.Args)); err != nil {
 		return err
+	}
+	if in.UniqueStates != nil {
+		if in.UniqueKey == "" {
+			return &InputError{"JobInsert.UniqueStates", "is set without a UniqueKey"}
+		}
+		st, err := uniqueStates("JobInsert.UniqueStates", in.UniqueStates)
+		if err != nil {
+			return err
+		}
+		if st != nil && !slices.Equal(st, in.UniqueStates) {
+			return &InputError{"JobInsert.UniqueStates", "is not in the order available, running, succeeded, dead without duplicates"}
+		}
 	}
 	switch {
 	case len(in.Args) == 0 || !json.Valid(in.Args):

@@ -144,15 +144,10 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 	if err := in.Validate(); err != nil {
 		return nil, false, err
 	}
-	policy := []byte("{}")
-	if !in.Policy.IsZero() {
-		var err error
-		if policy, err = json.Marshal(in.Policy); err != nil {
-			return nil, false, wrap("insert", err)
-		}
+	args, err := insertArgs(&in)
+	if err != nil {
+		return nil, false, wrap("insert", err)
 	}
-	args := []any{in.Kind, in.Queue, string(in.Args), in.Priority, in.MaxAttempts, string(policy),
-		micros(in.AvailableAt), micros(in.CreatedAt), nullString(in.UniqueKey)}
 	if in.UniqueKey == "" {
 		ins, err := s.prepared(ctx, insertSQL)
 		if err != nil {
@@ -172,8 +167,43 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 		return nil, false, wrap("insert", err)
 	}
 	defer tx.Rollback()
+	j, inserted, err := insertUnique(ctx, tx, &in, args)
+	if err != nil || !inserted {
+		return j, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, wrap("insert", err)
+	}
+	s.notify(j.Queue)
+	return j, true, nil
+}
+
+// insertArgs are the parameters of insertSQL for in.
+func insertArgs(in *queue.JobInsert) ([]any, error) {
+	policy := []byte("{}")
+	if !in.Policy.IsZero() {
+		var err error
+		if policy, err = json.Marshal(in.Policy); err != nil {
+			return nil, err
+		}
+	}
+	return []any{in.Kind, in.Queue, string(in.Args), in.Priority, in.MaxAttempts, string(policy),
+		micros(in.AvailableAt), micros(in.CreatedAt), nullString(in.UniqueKey), uniqueStates(in)}, nil
+}
+
+// uniqueStates is the unique_states column of in: a JSON array of state
+// names.
+func uniqueStates(in *queue.JobInsert) string {
+	b, _ := json.Marshal(in.KeyStates()) // strings: cannot fail
+	return string(b)
+}
+
+// insertUnique inserts in, whose unique key is set, through tx (a write
+// transaction, so that nothing runs between the lookup and the insert), or
+// returns the job holding its key with inserted false.
+func insertUnique(ctx context.Context, tx *sql.Tx, in *queue.JobInsert, args []any) (*queue.Job, bool, error) {
 	j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs
-		WHERE unique_key = ? AND state IN ('available', 'running')`, in.UniqueKey))
+		WHERE unique_key = ? AND `+holdsKey, in.UniqueKey))
 	if err == nil {
 		return j, false, nil
 	}
@@ -183,16 +213,16 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 	if j, err = scanJob(tx.QueryRowContext(ctx, insertSQL, args...)); err != nil {
 		return nil, false, wrap("insert", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, false, wrap("insert", err)
-	}
-	s.notify(j.Queue)
 	return j, true, nil
 }
 
+// holdsKey is true of a job that holds its unique key: one whose state is
+// in its unique_states (the condition of the index heed_jobs_unique).
+const holdsKey = `unique_key IS NOT NULL AND instr(unique_states, '"' || state || '"') > 0`
+
 const insertSQL = `INSERT INTO heed_jobs
-	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key)
-	VALUES (?, ?, ?, 'available', ?, ?, ?, ?, ?, ?)
+	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states)
+	VALUES (?, ?, ?, 'available', ?, ?, ?, ?, ?, ?, ?)
 	RETURNING ` + jobColumns
 
 // JobGet implements queue.Store.

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,17 +20,18 @@ func TestMigrateCancelledKeepsJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	// Rows as the schema of migration 5 holds them, written in its SQL (the
+	// current insert names columns that later migrations add).
 	var jobs []*queue.Job
 	for i := range 3 {
-		in, err := queue.NewJobInsert("k", json.RawMessage(`{"i":1}`), queue.EnqueueOptions{Queue: "q", UniqueKey: string(rune('a' + i))}, now)
+		var id int64
+		err := old.w.QueryRowContext(ctx, `INSERT INTO heed_jobs (kind, queue, args, state, available_at, created_at, unique_key)
+			VALUES ('k', 'q', '{"i":1}', 'available', ?, ?, ?) RETURNING id`,
+			now.UnixMicro(), now.UnixMicro(), string(rune('a'+i))).Scan(&id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, _, err := old.JobInsert(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, j)
+		jobs = append(jobs, &queue.Job{ID: id})
 	}
 	// A running job, as the old binary's claim left it.
 	if _, err := old.w.ExecContext(ctx, `UPDATE heed_jobs SET state = 'running', lease_token = 'tok', lease_until = ?,

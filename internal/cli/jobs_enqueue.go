@@ -14,17 +14,18 @@ import (
 
 var jobsEnqueueDoc = helpDoc{
 	head: `Usage: heed jobs enqueue KIND JSON [FLAGS]
+       heed jobs enqueue --file FILE|- [FLAGS]
 
 Adds a job of KIND with the arguments JSON (a JSON object; '{}' for none) to
 the database, to run now, at --at, or after --in. KIND must be one of the
 built-in kinds and JSON must suit it (unknown fields are refused): nothing is
 written otherwise. With --key, enqueueing again while a job with that key is
 available or running returns that job instead of a duplicate.
-
+` + jobsFileHelp + `
 Job kinds:
 ` + jobsKindsHelp(),
 	groups: []flagGroup{
-		{"Job flags", []string{"queue", "in", "at", "priority", "key", "attempts", "budget", "timeout", "json"}},
+		{"Job flags", []string{"file", "queue", "in", "at", "priority", "key", "attempts", "budget", "timeout", "json"}},
 		{"Database flags", []string{"db"}},
 	},
 	foot: `Exit codes:
@@ -37,6 +38,7 @@ Examples:
   heed jobs enqueue fail '{"times": 2, "message": "flaky"}' --attempts 5
   heed jobs enqueue http '{"url": "https://example.com/hook"}' --in 10m --key hook-42
   heed jobs enqueue sleep '{"ms": 500}' --queue slow --priority -1
+  heed jobs enqueue --file jobs.jsonl --queue bulk
 `,
 }
 
@@ -55,9 +57,23 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 	durationVar(fs, &opts.Policy.TimeBudget, "budget", 0, "time budget of this job from its first attempt (default: the worker's)")
 	durationVar(fs, &opts.Policy.AttemptTimeout, "timeout", 0, "time limit of each attempt of this job (default: the worker's)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")
+	file := fs.String("file", "", "enqueue the jobs of `FILE` (- for stdin), one JSON object per line, in one transaction")
 	pos, code, done := parseInterleaved(fs, args, s, jobsEnqueueDoc)
 	if done {
 		return code
+	}
+	if *file != "" {
+		if len(pos) > 0 {
+			return usageError(s, name, fmt.Errorf("unexpected argument %q: with --file, the jobs come from the file", pos[0]))
+		}
+		if *at != "" {
+			t, err := time.Parse(time.RFC3339, *at)
+			if err != nil {
+				return usageError(s, name, flagError("at", "%q is not an RFC 3339 time such as 2026-12-01T08:00:00Z", *at))
+			}
+			opts.At = t
+		}
+		return jobsEnqueueFile(ctx, s, name, *file, *db, opts, *asJSON)
 	}
 	switch {
 	case len(pos) == 0:

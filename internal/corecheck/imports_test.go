@@ -39,6 +39,7 @@ var (
 		"internal/sqlfilter":  {"queue"}, // the stores' one JobFilter->SQL builder
 		"sqlitestore":         {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
 		"pgstore":             {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"ui":                  {"queue"}, // the dashboard over a queue client
 		"storeurl":            {"queue", "idempotency", "sqlitestore", "pgstore"},
 		"heedotel":            {"queue", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport": {"heedotel"},
@@ -61,6 +62,7 @@ var (
 		"deadline/planfile":   {"go.yaml.in/yaml/v3"},
 		"sim/chart":           {"gonum.org/v1/plot"},
 		"internal/cli":        {"github.com/mattn/go-isatty", "golang.org/x/sys"},
+		"queue":               {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
 	}
 )
 

@@ -61,6 +61,12 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"Stats", testStats},
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},
+		{"InsertMany", testInsertMany},
+		{"InsertManyUnique", testInsertManyUnique},
+		{"InsertManyAtomic", testInsertManyAtomic},
+		{"UniqueByArgs", testUniqueByArgs},
+		{"UniqueByPeriod", testUniqueByPeriod},
+		{"UniqueByState", testUniqueByState},
 	}
 	tests = append(tests, opsTests...) // ops.go
 	for _, tt := range tests {

@@ -1,0 +1,27 @@
+package pgstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/clock/clocktest"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/storetest"
+)
+
+// TestPeriodicThreeStores: three workers, each with a store (a pool and a
+// listener) of its own on one schema, as three processes would be, race
+// for every tick of a periodic job over 20 periods: exactly 20 jobs run.
+func TestPeriodicThreeStores(t *testing.T) {
+	_, u := testSchema(t)
+	stores := make([]queue.Store, 3)
+	for i := range stores {
+		s, err := Open(t.Context(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	storetest.RunPeriodic(t, clocktest.New(time.Time{}), stores)
+}

@@ -1,0 +1,141 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/heed-go/heed/queue"
+)
+
+var _ queue.BatchInserter = (*Store)(nil)
+
+// insertManyRows is the most rows one multi-row INSERT of a batch carries
+// (10 parameters each, well under SQLite's limit of 32,766).
+const insertManyRows = 500
+
+// insertManySQL is the INSERT of n rows.
+func insertManySQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO heed_jobs
+	(kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, 'available', ?, ?, ?, ?, ?, ?, ?)")
+	}
+	b.WriteString(" RETURNING " + jobColumns)
+	return b.String()
+}
+
+var insertManyFull = insertManySQL(insertManyRows)
+
+// JobInsertMany implements queue.BatchInserter: ins go in one write
+// transaction, in multi-row INSERTs of up to 500 rows; a job with a unique
+// key is looked up and inserted alone, as [Store.JobInsert] does, in the
+// same transaction. On an error nothing is written.
+func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]queue.InsertResult, error) {
+	for i := range ins {
+		if err := ins[i].Validate(); err != nil {
+			return nil, &queue.ItemError{Index: i, Err: err}
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap("insert", err)
+	}
+	defer tx.Rollback()
+	res, err := s.insertManyTx(ctx, tx, ins)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, wrap("insert", err)
+	}
+	var queues []string
+	for _, r := range res {
+		if r.Inserted {
+			queues = append(queues, r.Job.Queue)
+		}
+	}
+	slices.Sort(queues)
+	s.notify(slices.Compact(queues)...)
+	return res, nil
+}
+
+// insertManyTx inserts ins through tx, in order: runs of jobs without a
+// unique key in multi-row statements, the others one by one.
+func (s *Store) insertManyTx(ctx context.Context, tx *sql.Tx, ins []queue.JobInsert) ([]queue.InsertResult, error) {
+	res := make([]queue.InsertResult, len(ins))
+	run := make([]any, 0, 10*min(len(ins), insertManyRows))
+	lo := 0 // the first job of the run in run
+	flush := func(hi int) error {
+		n := hi - lo
+		if n == 0 {
+			return nil
+		}
+		var rows *sql.Rows
+		var err error
+		if n == insertManyRows {
+			st, perr := s.prepared(ctx, insertManyFull)
+			if perr != nil {
+				return wrap("insert", perr)
+			}
+			rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, run...)
+		} else {
+			rows, err = tx.QueryContext(ctx, insertManySQL(n), run...)
+		}
+		if err != nil {
+			return wrap("insert", err)
+		}
+		jobs, err := scanJobs(rows)
+		if err != nil {
+			return wrap("insert", err)
+		}
+		if len(jobs) != n {
+			return fmt.Errorf("sqlitestore: insert: %d rows returned for %d jobs", len(jobs), n)
+		}
+		// The rows of one INSERT get increasing IDs in the order of its
+		// VALUES (nothing else writes during the transaction), whatever
+		// the order of RETURNING.
+		slices.SortFunc(jobs, func(a, b *queue.Job) int { return cmp.Compare(a.ID, b.ID) })
+		for i, j := range jobs {
+			res[lo+i] = queue.InsertResult{Job: j, Inserted: true}
+		}
+		run = run[:0]
+		return nil
+	}
+	for i := range ins {
+		args, err := insertArgs(&ins[i])
+		if err != nil {
+			return nil, wrap("insert", err)
+		}
+		if ins[i].UniqueKey == "" {
+			if i-lo == insertManyRows {
+				if err := flush(i); err != nil {
+					return nil, err
+				}
+				lo = i
+			}
+			run = append(run, args...)
+			continue
+		}
+		if err := flush(i); err != nil {
+			return nil, err
+		}
+		j, inserted, err := insertUnique(ctx, tx, &ins[i], args)
+		if err != nil {
+			return nil, &queue.ItemError{Index: i, Err: err}
+		}
+		res[i] = queue.InsertResult{Job: j, Inserted: inserted}
+		lo = i + 1
+	}
+	if err := flush(len(ins)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,30 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/clock/clocktest"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/storetest"
+	"github.com/heed-go/heed/sqlitestore"
+)
+
+// TestPeriodicThreeStores: three workers, each with a store of its own on
+// one file, as three processes would be, race for every tick of a
+// periodic job over 20 periods: exactly 20 jobs run.
+func TestPeriodicThreeStores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heed.db")
+	stores := make([]queue.Store, 3)
+	for i := range stores {
+		s, err := sqlitestore.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	storetest.RunPeriodic(t, clocktest.New(time.Time{}), stores)
+}
