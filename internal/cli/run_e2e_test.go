@@ -117,13 +117,37 @@ func TestE2ERunTimeoutDuringStart(t *testing.T) {
 // startOnTerminal runs heed with a terminal as its stdin, stdout and stderr
 // and as its controlling terminal, as a shell would; it returns the
 // terminal's other end and what heed wrote to it, line by line.
-func startOnTerminal(t *testing.T, args ...string) (cmd *exec.Cmd, term *os.File, lines <-chan string) {
+func startOnTerminal(t *testing.T, args ...string) (wait func() error, term *os.File, lines <-chan string) {
 	t.Helper()
-	cmd = exec.Command(heedBinary(t), args...)
+	cmd := exec.Command(heedBinary(t), args...)
 	cmd.Dir = t.TempDir()
-	term, err := pty.Start(cmd)
+	term, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no terminal: %v", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		term.Close()
+		tty.Close()
+		t.Fatal(err)
+	}
+	// The test keeps its own descriptor of the terminal until heed has
+	// exited, then writes an end mark through it. A terminal whose last
+	// descriptor closes hangs up, and Linux may then drop what heed wrote
+	// just before it exited (seen under load: its last line lost); the mark
+	// comes after all of heed's output, so reading up to it reads it all.
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		io.WriteString(tty, "\r\n"+endOfOutput+"\r\n")
+		done <- err
+	}()
+	var once sync.Once
+	var werr error
+	wait = func() error {
+		once.Do(func() { werr = <-done })
+		return werr
 	}
 	ch := make(chan string, 100)
 	var wg sync.WaitGroup
@@ -133,17 +157,25 @@ func startOnTerminal(t *testing.T, args ...string) (cmd *exec.Cmd, term *os.File
 		defer close(ch)
 		sc := bufio.NewScanner(term)
 		for sc.Scan() {
-			ch <- strings.TrimRight(sc.Text(), "\r")
+			l := strings.TrimRight(sc.Text(), "\r")
+			if l == endOfOutput {
+				return
+			}
+			ch <- l
 		}
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		wait()
+		tty.Close()
 		term.Close()
 		wg.Wait()
 	})
-	return cmd, term, ch
+	return wait, term, ch
 }
+
+// endOfOutput is the line startOnTerminal writes after heed has exited.
+const endOfOutput = "heed-test: end of output"
 
 // waitLine waits for a line with want in it, and fails when heed's output
 // ends first.
@@ -162,11 +194,11 @@ func waitLine(t *testing.T, lines <-chan string, want string) {
 // A command can read the terminal heed runs on (it used to be stopped by
 // SIGTTIN and hang).
 func TestE2ERunReadsTerminal(t *testing.T) {
-	cmd, term, lines := startOnTerminal(t, "run", "--", "sh", "-c", `echo prompt; read x; echo "got $x"`)
+	wait, term, lines := startOnTerminal(t, "run", "--", "sh", "-c", `echo prompt; read x; echo "got $x"`)
 	waitLine(t, lines, "prompt")
 	io.WriteString(term, "hello\n")
 	waitLine(t, lines, "got hello")
-	if err := cmd.Wait(); err != nil {
+	if err := wait(); err != nil {
 		t.Errorf("heed: %v", err)
 	}
 }
@@ -174,13 +206,13 @@ func TestE2ERunReadsTerminal(t *testing.T) {
 // The terminal's Ctrl-C goes to the command, and ends the run: it is not
 // retried.
 func TestE2ERunTerminalInterrupt(t *testing.T) {
-	cmd, term, lines := startOnTerminal(t, "run", "--attempts", "3", "--base", "1ms", "--", "sh", "-c", `echo started; exec sleep 30`)
+	wait, term, lines := startOnTerminal(t, "run", "--attempts", "3", "--base", "1ms", "--", "sh", "-c", `echo started; exec sleep 30`)
 	waitLine(t, lines, "started")
 	// sh has exec'd sleep once it printed; a Ctrl-C before the exec would
 	// end sh the same way.
 	io.WriteString(term, "\x03")
 	waitLine(t, lines, "heed: interrupted")
-	err := cmd.Wait()
+	err := wait()
 	if xe, ok := errors.AsType[*exec.ExitError](err); !ok || xe.ExitCode() != 130 {
 		t.Errorf("heed exited with %v, want 130", err)
 	}
