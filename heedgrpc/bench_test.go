@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
 	"github.com/heed-go/heed/retry"
 )
@@ -49,6 +50,6 @@ func BenchmarkUnary(b *testing.B) {
 			}
 			return nil
 		}
-		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles, NoBudget: true}, flaky)
+		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}}, flaky)
 	})
 }

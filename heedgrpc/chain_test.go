@@ -56,7 +56,7 @@ func TestChainLoad(t *testing.T) {
 		{"grpc retry policy, 3 attempts per layer", func() []grpc.DialOption {
 			return []grpc.DialOption{grpc.WithDefaultServiceConfig(grpcRetry3)}
 		}, nil, 20, 27, 27},
-		{"heed ownership, no budget", heedClient(func() *heedgrpc.Client { return &heedgrpc.Client{Policy: fast(3), NoBudget: true} }), heedgrpc.Server{}.ServerOptions(), 50, 3, 3},
+		{"heed ownership, no budget", heedClient(func() *heedgrpc.Client { return &heedgrpc.Client{Policy: fast(3), Budget: budget.Config{Ratio: -1}} }), heedgrpc.Server{}.ServerOptions(), 50, 3, 3},
 	} {
 		t.Run(l.name, func(t *testing.T) {
 			var cHits atomic.Int64
@@ -139,7 +139,7 @@ func TestMixedChain(t *testing.T) {
 		return "ok", nil
 	}}
 	addr2 := tcpServer(t, s2, heedgrpc.Server{}.ServerOptions()...)
-	hc := &heedgrpc.Client{Policy: fast(3), NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Budget: budget.Config{Ratio: -1}}
 	cc2 := dial(t, addr2, hc.DialOptions()...)
 	s1 := httptest.NewServer(retryhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := invoke(r.Context(), cc2, mGet, "x"); err != nil {

@@ -177,10 +177,9 @@ type Client struct {
 	Propagate func(target, method string) bool
 
 	// Budget configures the retry budget of each target (zero: budget's
-	// defaults, 10% of requests plus 1 retry per second).
+	// defaults; a negative Ratio turns the budgets off, as for
+	// retryhttp.Transport).
 	Budget budget.Config
-	// NoBudget turns the per-target retry budgets off.
-	NoBudget bool
 	// Breaker, when set, gives each target a circuit breaker with this
 	// configuration (default: none).
 	Breaker *breaker.Config
@@ -250,7 +249,7 @@ func (c *Client) init() {
 			c.initErr = err
 			return
 		}
-		if !c.NoBudget {
+		if !c.Budget.Off() {
 			if err := c.Budget.Validate(); err != nil {
 				c.initErr = err
 				return
@@ -267,7 +266,7 @@ func (c *Client) init() {
 			c.maxReplay = DefaultMaxReplay
 		}
 		c.shared.policy = c.Policy
-		c.perTgt = c.Policy.Budget == nil && !c.NoBudget || c.Policy.Breaker == nil && c.Breaker != nil
+		c.perTgt = c.Policy.Budget == nil && !c.Budget.Off() || c.Policy.Breaker == nil && c.Breaker != nil
 		c.idem = make(map[string]bool, len(c.Idempotent))
 		for _, m := range c.Idempotent {
 			c.idem[m] = true
@@ -284,7 +283,7 @@ func (c *Client) target(name string) *target {
 		return v.(*target)
 	}
 	t := &target{name: name, policy: c.Policy}
-	if !c.NoBudget && c.Policy.Budget == nil {
+	if !c.Budget.Off() && c.Policy.Budget == nil {
 		t.policy.Budget, _ = budget.New(c.Budget) // validated in init
 	}
 	if c.Breaker != nil && c.Policy.Breaker == nil {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
 	"github.com/heed-go/heed/retry"
 )
@@ -73,7 +74,7 @@ func TestCodes(t *testing.T) {
 		for _, network := range []string{"bufconn", "tcp"} {
 			t.Run(tt.name+"/"+network, func(t *testing.T) {
 				e := &echo{unary: failThen(1, tt.code, tt.pushback)}
-				hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+				hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 				var cc *grpc.ClientConn
 				if network == "bufconn" {
 					cc = dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
@@ -107,7 +108,7 @@ func TestCodes(t *testing.T) {
 // may have been processed (TestCodes).
 func TestNeverSent(t *testing.T) {
 	addr := closedPort(t) // every attempt is refused before it is sent
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, addr, hc.DialOptions()...)
 	_, err := invoke(ctxTimeout(t, 10*time.Second), cc, mPost, "x")
 	var x *retry.ExhaustedError
@@ -132,7 +133,7 @@ func TestPushback(t *testing.T) {
 				delays = append(delays, ev.Delay)
 			}
 		}
-		hc := &heedgrpc.Client{Policy: p, Files: echoFiles, NoBudget: true}
+		hc := &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 		cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 		start := time.Now()
 		if _, err := invoke(ctxTimeout(t, 10*time.Second), cc, mGet, "x"); err != nil {
@@ -159,7 +160,7 @@ func TestPushback(t *testing.T) {
 			e := &echo{unary: failThen(1, codes.ResourceExhausted, tt.pb)}
 			p := fast(3)
 			p.MaxPushback = tt.maxPB
-			hc := &heedgrpc.Client{Policy: p, Files: echoFiles, NoBudget: true}
+			hc := &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 			cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 			start := time.Now()
 			_, err := invoke(ctxTimeout(t, tt.timeout), cc, mGet, "x")
@@ -186,7 +187,7 @@ func TestCallerDeadline(t *testing.T) {
 		<-ctx.Done()
 		return "", status.FromContextError(ctx.Err()).Err()
 	}}
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	_, err := invoke(ctxTimeout(t, 200*time.Millisecond), cc, mGet, "x")
 	if status.Code(err) != codes.DeadlineExceeded {
@@ -219,7 +220,7 @@ func TestAttemptTimeout(t *testing.T) {
 	p.AttemptTimeout = 300 * time.Millisecond
 	var reasons []retry.Reason
 	p.Observe = func(_ context.Context, ev retry.Event) { reasons = append(reasons, ev.Reason) }
-	hc := &heedgrpc.Client{Policy: p, Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	if _, err := invoke(ctxTimeout(t, 10*time.Second), cc, mGet, "x"); err != nil {
 		t.Fatal(err)
@@ -250,7 +251,7 @@ func TestOnlyHeedAttempts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &echo{unary: failThen(100, codes.Unavailable, "")}
 			opts := []grpc.DialOption{grpc.WithDefaultServiceConfig(cfg), bufServer(t, e)}
-			hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+			hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 			switch {
 			case tt.gRetry:
 				opts = append(opts, grpc.WithUnaryInterceptor(hc.UnaryInterceptor()))
@@ -286,7 +287,7 @@ func TestRetryAttempt(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &echo{unary: failThen(tt.fails, codes.Unavailable, "")}
-			hc := &heedgrpc.Client{Policy: tt.policy, Files: echoFiles, NoBudget: true}
+			hc := &heedgrpc.Client{Policy: tt.policy, Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 			cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 			ctx := ctxTimeout(t, 10*time.Second)
 			if tt.owned {
@@ -307,7 +308,7 @@ func TestRetryAttempt(t *testing.T) {
 // without a descriptor.
 func TestIdempotentList(t *testing.T) {
 	e := &echo{unary: failThen(1, codes.Unavailable, "")}
-	hc := &heedgrpc.Client{Policy: fast(3), NoDescriptors: true, Idempotent: []string{mPost}, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), NoDescriptors: true, Idempotent: []string{mPost}, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	if _, err := invoke(ctxTimeout(t, 10*time.Second), cc, mPost, "x"); err != nil {
 		t.Fatal(err)
@@ -353,7 +354,7 @@ func TestLogRedaction(t *testing.T) {
 		return "", status.Error(codes.Unavailable, "upstream https://u:pw@example.com/?token="+secret+" down")
 	}}
 	var buf bytes.Buffer
-	hc := &heedgrpc.Client{Policy: fast(2), Files: echoFiles, NoBudget: true,
+	hc := &heedgrpc.Client{Policy: fast(2), Files: echoFiles, Budget: budget.Config{Ratio: -1},
 		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	ctx := metadata.AppendToOutgoingContext(ctxTimeout(t, 10*time.Second), "idempotency-key", "key-"+secret, "authorization", "Bearer "+secret)

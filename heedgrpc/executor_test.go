@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/executortest"
@@ -31,7 +32,7 @@ func (grpcExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	synctest.Test(t, func(t *testing.T) {
 		p := c.Policy(time.Now())
 		p.Observe = func(_ context.Context, e retry.Event) { ds = append(ds, e.Decision) }
-		hc := &heedgrpc.Client{Policy: p, NoBudget: true, Idempotent: []string{mGet}}
+		hc := &heedgrpc.Client{Policy: p, Budget: budget.Config{Ratio: -1}, Idempotent: []string{mGet}}
 		n := 0
 		invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
 			n++

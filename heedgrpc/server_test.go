@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/heedgrpc"
 	"github.com/heed-go/heed/retry"
@@ -177,7 +178,7 @@ func TestUpstreamBreaker(t *testing.T) {
 		return invoke(ctx, ccC, mGet, in) // the error as it is: it matches breaker.ErrOpen
 	}}
 	var aChanges atomic.Int32
-	ccB := dial(t, tcpServer(t, b, srv.ServerOptions()...), (&heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true,
+	ccB := dial(t, tcpServer(t, b, srv.ServerOptions()...), (&heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1},
 		Breaker:         &breaker.Config{MinCalls: 8, Cooldown: time.Minute},
 		OnBreakerChange: func(string, breaker.State, breaker.State, time.Time) { aChanges.Add(1) }}).DialOptions()...)
 	var err error

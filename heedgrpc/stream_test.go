@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
 	"github.com/heed-go/heed/retry"
 )
@@ -61,7 +62,7 @@ func TestStreamBeforeFirstMessage(t *testing.T) {
 		}
 		return nil
 	}}
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	got, err := watch(ctxTimeout(t, 10*time.Second), cc, "a")
 	if err != nil || len(got) != 3 || got[0] != "a" {
@@ -83,7 +84,7 @@ func TestStreamAfterFirstMessage(t *testing.T) {
 		ss.SendMsg(wrapperspb.String("first"))
 		return status.Error(codes.Unavailable, "gone midway")
 	}}
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	got, err := watch(ctxTimeout(t, 10*time.Second), cc, "a")
 	if status.Code(err) != codes.Unavailable || len(got) != 1 {
@@ -103,7 +104,7 @@ func TestStreamGivesUp(t *testing.T) {
 	e := &echo{stream: func(string, int64, grpc.ServerStream) error {
 		return status.Error(codes.Unavailable, "down")
 	}}
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	_, err := watch(ctxTimeout(t, 10*time.Second), cc, "a")
 	var x *retry.ExhaustedError
@@ -162,7 +163,7 @@ func TestBidiReplay(t *testing.T) {
 	t.Run("replayed", func(t *testing.T) {
 		got := make(chan []string, 3)
 		e := &echo{stream: chat(1, got)}
-		hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+		hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 		if err := run(t, hc, e, 3); err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +176,7 @@ func TestBidiReplay(t *testing.T) {
 	t.Run("past MaxReplay", func(t *testing.T) {
 		got := make(chan []string, 3)
 		e := &echo{stream: chat(1, got)}
-		hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true, MaxReplay: 2}
+		hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}, MaxReplay: 2}
 		err := run(t, hc, e, 3)
 		var x *retry.ExhaustedError
 		if !errors.As(err, &x) || x.Reason != retry.ReasonNotRepeatable {
@@ -191,7 +192,7 @@ func TestBidiReplay(t *testing.T) {
 // is retried inside NewStream and gives up with the attempts.
 func TestStreamNeverOpened(t *testing.T) {
 	addr := closedPort(t)
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, addr, hc.DialOptions()...)
 	_, err := watch(ctxTimeout(t, 10*time.Second), cc, "a")
 	var x *retry.ExhaustedError
@@ -224,7 +225,7 @@ func TestBidiConcurrent(t *testing.T) {
 			}
 		}
 	}}
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	s, err := cc.NewStream(ctxTimeout(t, 10*time.Second), chatDesc, mChat)
 	if err != nil {

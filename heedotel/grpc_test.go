@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
 	"github.com/heed-go/heed/heedotel"
 	"github.com/heed-go/heed/retry"
@@ -94,7 +95,7 @@ func TestGRPCClient(t *testing.T) {
 // with their reasons.
 func TestGRPCClientBounded(t *testing.T) {
 	m, r := newMetrics(t)
-	hc := &heedgrpc.Client{Policy: retry.Policy{Attempts: 1}, NoBudget: true}
+	hc := &heedgrpc.Client{Policy: retry.Policy{Attempts: 1}, Budget: budget.Config{Ratio: -1}}
 	if err := m.GRPCClient(hc); err != nil {
 		t.Fatal(err)
 	}
