@@ -29,8 +29,9 @@ var (
 	core    = []string{"clock", "internal/stripe", "backoff", "budget", "breaker", "deadline", "retry"}
 	helpers = []string{"internal/redact", "internal/duration", "internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
-		"retryhttp":           nil,
-		"heedgrpc":            nil,
+		"internal/dest":       nil, // per-destination budget and breaker, for the client executors
+		"retryhttp":           {"internal/dest"},
+		"heedgrpc":            {"internal/dest"},
 		"queue":               nil,
 		"sim":                 nil,
 		"sim/chart":           {"sim"},
