@@ -371,3 +371,31 @@ func TestLogRedaction(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgets: every first attempt counts as a request in its target's
+// budget, whether anyone is told about attempts or not (with nobody, a
+// first attempt skips the call protocol's state); the budget is the
+// registry's for the target, so Clients on one registry share it and a
+// Client on another registry does not.
+func TestBudgets(t *testing.T) {
+	reg := &budget.Registry{}
+	e := &echo{unary: failThen(0, codes.OK, "")}
+	quiet := &heedgrpc.Client{Files: echoFiles, Budgets: reg}
+	told := &heedgrpc.Client{Files: echoFiles, Budgets: reg, OnAttempt: func(context.Context, heedgrpc.Attempt) {}}
+	apart := &heedgrpc.Client{Files: echoFiles, Budgets: &budget.Registry{}}
+	for _, hc := range []*heedgrpc.Client{quiet, told, apart} {
+		cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
+		for range 5 {
+			if _, err := invoke(ctxTimeout(t, 10*time.Second), cc, mGet, "x"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, _ := reg.For("passthrough:///bufnet", budget.Config{})
+	if got := b.Stats().Requests; got != 10 {
+		t.Errorf("the shared budget counted %d requests, want 10 (5 unobserved, 5 observed)", got)
+	}
+	if reg.Len() != 1 {
+		t.Errorf("the registry holds %d budgets, want 1", reg.Len())
+	}
+}
