@@ -453,7 +453,7 @@ func (cs *call) release() {
 		if cs.trailer != nil {
 			cs.trailer = nil
 		}
-		if cs.peer != (peer.Peer{}) {
+		if cs.tracing { // gRPC fills peer in only when asked
 			cs.peer = peer.Peer{}
 		}
 		cs.nopts = 0
