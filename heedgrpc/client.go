@@ -137,14 +137,14 @@ const DefaultMaxReplay = 16
 // interceptors.
 //
 // The zero value is ready to use: the default retry.Policy (3 attempts,
-// exponential backoff with full jitter), a default retry budget per target,
-// no breaker, no logging, and repeatable methods only as the registered
+// exponential backoff with full jitter), the process's default retry
+// budget per target (shared with every other Client that calls it), no
+// breaker, no logging, and repeatable methods only as the registered
 // descriptors declare them. Set the fields before the first call and do not
 // change them afterwards. A Client is safe for concurrent use and should be
-// shared by every connection to a target: its budgets and breakers are per
-// target (the ClientConn's Target()), shared by every call through its
-// interceptors; one is kept for every target it has called, for its
-// lifetime.
+// shared by every connection to a target: its breakers are per target (the
+// ClientConn's Target()), shared by every call through its interceptors;
+// one is kept for every target it has called, for its lifetime.
 type Client struct {
 	// Policy decides retries: Attempts, Backoff, AttemptTimeout (which
 	// bounds a whole stream attempt), TimeBudget, MinAttemptTime,

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/test/bufconn"
 
 	heedbackoff "github.com/heed-go/heed/backoff"
@@ -26,6 +27,10 @@ import (
 //   - bare: no interceptor, the reference.
 //   - noop: an interceptor that calls the invoker and nothing else, the
 //     floor of any interceptor.
+//   - noop+retry-attempt: the same adding "retry-attempt: 1" to the
+//     outgoing metadata, as heed does for a heed target: what gRPC's
+//     carrying that one entry costs (over bufconn, the server's reading
+//     of it too).
 //   - heed: heedgrpc.Client at its defaults but for immediate retries: a
 //     retry budget per target, Check declared idempotent, so that every
 //     call carries retry-attempt (ownership), and the trailer asked for
@@ -54,12 +59,18 @@ func grpcInterceptors() []struct {
 		{"noop", func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}},
+		{"noop+retry-attempt", func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(metadata.NewOutgoingContext(ctx, attempt1), method, req, reply, cc, opts...)
+		}},
 		{"heed", heed.UnaryInterceptor()},
 		{"heed-nopropagate", off.UnaryInterceptor()},
 		{"go-grpc-middleware", ggm},
 		{"failsafe-go", fs},
 	}
 }
+
+// attempt1 is the metadata of noop+retry-attempt.
+var attempt1 = metadata.Pairs(heedgrpc.RetryAttemptMetadata, "1")
 
 // healthConn serves gRPC's health service over bufconn and returns a
 // connection to it through ic (none when nil), with gRPC's own retries off.
