@@ -374,12 +374,14 @@ type call struct {
 	rc         retry.Call
 
 	// What gRPC fills in after each attempt, through call options that
-	// point here (so that passing them allocates nothing).
+	// point here (so that passing them allocates nothing): opts holds
+	// grpc.Peer(&peer), grpc.Trailer(&trailer), then the caller's options.
 	trailer metadata.MD
 	peer    peer.Peer
 	tracing bool // peer is asked for: it decides whether the call was sent
-	opts    [6]grpc.CallOption
-	nopts   int // opts in use
+	opts    [8]grpc.CallOption
+	optsSet bool // opts holds the first two
+	nopts   int  // caller's options in opts
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -398,10 +400,22 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 	if cc != nil {
 		name = cc.Target()
 	}
-	cs.c, cs.target, cs.method = c, name, method
-	cs.p = &c.targets.Get(name, nil).Policy
+	// A pooled call most often served the same Client, target and
+	// method: what is unchanged is not written again (a pointer written
+	// while the garbage collector runs costs a write barrier).
+	if cs.c != c {
+		cs.c = c
+	}
+	if cs.target != name {
+		cs.target = name
+	}
+	if cs.method != method {
+		cs.method = method
+	}
+	if p := &c.targets.Get(name, nil).Policy; cs.p != p {
+		cs.p = p
+	}
 	cs.repeatable = c.idempotent(method)
-	cs.key = ""
 	if !cs.repeatable || c.Logger != nil {
 		cs.key = outgoingKey(ctx)
 		if cs.key != "" && !c.NoKeyedRetries {
@@ -441,49 +455,49 @@ func (cs *call) start(ctx context.Context) {
 // release returns cs to the pool, cleared: all of it when the call
 // protocol had it, otherwise what the first attempt got from the caller
 // and from gRPC (the Client, its policy and the names, which live as long
-// as the Client or its connection, are overwritten by the next call).
+// as the Client or its connection, are left for the next call to compare,
+// and opts' first two point into cs itself).
 func (cs *call) release() {
 	if cs.started {
 		*cs = call{}
 	} else {
-		clear(cs.opts[:cs.nopts])
+		cs.clearAttempt()
+		clear(cs.opts[2 : 2+cs.nopts])
 		if cs.key != "" {
 			cs.key = ""
-		}
-		if cs.trailer != nil {
-			cs.trailer = nil
-		}
-		if cs.tracing { // gRPC fills peer in only when asked
-			cs.peer = peer.Peer{}
 		}
 		cs.nopts = 0
 	}
 	callPool.Put(cs)
 }
 
+// clearAttempt clears what gRPC filled in after an attempt.
+func (cs *call) clearAttempt() {
+	if cs.trailer != nil {
+		cs.trailer = nil
+	}
+	if p := &cs.peer; p.Addr != nil || p.LocalAddr != nil || p.AuthInfo != nil {
+		*p = peer.Peer{}
+	}
+}
+
 // callOptions returns opts with the options that make gRPC fill in the
-// attempt's trailer (and peer, when tracing) added.
+// attempt's trailer (and peer, when tracing) before them.
 func (cs *call) callOptions(opts []grpc.CallOption) []grpc.CallOption {
-	cs.trailer, cs.peer = nil, peer.Peer{}
-	extra := 1
+	cs.clearAttempt()
+	if !cs.optsSet {
+		cs.opts[0], cs.opts[1], cs.optsSet = grpc.Peer(&cs.peer), grpc.Trailer(&cs.trailer), true
+	}
+	first := 1
 	if cs.tracing {
-		extra = 2
+		first = 0
 	}
-	var all []grpc.CallOption
-	if len(opts)+extra <= len(cs.opts) {
-		all = append(cs.opts[:0], opts...)
-	} else {
-		all = make([]grpc.CallOption, 0, len(opts)+extra)
-		all = append(all, opts...)
+	if 2+len(opts) > len(cs.opts) {
+		all := make([]grpc.CallOption, 0, 2-first+len(opts))
+		return append(append(all, cs.opts[first:2]...), opts...)
 	}
-	all = append(all, grpc.Trailer(&cs.trailer))
-	if cs.tracing {
-		all = append(all, grpc.Peer(&cs.peer))
-	}
-	if len(all) <= len(cs.opts) {
-		cs.nopts = max(cs.nopts, len(all))
-	}
-	return all
+	cs.nopts = max(cs.nopts, copy(cs.opts[2:], opts))
+	return cs.opts[first : 2+len(opts)]
 }
 
 // sent reports whether the attempt that just ended reached a server, as
