@@ -683,9 +683,14 @@ var monoBase = time.Now()
 // with other times from time.Now (the deadline, the budget's window, which
 // both go by the monotonic reading), so its wall-clock reading, that of
 // the process's start plus the monotonic time since, need not follow the
-// system clock's steps. Inside a testing/synctest bubble, where the clock
-// is fake and has no monotonic reading (time.Since(monoBase) is then
-// negative: the fake clock starts in 2000), it is time.Now.
+// system clock's steps. A deadline made from a wall-clock time (no
+// monotonic reading) is compared by wall clock, off by any step of the
+// system clock since the process started; a first attempt so let past its
+// deadline is refused by gRPC, which reads the wall clock, and the call
+// ends with DEADLINE_EXCEEDED all the same. Inside a testing/synctest
+// bubble, where the clock is fake and has no monotonic reading
+// (time.Since(monoBase) is then negative: the fake clock starts in 2000),
+// it is time.Now.
 func monoNow() time.Time {
 	if d := time.Since(monoBase); d >= 0 {
 		return monoBase.Add(d)
