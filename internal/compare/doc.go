@@ -11,6 +11,7 @@
 //
 //	cd internal/compare && go test -run x -bench HTTP -benchmem -count 10
 package compare
+
 //
 // BenchmarkGRPCInterceptor, BenchmarkGRPCOverhead and BenchmarkGRPCUnary
 // compare unary client interceptors (heed's heedgrpc with and without its
