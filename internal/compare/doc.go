@@ -10,8 +10,6 @@
 // *http.Client over the same in-memory transport, with zero delays:
 //
 //	cd internal/compare && go test -run x -bench HTTP -benchmem -count 10
-package compare
-
 //
 // BenchmarkGRPCInterceptor, BenchmarkGRPCOverhead and BenchmarkGRPCUnary
 // compare unary client interceptors (heed's heedgrpc with and without its
@@ -22,3 +20,4 @@ package compare
 // to the same server:
 //
 //	cd internal/compare && go test -run x -bench 'GRPCInterceptor|GRPCOverhead' -count 5 -benchtime 2s
+package compare
