@@ -26,8 +26,6 @@ const (
 	exitUsage       = 2   // bad flag, missing argument, unknown subcommand
 	exitRefused     = 75  // EX_TEMPFAIL: retry budget empty or circuit open
 	exitTimeout     = 124 // deadline or time budget ended the run (as GNU timeout)
-	exitCannotExec  = 126 // the command was found but could not be executed
-	exitNotFound    = 127 // the command was not found
 	exitInterrupted = 130 // interrupted (SIGINT or SIGTERM): 128 + SIGINT
 )
 

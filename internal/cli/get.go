@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/duration"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -465,7 +466,7 @@ func getErrorCode(ctx context.Context, s streams, u *url.URL, err error) int {
 	}
 	fmt.Fprintf(s.stderr, "heed get: %s\n", redact.ErrorText(msg.Error(), u))
 	if wait, ok := retryhttp.RetryAfter(err); ok {
-		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", roundDuration(wait))
+		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", duration.Round(wait))
 	}
 	if code, ok := giveUpExit(err); ok {
 		return code

@@ -201,14 +201,3 @@ func (w *writeOutFormat) write(out io.Writer, st *getStats) error {
 	_, err := io.WriteString(out, b.String())
 	return err
 }
-
-// roundDuration rounds d to three significant digits, as heed's decision
-// lines do: 19.3s, not 19.349822217s.
-func roundDuration(d time.Duration) time.Duration {
-	for unit := time.Nanosecond; unit < time.Hour; unit *= 10 {
-		if d < 1000*unit && d > -1000*unit {
-			return d.Round(unit)
-		}
-	}
-	return d.Round(time.Second)
-}

@@ -45,6 +45,7 @@ var (
 		"heedotel/promexport": {"heedotel"},
 		"internal/jobkinds":   {"queue", "retryhttp"}, // the command's built-in job kinds
 		"internal/chaintest":  {"retryhttp"},          // three real services on loopback, for load tests
+		"internal/cmdrun":     nil,                    // heed run's executor: a command as a retry attempt
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.
@@ -61,7 +62,8 @@ var (
 		"sim":                 {"go.yaml.in/yaml/v3"},
 		"deadline/planfile":   {"go.yaml.in/yaml/v3"},
 		"sim/chart":           {"gonum.org/v1/plot"},
-		"internal/cli":        {"github.com/mattn/go-isatty", "golang.org/x/sys"},
+		"internal/cli":        {"github.com/mattn/go-isatty"},
+		"internal/cmdrun":     {"github.com/mattn/go-isatty", "golang.org/x/sys"},
 		"queue":               {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
 	}
 )
