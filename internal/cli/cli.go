@@ -13,7 +13,6 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/heed-go/heed/retry"
 )
@@ -124,24 +123,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 // usage writes the top-level usage to w.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `heed retries work responsibly: only what may pass, jittered, capped, within a
-deadline, and explains every decision.
-
-Usage:
-  heed COMMAND [FLAGS] [ARGS]
-
-Commands:
-`)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range commands {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(tw, "  help\t%s\n", "print this help, or a command's help (heed help COMMAND)")
-	tw.Flush()
-	fmt.Fprint(w, `
-Durations (DUR) are written 300ms, 1m30s, 5 (seconds), 0.5 or 7d (days).
-Run 'heed COMMAND --help' for a command's flags and exit codes.
-`)
+	writeUsage(w, "heed", append(commands[:len(commands):len(commands)],
+		command{"help", "print this help, or a command's help (heed help COMMAND)", nil}))
 }
 
 // helpMain is "heed help [COMMAND]".
@@ -162,17 +145,10 @@ func helpMain(ctx context.Context, s streams, args []string) int {
 	return c.run(ctx, s, []string{"--help"})
 }
 
-const versionDoc = `Usage: heed version
-
-Prints heed's module version and the Go version it was built with.
-
-Exit codes: 0, or 2 for a usage error.
-`
-
 // versionMain is "heed version".
 func versionMain(_ context.Context, s streams, args []string) int {
 	fs := newFlagSet("version")
-	if code, done := parseFlags(fs, args, s, helpDoc{head: versionDoc}); done {
+	if code, done := parseFlags(fs, args, s, helpDoc{file: "version"}); done {
 		return code
 	}
 	if fs.NArg() > 0 {

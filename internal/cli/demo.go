@@ -21,35 +21,8 @@ import (
 )
 
 var demoDoc = helpDoc{
-	head: `Usage: heed demo [FLAGS]
-
-Shows heed's job queue at work, in a few seconds, on a fresh SQLite file (a
-new temporary file unless --db is given). It enqueues five jobs, each with a
-script, runs a worker with short demo policies (backoff from 50ms), prints
-every decision as it happens, then a table of each job's fate:
-
-  1  fails twice with a transient error, then succeeds on attempt 3
-  2  fails permanently (bad input): dead-letter after one attempt
-  3  fails transiently until its 4 attempts run out: dead-letter
-  4  keeps failing past its 400ms time budget: dead-letter with attempts left
-  5  calls a local flaky HTTP service (started by the demo on 127.0.0.1),
-     which answers 503 with Retry-After: 1 twice, then 200: the job waits
-     what the server asked and succeeds on attempt 3
-
-The database is kept, so you can look around afterwards with heed jobs
-(ls, show, dead ls, dead requeue) and the --db the demo prints.
-`,
+	file: "demo",
 	groups: []flagGroup{{"Demo flags", []string{"db", "reset", "quiet"}}},
-	foot: `Exit codes:
-  0    every job ended as its script intends
-  1    some job did not (the table says which), or the database cannot be
-       used: it is not empty (see --reset), or cannot be opened
-  2    usage error
-  130  interrupted
-
-Example:
-  go run ./cmd/heed demo
-`,
 }
 
 // demoPolicy is the worker's policy in the demo: like the job defaults, but

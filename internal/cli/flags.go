@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,12 +24,43 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// helpDoc is a subcommand's --help text: head, then its flags by group,
-// then foot. Flags in no group are listed last, so none is ever left out.
+// helpDoc is a subcommand's --help text: the file help/FILE.txt, with its
+// flags by group where the file has its line {{flags}}. Flags in no group
+// are listed last, so none is ever left out.
 type helpDoc struct {
-	head   string
+	file   string
 	groups []flagGroup
-	foot   string
+}
+
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpText returns help/FILE.txt with the lists it names filled in.
+func helpText(file string) string {
+	b, err := helpFiles.ReadFile("help/" + file + ".txt")
+	if err != nil {
+		panic(err) // a missing file is a bug the help tests catch
+	}
+	t := string(b)
+	for mark, list := range map[string]func() string{"{{kinds}}": jobsKindsHelp, "{{scenarios}}": simScenariosHelp} {
+		if strings.Contains(t, mark) {
+			t = strings.ReplaceAll(t, mark, list())
+		}
+	}
+	return t
+}
+
+// writeUsage writes the usage of a command that has subcommands: the file
+// help/FILE.txt with the table of cmds at its line {{commands}}.
+func writeUsage(w io.Writer, file string, cmds []command) {
+	head, foot, _ := strings.Cut(helpText(file), "{{commands}}\n")
+	fmt.Fprint(w, head)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range cmds {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, foot)
 }
 
 type flagGroup struct {
@@ -83,7 +115,8 @@ func isSet(fs *flag.FlagSet, name string) bool {
 }
 
 func printHelp(w io.Writer, fs *flag.FlagSet, d helpDoc) {
-	fmt.Fprint(w, d.head)
+	head, foot, _ := strings.Cut(helpText(d.file), "{{flags}}\n")
+	fmt.Fprint(w, head)
 	listed := map[string]bool{}
 	groups := d.groups
 	var rest []string
@@ -114,8 +147,8 @@ func printHelp(w io.Writer, fs *flag.FlagSet, d helpDoc) {
 		}
 		tw.Flush()
 	}
-	if d.foot != "" {
-		fmt.Fprint(w, "\n", d.foot)
+	if foot != "" {
+		fmt.Fprint(w, "\n", foot)
 	}
 }
 

@@ -28,62 +28,13 @@ const (
 )
 
 var getDoc = helpDoc{
-	head: `Usage: heed get [FLAGS] URL
-
-Sends one HTTP request, like a small curl, retrying only what is safe to
-repeat: GET, HEAD, OPTIONS, TRACE, PUT and DELETE; other methods only when
-the request never left, or with --idempotency-key. Retried: responses 408,
-429, 500, 502, 503 and 504 (honouring Retry-After), refused connections,
-resets and timeouts. Never retried: certificate errors, unknown hosts, and
-a POST whose fate is unknown.
-
-The response body goes to stdout (or -o FILE); with -v, one line per
-decision goes to stderr:
-
-  heed: attempt 1: 503 Service Unavailable, retry in 180ms
-  heed: attempt 2: ok
-
-A final status of 400 or more is reported on stderr ("the requested URL
-returned error: 404 Not Found") and exits 22; with -f its body is not
-written, as with curl --fail.
-
-Flags may come before or after URL; one-letter flags may be written with
-one dash or two and combined as curl takes them (-fsSL, -sSo FILE). curl's
---retry N means --attempts N+1, and --retry-max-time is --max-time.
-Redirects are followed only with -L (at most 10), as with curl.
-`,
+	file: "get",
 	groups: []flagGroup{
 		{"Request flags", []string{"X", "H", "d", "L", "idempotency-key", "connect-timeout", "max-time", "retry-max-time", "retry", "propagate"}},
 		{"Output flags", []string{"o", "i", "f", "s", "S", "v", "w"}},
 		{"curl's long names", []string{"fail", "include", "location", "show-error", "silent", "verbose", "write-out"}},
 		policyGroup,
 	},
-	foot: `Exit codes:
-  0    a response with status below 400
-  2    usage error: bad flag, no URL
-  7    transport failure: no response (unknown host, refused, reset, TLS
-       certificate, or a POST that may have been processed)
-  22   the final response has status 400 or more (its body is still
-       written, unless -f); after retries, the last one
-  75   the retry budget or the circuit breaker refused a retry
-  124  a deadline ended the call: --max-time, --deadline, an attempt killed
-       by --timeout, or a Retry-After that does not fit before them
-  130  interrupted (SIGINT or SIGTERM)
-  1    any other failure (writing the output, say)
-
-Write-out variables (-w): %{http_code} (000 without a response),
-%{response_code}, %{num_attempts}, %{num_retries}, %{num_redirects},
-%{time_total} (seconds), %{url_effective}, %{size_download},
-%{content_type}, %{method}, %{exitcode}, %{errormsg}, and %{json}: all of
-them as one JSON object. \n, \t and \r are newline, tab and carriage return.
-
-Examples:
-  heed get https://example.com/health
-  heed get -fsSL --retry 4 --max-time 10 -w '%{http_code} %{num_retries}\n' https://example.com/
-  heed get -v --attempts 5 --max-time 10s https://api.example.com/items
-  heed get -X POST -d @order.json -H 'Content-Type: application/json' \
-    --idempotency-key auto https://api.example.com/orders
-`,
 }
 
 // curlLongNames are curl's long names of heed get's one-letter flags, as

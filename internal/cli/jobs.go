@@ -44,32 +44,6 @@ func jobsKindsHelp() string {
 	return b.String()
 }
 
-const jobsDBHelp = `Database (every subcommand): --db, else $HEED_DB, else ./heed.db:
-  heed.db, /var/lib/heed/jobs.db, sqlite:heed.db     a SQLite file (embedded;
-                                                      WAL mode; one machine)
-  postgres://user:pass@host:5432/db?sslmode=disable   PostgreSQL (many workers
-                                                      on many machines)
-The schema is upgraded only by migrate, work (unless --no-migrate), demo and
-bench; enqueue creates a database that does not exist yet but never upgrades
-one. The other subcommands change no schema (ls, show, stats and dead
-ls/show open SQLite files read-only): on an older schema they name the
-missing migration, and on a path with no database they say so and create
-nothing. Passwords are never printed.
-`
-
-const jobsExitHelp = `Exit codes:
-  0    success
-  1    failure: the database cannot be opened or reached, its schema is
-       newer than this heed, a query failed; heed jobs work: the shutdown
-       grace ran out and running jobs were released
-  2    usage error: unknown subcommand or flag, unknown job kind, invalid
-       JSON arguments
-  3    no job has the ID given, or it is not in the dead-letter (dead show,
-       requeue, delete)
-  130  interrupted (SIGINT or SIGTERM), except heed jobs work, for which a
-       signal is the normal way to stop (exit 0 after a graceful shutdown)
-`
-
 // jobsCommands are the subcommands of heed jobs.
 var jobsCommands = []command{
 	{"work", "run a worker: claim jobs and run them until stopped", jobsWorkMain},
@@ -88,69 +62,39 @@ var jobsCommands = []command{
 	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
 }
 
-func jobsUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: heed jobs COMMAND [FLAGS] [ARGS]
-
-Durable background jobs in SQLite or PostgreSQL. A job that fails is retried
-later with the same decisions as heed's retry.Do (its next attempt is the
-decision's time); a job that gives up lands in the dead-letter with its whole
-history, where you can read why and requeue it.
-
-Commands:
-`)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range jobsCommands {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
-	}
-	tw.Flush()
-	fmt.Fprint(w, "\nJob kinds (built in; heed jobs work runs these, and enqueue accepts only\nthese, with their arguments checked):\n")
-	fmt.Fprint(w, jobsKindsHelp())
-	fmt.Fprint(w, "\n", jobsDBHelp, "\n", jobsExitHelp, `
-A tour:
-  heed jobs enqueue fail '{"times": 2}'          # fails twice, then succeeds
-  heed jobs enqueue fail '{"permanent": true}'   # dead after one attempt
-  heed jobs enqueue http '{"url": "https://example.com/"}' --in 1m --key ex
-  heed jobs work --base 100ms --until-empty      # run them; one line per attempt
-  heed jobs ls --state dead
-  heed jobs show 2                               # every attempt and decision
-  heed jobs dead requeue 2
-  heed jobs stats
-  heed jobs cancel 3                             # never runs; kept as cancelled
-  heed jobs pause default                        # workers stop claiming; resume undoes it
-  heed jobs purge --succeeded-older-than 1h      # workers delete them after 24h anyway
-
-Run 'heed jobs COMMAND --help' for a command's flags.
-`)
-}
 
 // jobsMain is "heed jobs".
 func jobsMain(ctx context.Context, s streams, args []string) int {
+	return dispatch(ctx, s, args, "jobs", jobsCommands)
+}
+
+// dispatch runs the subcommand of heed NAME (jobs, jobs dead) that args
+// name, or prints NAME's usage: for "help" or --help on stdout, with no
+// argument on stderr (exit 2). "help CMD" prints CMD's help.
+func dispatch(ctx context.Context, s streams, args []string, name string, cmds []command) int {
+	file := strings.ReplaceAll(name, " ", "-")
 	if len(args) == 0 {
-		jobsUsage(s.stderr)
+		writeUsage(s.stderr, file, cmds)
 		return exitUsage
 	}
-	switch name := args[0]; name {
+	sub, help := args[0], false
+	switch sub {
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			for _, c := range jobsCommands {
-				if c.name == args[1] {
-					return c.run(ctx, s, []string{"--help"})
-				}
-			}
-			fmt.Fprintf(s.stderr, "heed jobs: unknown command %q\nRun 'heed jobs --help' for a list of commands.\n", args[1])
-			return exitUsage
+		if len(args) == 1 {
+			writeUsage(s.stdout, file, cmds)
+			return exitOK
 		}
-		jobsUsage(s.stdout)
-		return exitOK
-	default:
-		for _, c := range jobsCommands {
-			if c.name == name {
-				return c.run(ctx, s, args[1:])
-			}
-		}
-		fmt.Fprintf(s.stderr, "heed jobs: unknown command %q\nRun 'heed jobs --help' for a list of commands.\n", name)
-		return exitUsage
+		sub, help = args[1], true
 	}
+	for _, c := range cmds {
+		if c.name == sub && help {
+			return c.run(ctx, s, []string{"--help"})
+		} else if c.name == sub {
+			return c.run(ctx, s, args[1:])
+		}
+	}
+	fmt.Fprintf(s.stderr, "heed %s: unknown command %q\nRun 'heed %s --help' for a list of commands.\n", name, sub, name)
+	return exitUsage
 }
 
 // addDBFlag registers --db on fs.

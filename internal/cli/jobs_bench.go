@@ -24,42 +24,11 @@ import (
 )
 
 var jobsBenchDoc = helpDoc{
-	head: `Usage: heed jobs bench [FLAGS]
-
-Measures the job queue on a database, with no-op jobs:
-
-  burn-down     inserts --jobs jobs, then starts a worker and drains them:
-                jobs per second, from the worker's start to the last success
-  steady state  enqueues --rate jobs per second for --duration while a worker
-                runs: the time from enqueue to the start of the job (p50, p90,
-                p99, max)
-
-The jobs go to queues of their own (bench-RANDOM), so other jobs in the
-database are not touched, but the benchmark's succeeded jobs stay in it: use
-a scratch database (the default is a new temporary SQLite file, deleted
-afterwards). On PostgreSQL the pool has 4 + (concurrency+inserters)/4
-connections (at most 32) unless the URL sets pool_max_conns, inserts go
-in transactions of 500, and every figure depends on the server's fsync:
-add &synchronous_commit=off to the URL to see the queue without it.
-
-The results go to stdout. On a terminal, stderr shows how far each phase
-is, on one line redrawn four times a second.
-`,
+	file: "jobs-bench",
 	groups: []flagGroup{
 		{"Benchmark flags", []string{"jobs", "concurrency", "inserters", "rate", "duration", "burn", "steady", "cpuprofile"}},
 		{"Database flags", []string{"db"}},
 	},
-	foot: `Exit codes:
-  0    measured
-  1    the database cannot be opened, or the jobs did not all succeed
-  2    usage error
-  130  interrupted
-
-Examples:
-  heed jobs bench
-  heed jobs bench --db postgres://postgres@127.0.0.1/bench --concurrency 100
-  heed jobs bench --burn=false --rate 2000 --duration 30s
-`,
 }
 
 // jobsBenchMain is "heed jobs bench".

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/heed-go/heed/queue"
@@ -21,58 +20,10 @@ var deadCommands = []command{
 	{"purge", "delete dead jobs older than --older-than", deadPurgeMain},
 }
 
-func deadUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: heed jobs dead COMMAND [FLAGS] [ARGS]
-
-The dead-letter: jobs that gave up (a permanent error, attempts exhausted,
-time budget exhausted, ...), each kept with its whole history until an
-operator requeues, deletes or purges it, or workers delete it 30 days after
-it died (heed jobs work --retain-dead sets how long; -1 keeps them forever).
-
-Commands:
-`)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range deadCommands {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
-	}
-	tw.Flush()
-	fmt.Fprint(w, `
-Exit codes:
-  0    success
-  1    the database cannot be opened or written
-  2    usage error
-  3    a job ID given does not exist or is not dead (nothing was changed)
-
-Examples:
-  heed jobs dead ls --reason attempts --older-than 1h
-  heed jobs dead show 42
-  heed jobs dead requeue 42 43
-  heed jobs dead requeue --all --kind http --reason time_budget
-  heed jobs dead purge --older-than 720h
-
-Run 'heed jobs dead COMMAND --help' for a command's flags.
-`)
-}
 
 // jobsDeadMain is "heed jobs dead".
 func jobsDeadMain(ctx context.Context, s streams, args []string) int {
-	if len(args) == 0 {
-		deadUsage(s.stderr)
-		return exitUsage
-	}
-	switch name := args[0]; name {
-	case "help", "-h", "-help", "--help":
-		deadUsage(s.stdout)
-		return exitOK
-	default:
-		for _, c := range deadCommands {
-			if c.name == name {
-				return c.run(ctx, s, args[1:])
-			}
-		}
-		fmt.Fprintf(s.stderr, "heed jobs dead: unknown command %q\nRun 'heed jobs dead --help' for a list of commands.\n", name)
-		return exitUsage
-	}
+	return dispatch(ctx, s, args, "jobs dead", deadCommands)
 }
 
 // deadFilterFlags registers the dead-letter filters on fs.
@@ -88,19 +39,8 @@ func deadFilterFlags(fs *flag.FlagSet) *queue.DeadFilter {
 var filterGroup = flagGroup{"Filter flags", []string{"kind", "queue", "reason", "older-than", "after", "limit"}}
 
 var deadLsDoc = helpDoc{
-	head: `Usage: heed jobs dead ls [FLAGS]
-
-Lists the dead-letter, oldest job first, and its size and oldest entry.
-`,
+	file: "jobs-dead-ls",
 	groups: []flagGroup{filterGroup, {"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    listed (possibly nothing)
-  1    the database cannot be opened or read
-  2    usage error
-
-Example:
-  heed jobs dead ls --kind http --reason attempts
-`,
 }
 
 func deadLsMain(ctx context.Context, s streams, args []string) int {
@@ -152,18 +92,8 @@ func deadSummary(st queue.Stats, now time.Time) string {
 }
 
 var deadShowDoc = helpDoc{
-	head: `Usage: heed jobs dead show [FLAGS] ID
-
-Shows dead job ID with its full history: why it gave up, every attempt and
-decision. It is heed jobs show for a job that must be in the dead-letter.
-`,
+	file: "jobs-dead-show",
 	groups: []flagGroup{{"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    shown
-  1    the database cannot be opened or read
-  2    usage error
-  3    no job has this ID, or it is not dead
-`,
 }
 
 func deadShowMain(ctx context.Context, s streams, args []string) int {
@@ -171,47 +101,13 @@ func deadShowMain(ctx context.Context, s streams, args []string) int {
 }
 
 var deadRequeueDoc = helpDoc{
-	head: `Usage: heed jobs dead requeue [FLAGS] ID...
-       heed jobs dead requeue --all [FILTER FLAGS]
-
-Makes dead jobs available again, now: their attempts and time budget start
-afresh and their history is kept (with a "requeued" entry). Give job IDs,
-or --all to requeue every dead job that matches the filters. A job whose
-unique key is held by a live job stays dead. With IDs, every ID must be a
-dead job, or nothing is changed.
-`,
+	file: "jobs-dead-requeue",
 	groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "reason", "older-than", "dry-run"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    requeued (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not a dead job (nothing was changed)
-
-Examples:
-  heed jobs dead requeue 42
-  heed jobs dead requeue --all --reason time_budget --kind http
-`,
 }
 
 var deadDeleteDoc = helpDoc{
-	head: `Usage: heed jobs dead delete [FLAGS] ID...
-       heed jobs dead delete --all [FILTER FLAGS]
-
-Deletes dead jobs for good, with their history. Give job IDs, or --all to
-delete every dead job that matches the filters. With IDs, every ID must be a
-dead job, or nothing is changed.
-`,
+	file: "jobs-dead-delete",
 	groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "reason", "older-than", "dry-run"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    deleted (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not a dead job (nothing was changed)
-
-Examples:
-  heed jobs dead delete 42
-  heed jobs dead delete --all --kind noop
-`,
 }
 
 func deadRequeueMain(ctx context.Context, s streams, args []string) int {
@@ -253,20 +149,8 @@ var (
 )
 
 var deadPurgeDoc = helpDoc{
-	head: `Usage: heed jobs dead purge --older-than DUR [FLAGS]
-
-Deletes the dead jobs that died more than DUR ago, with their history. The
-workers also delete dead jobs after --retain-dead (30d by default).
-`,
+	file: "jobs-dead-purge",
 	groups: []flagGroup{{"Purge flags", []string{"older-than", "dry-run"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    purged (possibly none)
-  1    the database cannot be opened or written
-  2    usage error: --older-than missing or not positive
-
-Example:
-  heed jobs dead purge --older-than 720h   # dead for more than 30 days
-`,
 }
 
 func deadPurgeMain(ctx context.Context, s streams, args []string) int {

@@ -13,33 +13,11 @@ import (
 )
 
 var jobsEnqueueDoc = helpDoc{
-	head: `Usage: heed jobs enqueue KIND JSON [FLAGS]
-       heed jobs enqueue --file FILE|- [FLAGS]
-
-Adds a job of KIND with the arguments JSON (a JSON object; '{}' for none) to
-the database, to run now, at --at, or after --in. KIND must be one of the
-built-in kinds and JSON must suit it (unknown fields are refused): nothing is
-written otherwise. With --key, enqueueing again while a job with that key is
-available or running returns that job instead of a duplicate.
-` + jobsFileHelp + `
-Job kinds:
-` + jobsKindsHelp(),
+	file: "jobs-enqueue",
 	groups: []flagGroup{
 		{"Job flags", []string{"file", "queue", "in", "at", "priority", "key", "attempts", "budget", "timeout", "json"}},
 		{"Database flags", []string{"db"}},
 	},
-	foot: `Exit codes:
-  0    the job was enqueued (or, with --key, an existing one returned)
-  1    the database cannot be opened or written
-  2    usage error: unknown KIND, invalid JSON, bad flag
-
-Examples:
-  heed jobs enqueue noop '{}'
-  heed jobs enqueue fail '{"times": 2, "message": "flaky"}' --attempts 5
-  heed jobs enqueue http '{"url": "https://example.com/hook"}' --in 10m --key hook-42
-  heed jobs enqueue sleep '{"ms": 500}' --queue slow --priority -1
-  heed jobs enqueue --file jobs.jsonl --queue bulk
-`,
 }
 
 // jobsEnqueueMain is "heed jobs enqueue".

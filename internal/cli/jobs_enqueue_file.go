@@ -17,18 +17,6 @@ import (
 	"github.com/heed-go/heed/queue"
 )
 
-// jobsFileHelp documents heed jobs enqueue --file.
-const jobsFileHelp = `
-With --file FILE (- for stdin), it enqueues one job per line of FILE, each a
-JSON object such as
-  {"kind": "noop", "args": {}, "queue": "mail", "in": "10m", "key": "k1"}
-with the fields kind (required), args, queue, priority, key, attempts, in
-and at; the flags give the defaults of the fields a line leaves out. Every
-line is checked first: bad lines are reported with their line numbers and
-nothing is written. Then all the jobs go in one transaction: all or none.
-Blank lines are skipped.
-`
-
 // maxFileErrors is how many bad lines enqueue --file reports one by one.
 const maxFileErrors = 10
 

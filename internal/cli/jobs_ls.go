@@ -10,32 +10,12 @@ import (
 )
 
 var jobsLsDoc = helpDoc{
-	head: `Usage: heed jobs ls [FLAGS]
-
-Lists jobs, oldest first (newest first with --newest): ID, kind, queue,
-state (dead with its reason, scheduled with when), attempts, age, the last
-error and the arguments. --state takes the states a job can be in:
-available (due now: a worker may claim it), scheduled (due later), retrying
-(waiting for its next attempt, due or not), running, succeeded, dead or
-cancelled.
-`,
+	file: "jobs-ls",
 	groups: []flagGroup{
 		{"Filter flags", []string{"state", "kind", "queue", "newest", "after", "before", "limit"}},
 		{"Output flags", []string{"json", "reveal"}},
 		{"Database flags", []string{"db"}},
 	},
-	foot: `Exit codes:
-  0    listed (possibly nothing)
-  1    the database cannot be opened or read
-  2    usage error
-
-Examples:
-  heed jobs ls
-  heed jobs ls --newest --limit 10
-  heed jobs ls --state retrying
-  heed jobs ls --state dead --kind http
-  heed jobs ls --state available --queue emails --limit 20 --json
-`,
 }
 
 // jobsLsMain is "heed jobs ls".
@@ -118,24 +98,8 @@ func printJobs(s streams, jobs []*queue.Job, asJSON bool, limit int, more string
 }
 
 var jobsShowDoc = helpDoc{
-	head: `Usage: heed jobs show [FLAGS] ID
-
-Shows job ID: its arguments, state, times, and its full history, one line
-per attempt (attempt, start, duration, outcome, decision, delay before the
-next attempt, worker, error) and one per requeue. Lost attempts (the
-worker died or lost its lease) have the outcome "lost". Panic stacks are
-printed after the table.
-`,
+	file: "jobs-show",
 	groups: []flagGroup{{"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    shown
-  1    the database cannot be opened or read
-  2    usage error
-  3    no job has this ID
-
-Example:
-  heed jobs show 42
-`,
 }
 
 // jobsShowMain is "heed jobs show".

@@ -49,30 +49,8 @@ var jobsCancelOp = jobsOp{
 		}
 	},
 	doc: helpDoc{
-		head: `Usage: heed jobs cancel [FLAGS] ID...
-       heed jobs cancel --all [FILTER FLAGS]
-
-Cancels jobs that have not finished: available ones (due now, scheduled for
-later, waiting for a retry) and running ones. A cancelled job never runs
-again; it is kept in state cancelled, with a "cancelled" entry in its
-history, until deleted (workers delete cancelled jobs after 7 days). A
-running job's handler has its context cancelled: at once on PostgreSQL
-(LISTEN/NOTIFY) and for workers of the same process, else at its next
-lease renewal (within a third of the lease); its result is dropped. Give
-job IDs, or --all to cancel every unfinished job that matches the filters.
-With IDs, every ID must be an unfinished job, or nothing is changed.
-`,
+		file: "jobs-cancel",
 		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
-		foot: `Exit codes:
-  0    cancelled (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not an unfinished job (nothing was changed)
-
-Examples:
-  heed jobs cancel 42 43
-  heed jobs cancel --all --kind email --queue mail --dry-run
-`,
 	},
 }
 
@@ -83,27 +61,8 @@ var jobsRunOp = jobsOp{
 		return c.RunNow(ctx, f)
 	},
 	doc: helpDoc{
-		head: `Usage: heed jobs run [FLAGS] ID...
-       heed jobs run --all [FILTER FLAGS]
-
-Runs jobs now that wait for a later time: scheduled ones, and those waiting
-for a retry, a snooze or a deferral. They become due at once (workers are
-woken); their attempts, time budget and history are kept, with a "run now"
-entry added. Give job IDs, or --all for every such job that matches the
-filters. With IDs, every ID must be a job waiting for a later time, or
-nothing is changed.
-`,
+		file: "jobs-run",
 		groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "dry-run"}}, {"Database flags", []string{"db"}}},
-		foot: `Exit codes:
-  0    made due (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not a job waiting for a later time (nothing was changed)
-
-Examples:
-  heed jobs run 42
-  heed jobs run --all --queue reports
-`,
 	},
 }
 
@@ -114,25 +73,8 @@ var jobsDeleteOp = jobsOp{
 		return c.Delete(ctx, f)
 	},
 	doc: helpDoc{
-		head: `Usage: heed jobs delete [FLAGS] ID...
-       heed jobs delete --all [FILTER FLAGS]
-
-Deletes finished jobs (succeeded, dead or cancelled) for good, with their
-history. Unfinished jobs are never deleted: cancel them first. Give job
-IDs, or --all for every finished job that matches the filters. With IDs,
-every ID must be a finished job, or nothing is changed.
-`,
+		file: "jobs-delete",
 		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
-		foot: `Exit codes:
-  0    deleted (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not a finished job (nothing was changed)
-
-Examples:
-  heed jobs delete 42
-  heed jobs delete --all --state cancelled --older-than 24h --dry-run
-`,
 	},
 }
 
@@ -291,40 +233,13 @@ func countState(jobs []*queue.Job, st queue.State) int {
 }
 
 var jobsPauseDoc = helpDoc{
-	head: `Usage: heed jobs pause [FLAGS] QUEUE...
-
-Pauses queues: no worker claims their jobs until heed jobs resume (the usual
-move while a queue's dependency is down). Jobs already running finish; new
-jobs can still be enqueued. The pause is kept in the database, so every
-worker sees it at its next claim (within its --poll interval, 1s by
-default, when idle), and it lasts across restarts. heed jobs stats lists
-paused queues.
-`,
+	file: "jobs-pause",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    paused (or already paused)
-  1    the database cannot be opened or written
-  2    usage error: no queue named
-
-Example:
-  heed jobs pause mail
-`,
 }
 
 var jobsResumeDoc = helpDoc{
-	head: `Usage: heed jobs resume [FLAGS] QUEUE...
-
-Resumes paused queues: workers claim their jobs again, woken at once.
-`,
+	file: "jobs-resume",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    resumed (or was not paused)
-  1    the database cannot be opened or written
-  2    usage error: no queue named
-
-Example:
-  heed jobs resume mail
-`,
 }
 
 func jobsPauseMain(ctx context.Context, s streams, args []string) int {

@@ -9,23 +9,8 @@ import (
 )
 
 var jobsPurgeDoc = helpDoc{
-	head: `Usage: heed jobs purge --succeeded-older-than DUR [FLAGS]
-
-Deletes the succeeded jobs that finished more than DUR ago, with their
-history. Workers also delete succeeded jobs 24h after they finish (heed
-jobs work --retain-succeeded sets how long, -1 keeps them); jobs in any other state
-(available, scheduled, running, dead) are never touched. The dead-letter has
-its own purge: heed jobs dead purge --older-than DUR.
-`,
+	file: "jobs-purge",
 	groups: []flagGroup{{"Purge flags", []string{"succeeded-older-than"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    purged (possibly none)
-  1    the database cannot be opened or written
-  2    usage error: --succeeded-older-than missing or not positive
-
-Example:
-  heed jobs purge --succeeded-older-than 168h   # succeeded more than 7 days ago
-`,
 }
 
 // jobsPurgeMain is "heed jobs purge".

@@ -10,18 +10,8 @@ import (
 )
 
 var jobsStatsDoc = helpDoc{
-	head: `Usage: heed jobs stats [FLAGS]
-
-Counts jobs by state for every queue (available now, scheduled for later,
-running, succeeded, dead, cancelled), the dead-letter's size and oldest
-entry, and the paused queues.
-`,
+	file: "jobs-stats",
 	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    printed
-  1    the database cannot be opened or read
-  2    usage error
-`,
 }
 
 // jobsStatsMain is "heed jobs stats".
@@ -107,25 +97,8 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 }
 
 var jobsMigrateDoc = helpDoc{
-	head: `Usage: heed jobs migrate [FLAGS]
-
-Creates the job tables, or applies the migrations this heed knows that the
-database lacks, and reports the schema version. It is safe to run again and
-from several processes at once. A database whose schema is newer than this
-heed is left alone, with an error: upgrade heed. (enqueue, work and bench
-also migrate when they open a database.)
-`,
+	file: "jobs-migrate",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    the schema is current
-  1    the database cannot be opened or migrated, or its schema is newer
-       than this heed
-  2    usage error
-
-Examples:
-  heed jobs migrate --db /var/lib/heed/jobs.db
-  HEED_DB=postgres://heed@db.internal/heed heed jobs migrate
-`,
 }
 
 // jobsMigrateMain is "heed jobs migrate".

@@ -24,60 +24,7 @@ import (
 )
 
 var jobsWorkDoc = helpDoc{
-	head: `Usage: heed jobs work [FLAGS]
-
-Runs a worker: it claims due jobs of its queues, runs them with the built-in
-handlers, and after each attempt applies heed's retry decision: done; retry
-at the decision's time (the job waits in the database, not in memory); or
-give up into the dead-letter. It prints one line per attempt on stdout:
-
-  18:02:11.204 job 7 fail: attempt 1: flaky (transient, 1 of 2), retry in 1.3s
-  18:02:12.530 job 7 fail: attempt 3: ok
-  18:02:12.611 job 8 fail: attempt 1: boom (permanent), gave up: permanent error -> dead-letter
-
-With --quiet it prints, instead, a summary line every --summary-every (a
-minute), so that a quiet worker still shows it is alive. Its own messages
-(starting, stopping, warnings) go to stderr, in one format: heed's lines
-(--log-format text), or one JSON object per record, each job event
-included (--log-format json), for log shippers.
-
-An exec job on a worker without --allow-exec is given back, its attempt not
-counted, for a worker that allows exec jobs; a warning says so.
-
-It runs until SIGINT or SIGTERM, --for, or --until-empty. Then it stops
-claiming, lets running jobs finish for up to --grace, and releases the rest
-(available again at once, their attempt not counted). A second SIGINT or
-SIGTERM ends the grace at once: running jobs are cancelled and released. A
-signal that arrives while the worker is still starting stops it cleanly too. Leases are renewed
-while a job runs; a worker that dies (SIGKILL, a crash, a lost machine)
-loses its leases after --lease, and any worker then rescues its jobs and
-records the lost attempt (outcome "lost").
-
---until-empty stops once no job of the worker's queues is due now or within
---wait-within (1m: retries with a short backoff are waited for) and none it
-claimed is running. It does not wait for jobs scheduled further ahead
-(--wait-scheduled does) nor for paused queues, and says how many it left;
-it warns about jobs waiting in queues the worker does not serve.
-
-The worker deletes finished jobs once they are old: succeeded ones after
---retain-succeeded (24h), dead ones after --retain-dead (30d), cancelled
-ones after --retain-cancelled (7d); a negative value (-1) keeps them. It
-deletes at most 1,000 rows per statement, with a pause between, so the
-deletes never hold the database for long.
-
-Run as many workers as you like on PostgreSQL, on any machines; on SQLite,
-workers must share the machine (and the file). On PostgreSQL, the worker's
-connection pool has 4 + (total concurrency)/4 connections (at most 32)
-unless the URL sets pool_max_conns.
-
-Job defaults are more patient than heed run's, because nobody is waiting:
-10 attempts, exponential backoff from 2s capped at 5m with full jitter (a
-failed batch must not come back all at once), and a time budget of 24h from
-a job's first attempt, after which it goes to the dead-letter even with
-attempts left. Per-job limits from heed jobs enqueue override them.
-
-Job kinds:
-` + jobsKindsHelp(),
+	file: "jobs-work",
 	groups: []flagGroup{
 		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "wait-within", "wait-scheduled", "allow-exec", "id", "metrics-addr"}},
 		{"Retention flags", []string{"retain-succeeded", "retain-dead", "retain-cancelled"}},
@@ -86,20 +33,6 @@ Job kinds:
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db", "no-migrate"}},
 	},
-	foot: `Exit codes:
-  0    the worker stopped cleanly (a signal, --for, --until-empty)
-  1    the database cannot be opened; or the grace ran out and running jobs
-       were released
-  2    usage error
-  130  a second signal stopped the worker before the grace ended (running
-       jobs were released)
-
-Examples:
-  heed jobs work
-  heed jobs work --queues emails=20,reports=2 --timeout 2m
-  heed jobs work --base 100ms --cap 2s --until-empty     # drain, then exit
-  HEED_DB=postgres://heed@db/heed heed jobs work --concurrency 50
-`,
 }
 
 // jobsPolicyFlags are the policy flags of heed jobs work, with the job

@@ -19,55 +19,9 @@ import (
 )
 
 var planDoc = helpDoc{
-	head: `Usage: heed plan [FLAGS]
-
-Prints the schedule of a retry policy, one row per attempt: the delay before
-it (nominal, and the range jitter draws it from), the total wait before it
-(range), when it ends at worst, and, with --deadline, whether it fits.
-Nothing runs and nothing is random: the ranges are exact bounds.
-
-FITS applies the rule heed applies at run time, with every attempt taking
---attempt-time: a retry starts only if its delay plus --min-attempt-time (by
-default the whole --timeout) still fits before the deadline; the first
-attempt fits when it ends in time. "yes" even after the longest waits,
-"maybe" only after shorter jittered waits, "no" never (the policy gives up
-before it).
-
-With a call chain (any of --layers, --retries-per-layer, --rate, --capacity,
---budget-ratio), it also prints what a total outage of the bottom service
-costs it: attempts per user action when every layer retries
-((1+R)^layers), the load that makes (rate × attempts) against its capacity,
-and the same with a single retry owner (rate × (1+R)) and with a retry budget
-on that owner (rate × (1+ratio) plus the budget's floor).
-
-To plan one request's deadline across the steps it makes (per-step budgets,
-retries that fit, requests left waiting on a slow step), see
-'heed plan deadline --help'.
-`,
+	file: "plan",
 	groups: []flagGroup{policyGroup, {"Plan flags", []string{"attempt-time", "json"}},
 		{"Call chain flags", []string{"layers", "retries-per-layer", "rate", "capacity", "budget-ratio"}}},
-	foot: `JSON (--json): one object; durations in milliseconds; absent fields were
-not asked for.
-  policy    {attempts, backoff, base_ms, cap_ms, multiplier, jitter,
-             timeout_ms (0: none), deadline_ms (0: none), attempt_time_ms}
-  schedule  [{attempt, delay_ms (nominal; absent with decorrelated jitter),
-             delay_lo_ms, delay_hi_ms, wait_lo_ms, wait_hi_ms, end_lo_ms,
-             end_hi_ms, fits ("yes", "maybe" or "no"; with --deadline)}]
-  chain     {layers, retries_per_layer, rate, capacity, budget_ratio,
-             budget_floor (retries/s per client),
-             every_layer, single_owner, budget: each
-             {attempts_per_action, rps (with --rate),
-              capacity_ratio (rps / capacity, with --capacity)}}
-            (only with call chain flags)
-
-Exit codes:
-  0  the plan was printed
-  2  usage error: bad flag value, unexpected argument
-
-Example:
-  heed plan --attempts 4 --base 100ms --cap 2s --deadline 3s \
-    --layers 3 --rate 1000 --capacity 1500
-`,
 }
 
 // Limits that keep a plan printable.

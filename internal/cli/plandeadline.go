@@ -15,81 +15,11 @@ import (
 )
 
 var planDeadlineDoc = helpDoc{
-	head: `Usage: heed plan deadline [FLAGS] [FILE]
-
-Checks how a request's deadline is shared out between the steps it makes:
-the deadline set at the edge, a reserve kept for the response and the
-network, and the steps in order, each with its normal p99 latency, its
-budget (all its attempts and their backoff included), its attempts and,
-optionally, its own downstream timeout. Nothing runs and nothing is random:
-backoff is taken at its worst, the upper end of its jitter range.
-
-The plan comes from flags (--deadline, --reserve, one --step per step) or
-from FILE, YAML or JSON ("-" reads stdin); --deadline and --reserve override
-the file's. One row per step: its budget as a multiple of its p99, what its
-attempts need (attempts × p99 plus the longest backoff between them) and
-whether the budget holds it, when it starts and the time left for it and
-the later steps if every earlier step used its whole budget, and what it
-gets then (min(budget, left), as deadline.Plan.Step gives it at run time).
-
-Problems found (the code, then the rule):
-  over-deadline           the budgets add up to more than deadline − reserve
-  below-p99               a budget below the step's p99
-  far-above-p99           a budget more than 10× what the step needs (its p99
-                          for a single attempt)
-  retry-does-not-fit      a step of several attempts whose budget does not
-                          hold them all with their worst-case backoff
-  timeout-above-upstream  a step timeout longer than min(budget, deadline −
-                          reserve): the downstream works on after the caller
-                          gave up
-
-With --rate, it also prints how many requests are left waiting when a step
-hangs: rate × the step's own timeout, against rate × its budget under the
-plan (capped at deadline − reserve).
-`,
+	file: "plan-deadline",
 	groups: []flagGroup{
 		{"Plan flags", []string{"deadline", "reserve", "step"}},
 		{"Output flags", []string{"rate", "json"}},
 	},
-	foot: `--step is a comma-separated list of KEY=VALUE:
-  name=NAME (required)   p99=DUR (required)   budget=DUR (required)
-  attempts=N (default 1)   timeout=DUR (the step's own timeout, per attempt)
-  backoff=KIND  base=DUR  cap=DUR  multiplier=F  jitter=JITTER
-  (the schedule between attempts; default heed's: exponential from 100ms,
-  ×2, capped at 5s, full jitter)
-
-FILE (YAML shown; JSON has the same fields; durations are strings):
-  deadline: 2s
-  reserve: 100ms
-  steps:
-    - name: stock
-      p99: 120ms
-      budget: 400ms
-      attempts: 2
-      timeout: 30s
-      backoff: {kind: exponential, base: 50ms, cap: 1s, multiplier: 2, jitter: full}
-
-JSON (--json): one object; durations in milliseconds.
-  deadline_ms, reserve_ms, available_ms (deadline − reserve), total_ms (sum of
-  budgets), ok (no problems), rate (with --rate)
-  steps     [{name, p99_ms, budget_ms, attempts, timeout_ms (absent: not
-             given), multiple (budget / p99), need_ms, holds, attempts_fit,
-             start_ms, left_ms, gets_ms, refused (left < p99),
-             problems [codes], waiting {under_timeout (absent without a
-             timeout), under_plan} (with --rate)}]
-  problems  [{code, step (absent for the whole plan), message}]
-
-Exit codes:
-  0  the plan has no problems
-  1  the plan has problems (listed; the output is otherwise the same)
-  2  usage or input error: bad flag, unreadable or invalid plan
-
-Example:
-  heed plan deadline --deadline 2s --reserve 100ms --rate 500 \
-    --step name=validate,p99=5ms,budget=20ms \
-    --step name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s \
-    --step name=payment,p99=400ms,budget=900ms
-`,
 }
 
 // planDeadlineMain is "heed plan deadline".

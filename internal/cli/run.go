@@ -11,54 +11,8 @@ import (
 )
 
 var runDoc = helpDoc{
-	head: `Usage: heed run [FLAGS] -- COMMAND [ARGS...]
-
-Runs COMMAND until it succeeds or the retry policy gives up, with the same
-decisions as heed's retry.Do. Each decision is printed to stderr:
-
-  heed: attempt 1: exit status 1, retry in 180ms
-  heed: attempt 3: exit status 1, gave up: attempts exhausted
-
-COMMAND's arguments, environment, stdout and stderr pass through
-unchanged. So does stdin when it is a terminal: COMMAND can read it, and
-gets its Ctrl-C (which ends the run: it is not retried). Any other stdin (a
-pipe, a file) is given whole to every attempt: heed keeps what the attempts
-read, up to 16 MiB, and a retry after more was read gives up.
-
-Which failures are retried: a non-zero exit code, unless it is permanent:
-126 and 127 (cannot execute, not found), any code in --permanent-codes, and,
-with --transient-codes, every code not listed there. A COMMAND that cannot
-be started is not retried. A COMMAND killed by a signal counts as exit code
-128 + the signal's number, as in a shell.
-
-COMMAND runs in its own process group. An attempt that runs past --timeout
-(or a run that heed is told to end) is stopped as GNU timeout -k does: the
-group gets SIGTERM, then SIGKILL after --kill-after if it is still running,
-and what is left of the group is killed once COMMAND has exited. A timed
-out attempt is retried; one that times out while it starts is a timeout too.
-`,
+	file: "run",
 	groups: []flagGroup{policyGroup, {"Run flags", []string{"kill-after", "permanent-codes", "transient-codes", "quiet"}}},
-	foot: `Exit codes (heed's own are those of GNU timeout, so that they are not
-mistaken for COMMAND's: a COMMAND that exits 2 is not a usage error):
-  0    COMMAND succeeded
-  N    COMMAND's last exit code, when the attempts ran out or the code is
-       permanent
-  75   a retry budget or circuit breaker refused a retry (none can be set
-       from flags yet)
-  124  --deadline ended the run, or the last attempt was stopped by
-       --timeout (as GNU timeout)
-  125  heed run itself failed: a usage error (bad flag, no COMMAND), or its
-       stdin could not be replayed to a retry (as GNU timeout)
-  126  COMMAND was found but could not be executed
-  127  COMMAND was not found
-  130  heed was interrupted (SIGINT or SIGTERM; COMMAND's group is
-       stopped), or COMMAND was ended by the terminal's Ctrl-C
-
-Examples:
-  heed run -- curl -fsS https://example.com/health
-  heed run --attempts 5 --timeout 2s --deadline 10s -- ./deploy.sh
-  heed run --transient-codes 75 -- make fetch
-`,
 }
 
 // exitRunFailure is heed run's own failure, a usage error included: 125, as

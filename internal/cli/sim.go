@@ -18,82 +18,11 @@ import (
 	"github.com/heed-go/heed/sim/chart"
 )
 
-const simHead = `Usage: heed sim [FLAGS] SCENARIO
+var simDoc = helpDoc{file: "sim", groups: []flagGroup{{"Sim flags", []string{"policy", "seed", "seeds", "horizon", "csv", "chart", "force"}}}}
 
-Simulates what retry policies do to a struggling dependency, in virtual
-time, with heed's own retry decisions, backoff, retry budget and circuit
-breaker. SCENARIO is a built-in scenario's name or a scenario file (YAML,
-or JSON when it ends in .json). Each policy of the scenario runs against the
-same user requests; a summary table compares them, and --csv and --chart
-write the time series and a chart with the policies side by side.
-
-The summary: attempts per user request (at the bottom service), the peak
-load amplification (attempts at the bottom / user requests, in the worst
-interval), the share of user requests that succeeded, their p99 latency, and
-whether the system recovered after the last fault ended, or "did not recover
-within the horizon": a metastable failure, kept alive by the retries.
-`
-
-const simFoot = `Scenario file (YAML or JSON; durations as "500ms", "2s", "1m"; only horizon,
-load.rate and policies are required, other fields may be left out and take
-their default; unknown fields and impossible values are errors):
-
-  name: my-outage
-  description: what it shows
-  horizon: 2m            # virtual time to simulate
-  interval: 1s           # width of one point of the time series (default 1s)
-  seed: 1                # same seed, same result; every policy sees the same users
-  recover_at: 0.9        # success rate of a healthy interval (default 0.9)
-  load:
-    rate: 100            # user requests per second
-    arrival: poisson     # or constant (default poisson)
-    deadline: 5s         # how long a user waits (default: forever)
-  service:               # the bottom service
-    concurrency: 50      # workers (default 0: unlimited)
-    service_time: 20ms   # per attempt (the mean, with exponential: true)
-    exponential: false   # draw service times from an exponential distribution
-    load_latency: 0s     # added for each attempt in service when one starts
-    queue_limit: 0       # 0: no limit; -1: no queue (reject when busy)
-    error_rate: 0        # share of attempts failing outside faults
-  faults:                # kind: outage, capacity (factor: share left),
-    - {kind: outage, start: 20s, end: 40s}   # errors (rate), spike (factor)
-    - {kind: spike, start: 60s, end: 70s, factor: 2}
-  policies:              # one run each, compared
-    - name: heed
-      propagate_deadline: false   # send deadlines down the chain
-      layers:            # top first; the last one calls the service
-        - name: api
-          attempts: 3    # in total, the first included (default 3)
-          backoff: {kind: exponential, base: 100ms, cap: 5s, multiplier: 2, jitter: full}
-          timeout: 1s    # per attempt (default: none)
-          max_duration: 0s       # time budget of a call (default: none)
-          min_attempt_time: 10ms
-          owner: true    # layers below make one attempt each (default false)
-          budget: {ratio: 0.1, window: 10s, min_per_second: 1}   # default: no budget
-          breaker: {failure_ratio: 0.5, min_calls: 20, window: 10s, cooldown: 5s, probes: 3}   # default: none
-
-CSV (--csv): policy, t_s (interval start), user_requests, attempts (at the
-bottom), goodput, errors (user requests), queue, in_flight (at the bottom, at
-the interval's end), p50_ms, p99_ms (user requests finished in the interval).
-
-Exit codes:
-  0    the simulation ran
-  1    an output file could not be written
-  2    usage error: bad flag, unknown scenario, invalid scenario file
-  130  interrupted
-
-Examples:
-  heed sim spike
-  heed sim --chart spike.png --csv spike.csv spike
-  heed sim --chart docs/sim-spike.png --force spike   # redraw the README's chart
-  heed sim --policy heed --horizon 5m my-outage.yaml
-`
-
-// simHelp lists the built-in scenarios between the head and the flags.
-func simHelp() helpDoc {
+// simScenariosHelp lists the built-in scenarios for the help.
+func simScenariosHelp() string {
 	var b strings.Builder
-	b.WriteString(simHead)
-	b.WriteString("\nBuilt-in scenarios:\n")
 	for _, name := range sim.Builtins() {
 		s, _ := sim.Builtin(name)
 		var pols []string
@@ -105,11 +34,7 @@ func simHelp() helpDoc {
 			fmt.Fprintf(&b, "      %s\n", line)
 		}
 	}
-	return helpDoc{
-		head:   b.String(),
-		groups: []flagGroup{{"Sim flags", []string{"policy", "seed", "seeds", "horizon", "csv", "chart", "force"}}},
-		foot:   simFoot,
-	}
+	return b.String()
 }
 
 // wrap splits s into lines of at most width bytes, between words.
@@ -142,7 +67,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	csvPath := fs.String("csv", "", "write the time series as CSV to `FILE` (- for stdout, and the summary to stderr)")
 	chartPath := fs.String("chart", "", "draw a chart of the runs to `FILE`, PNG or SVG by its extension")
 	force := fs.Bool("force", false, "overwrite the files of --csv and --chart when they exist (default: refuse)")
-	if code, done := parseFlags(fs, reorder(fs, args), s, simHelp()); done {
+	if code, done := parseFlags(fs, reorder(fs, args), s, simDoc); done {
 		return code
 	}
 	switch fs.NArg() {
