@@ -205,4 +205,3 @@ func TestPolicyFromFlags(t *testing.T) {
 		t.Errorf("--base 10s: Delay(5) = %v, want 10s", got)
 	}
 }
-

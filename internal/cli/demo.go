@@ -21,7 +21,7 @@ import (
 )
 
 var demoDoc = helpDoc{
-	file: "demo",
+	file:   "demo",
 	groups: []flagGroup{{"Demo flags", []string{"db", "reset", "quiet"}}},
 }
 

@@ -62,7 +62,6 @@ var jobsCommands = []command{
 	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
 }
 
-
 // jobsMain is "heed jobs".
 func jobsMain(ctx context.Context, s streams, args []string) int {
 	return dispatch(ctx, s, args, "jobs", jobsCommands)

@@ -20,7 +20,6 @@ var deadCommands = []command{
 	{"purge", "delete dead jobs older than --older-than", deadPurgeMain},
 }
 
-
 // jobsDeadMain is "heed jobs dead".
 func jobsDeadMain(ctx context.Context, s streams, args []string) int {
 	return dispatch(ctx, s, args, "jobs dead", deadCommands)
@@ -39,7 +38,7 @@ func deadFilterFlags(fs *flag.FlagSet) *queue.DeadFilter {
 var filterGroup = flagGroup{"Filter flags", []string{"kind", "queue", "reason", "older-than", "after", "limit"}}
 
 var deadLsDoc = helpDoc{
-	file: "jobs-dead-ls",
+	file:   "jobs-dead-ls",
 	groups: []flagGroup{filterGroup, {"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
 }
 
@@ -92,7 +91,7 @@ func deadSummary(st queue.Stats, now time.Time) string {
 }
 
 var deadShowDoc = helpDoc{
-	file: "jobs-dead-show",
+	file:   "jobs-dead-show",
 	groups: []flagGroup{{"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
 }
 
@@ -101,12 +100,12 @@ func deadShowMain(ctx context.Context, s streams, args []string) int {
 }
 
 var deadRequeueDoc = helpDoc{
-	file: "jobs-dead-requeue",
+	file:   "jobs-dead-requeue",
 	groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "reason", "older-than", "dry-run"}}, {"Database flags", []string{"db"}}},
 }
 
 var deadDeleteDoc = helpDoc{
-	file: "jobs-dead-delete",
+	file:   "jobs-dead-delete",
 	groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "reason", "older-than", "dry-run"}}, {"Database flags", []string{"db"}}},
 }
 
@@ -149,7 +148,7 @@ var (
 )
 
 var deadPurgeDoc = helpDoc{
-	file: "jobs-dead-purge",
+	file:   "jobs-dead-purge",
 	groups: []flagGroup{{"Purge flags", []string{"older-than", "dry-run"}}, {"Database flags", []string{"db"}}},
 }
 

@@ -98,7 +98,7 @@ func printJobs(s streams, jobs []*queue.Job, asJSON bool, limit int, more string
 }
 
 var jobsShowDoc = helpDoc{
-	file: "jobs-show",
+	file:   "jobs-show",
 	groups: []flagGroup{{"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
 }
 

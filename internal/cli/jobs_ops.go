@@ -49,7 +49,7 @@ var jobsCancelOp = jobsOp{
 		}
 	},
 	doc: helpDoc{
-		file: "jobs-cancel",
+		file:   "jobs-cancel",
 		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
 	},
 }
@@ -61,7 +61,7 @@ var jobsRunOp = jobsOp{
 		return c.RunNow(ctx, f)
 	},
 	doc: helpDoc{
-		file: "jobs-run",
+		file:   "jobs-run",
 		groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "dry-run"}}, {"Database flags", []string{"db"}}},
 	},
 }
@@ -73,7 +73,7 @@ var jobsDeleteOp = jobsOp{
 		return c.Delete(ctx, f)
 	},
 	doc: helpDoc{
-		file: "jobs-delete",
+		file:   "jobs-delete",
 		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
 	},
 }
@@ -233,12 +233,12 @@ func countState(jobs []*queue.Job, st queue.State) int {
 }
 
 var jobsPauseDoc = helpDoc{
-	file: "jobs-pause",
+	file:   "jobs-pause",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
 }
 
 var jobsResumeDoc = helpDoc{
-	file: "jobs-resume",
+	file:   "jobs-resume",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
 }
 

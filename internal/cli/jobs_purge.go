@@ -9,7 +9,7 @@ import (
 )
 
 var jobsPurgeDoc = helpDoc{
-	file: "jobs-purge",
+	file:   "jobs-purge",
 	groups: []flagGroup{{"Purge flags", []string{"succeeded-older-than"}}, {"Database flags", []string{"db"}}},
 }
 

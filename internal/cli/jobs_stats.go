@@ -10,7 +10,7 @@ import (
 )
 
 var jobsStatsDoc = helpDoc{
-	file: "jobs-stats",
+	file:   "jobs-stats",
 	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
 }
 
@@ -97,7 +97,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 }
 
 var jobsMigrateDoc = helpDoc{
-	file: "jobs-migrate",
+	file:   "jobs-migrate",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 var runDoc = helpDoc{
-	file: "run",
+	file:   "run",
 	groups: []flagGroup{policyGroup, {"Run flags", []string{"kill-after", "permanent-codes", "transient-codes", "quiet"}}},
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 var uiDoc = helpDoc{
-	file: "ui",
+	file:   "ui",
 	groups: []flagGroup{{"Flags", []string{"db", "addr", "read-only", "token", "time-budget"}}},
 }
 
