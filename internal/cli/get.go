@@ -4,17 +4,16 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/curl"
 	"github.com/heed-go/heed/internal/duration"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
@@ -43,38 +42,12 @@ var curlLongNames = map[string]string{
 	"fail": "f", "include": "i", "location": "L", "show-error": "S", "silent": "s", "verbose": "v", "write-out": "w",
 }
 
-// headerList is a flag.Value for repeated -H 'Name: value'.
-type headerList []string
-
-func (h *headerList) String() string { return strings.Join(*h, ", ") }
-
-// Set accepts any value; check reports a bad one after parsing, because
-// the flag package would quote the whole value, a token perhaps, in its
-// error.
-func (h *headerList) Set(s string) error {
-	*h = append(*h, s)
-	return nil
-}
-
-// check returns an error for the first header that is not 'Name: value',
-// naming it without its value.
-func (h *headerList) check() error {
-	for _, s := range *h {
-		name, _, ok := strings.Cut(s, ":")
-		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-			first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
-			return flagError("H", "%q... is not 'Name: value'", redact.Text(first))
-		}
-	}
-	return nil
-}
-
 // getMain is "heed get".
 func getMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet("get")
 	pf := addPolicyFlags(fs)
 	method := fs.String("X", "", "request `METHOD` (default GET, or POST with -d)")
-	var headers headerList
+	var headers curl.Headers
 	fs.Var(&headers, "H", "request `HEADER` 'Name: value'; repeatable")
 	data := fs.String("d", "", "request body `DATA`, or @FILE to read it from FILE (- for stdin)")
 	key := fs.String("idempotency-key", "", "send Idempotency-Key: `KEY`, which makes any method safe to retry; auto generates one")
@@ -90,7 +63,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	silent := fs.Bool("s", false, "print no error messages on stderr (decision lines of -v still are)")
 	showError := fs.Bool("S", false, "with -s, print error messages all the same")
 	location := fs.Bool("L", false, "follow redirects, at most 10 (default: the redirect is the response)")
-	var wo writeOutFormat
+	var wo curl.WriteOut
 	fs.Var(&wo, "w", "write `FORMAT` to stdout after the body, with %{variables} filled in (see below)")
 	for long, short := range curlLongNames {
 		usage := "the same as -" + short
@@ -100,7 +73,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		fs.Var(fs.Lookup(short).Value, long, usage)
 	}
 
-	args, err := splitShortFlags(fs, args)
+	args, err := curl.SplitShortFlags(fs, args)
 	if err != nil {
 		return usageError(s, "get", err)
 	}
@@ -145,8 +118,8 @@ func getMain(ctx context.Context, s streams, args []string) int {
 			safe[i] = redact.URLString(p)
 		}
 		return usageError(s, "get", fmt.Errorf("more than one URL: %s", strings.Join(safe, " ")))
-	case headers.check() != nil:
-		return usageError(s, "get", headers.check())
+	case headers.Check() != nil:
+		return usageError(s, "get", headers.Check())
 	case *connectTimeout < 0:
 		return usageError(s, "get", flagError("connect-timeout", "%v, must not be negative", *connectTimeout))
 	case *maxTime < 0:
@@ -161,7 +134,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	var body io.Reader
 	hasBody := isSet(fs, "d")
 	if hasBody {
-		b, err := readData(*data, s.stdin)
+		b, err := curl.ReadData(*data, s.stdin)
 		if err != nil {
 			return usageError(s, "get", flagError("d", "%v", err))
 		}
@@ -209,12 +182,12 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	if *silent && !*showError {
 		es.stderr = io.Discard
 	}
-	st := &getStats{start: time.Now(), method: m, url: u.String()}
+	st := &curl.Stats{Start: time.Now(), Method: m, URL: u.String()}
 	var last retry.Decision
 	var done *retry.Decision // the last attempt of a hop, said once its status is known
 	p.Observe = func(_ context.Context, e retry.Event) {
 		last = e.Decision
-		st.attempts++
+		st.Attempts++
 		if !*verbose {
 			return
 		}
@@ -227,8 +200,8 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	tr.Policy = p
 	// hops sees each hop's final response, to say what the last attempt
 	// of each got: "ok", or the status that is final without being ok.
-	hops := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		st.hops++
+	hops := curl.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+		st.Hops++
 		resp, err := tr.RoundTrip(r)
 		if done != nil {
 			line := redact.ErrorText(workerDecision(*done), u)
@@ -247,25 +220,25 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		if len(via) >= 10 {
 			return errors.New("stopped after 10 redirects")
 		}
-		st.redirects++
+		st.Redirects++
 		return nil
 	}}
 
 	code := func() int {
 		resp, err := client.Do(req)
 		if err != nil {
-			st.err = err
+			st.Err = err
 			return getErrorCode(ctx, es, u, err)
 		}
 		defer resp.Body.Close()
-		st.resp = resp
-		st.url = resp.Request.URL.String()
+		st.Resp = resp
+		st.URL = resp.Request.URL.String()
 
 		out := s.stdout
 		if *output != "" {
 			f, err := os.Create(*output)
 			if err != nil {
-				st.err = err
+				st.Err = err
 				fmt.Fprintf(es.stderr, "heed get: %v\n", err)
 				return exitFailure
 			}
@@ -277,26 +250,25 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		if failed {
 			body = strings.NewReader("") // curl --fail: nothing of an error
 		}
-		cw := &countWriter{w: markWriter{out}}
+		cw := &curl.Output{W: out}
 		w := bufio.NewWriter(cw)
 		if *include && !failed {
-			writeHead(w, resp)
+			curl.WriteHead(w, resp)
 		}
 		_, copyErr := io.Copy(w, body)
 		if err := w.Flush(); err != nil {
-			st.err = err
+			st.Err = err
 			fmt.Fprintf(es.stderr, "heed get: writing output: %v\n", err)
 			return exitFailure
 		}
-		st.size = cw.n
+		st.Size = cw.N
 		if copyErr != nil {
-			st.err = copyErr
+			st.Err = copyErr
 			if ctx.Err() != nil {
 				return ctxExit(ctx, es)
 			}
 			fmt.Fprintf(es.stderr, "heed get: reading the body: %v\n", copyErr)
-			var we *writeError
-			if errors.As(copyErr, &we) {
+			if errors.As(copyErr, new(*curl.WriteError)) {
 				return exitFailure
 			}
 			return exitTransport
@@ -304,7 +276,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		if *output != "" {
 			if f, ok := out.(*os.File); ok {
 				if err := f.Close(); err != nil {
-					st.err = err
+					st.Err = err
 					fmt.Fprintf(es.stderr, "heed get: %v\n", err)
 					return exitFailure
 				}
@@ -314,16 +286,16 @@ func getMain(ctx context.Context, s streams, args []string) int {
 			return code
 		}
 		if resp.StatusCode >= 400 {
-			st.err = fmt.Errorf("the requested URL returned error: %s", resp.Status)
-			fmt.Fprintf(es.stderr, "heed get: %v\n", st.err)
+			st.Err = fmt.Errorf("the requested URL returned error: %s", resp.Status)
+			fmt.Fprintf(es.stderr, "heed get: %v\n", st.Err)
 			return exitHTTPError
 		}
 		return exitOK
 	}()
-	if wo.set {
-		st.total = time.Since(st.start)
-		st.code = code
-		if err := wo.write(s.stdout, st); err != nil {
+	if wo.IsSet() {
+		st.Total = time.Since(st.Start)
+		st.Code = code
+		if err := wo.Write(s.stdout, st); err != nil {
 			fmt.Fprintf(es.stderr, "heed get: writing --write-out: %v\n", err)
 			if code == exitOK {
 				code = exitFailure
@@ -331,74 +303,6 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		}
 	}
 	return code
-}
-
-// roundTripFunc is an http.RoundTripper that is a function.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// countWriter counts the bytes written through it.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// writeError is an error writing the output, told apart from an error
-// reading the body.
-type writeError struct{ error }
-
-func (e *writeError) Unwrap() error { return e.error }
-
-// markWriter marks its writer's errors as writeErrors.
-type markWriter struct{ w io.Writer }
-
-func (m markWriter) Write(p []byte) (int, error) {
-	n, err := m.w.Write(p)
-	if err != nil {
-		err = &writeError{err}
-	}
-	return n, err
-}
-
-// readData returns -d's value: itself, or the contents of @FILE (@- is
-// stdin).
-func readData(d string, stdin io.Reader) (string, error) {
-	name, ok := strings.CutPrefix(d, "@")
-	if !ok {
-		return d, nil
-	}
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(name)
-	}
-	return string(b), err
-}
-
-// writeHead writes the status line and the headers, sorted, then a blank
-// line.
-func writeHead(w io.Writer, resp *http.Response) {
-	fmt.Fprintf(w, "%s %s\r\n", resp.Proto, resp.Status)
-	names := make([]string, 0, len(resp.Header))
-	for name := range resp.Header {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		for _, v := range resp.Header[name] {
-			fmt.Fprintf(w, "%s: %s\r\n", name, v)
-		}
-	}
-	io.WriteString(w, "\r\n")
 }
 
 // getErrorCode reports an error with no response and returns the exit
@@ -439,4 +343,3 @@ func ctxExit(ctx context.Context, s streams) int {
 	return exitInterrupted
 }
 
-var _ flag.Value = (*headerList)(nil)

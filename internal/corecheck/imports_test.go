@@ -46,6 +46,7 @@ var (
 		"internal/jobkinds":   {"queue", "retryhttp"}, // the command's built-in job kinds
 		"internal/chaintest":  {"retryhttp"},          // three real services on loopback, for load tests
 		"internal/cmdrun":     nil,                    // heed run's executor: a command as a retry attempt
+		"internal/curl":       nil,                    // what heed get takes from curl: flags, -w, output
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.
