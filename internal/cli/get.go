@@ -342,4 +342,3 @@ func ctxExit(ctx context.Context, s streams) int {
 	fmt.Fprintln(s.stderr, "heed get: interrupted")
 	return exitInterrupted
 }
-
