@@ -15,6 +15,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/jobrun"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/storeurl"
@@ -185,23 +186,24 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		fmt.Fprintln(s.stdout)
 	}
 
-	r := &workerRun{
-		store: d.Jobs(),
-		cfg: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
-			ShutdownGrace: 5 * time.Second, Logger: storeLogger(s.stderr)},
-		stamp: stamp,
-		drain: &queue.DrainOptions{WaitScheduled: true},
+	r := &jobrun.Runner{
+		Store: d.Jobs(),
+		Config: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
+			ShutdownGrace: 5 * time.Second, Logger: jobrun.StoreLogger(s.stderr)},
+		Stamp: stamp,
+		Line:  jobDecisionLine,
+		Drain: &queue.DrainOptions{WaitScheduled: true},
 	}
 	if !*quiet {
-		r.out = s.stdout
+		r.Out = s.stdout
 	}
-	w, err := r.worker()
+	w, err := r.Worker()
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := r.run(rctx, w, nil); err != nil {
+	if err := r.Run(rctx, w, nil); err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
 	if ctx.Err() != nil {

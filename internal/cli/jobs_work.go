@@ -6,19 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/internal/jobkinds"
-	"github.com/heed-go/heed/internal/signals"
+	"github.com/heed-go/heed/internal/jobrun"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
@@ -146,7 +144,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	retainCancelled := durationFlag(fs, "retain-cancelled", queue.DefaultRetainCancelled, "delete cancelled jobs this long after they were cancelled (negative: keep them)")
 	quiet := fs.Bool("quiet", false, "print no line per attempt, only a summary line every --summary-every")
 	summaryEvery := durationFlag(fs, "summary-every", time.Minute, "with --quiet, how often to print the summary line (0: never)")
-	logFormat := fs.String("log-format", logText, "`FORMAT` of the messages on stderr: text or json")
+	logFormat := fs.String("log-format", jobrun.LogText, "`FORMAT` of the messages on stderr: text or json")
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
 	pf := addJobsPolicyFlags(fs)
@@ -189,10 +187,10 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if *summaryEvery < 0 {
 		return usageError(s, name, flagError("summary-every", "%v, must not be negative", *summaryEvery))
 	}
-	if *logFormat != logText && *logFormat != logJSON {
+	if *logFormat != jobrun.LogText && *logFormat != jobrun.LogJSON {
 		return usageError(s, name, flagError("log-format", "%q is not text or json", *logFormat))
 	}
-	log := workLogger(s.stderr, *logFormat, "heed "+name+": ")
+	log := jobrun.Logger(s.stderr, *logFormat, "heed "+name+": ")
 
 	total := 0
 	for _, n := range qs {
@@ -221,21 +219,22 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		every = *summaryEvery
 	}
 	var warned sync.Map // exec jobs warned about, by ID: once each
-	r := &workerRun{
-		store: d.Jobs(),
-		cfg: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
+	r := &jobrun.Runner{
+		Store: d.Jobs(),
+		Config: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
 			ShutdownGrace: *grace, Logger: log,
 			RetainSucceeded: *retainOK, RetainDead: *retainDead, RetainCancelled: *retainCancelled},
-		kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
+		Kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
 			if _, dup := warned.LoadOrStore(j.ID, true); !dup {
 				log.Warn(fmt.Sprintf("exec job %d given back: this worker does not run exec jobs (start one with --allow-exec); it stays available, and is tried again every %v", j.ID, jobkinds.ExecRefusedSnooze),
 					"job_id", j.ID)
 			}
 		}},
-		out:          out,
-		stamp:        func(t time.Time) string { return t.Format("15:04:05.000") },
-		summaryOut:   s.stdout,
-		summaryEvery: every,
+		Out:          out,
+		Stamp:        func(t time.Time) string { return t.Format("15:04:05.000") },
+		Line:         jobDecisionLine,
+		SummaryOut:   s.stdout,
+		SummaryEvery: every,
 	}
 	if *metricsAddr != "" {
 		ms, err := promexport.Serve(context.WithoutCancel(ctx), *metricsAddr) // until the worker has stopped
@@ -244,16 +243,16 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		}
 		defer ms.Close()
 		observe := ms.Metrics().QueueObserver()
-		r.onEvent = func(e queue.Event) { observe(ctx, e) }
+		r.OnEvent = func(e queue.Event) { observe(ctx, e) }
 		if _, err := ms.Metrics().ObserveQueue(d.Jobs()); err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
 		log.Info("metrics at "+ms.URL(), "url", ms.URL())
 	}
 	if *untilEmpty {
-		r.drain = &queue.DrainOptions{Within: *waitWithin, WaitScheduled: *waitScheduled}
+		r.Drain = &queue.DrainOptions{Within: *waitWithin, WaitScheduled: *waitScheduled}
 	}
-	w, err := r.worker()
+	w, err := r.Worker()
 	if err != nil {
 		return usageError(s, name, err)
 	}
@@ -271,20 +270,20 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		rctx, cancel = context.WithTimeout(ctx, *forD)
 	}
 	defer cancel()
-	err = r.run(rctx, w, func() {
+	err = r.Run(rctx, w, func() {
 		if ctx.Err() != nil {
 			log.Info(fmt.Sprintf("stopping: running jobs have %v to finish", *grace))
 		}
 	})
-	if r.drained != nil {
-		for _, line := range drainReport(*r.drained) {
+	if r.Drained != nil {
+		for _, line := range drainReport(*r.Drained) {
 			log.Warn(line)
 		}
 	}
-	log.Info("stopped: " + r.summary())
+	log.Info("stopped: " + r.Summary())
 	if err != nil {
 		log.Error(err.Error())
-		if errors.Is(err, errInterruptedAgain) {
+		if errors.Is(err, jobrun.ErrInterruptedAgain) {
 			return exitInterrupted
 		}
 		return exitFailure
@@ -296,73 +295,6 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 // result writes must fit in a lease with room to spare; below a second a
 // loaded machine turns finished work into "lost" attempts.
 const minLease = time.Second
-
-// storeLogger logs the worker's own warnings (store errors) to w, and not
-// its per-job records, which the decision lines already show.
-func storeLogger(w io.Writer) *slog.Logger {
-	return slog.New(&noJobRecords{slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})})
-}
-
-type noJobRecords struct{ slog.Handler }
-
-func (h *noJobRecords) Handle(ctx context.Context, r slog.Record) error {
-	if strings.HasPrefix(r.Message, "job ") {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *noJobRecords) WithAttrs(as []slog.Attr) slog.Handler {
-	return &noJobRecords{h.Handler.WithAttrs(as)}
-}
-
-func (h *noJobRecords) WithGroup(n string) slog.Handler { return &noJobRecords{h.Handler.WithGroup(n)} }
-
-// workerRun runs a worker with the built-in kinds, printing its decisions,
-// for heed jobs work and heed demo.
-type workerRun struct {
-	store   queue.Store
-	cfg     queue.WorkerConfig
-	kinds   jobkinds.Config
-	out     io.Writer              // decision lines; nil for none
-	stamp   func(time.Time) string // each line's prefix
-	drain   *queue.DrainOptions    // stop when the worker's queues are empty (Worker.WaitEmpty); nil: do not
-	drained *queue.DrainResult     // what the drain left, once it stopped the worker
-	onEvent func(queue.Event)      // called for every event, after printing
-
-	summaryOut   io.Writer     // where summary lines go
-	summaryEvery time.Duration // how often; 0: never
-
-	mu     sync.Mutex // serialises lines
-	counts [16]atomic.Int64
-}
-
-func (r *workerRun) worker() (*queue.Worker, error) {
-	r.cfg.Observe = r.observe
-	w, err := queue.NewWorker(r.store, r.cfg)
-	if err != nil {
-		return nil, err
-	}
-	jobkinds.Register(w, r.kinds)
-	return w, nil
-}
-
-func (r *workerRun) observe(_ context.Context, e queue.Event) {
-	if int(e.Kind) < len(r.counts) {
-		r.counts[e.Kind].Add(1)
-	}
-	if r.out != nil {
-		if line := jobDecisionLine(e); line != "" {
-			now := time.Now()
-			r.mu.Lock()
-			fmt.Fprintf(r.out, "%s job %d %s: %s\n", r.stamp(now), e.Job.ID, e.Job.Kind, line)
-			r.mu.Unlock()
-		}
-	}
-	if r.onEvent != nil {
-		r.onEvent(e)
-	}
-}
 
 // jobDecisionLine describes an event in the words of heed run, or "" for
 // events that get no line.
@@ -381,96 +313,3 @@ func jobDecisionLine(e queue.Event) string {
 	}
 	return ""
 }
-
-func (r *workerRun) count(k queue.EventKind) int64 { return r.counts[k].Load() }
-
-// since describes the events since the counts in last, and updates last.
-func (r *workerRun) since(last *[16]int64) string {
-	var d [16]int64
-	for i := range r.counts {
-		n := r.counts[i].Load()
-		d[i], last[i] = n-last[i], n
-	}
-	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
-		d[queue.EventStarted], d[queue.EventSucceeded], d[queue.EventRetried], d[queue.EventDead],
-		d[queue.EventSnoozed], d[queue.EventReleased], d[queue.EventLost])
-}
-
-func (r *workerRun) summary() string {
-	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
-		r.count(queue.EventStarted), r.count(queue.EventSucceeded), r.count(queue.EventRetried), r.count(queue.EventDead),
-		r.count(queue.EventSnoozed), r.count(queue.EventReleased), r.count(queue.EventLost))
-}
-
-// run runs w until ctx ends or, with untilEmpty, its queues have no live
-// job; stopping is called when it starts to shut down.
-func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		<-ctx.Done()
-		if stopping != nil {
-			stopping()
-		}
-	})
-	if r.summaryEvery > 0 {
-		wg.Go(func() {
-			t := time.NewTicker(r.summaryEvery)
-			defer t.Stop()
-			var last [len(r.counts)]int64
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case now := <-t.C:
-					line := r.since(&last)
-					r.mu.Lock()
-					fmt.Fprintf(r.summaryOut, "%s summary of the last %v: %s\n", r.stamp(now), r.summaryEvery, line)
-					r.mu.Unlock()
-				}
-			}
-		})
-	}
-	err := w.Start(ctx)
-	if err == nil && r.drain != nil {
-		wg.Go(func() {
-			if res, err := w.WaitEmpty(ctx, *r.drain); err == nil {
-				r.drained = &res
-				cancel()
-			}
-		})
-	}
-	if err == nil {
-		<-ctx.Done()
-		// A second signal (see signals.Again) ends the grace at once:
-		// running jobs are cancelled and released.
-		sctx, stop := context.WithTimeoutCause(context.WithoutCancel(ctx), r.cfg.ShutdownGrace, errGraceOver)
-		defer stop()
-		again := signals.Again(ctx)
-		go func() {
-			select {
-			case <-again:
-				stop()
-			case <-sctx.Done():
-			}
-		}()
-		err = w.Shutdown(sctx)
-		if err != nil && context.Cause(sctx) != errGraceOver {
-			err = fmt.Errorf("%w: %d running jobs were released", errInterruptedAgain, r.count(queue.EventReleased))
-		}
-	}
-	cancel()
-	wg.Wait()
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("the shutdown grace ran out: %d running jobs were released", r.count(queue.EventReleased))
-	}
-	return err
-}
-
-// errGraceOver is the cause of the end of a shutdown grace that ran out.
-var errGraceOver = errors.New("the shutdown grace ran out")
-
-// errInterruptedAgain is returned by workerRun.run when a second signal
-// ended the shutdown grace.
-var errInterruptedAgain = errors.New("interrupted again: stopped at once")
