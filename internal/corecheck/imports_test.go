@@ -43,11 +43,12 @@ var (
 		"storeurl":            {"queue", "idempotency", "sqlitestore", "pgstore"},
 		"heedotel":            {"queue", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport": {"heedotel"},
-		"internal/jobkinds":   {"queue", "retryhttp"},         // the command's built-in job kinds
-		"internal/chaintest":  {"retryhttp"},                  // three real services on loopback, for load tests
-		"internal/cmdrun":     nil,                            // heed run's executor: a command as a retry attempt
-		"internal/curl":       nil,                            // what heed get takes from curl: flags, -w, output
-		"internal/jobrun":     {"queue", "internal/jobkinds"}, // the command's worker runner
+		"internal/jobkinds":   {"queue", "retryhttp"},                     // the command's built-in job kinds
+		"internal/chaintest":  {"retryhttp"},                              // three real services on loopback, for load tests
+		"internal/cmdrun":     nil,                                        // heed run's executor: a command as a retry attempt
+		"internal/curl":       nil,                                        // what heed get takes from curl: flags, -w, output
+		"internal/jobbench":   {"queue", "storeurl", "internal/jobkinds"}, // heed jobs bench's harness
+		"internal/jobrun":     {"queue", "internal/jobkinds"},             // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.
