@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"io/fs"
 	"os"
@@ -36,7 +37,7 @@ func jobsKindsHelp() string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, k := range jobkinds.Kinds() {
 		fmt.Fprintf(tw, "  %s\t%s\n", k.Name, k.Example)
-		for _, l := range wrap(k.Doc, 66) {
+		for _, l := range textfmt.Wrap(k.Doc, 66) {
 			fmt.Fprintf(tw, "  \t  %s\n", l)
 		}
 	}
@@ -238,44 +239,6 @@ func jobsWriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// jobsAgo describes t relative to now: "3s ago", "in 2m0s".
-func jobsAgo(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d >= 0:
-		return jobsRound(d) + " ago"
-	default:
-		return "in " + jobsRound(-d)
-	}
-}
-
-func jobsRound(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	}
-	return d.Round(time.Minute).String()
-}
-
-// jobsShorten cuts s to n runes, with "…" when cut, on one line.
-func jobsShorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // stateOf describes a job's state with its reason or time.
 func stateOf(j *queue.Job, now time.Time) string {
 	switch j.State {
@@ -283,7 +246,7 @@ func stateOf(j *queue.Job, now time.Time) string {
 		return "dead (" + j.DeadReason + ")"
 	case queue.StateAvailable:
 		if j.AvailableAt.After(now) {
-			return "scheduled " + jobsAgo(j.AvailableAt, now)
+			return "scheduled " + textfmt.Ago(j.AvailableAt, now)
 		}
 		return "available"
 	}
@@ -303,7 +266,7 @@ func writeJobTable(w io.Writer, jobs []*queue.Job, now time.Time) {
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, stateOf(j, now), j.Attempt,
-			jobsAgo(j.CreatedAt, now), jobsShorten(last, 40), jobsShorten(string(j.Args), 40))
+			textfmt.Ago(j.CreatedAt, now), textfmt.Shorten(last, 40), textfmt.Shorten(string(j.Args), 40))
 	}
 	tw.Flush()
 }
@@ -314,7 +277,7 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 		if t.IsZero() {
 			return "-"
 		}
-		return t.UTC().Format("2006-01-02T15:04:05.000Z") + " (" + jobsAgo(t, now) + ")"
+		return t.UTC().Format("2006-01-02T15:04:05.000Z") + " (" + textfmt.Ago(t, now) + ")"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "job\t%d\n", j.ID)
@@ -343,7 +306,7 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 		fmt.Fprintf(tw, "lease\t%s, until %s\n", j.Worker, ts(j.LeaseUntil))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nhistory (%s):\n", jobsPlural(len(j.History), "entry", "entries"))
+	fmt.Fprintf(w, "\nhistory (%s):\n", textfmt.Plural(len(j.History), "entry", "entries"))
 	if len(j.History) == 0 {
 		fmt.Fprintln(w, "  (no attempt yet)")
 		return
@@ -364,14 +327,14 @@ func writeJob(w io.Writer, j *queue.Job, now time.Time) {
 		}
 		delay := "-"
 		if a.Delay > 0 {
-			delay = jobsRound(a.Delay)
+			delay = textfmt.Round(a.Delay)
 		}
 		n := fmt.Sprint(a.Attempt)
 		if a.Attempt == 0 {
 			n = "-"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, a.StartedAt.UTC().Format("15:04:05.000"),
-			jobsRound(a.FinishedAt.Sub(a.StartedAt)), a.Outcome, dec, delay, a.Worker, jobsShorten(a.Error, 80))
+			textfmt.Round(a.FinishedAt.Sub(a.StartedAt)), a.Outcome, dec, delay, a.Worker, textfmt.Shorten(a.Error, 80))
 	}
 	tw.Flush()
 	for _, a := range j.History {
@@ -406,11 +369,3 @@ func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (po
 // poolSizeFor is the pool size for a worker running conc jobs at once in
 // all: 4 plus one per 4 jobs, at most 32.
 func poolSizeFor(conc int) int { return min(32, 4+conc/4) }
-
-// jobsPlural is "1 job", "2 jobs".
-func jobsPlural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

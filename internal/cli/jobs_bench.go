@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,7 +92,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	if *burn {
 		q := prefix + "-burn"
 		stop := showProgress(term, func() string {
-			return fmt.Sprintf("burn-down: inserted %s of %s jobs", group(float64(bench.Inserted.Load())), group(float64(*n)))
+			return fmt.Sprintf("burn-down: inserted %s of %s jobs", textfmt.Group(float64(bench.Inserted.Load())), textfmt.Group(float64(*n)))
 		})
 		ins, err := bench.Insert(ctx, q, int64(*n), *inserters)
 		stop()
@@ -105,7 +106,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		fmt.Fprintf(s.stdout, "burn-down: inserted %d no-op jobs in %.2fs (%.0f jobs/s, %d inserters%s)\n",
 			*n, ins.Seconds(), float64(*n)/ins.Seconds(), *inserters, batch)
 		stop = showProgress(term, func() string {
-			return fmt.Sprintf("burn-down: drained %s of %s jobs", group(float64(bench.Drained.Load())), group(float64(*n)))
+			return fmt.Sprintf("burn-down: drained %s of %s jobs", textfmt.Group(float64(bench.Drained.Load())), textfmt.Group(float64(*n)))
 		})
 		took, err := bench.Drain(ctx, q, int64(*n), nil, nil)
 		stop()
@@ -117,7 +118,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	if *steady {
 		total := max(int64(float64(*dur)/float64(time.Second)**rate), 1)
 		stop := showProgress(term, func() string {
-			return fmt.Sprintf("steady state: enqueued %s of %s jobs, %s started", group(float64(bench.Enqueued.Load())), group(float64(total)), group(float64(bench.Started.Load())))
+			return fmt.Sprintf("steady state: enqueued %s of %s jobs, %s started", textfmt.Group(float64(bench.Enqueued.Load())), textfmt.Group(float64(total)), textfmt.Group(float64(bench.Started.Load())))
 		})
 		lat, err := bench.Steady(ctx, prefix+"-steady", *rate, total)
 		stop()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"time"
 
@@ -86,7 +87,7 @@ func deadSummary(st queue.Stats, now time.Time) string {
 	if st.Dead == 0 {
 		return "dead-letter: empty"
 	}
-	return fmt.Sprintf("dead-letter: %s, the oldest died %s (%s)", jobsPlural(st.Dead, "job", "jobs"), jobsAgo(st.OldestDead, now),
+	return fmt.Sprintf("dead-letter: %s, the oldest died %s (%s)", textfmt.Plural(st.Dead, "job", "jobs"), textfmt.Ago(st.OldestDead, now),
 		st.OldestDead.UTC().Format(time.RFC3339))
 }
 
@@ -132,7 +133,7 @@ var (
 			return c.Requeue(ctx, deadFilterOf(f, older))
 		},
 		report: func(w io.Writer, n int, matching []*queue.Job) {
-			fmt.Fprintf(w, "requeued %s (attempts reset, history kept)\n", jobsPlural(n, "job", "jobs"))
+			fmt.Fprintf(w, "requeued %s (attempts reset, history kept)\n", textfmt.Plural(n, "job", "jobs"))
 			if n < len(matching) {
 				fmt.Fprintf(w, "%d stayed dead: a live job holds their unique key\n", len(matching)-n)
 			}
@@ -185,6 +186,6 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	fmt.Fprintf(s.stdout, "purged %s that died more than %v ago\n", jobsPlural(n, "job", "jobs"), *older)
+	fmt.Fprintf(s.stdout, "purged %s that died more than %v ago\n", textfmt.Plural(n, "job", "jobs"), *older)
 	return exitOK
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
@@ -63,7 +64,7 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 	}
 	kind, raw := pos[0], json.RawMessage(pos[1])
 	if !json.Valid(raw) {
-		return usageError(s, name, fmt.Errorf("arguments are not valid JSON: %s", jobsShorten(pos[1], 60)))
+		return usageError(s, name, fmt.Errorf("arguments are not valid JSON: %s", textfmt.Shorten(pos[1], 60)))
 	}
 	if err := jobkinds.Validate(kind, raw); err != nil {
 		return usageError(s, name, err)
@@ -116,7 +117,7 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 	}
 	when := "now"
 	if job.AvailableAt.After(now) {
-		when = job.AvailableAt.UTC().Format(time.RFC3339) + " (" + jobsAgo(job.AvailableAt, now) + ")"
+		when = job.AvailableAt.UTC().Format(time.RFC3339) + " (" + textfmt.Ago(job.AvailableAt, now) + ")"
 	}
 	fmt.Fprintf(s.stdout, "enqueued job %d (%s) on queue %s, to run %s\n", job.ID, job.Kind, job.Queue, when)
 	return exitOK

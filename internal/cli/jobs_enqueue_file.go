@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"time"
@@ -39,7 +40,7 @@ func jobsEnqueueFile(ctx context.Context, s streams, name, file, db string, defa
 			}
 			fmt.Fprintf(s.stderr, "heed %s: %s: %v\n", name, src, e)
 		}
-		fmt.Fprintf(s.stderr, "heed %s: %s in %s: nothing enqueued\n", name, jobsPlural(len(errs), "bad line", "bad lines"), src)
+		fmt.Fprintf(s.stderr, "heed %s: %s in %s: nothing enqueued\n", name, textfmt.Plural(len(errs), "bad line", "bad lines"), src)
 		return exitUsage
 	}
 	if len(items) == 0 {
@@ -67,7 +68,7 @@ func jobsEnqueueFile(ctx context.Context, s streams, name, file, db string, defa
 		}{inserted, len(res) - inserted})
 		return exitOK
 	}
-	fmt.Fprintf(s.stdout, "enqueued %s from %s", jobsPlural(inserted, "job", "jobs"), src)
+	fmt.Fprintf(s.stdout, "enqueued %s from %s", textfmt.Plural(inserted, "job", "jobs"), src)
 	if n := len(res) - inserted; n > 0 {
 		fmt.Fprintf(s.stdout, " (%d already held by their unique keys: not enqueued again)", n)
 	}

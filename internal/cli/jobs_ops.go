@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"slices"
 	"strings"
@@ -42,10 +43,10 @@ var jobsCancelOp = jobsOp{
 		return c.Cancel(ctx, f)
 	},
 	report: func(w io.Writer, n int, matching []*queue.Job) {
-		fmt.Fprintf(w, "cancelled %s\n", jobsPlural(n, "job", "jobs"))
+		fmt.Fprintf(w, "cancelled %s\n", textfmt.Plural(n, "job", "jobs"))
 		if running := countState(matching, queue.StateRunning); running > 0 {
 			fmt.Fprintf(w, "%s running: their handlers are told to stop, and their results will be dropped\n",
-				jobsPlural(running, "was", "were"))
+				textfmt.Plural(running, "was", "were"))
 		}
 	},
 	doc: helpDoc{
@@ -184,7 +185,7 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 		if len(matching) > 0 {
 			writeJobTable(s.stdout, redactJobs(matching, false), now)
 		}
-		fmt.Fprintf(s.stderr, "dry run: would %s %s\n", op.verb, jobsPlural(len(matching), "job", "jobs"))
+		fmt.Fprintf(s.stderr, "dry run: would %s %s\n", op.verb, textfmt.Plural(len(matching), "job", "jobs"))
 		return exitOK
 	}
 	n, err := op.apply(ctx, c, f, older)
@@ -194,7 +195,7 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 	if op.report != nil {
 		op.report(s.stdout, n, matching)
 	} else {
-		fmt.Fprintf(s.stdout, "%s %s\n", op.past, jobsPlural(n, "job", "jobs"))
+		fmt.Fprintf(s.stdout, "%s %s\n", op.past, textfmt.Plural(n, "job", "jobs"))
 	}
 	return exitOK
 }
@@ -301,7 +302,7 @@ func pausedLine(ps []queue.PausedQueue, now time.Time) string {
 	}
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		parts[i] = fmt.Sprintf("%s (since %s)", p.Queue, jobsAgo(p.PausedAt, now))
+		parts[i] = fmt.Sprintf("%s (since %s)", p.Queue, textfmt.Ago(p.PausedAt, now))
 	}
 	return "paused: " + strings.Join(parts, ", ")
 }
@@ -313,7 +314,7 @@ func drainReport(res queue.DrainResult) []string {
 	var lines []string
 	if res.Scheduled > 0 {
 		lines = append(lines, fmt.Sprintf("%s of these queues scheduled for later, not waited for (--wait-scheduled waits)",
-			jobsPlural(res.Scheduled, "job", "jobs")))
+			textfmt.Plural(res.Scheduled, "job", "jobs")))
 	}
 	if len(res.Paused) > 0 {
 		lines = append(lines, "paused queues with jobs waiting, not run: "+strings.Join(res.Paused, ", ")+" (heed jobs resume QUEUE)")
@@ -326,7 +327,7 @@ func drainReport(res queue.DrainResult) []string {
 			n += q.Available + q.Scheduled + q.Running
 		}
 		lines = append(lines, fmt.Sprintf("%s wait in queues this worker does not serve: %s (add them to --queues)",
-			jobsPlural(n, "job", "jobs"), strings.Join(parts, ", ")))
+			textfmt.Plural(n, "job", "jobs"), strings.Join(parts, ", ")))
 	}
 	return lines
 }

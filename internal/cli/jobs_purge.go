@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 
 	"github.com/heed-go/heed/queue"
 )
@@ -38,6 +39,6 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	fmt.Fprintf(s.stdout, "purged %s that succeeded more than %v ago\n", jobsPlural(n, "job", "jobs"), *older)
+	fmt.Fprintf(s.stdout, "purged %s that succeeded more than %v ago\n", textfmt.Plural(n, "job", "jobs"), *older)
 	return exitOK
 }

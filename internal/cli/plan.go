@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"math"
 	"strconv"
@@ -107,17 +108,6 @@ func planMain(ctx context.Context, s streams, args []string) int {
 	return exitOK
 }
 
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-func anySet(fs *flag.FlagSet, names ...string) bool {
-	for _, n := range names {
-		if isSet(fs, n) {
-			return true
-		}
-	}
-	return false
-}
-
 // plan is what heed plan prints.
 type plan struct {
 	policy      retry.Policy
@@ -153,9 +143,9 @@ func (pl *plan) print(w io.Writer) {
 	for _, r := range pl.rows {
 		nominal := "-"
 		if r.HasDelay {
-			nominal = fmtDur(r.Delay)
+			nominal = textfmt.Dur(r.Delay)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s", r.Attempt, nominal, fmtRange(r.DelayMin, r.DelayMax), fmtRange(r.WaitMin, r.WaitMax), fmtDur(r.EndMax))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s", r.Attempt, nominal, textfmt.Range(r.DelayMin, r.DelayMax), textfmt.Range(r.WaitMin, r.WaitMax), textfmt.Dur(r.EndMax))
 		if deadline > 0 {
 			fmt.Fprintf(tw, "\t%s", r.Fits)
 			count[r.Fits]++
@@ -170,9 +160,9 @@ func (pl *plan) print(w io.Writer) {
 	y, m, no := count[retry.FitYes], count[retry.FitMaybe], count[retry.FitNo]
 	switch {
 	case deadline == 0 && n == 1:
-		fmt.Fprintf(w, "At worst the only attempt ends within %v.\n", fmtDur(last.EndMax))
+		fmt.Fprintf(w, "At worst the only attempt ends within %v.\n", textfmt.Dur(last.EndMax))
 	case deadline == 0:
-		fmt.Fprintf(w, "At worst all %d attempts end within %v, %v of it waiting.\n", n, fmtDur(last.EndMax), fmtDur(last.WaitMax))
+		fmt.Fprintf(w, "At worst all %d attempts end within %v, %v of it waiting.\n", n, textfmt.Dur(last.EndMax), textfmt.Dur(last.WaitMax))
 	case no == n:
 		fmt.Fprintf(w, "No attempt fits in the %v deadline: the first is cut short by it, and no retry starts.\n", deadline)
 	case n == 1 && y == 1:
@@ -217,10 +207,10 @@ func (c *chain) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, ", each making up to %d attempts per call (%d retries)", c.retries+1, c.retries)
 	if c.rate > 0 {
-		fmt.Fprintf(w, "; %s requests/s", fmtNum(c.rate))
+		fmt.Fprintf(w, "; %s requests/s", textfmt.Num(c.rate))
 	}
 	if c.capacity > 0 {
-		fmt.Fprintf(w, "; bottom capacity %s requests/s", fmtNum(c.capacity))
+		fmt.Fprintf(w, "; bottom capacity %s requests/s", textfmt.Num(c.capacity))
 	}
 	fmt.Fprint(w, "\nduring a total outage of the bottom service:\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -239,21 +229,21 @@ func (c *chain) print(w io.Writer) {
 	}{
 		{fmt.Sprintf("every layer (%s^%d)", per, c.layers), c.EveryLayer},
 		{fmt.Sprintf("one owner (%s)", per), c.OneOwner},
-		{fmt.Sprintf("one owner, %s%% budget", fmtNum(c.ratio*100)), c.Budgeted},
+		{fmt.Sprintf("one owner, %s%% budget", textfmt.Num(c.ratio*100)), c.Budgeted},
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s", r.name, fmtNum(r.attempts))
+		fmt.Fprintf(tw, "%s\t%s", r.name, textfmt.Num(r.attempts))
 		if c.rate > 0 {
-			fmt.Fprintf(tw, "\t%s/s", fmtNum(c.rate*r.attempts))
+			fmt.Fprintf(tw, "\t%s/s", textfmt.Num(c.rate*r.attempts))
 			if c.capacity > 0 {
-				fmt.Fprintf(tw, "\t%s×", fmtNum(c.rate*r.attempts/c.capacity))
+				fmt.Fprintf(tw, "\t%s×", textfmt.Num(c.rate*r.attempts/c.capacity))
 			}
 		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nA retry budget lets retries add at most %s%% to the requests (or a floor of %s retry/s per client, when that is more), however many attempts each call may make.\n",
-		fmtNum(c.ratio*100), fmtNum(c.floor))
+		textfmt.Num(c.ratio*100), textfmt.Num(c.floor))
 }
 
 // JSON output; the field names are documented in planDoc and stable.
@@ -371,49 +361,14 @@ func (pl *plan) json() planJSON {
 	return out
 }
 
-// fmtDur formats d for a table: exact below a millisecond, to the
-// microsecond below a second, to the millisecond above.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d == math.MaxInt64:
-		return "∞"
-	case d >= time.Second:
-		d = d.Round(time.Millisecond)
-	case d >= time.Millisecond:
-		d = d.Round(time.Microsecond)
-	}
-	return d.String()
-}
+// finite reports whether f is a number, neither NaN nor infinite.
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-func fmtRange(lo, hi time.Duration) string {
-	if lo == hi {
-		return fmtDur(lo)
-	}
-	return fmtDur(lo) + "–" + fmtDur(hi)
-}
-
-// fmtNum formats f with thousands separators and at most two decimals.
-func fmtNum(f float64) string {
-	if !finite(f) || math.Abs(f) >= 1e15 {
-		return strconv.FormatFloat(f, 'g', 3, 64)
-	}
-	s := strconv.FormatFloat(f, 'f', 2, 64)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	intPart, frac, _ := strings.Cut(s, ".")
-	neg := strings.HasPrefix(intPart, "-")
-	intPart = strings.TrimPrefix(intPart, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
+func anySet(fs *flag.FlagSet, names ...string) bool {
+	for _, n := range names {
+		if isSet(fs, n) {
+			return true
 		}
-		b.WriteRune(c)
 	}
-	if frac != "" {
-		b.WriteString("." + frac)
-	}
-	return b.String()
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"strconv"
 	"strings"
@@ -156,14 +157,14 @@ func waiting(r deadline.Report, s deadline.StepReport, rate float64) (underTimeo
 }
 
 func printDeadlinePlan(w io.Writer, r deadline.Report, rate float64) {
-	fmt.Fprintf(w, "plan: deadline %v", fmtDur(r.Deadline))
+	fmt.Fprintf(w, "plan: deadline %v", textfmt.Dur(r.Deadline))
 	if r.Reserve > 0 {
-		fmt.Fprintf(w, " − reserve %v = %v", fmtDur(r.Reserve), fmtDur(r.Available))
+		fmt.Fprintf(w, " − reserve %v = %v", textfmt.Dur(r.Reserve), textfmt.Dur(r.Available))
 	}
 	if len(r.Steps) == 1 {
-		fmt.Fprintf(w, " for 1 step; its budget is %v\n\n", fmtDur(r.Total))
+		fmt.Fprintf(w, " for 1 step; its budget is %v\n\n", textfmt.Dur(r.Total))
 	} else {
-		fmt.Fprintf(w, " for %d steps; their budgets add up to %v\n\n", len(r.Steps), fmtDur(r.Total))
+		fmt.Fprintf(w, " for %d steps; their budgets add up to %v\n\n", len(r.Steps), textfmt.Dur(r.Total))
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -173,16 +174,16 @@ func printDeadlinePlan(w io.Writer, r deadline.Report, rate float64) {
 		if !s.Holds {
 			holds = fmt.Sprintf("no (%d fit)", s.AttemptsFit)
 		}
-		gets := fmtDur(s.Gets)
+		gets := textfmt.Dur(s.Gets)
 		if s.Refused {
 			gets = "refused"
 		}
 		timeout := "-"
 		if s.Timeout > 0 {
-			timeout = fmtDur(s.Timeout)
+			timeout = textfmt.Dur(s.Timeout)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, fmtDur(s.P99), fmtDur(s.Budget),
-			fmtNum(s.Multiple), s.Attempts, fmtDur(s.Need), holds, fmtDur(s.Start), fmtDur(s.Left), gets, timeout)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, textfmt.Dur(s.P99), textfmt.Dur(s.Budget),
+			textfmt.Num(s.Multiple), s.Attempts, textfmt.Dur(s.Need), holds, textfmt.Dur(s.Start), textfmt.Dur(s.Left), gets, timeout)
 	}
 	tw.Flush()
 	fmt.Fprint(w, `
@@ -193,7 +194,7 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 `)
 
 	if rate > 0 {
-		fmt.Fprintf(w, "\nAt %s requests/s, requests left waiting on a step that hangs:\n\n", fmtNum(rate))
+		fmt.Fprintf(w, "\nAt %s requests/s, requests left waiting on a step that hangs:\n\n", textfmt.Num(rate))
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "STEP\tUNDER ITS TIMEOUT\tUNDER THE PLAN")
 		worst, worstRatio := -1, 0.0
@@ -201,12 +202,12 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 			t, p := waiting(r, s, rate)
 			under := "-"
 			if t >= 0 {
-				under = fmt.Sprintf("%s (%v)", fmtNum(t), fmtDur(s.Timeout))
+				under = fmt.Sprintf("%s (%v)", textfmt.Num(t), textfmt.Dur(s.Timeout))
 				if p > 0 && t/p > worstRatio {
 					worst, worstRatio = i, t/p
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s (%v)\n", s.Name, under, fmtNum(p), fmtDur(min(s.Budget, r.Available)))
+			fmt.Fprintf(tw, "%s\t%s\t%s (%v)\n", s.Name, under, textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)))
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "\nrate × how long each request waits; a step with no timeout (-) waits as long as its caller lets it.")
@@ -214,7 +215,7 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 			s := r.Steps[worst]
 			t, p := waiting(r, s, rate)
 			fmt.Fprintf(w, "If %s hangs, %s requests wait on it under its %v timeout, %s× the %s under the plan's %v.\n",
-				s.Name, fmtNum(t), fmtDur(s.Timeout), fmtNum(worstRatio), fmtNum(p), fmtDur(min(s.Budget, r.Available)))
+				s.Name, textfmt.Num(t), textfmt.Dur(s.Timeout), textfmt.Num(worstRatio), textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)))
 		}
 	}
 

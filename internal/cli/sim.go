@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,31 +31,11 @@ func simScenariosHelp() string {
 			pols = append(pols, p.Name)
 		}
 		fmt.Fprintf(&b, "  %s (policies: %s)\n", name, strings.Join(pols, ", "))
-		for _, line := range wrap(s.Description, 72) {
+		for _, line := range textfmt.Wrap(s.Description, 72) {
 			fmt.Fprintf(&b, "      %s\n", line)
 		}
 	}
 	return b.String()
-}
-
-// wrap splits s into lines of at most width bytes, between words.
-func wrap(s string, width int) []string {
-	var lines []string
-	var line string
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // simMain is "heed sim".
@@ -271,7 +252,7 @@ func pickPolicies(all []sim.Chain, names string) ([]sim.Chain, error) {
 // printScenarioLine prints the line that names the scenario and its runs.
 func printScenarioLine(w io.Writer, sc *sim.Scenario, seeds string) {
 	fmt.Fprintf(w, "scenario %s: %s user requests/s (%s) for %v, %s",
-		sc.Name, group(sc.Load.Rate), sc.Load.Arrival, sc.Horizon, seeds)
+		sc.Name, textfmt.Group(sc.Load.Rate), sc.Load.Arrival, sc.Horizon, seeds)
 	if len(sc.Faults) > 0 {
 		var fs []string
 		for _, f := range sc.Faults {
@@ -310,7 +291,7 @@ func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
 	for _, r := range results {
 		sm := &r.Summary
 		fmt.Fprintf(tw, "%s\t%.2f\t%.1f× at %v\t%.1f%%\t%v\t%s\n", r.Chain, sm.AttemptsPerRequest,
-			sm.PeakAmplification, sm.PeakAt, 100*sm.SuccessRate, roundLatency(sm.P99), sm.RecoveryString())
+			sm.PeakAmplification, sm.PeakAt, 100*sm.SuccessRate, textfmt.Latency(sm.P99), sm.RecoveryString())
 	}
 	tw.Flush()
 	blank := false
@@ -327,19 +308,19 @@ func printSimSummary(w io.Writer, sc *sim.Scenario, results []*sim.Result) {
 		sortKeys(keys, sm.GiveUps)
 		var parts []string
 		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s %s", k, group(float64(sm.GiveUps[k]))))
+			parts = append(parts, fmt.Sprintf("%s %s", k, textfmt.Group(float64(sm.GiveUps[k]))))
 		}
 		if !blank {
 			fmt.Fprintln(w)
 			blank = true
 		}
-		fmt.Fprintf(w, "%s: %s of %s user requests failed (gave up: %s)", r.Chain, group(float64(sm.Failed)),
-			group(float64(sm.UserRequests)), strings.Join(parts, ", "))
+		fmt.Fprintf(w, "%s: %s of %s user requests failed (gave up: %s)", r.Chain, textfmt.Group(float64(sm.Failed)),
+			textfmt.Group(float64(sm.UserRequests)), strings.Join(parts, ", "))
 		if sm.Orphaned > 0 {
-			fmt.Fprintf(w, "; %s attempts served after their caller gave up", group(float64(sm.Orphaned)))
+			fmt.Fprintf(w, "; %s attempts served after their caller gave up", textfmt.Group(float64(sm.Orphaned)))
 		}
 		if sm.Open > 0 {
-			fmt.Fprintf(w, "; %s still open at the horizon", group(float64(sm.Open)))
+			fmt.Fprintf(w, "; %s still open at the horizon", textfmt.Group(float64(sm.Open)))
 		}
 		fmt.Fprintln(w)
 	}
@@ -355,34 +336,6 @@ func sortKeys(keys []string, n map[string]int64) {
 			keys[j-1], keys[j] = b, a
 		}
 	}
-}
-
-func roundLatency(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Second:
-		return d.Round(100 * time.Millisecond)
-	case d >= 10*time.Millisecond:
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(time.Microsecond)
-}
-
-// group formats a rate with thousands separators, dropping a zero
-// fraction: 1,000 or 12.5.
-func group(f float64) string {
-	s := fmt.Sprintf("%.0f", f)
-	if f != float64(int64(f)) {
-		return fmt.Sprintf("%g", f)
-	}
-	n := len(s)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (n-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // progress prints how far the runs are, on a terminal, at most ten times a

@@ -27,7 +27,7 @@ const module = "github.com/heed-go/heed"
 // external names for it: database drivers only in the stores.
 var (
 	core    = []string{"clock", "internal/stripe", "backoff", "budget", "breaker", "deadline", "retry"}
-	helpers = []string{"internal/redact", "internal/duration", "internal/signals", "internal/corecheck"}
+	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
 		"retryhttp":           nil,
 		"heedgrpc":            nil,
