@@ -134,4 +134,3 @@ func TestPlanJSONOmitsWhatWasNotAsked(t *testing.T) {
 		t.Errorf("chain = %+v", p.Chain)
 	}
 }
-
