@@ -91,11 +91,8 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 	dbFlag := fs.String("db", "", "the `DATABASE` to use: a SQLite file or a postgres:// URL; it must be empty (default: a new temporary SQLite file)")
 	reset := fs.Bool("reset", false, "delete the SQLite file given by --db first, if it exists")
 	quiet := fs.Bool("quiet", false, "print only the final table")
-	if code, done := parseFlags(fs, args, s, demoDoc); done {
+	if code, done := parseNoArgs(fs, args, s, demoDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	dsn := *dbFlag
 	switch {

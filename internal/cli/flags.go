@@ -326,3 +326,14 @@ func (v jitterValue) Set(s string) error {
 	*v.j = j
 	return nil
 }
+
+// parseNoArgs is parseFlags for a subcommand that takes no arguments.
+func parseNoArgs(fs *flag.FlagSet, args []string, s streams, d helpDoc) (code int, done bool) {
+	if code, done := parseFlags(fs, args, s, d); done {
+		return code, true
+	}
+	if fs.NArg() > 0 {
+		return usageError(s, strings.TrimPrefix(fs.Name(), "heed "), fmt.Errorf("unexpected argument %q", fs.Arg(0))), true
+	}
+	return 0, false
+}

@@ -156,6 +156,17 @@ func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int
 	return db, nil
 }
 
+// openJobs opens the database of --db (see resolveDB) as mode allows, with
+// a client of its jobs. When it cannot, it reports why for subcommand name
+// and returns a nil DB and the exit code.
+func openJobs(ctx context.Context, s streams, name, dbFlag string, mode storeurl.Mode) (*storeurl.DB, *queue.Client, int) {
+	d, err := openDB(ctx, resolveDB(dbFlag), mode)
+	if err != nil {
+		return nil, nil, jobsFail(ctx, s, name, err)
+	}
+	return d, queue.NewClient(d.Jobs(), queue.ClientConfig{}), exitOK
+}
+
 // migrateHint tells how to apply missing migrations, for an error that
 // says they are missing.
 func migrateHint(err error) string {

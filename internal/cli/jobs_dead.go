@@ -52,21 +52,17 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	fs.IntVar(&f.Limit, "limit", 100, "list at most `N` jobs (0: all)")
 	asJSON := fs.Bool("json", false, "print the jobs, with their histories, as a JSON array")
 	reveal := addRevealFlag(fs)
-	if code, done := parseFlags(fs, args, s, deadLsDoc); done {
+	if code, done := parseNoArgs(fs, args, s, deadLsDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if f.OlderThan < 0 || f.Limit < 0 {
 		return usageError(s, name, errors.New("--older-than and --limit must not be negative"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openRead)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	jobs, err := c.Dead(ctx, *f)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
@@ -159,21 +155,17 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 	db := addDBFlag(fs)
 	older := durationFlag(fs, "older-than", 0, "delete jobs that died more than this long ago (required)")
 	dry := fs.Bool("dry-run", false, "count the jobs that would be purged, and change nothing")
-	if code, done := parseFlags(fs, args, s, deadPurgeDoc); done {
+	if code, done := parseNoArgs(fs, args, s, deadPurgeDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if *older <= 0 {
 		return usageError(s, name, errors.New("--older-than is required and must be positive, such as 720h"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	if *dry {
 		jobs, err := c.Dead(ctx, queue.DeadFilter{OlderThan: *older})
 		if err != nil {

@@ -94,12 +94,12 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, name, err)
 	}
 
-	d, err := openDB(ctx, resolveDB(*db), openCreate)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openCreate)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	job, inserted, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Enqueue(ctx, kind, raw, opts)
+	job, inserted, err := c.Enqueue(ctx, kind, raw, opts)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -46,12 +46,12 @@ func jobsEnqueueFile(ctx context.Context, s streams, name, file, db string, defa
 	if len(items) == 0 {
 		return usageError(s, name, fmt.Errorf("%s has no jobs", src))
 	}
-	d, err := openDB(ctx, resolveDB(db), openCreate)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, db, openCreate)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	res, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).EnqueueMany(ctx, items)
+	res, err := c.EnqueueMany(ctx, items)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -33,11 +33,8 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	fs.IntVar(&f.Limit, "limit", 100, "list at most `N` jobs (0: all)")
 	asJSON := fs.Bool("json", false, "print the jobs, with their histories, as a JSON array")
 	reveal := addRevealFlag(fs)
-	if code, done := parseFlags(fs, args, s, jobsLsDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsLsDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	now := time.Now()
 	switch *state {
@@ -60,12 +57,12 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	case f.AfterID < 0 || f.BeforeID < 0:
 		return usageError(s, name, errors.New("--after and --before take a job ID, 1 or more"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openRead)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	jobs, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Jobs(ctx, f)
+	jobs, err := c.Jobs(ctx, f)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -124,12 +121,12 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 	if err != nil {
 		return usageError(s, name, err)
 	}
-	d, err := openDB(ctx, resolveDB(*db), openRead)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	job, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Job(ctx, id)
+	job, err := c.Job(ctx, id)
 	if err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
 			err = fmt.Errorf("no job %d in %s", id, d.Name())

@@ -145,12 +145,11 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 		}
 		f.IDs = append(f.IDs, id)
 	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	now := time.Now()
 	if older > 0 {
 		f.FinishedBefore = now.Add(-older)
@@ -261,14 +260,14 @@ func pauseResume(ctx context.Context, s streams, args []string, name string, doc
 	if len(pos) == 0 {
 		return usageError(s, name, errors.New("name the queues"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	for _, q := range pos {
 		var changed bool
+		var err error
 		if pause {
 			changed, err = c.Pause(ctx, q)
 		} else {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/heed-go/heed/internal/textfmt"
-
-	"github.com/heed-go/heed/queue"
 )
 
 var jobsPurgeDoc = helpDoc{
@@ -20,21 +18,17 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	older := durationFlag(fs, "succeeded-older-than", 0, "delete jobs that succeeded more than this long ago (required)")
-	if code, done := parseFlags(fs, args, s, jobsPurgeDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsPurgeDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if *older <= 0 {
 		return usageError(s, name, errors.New("--succeeded-older-than is required and must be positive, such as 168h"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	n, err := c.PurgeSucceeded(ctx, *older)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)

@@ -20,22 +20,19 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	asJSON := fs.Bool("json", false, "print the counts as JSON")
-	if code, done := parseFlags(fs, args, s, jobsStatsDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsStatsDoc); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	d, err := openDB(ctx, resolveDB(*db), openRead)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	st, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Stats(ctx)
+	st, err := c.Stats(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	paused, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Paused(ctx)
+	paused, err := c.Paused(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -106,16 +103,13 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 	const name = "jobs migrate"
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
-	if code, done := parseFlags(fs, args, s, jobsMigrateDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsMigrateDoc); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
 	// Opening migrates.
-	d, err := openDB(ctx, resolveDB(*db), openMigrate)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, _, code := openJobs(ctx, s, name, *db, openMigrate)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
 	if err := d.Jobs().Migrate(ctx); err != nil {

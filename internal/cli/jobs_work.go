@@ -153,11 +153,8 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	grace := durationFlag(fs, "grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
 	noMigrate := fs.Bool("no-migrate", false, "do not create or upgrade the database schema: refuse to start, naming the missing migrations, when it is behind this heed (for fleets that migrate in a separate step)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
-	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsWorkDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	p, err := pf.policy()
 	if err != nil {

@@ -34,11 +34,8 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	readOnly := fs.Bool("read-only", false, "serve the pages without any action (no token needed)")
 	tokenFlag := fs.String("token", "", "the `TOKEN` actions need, at least 16 bytes (default $"+envUIToken+", better: a flag shows in ps; on loopback, generated and printed)")
 	budget := durationFlag(fs, "time-budget", 0, "the workers' time budget (`DUR`), drawn on timelines of jobs without their own")
-	if code, done := parseFlags(fs, args, s, uiDoc); done {
+	if code, done := parseNoArgs(fs, args, s, uiDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, "ui", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -65,9 +62,9 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	if *readOnly {
 		mode = openRead
 	}
-	d, err := openDB(ctx, resolveDB(*dbFlag), mode)
-	if err != nil {
-		return jobsFail(ctx, s, "ui", err)
+	d, _, code := openJobs(ctx, s, "ui", *dbFlag, mode)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
 	h, err := ui.New(queue.NewClient(d.Jobs(), queue.ClientConfig{Operator: "heed ui"}),
