@@ -217,11 +217,11 @@ var policyGroup = flagGroup{"Policy flags", []string{
 func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	pf := &policyFlags{fs: fs}
 	fs.IntVar(&pf.attempts, "attempts", retry.DefaultAttempts, "attempts in total, the first one included")
-	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
+	fs.TextVar(&pf.kind, "backoff", pf.kind, "`KIND` of delay growth: exponential, constant, linear or immediate")
 	durationVar(fs, &pf.base, "base", backoff.DefaultBase, "first delay; with decorrelated jitter, the smallest")
 	durationVar(fs, &pf.cap, "cap", backoff.DefaultCap, "largest delay (default 5s, or --base if larger)")
 	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
-	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal (delay/2 to delay) or decorrelated")
+	fs.TextVar(&pf.jitter, "jitter", pf.jitter, "`JITTER` of each delay: full (0 to delay), none, equal (delay/2 to delay) or decorrelated")
 	durationVar(fs, &pf.timeout, "timeout", 0, "time limit of each attempt; one that runs out is retried (default: none)")
 	durationVar(fs, &pf.deadline, "deadline", 0, "time limit of the whole call, from the start of the first attempt (default: none)")
 	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry starts only if its delay plus this still fits in --deadline (default: --timeout, a whole attempt; 10ms without one)")
@@ -287,44 +287,6 @@ func (pf *policyFlags) policy() (retry.Policy, error) {
 		return retry.Policy{}, err
 	}
 	return p, nil
-}
-
-// kindValue is a flag.Value for a backoff.Kind.
-type kindValue struct{ k *backoff.Kind }
-
-func (v kindValue) String() string {
-	if v.k == nil {
-		return ""
-	}
-	return v.k.String()
-}
-
-func (v kindValue) Set(s string) error {
-	k, err := backoff.ParseKind(s)
-	if err != nil {
-		return err
-	}
-	*v.k = k
-	return nil
-}
-
-// jitterValue is a flag.Value for a backoff.Jitter.
-type jitterValue struct{ j *backoff.Jitter }
-
-func (v jitterValue) String() string {
-	if v.j == nil {
-		return ""
-	}
-	return v.j.String()
-}
-
-func (v jitterValue) Set(s string) error {
-	j, err := backoff.ParseJitter(s)
-	if err != nil {
-		return err
-	}
-	*v.j = j
-	return nil
 }
 
 // parseNoArgs is parseFlags for a subcommand that takes no arguments.

@@ -78,17 +78,9 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, "get", err)
 	}
 	// Flags may follow the URL, as with curl.
-	var positional []string
-	rest := args
-	for {
-		if code, done := parseFlags(fs, rest, s, getDoc); done {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	positional, code, stop := parseInterleaved(fs, args, s, getDoc)
+	if stop {
+		return code
 	}
 	if isSet(fs, "retry") {
 		switch {
@@ -224,7 +216,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		return nil
 	}}
 
-	code := func() int {
+	code = func() int {
 		resp, err := client.Do(req)
 		if err != nil {
 			st.Err = err

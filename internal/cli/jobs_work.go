@@ -50,11 +50,11 @@ type jobsPolicyFlags struct {
 func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
 	pf := &jobsPolicyFlags{fs: fs}
 	fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
-	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
+	fs.TextVar(&pf.kind, "backoff", pf.kind, "`KIND` of delay growth: exponential, constant, linear or immediate")
 	durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
 	durationVar(fs, &pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
 	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
-	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
+	fs.TextVar(&pf.jitter, "jitter", pf.jitter, "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
 	durationVar(fs, &pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
 	durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
 	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")

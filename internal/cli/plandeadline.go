@@ -29,20 +29,17 @@ func planDeadlineMain(_ context.Context, s streams, args []string) int {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables (fields below)")
 
 	// Flags may come before and after FILE.
-	var file string
-	for rest := args; ; {
-		if code, done := parseFlags(fs, rest, s, planDeadlineDoc); done {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if file != "" {
-			return usageError(s, name, fmt.Errorf("unexpected argument %q (plan deadline takes at most one FILE)", fs.Arg(0)))
-		}
-		file, rest = fs.Arg(0), fs.Args()[1:]
+	pos, code, done := parseInterleaved(fs, args, s, planDeadlineDoc)
+	switch {
+	case done:
+		return code
+	case len(pos) > 1:
+		return usageError(s, name, fmt.Errorf("unexpected argument %q (plan deadline takes at most one FILE)", pos[1]))
 	}
-
+	file := ""
+	if len(pos) == 1 {
+		file = pos[0]
+	}
 	var p deadline.Plan
 	switch {
 	case file != "" && len(steps) > 0:

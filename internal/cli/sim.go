@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"github.com/heed-go/heed/internal/textfmt"
 	"io"
@@ -47,17 +46,16 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	csvPath := fs.String("csv", "", "write the time series as CSV to `FILE` (- for stdout, and the summary to stderr)")
 	chartPath := fs.String("chart", "", "draw a chart of the runs to `FILE`, PNG or SVG by its extension")
 	force := fs.Bool("force", false, "overwrite the files of --csv and --chart when they exist (default: refuse)")
-	if code, done := parseFlags(fs, reorder(fs, args), s, simDoc); done {
+	pos, code, done := parseInterleaved(fs, args, s, simDoc)
+	switch {
+	case done:
 		return code
-	}
-	switch fs.NArg() {
-	case 0:
+	case len(pos) == 0:
 		return usageError(s, "sim", fmt.Errorf("no scenario: give a built-in scenario's name (%s) or a file", strings.Join(sim.Builtins(), ", ")))
-	case 1:
-	default:
-		return usageError(s, "sim", fmt.Errorf("unexpected argument %q (sim takes one scenario)", fs.Arg(1)))
+	case len(pos) > 1:
+		return usageError(s, "sim", fmt.Errorf("unexpected argument %q (sim takes one scenario)", pos[1]))
 	}
-	sc, err := sim.LoadScenario(fs.Arg(0))
+	sc, err := sim.LoadScenario(pos[0])
 	if err != nil {
 		return usageError(s, "sim", err)
 	}
@@ -88,7 +86,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 		}
 	}
 	if err := sc.Validate(); err != nil {
-		return usageError(s, "sim", fmt.Errorf("%s: %w", fs.Arg(0), err))
+		return usageError(s, "sim", fmt.Errorf("%s: %w", pos[0], err))
 	}
 	// Refuse before simulating, not after: an existing file may be one a
 	// repository tracks (docs/sim-spike.png), overwritten only when asked.
@@ -135,7 +133,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 		sim.WriteSummary(out, &sc, results)
 	}
 
-	code := exitOK
+	code = exitOK
 	if *csvPath != "" {
 		err := writeOut(s, *csvPath, *force, func(w io.Writer) error { return sim.WriteCSV(w, results...) })
 		if err != nil {
@@ -157,39 +155,6 @@ func simMain(ctx context.Context, s streams, args []string) int {
 		}
 	}
 	return code
-}
-
-// reorder moves flags given after the scenario before it, so that
-// "heed sim spike --chart x.png" works as well as the usual order.
-func reorder(fs *flag.FlagSet, args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if f := fs.Lookup(name); f != nil && i+1 < len(args) {
-			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-				continue
-			}
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	if len(pos) == 0 {
-		return flags
-	}
-	return append(append(flags, "--"), pos...)
 }
 
 // writeOut writes to path ("-" is stdout) with write. Unless overwrite is
