@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"net"
 	"net/http"
 	"os"
@@ -223,7 +224,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		if !dj.ok() {
 			mark, allOK = "UNEXPECTED", false
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", j.ID, dj.what, dj.expected(), stateOf(j, time.Now()), j.Attempt, mark)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", j.ID, dj.what, dj.expected(), jobtext.State(j, time.Now()), j.Attempt, mark)
 	}
 	tw.Flush()
 	st, err = c.Stats(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"time"
@@ -67,7 +68,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	if code := printJobs(s, redactJobs(jobs, *reveal), *asJSON, f.Limit, "jobs dead ls --after"); code != exitOK || *asJSON {
+	if code := printJobs(s, jobtext.RedactAll(jobs, *reveal), *asJSON, f.Limit, "jobs dead ls --after"); code != exitOK || *asJSON {
 		return code
 	}
 	st, err := c.Stats(ctx)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/internal/textfmt"
 	"time"
 
@@ -104,15 +105,15 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	if *asJSON {
-		jobsWriteJSON(s.stdout, struct {
+		jobtext.WriteJSON(s.stdout, struct {
 			Inserted bool `json:"inserted"`
-			jobJSON
-		}{inserted, jobsToJSON(redactJob(job, false))})
+			jobtext.JSON
+		}{inserted, jobtext.ToJSON(jobtext.Redact(job, false))})
 		return exitOK
 	}
 	now := time.Now()
 	if !inserted {
-		fmt.Fprintf(s.stdout, "job %d (%s) with key %q is already %s: not enqueued again\n", job.ID, job.Kind, job.UniqueKey, stateOf(job, now))
+		fmt.Fprintf(s.stdout, "job %d (%s) with key %q is already %s: not enqueued again\n", job.ID, job.Kind, job.UniqueKey, jobtext.State(job, now))
 		return exitOK
 	}
 	when := "now"

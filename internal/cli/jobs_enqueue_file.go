@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
@@ -62,7 +63,7 @@ func jobsEnqueueFile(ctx context.Context, s streams, name, file, db string, defa
 		}
 	}
 	if asJSON {
-		jobsWriteJSON(s.stdout, struct {
+		jobtext.WriteJSON(s.stdout, struct {
 			Enqueued int `json:"enqueued"`
 			Existing int `json:"existing"`
 		}{inserted, len(res) - inserted})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"time"
 
 	"github.com/heed-go/heed/queue"
@@ -70,24 +71,24 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	if f.Newest {
 		more = "jobs ls --newest --before"
 	}
-	return printJobs(s, redactJobs(jobs, *reveal), *asJSON, f.Limit, more)
+	return printJobs(s, jobtext.RedactAll(jobs, *reveal), *asJSON, f.Limit, more)
 }
 
 // printJobs prints a job list as a table or JSON.
 func printJobs(s streams, jobs []*queue.Job, asJSON bool, limit int, more string) int {
 	if asJSON {
-		out := make([]jobJSON, len(jobs))
+		out := make([]jobtext.JSON, len(jobs))
 		for i, j := range jobs {
-			out[i] = jobsToJSON(j)
+			out[i] = jobtext.ToJSON(j)
 		}
-		jobsWriteJSON(s.stdout, out)
+		jobtext.WriteJSON(s.stdout, out)
 		return exitOK
 	}
 	if len(jobs) == 0 {
 		fmt.Fprintln(s.stderr, "no jobs")
 		return exitOK
 	}
-	writeJobTable(s.stdout, jobs, time.Now())
+	jobtext.WriteTable(s.stdout, jobs, time.Now())
 	if limit > 0 && len(jobs) == limit {
 		fmt.Fprintf(s.stderr, "(first %d; more with: heed %s %d)\n", limit, more, jobs[len(jobs)-1].ID)
 	}
@@ -139,12 +140,12 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 		fmt.Fprintf(s.stderr, "heed %s: job %d is not in the dead-letter: it is %s (see heed jobs show %d)\n", name, id, job.State, id)
 		return exitNoJob
 	}
-	job = redactJob(job, *reveal)
+	job = jobtext.Redact(job, *reveal)
 	if *asJSON {
-		jobsWriteJSON(s.stdout, jobsToJSON(job))
+		jobtext.WriteJSON(s.stdout, jobtext.ToJSON(job))
 		return exitOK
 	}
-	writeJob(s.stdout, job, time.Now())
+	jobtext.Write(s.stdout, job, time.Now())
 	if job.State == queue.StateDead {
 		fmt.Fprintf(s.stdout, "\nIn the dead-letter since %s; requeue it with: heed jobs dead requeue %d\n",
 			job.FinishedAt.UTC().Format(time.RFC3339), id)

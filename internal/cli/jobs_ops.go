@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"slices"
@@ -182,7 +183,7 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 	}
 	if *dry {
 		if len(matching) > 0 {
-			writeJobTable(s.stdout, redactJobs(matching, false), now)
+			jobtext.WriteTable(s.stdout, jobtext.RedactAll(matching, false), now)
 		}
 		fmt.Fprintf(s.stderr, "dry run: would %s %s\n", op.verb, textfmt.Plural(len(matching), "job", "jobs"))
 		return exitOK

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"text/tabwriter"
 	"time"
 
@@ -56,14 +57,14 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 			Dead       int        `json:"dead"`
 			OldestDead *time.Time `json:"oldest_dead,omitempty"`
 			Paused     []pq       `json:"paused"`
-		}{Queues: []qs{}, Dead: st.Dead, OldestDead: jobsTimePtr(st.OldestDead), Paused: []pq{}}
+		}{Queues: []qs{}, Dead: st.Dead, OldestDead: jobtext.Time(st.OldestDead), Paused: []pq{}}
 		for _, p := range paused {
 			out.Paused = append(out.Paused, pq(p))
 		}
 		for _, q := range st.Queues {
 			out.Queues = append(out.Queues, qs(q))
 		}
-		jobsWriteJSON(s.stdout, out)
+		jobtext.WriteJSON(s.stdout, out)
 		return exitOK
 	}
 	fmt.Fprintf(s.stdout, "%s\n\n", d.Name())

@@ -49,6 +49,7 @@ var (
 		"internal/curl":       nil,                                        // what heed get takes from curl: flags, -w, output
 		"internal/jobbench":   {"queue", "storeurl", "internal/jobkinds"}, // heed jobs bench's harness
 		"internal/planreport": nil,                                        // heed plan's report: a schedule and a chain's load
+		"internal/jobtext":    {"queue"},                                  // how the command prints jobs
 		"internal/jobrun":     {"queue", "internal/jobkinds"},             // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the
