@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -123,50 +122,28 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	}
 
 	// The request.
-	var body io.Reader
-	hasBody := isSet(fs, "d")
-	if hasBody {
+	cr := curl.Request{Method: *method, URL: u.String(), Headers: headers, Key: *key}
+	if isSet(fs, "d") {
 		b, err := curl.ReadData(*data, s.stdin)
 		if err != nil {
 			return usageError(s, "get", flagError("d", "%v", err))
 		}
-		body = strings.NewReader(b) // rewindable: http.NewRequest sets GetBody
-	}
-	m := strings.ToUpper(*method)
-	if m == "" {
-		m = http.MethodGet
-		if hasBody {
-			m = http.MethodPost
-		}
+		cr.Body = &b
 	}
 	if *maxTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *maxTime)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, m, u.String(), body)
+	req, err := cr.New(ctx)
 	if err != nil {
 		return usageError(s, "get", retryhttp.RedactError(err))
-	}
-	req.Header.Set("User-Agent", "heed-get")
-	if hasBody {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
-		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	tr := &retryhttp.Transport{Budget: budget.Config{Ratio: -1}, ConnectTimeout: *connectTimeout}
 	if !*propagate {
 		tr.Propagate = func(*http.Request) bool { return false }
 	}
-	switch *key {
-	case "":
-	case "auto":
-		tr.GenerateKey = true
-	default:
-		req.Header.Set(retryhttp.IdempotencyKeyHeader, *key)
-	}
+	tr.GenerateKey = *key == "auto"
 	defer tr.CloseIdleConnections()
 
 	// Error messages go to errs: stderr, unless -s without -S.
@@ -174,7 +151,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	if *silent && !*showError {
 		es.stderr = io.Discard
 	}
-	st := &curl.Stats{Start: time.Now(), Method: m, URL: u.String()}
+	st := &curl.Stats{Start: time.Now(), Method: req.Method, URL: u.String()}
 	var last retry.Decision
 	var done *retry.Decision // the last attempt of a hop, said once its status is known
 	p.Observe = func(_ context.Context, e retry.Event) {
@@ -205,16 +182,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		}
 		return resp, err
 	})
-	client := &http.Client{Transport: hops, CheckRedirect: func(r *http.Request, via []*http.Request) error {
-		if !*location {
-			return http.ErrUseLastResponse
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		st.Redirects++
-		return nil
-	}}
+	client := curl.Client(hops, *location, st)
 
 	code = func() int {
 		resp, err := client.Do(req)
@@ -237,32 +205,19 @@ func getMain(ctx context.Context, s streams, args []string) int {
 			defer f.Close()
 			out = f
 		}
-		body := io.Reader(resp.Body)
-		failed := *fail && resp.StatusCode >= 400
-		if failed {
-			body = strings.NewReader("") // curl --fail: nothing of an error
-		}
-		cw := &curl.Output{W: out}
-		w := bufio.NewWriter(cw)
-		if *include && !failed {
-			curl.WriteHead(w, resp)
-		}
-		_, copyErr := io.Copy(w, body)
-		if err := w.Flush(); err != nil {
+		n, err := curl.WriteBody(out, resp, *include, *fail)
+		if errors.As(err, new(*curl.WriteError)) {
 			st.Err = err
 			fmt.Fprintf(es.stderr, "heed get: writing output: %v\n", err)
 			return exitFailure
 		}
-		st.Size = cw.N
-		if copyErr != nil {
-			st.Err = copyErr
+		st.Size = n
+		if err != nil {
+			st.Err = err
 			if ctx.Err() != nil {
 				return ctxExit(ctx, es)
 			}
-			fmt.Fprintf(es.stderr, "heed get: reading the body: %v\n", copyErr)
-			if errors.As(copyErr, new(*curl.WriteError)) {
-				return exitFailure
-			}
+			fmt.Fprintf(es.stderr, "heed get: reading the body: %v\n", err)
 			return exitTransport
 		}
 		if *output != "" {

@@ -4,10 +4,14 @@
 package curl
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/retryhttp"
 	"io"
 	"net/http"
 	"os"
@@ -302,4 +306,81 @@ func WriteHead(w io.Writer, resp *http.Response) {
 		}
 	}
 	io.WriteString(w, "\r\n")
+}
+
+// Request is what heed get sends, from its flags.
+type Request struct {
+	Method  string  // -X; default GET, or POST with a body
+	URL     string  // checked by the caller
+	Body    *string // -d's value (see [ReadData]); nil: no body
+	Headers Headers // -H
+	Key     string  // --idempotency-key, unless "auto"
+}
+
+// New returns the request r describes under ctx: with a User-Agent, the
+// form Content-Type of curl -d (an -H overrides it), and Idempotency-Key.
+func (r Request) New(ctx context.Context) (*http.Request, error) {
+	var body io.Reader
+	m := strings.ToUpper(r.Method)
+	if r.Body != nil {
+		body = strings.NewReader(*r.Body) // rewindable: http.NewRequest sets GetBody
+	}
+	if m == "" && r.Body != nil {
+		m = http.MethodPost
+	} else if m == "" {
+		m = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, m, r.URL, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", "heed-get")
+	if r.Body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for _, h := range r.Headers {
+		name, value, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	if r.Key != "" && r.Key != "auto" {
+		req.Header.Set(retryhttp.IdempotencyKeyHeader, r.Key)
+	}
+	return req, nil
+}
+
+// Client returns a client over rt that follows redirects, at most 10,
+// only when follow is set (curl -L), counting them in st.
+func Client(rt http.RoundTripper, follow bool, st *Stats) *http.Client {
+	return &http.Client{Transport: rt, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		if !follow {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		st.Redirects++
+		return nil
+	}}
+}
+
+// WriteBody writes resp's body to out, after its head with include (curl
+// -i), or nothing of a response with status 400 or more with fail (curl
+// -f), and returns the bytes written. An error writing out is a
+// [*WriteError]; any other error is one reading the body.
+func WriteBody(out io.Writer, resp *http.Response, include, fail bool) (int64, error) {
+	body := io.Reader(resp.Body)
+	failed := fail && resp.StatusCode >= 400
+	if failed {
+		body = strings.NewReader("") // curl --fail: nothing of an error
+	}
+	cw := &Output{W: out}
+	w := bufio.NewWriter(cw)
+	if include && !failed {
+		WriteHead(w, resp)
+	}
+	_, copyErr := io.Copy(w, body)
+	if err := w.Flush(); err != nil {
+		return cw.N, err // a *WriteError: only out fails a flush
+	}
+	return cw.N, copyErr
 }
