@@ -75,17 +75,8 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	fmt.Fprintln(s.stderr, deadSummary(st, time.Now()))
+	fmt.Fprintln(s.stderr, jobtext.DeadSummary(st, time.Now()))
 	return exitOK
-}
-
-// deadSummary describes the dead-letter's size and age.
-func deadSummary(st queue.Stats, now time.Time) string {
-	if st.Dead == 0 {
-		return "dead-letter: empty"
-	}
-	return fmt.Sprintf("dead-letter: %s, the oldest died %s (%s)", textfmt.Plural(st.Dead, "job", "jobs"), textfmt.Ago(st.OldestDead, now),
-		st.OldestDead.UTC().Format(time.RFC3339))
 }
 
 var deadShowDoc = helpDoc{

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/heed-go/heed/internal/jobtext"
-	"text/tabwriter"
 	"time"
-
-	"github.com/heed-go/heed/queue"
 )
 
 var jobsStatsDoc = helpDoc{
@@ -37,60 +34,12 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	now := time.Now()
 	if *asJSON {
-		type qs struct {
-			Queue     string `json:"queue"`
-			Available int    `json:"available"`
-			Scheduled int    `json:"scheduled"`
-			Running   int    `json:"running"`
-			Succeeded int    `json:"succeeded"`
-			Dead      int    `json:"dead"`
-			Cancelled int    `json:"cancelled"`
-		}
-		type pq struct {
-			Queue    string    `json:"queue"`
-			PausedAt time.Time `json:"paused_at"`
-		}
-		out := struct {
-			Queues     []qs       `json:"queues"`
-			Dead       int        `json:"dead"`
-			OldestDead *time.Time `json:"oldest_dead,omitempty"`
-			Paused     []pq       `json:"paused"`
-		}{Queues: []qs{}, Dead: st.Dead, OldestDead: jobtext.Time(st.OldestDead), Paused: []pq{}}
-		for _, p := range paused {
-			out.Paused = append(out.Paused, pq(p))
-		}
-		for _, q := range st.Queues {
-			out.Queues = append(out.Queues, qs(q))
-		}
-		jobtext.WriteJSON(s.stdout, out)
+		jobtext.WriteJSON(s.stdout, jobtext.StatsJSON(st, paused))
 		return exitOK
 	}
 	fmt.Fprintf(s.stdout, "%s\n\n", d.Name())
-	tw := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\t")
-	var total queue.QueueStats
-	for _, q := range st.Queues {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", q.Queue, q.Available, q.Scheduled, q.Running, q.Succeeded, q.Dead, q.Cancelled)
-		total.Available += q.Available
-		total.Scheduled += q.Scheduled
-		total.Running += q.Running
-		total.Succeeded += q.Succeeded
-		total.Dead += q.Dead
-		total.Cancelled += q.Cancelled
-	}
-	if len(st.Queues) > 1 {
-		fmt.Fprintf(tw, "(all)\t%d\t%d\t%d\t%d\t%d\t%d\t\n", total.Available, total.Scheduled, total.Running, total.Succeeded, total.Dead, total.Cancelled)
-	}
-	tw.Flush()
-	if len(st.Queues) == 0 {
-		fmt.Fprintln(s.stdout, "(no jobs)")
-	}
-	fmt.Fprintf(s.stdout, "\n%s\n", deadSummary(st, now))
-	if line := pausedLine(paused, now); line != "" {
-		fmt.Fprintln(s.stdout, line)
-	}
+	jobtext.WriteStats(s.stdout, st, paused, time.Now())
 	return exitOK
 }
 

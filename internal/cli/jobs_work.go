@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"io"
 	"math"
 	"sort"
@@ -273,7 +274,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		}
 	})
 	if r.Drained != nil {
-		for _, line := range drainReport(*r.Drained) {
+		for _, line := range jobtext.DrainReport(*r.Drained) {
 			log.Warn(line)
 		}
 	}
