@@ -165,7 +165,7 @@ func TestFlagErrors(t *testing.T) {
 func TestPolicyFromFlags(t *testing.T) {
 	parse := func(args ...string) (retry.Policy, error) {
 		fs := newFlagSet("test")
-		pf := addPolicyFlags(fs)
+		pf := addPolicyFlags(fs, false)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}

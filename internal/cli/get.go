@@ -44,7 +44,7 @@ var curlLongNames = map[string]string{
 // getMain is "heed get".
 func getMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet("get")
-	pf := addPolicyFlags(fs)
+	pf := addPolicyFlags(fs, false)
 	method := fs.String("X", "", "request `METHOD` (default GET, or POST with -d)")
 	var headers curl.Headers
 	fs.Var(&headers, "H", "request `HEADER` 'Name: value'; repeatable")

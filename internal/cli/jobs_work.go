@@ -3,23 +3,19 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"github.com/heed-go/heed/internal/jobtext"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/internal/jobrun"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/retry"
 )
 
 var jobsWorkDoc = helpDoc{
@@ -32,73 +28,6 @@ var jobsWorkDoc = helpDoc{
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db", "no-migrate"}},
 	},
-}
-
-// jobsPolicyFlags are the policy flags of heed jobs work, with the job
-// defaults of package queue.
-type jobsPolicyFlags struct {
-	fs         *flag.FlagSet
-	attempts   int
-	kind       backoff.Kind
-	base, cap  time.Duration
-	multiplier float64
-	jitter     backoff.Jitter
-	budget     time.Duration
-	timeout    time.Duration
-	minAttempt time.Duration
-}
-
-func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
-	pf := &jobsPolicyFlags{fs: fs}
-	fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
-	fs.TextVar(&pf.kind, "backoff", pf.kind, "`KIND` of delay growth: exponential, constant, linear or immediate")
-	durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
-	durationVar(fs, &pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
-	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
-	fs.TextVar(&pf.jitter, "jitter", pf.jitter, "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
-	durationVar(fs, &pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
-	durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
-	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")
-	return pf
-}
-
-func (pf *jobsPolicyFlags) policy() (retry.Policy, error) {
-	switch {
-	case pf.attempts < retry.Unlimited || pf.attempts == 0:
-		return retry.Policy{}, flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", pf.attempts)
-	case pf.base <= 0:
-		return retry.Policy{}, flagError("base", "%v, must be positive", pf.base)
-	case pf.cap < pf.base:
-		return retry.Policy{}, flagError("cap", "%v is below --base %v", pf.cap, pf.base)
-	case math.IsNaN(pf.multiplier) || math.IsInf(pf.multiplier, 0) || pf.multiplier < 1:
-		return retry.Policy{}, flagError("multiplier", "%v, must be a number of at least 1", pf.multiplier)
-	case pf.budget <= 0:
-		return retry.Policy{}, flagError("budget", "%v, must be positive", pf.budget)
-	case pf.timeout <= 0:
-		return retry.Policy{}, flagError("timeout", "%v, must be positive", pf.timeout)
-	case pf.minAttempt < 0:
-		return retry.Policy{}, flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
-	}
-	p := retry.Policy{
-		MinAttemptTime: pf.minAttempt,
-		Attempts:       pf.attempts,
-		Backoff:        backoff.Schedule{Kind: pf.kind, Base: pf.base, Cap: pf.cap, Multiplier: pf.multiplier, Jitter: pf.jitter},
-		TimeBudget:     pf.budget,
-		AttemptTimeout: pf.timeout,
-	}
-	if err := p.Backoff.Validate(); err != nil {
-		return retry.Policy{}, err
-	}
-	return p, p.Validate()
-}
-
-func (pf *jobsPolicyFlags) describe(p retry.Policy) string {
-	att := strconv.Itoa(p.Attempts)
-	if p.Attempts == retry.Unlimited {
-		att = "unlimited"
-	}
-	return fmt.Sprintf("%s attempts, %s backoff %v..%v (%s jitter), budget %v, attempt timeout %v",
-		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.TimeBudget, p.AttemptTimeout)
 }
 
 // parseQueues parses "a,b=5" into a map of queue to concurrency.
@@ -148,7 +77,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	logFormat := fs.String("log-format", jobrun.LogText, "`FORMAT` of the messages on stderr: text or json")
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
-	pf := addJobsPolicyFlags(fs)
+	pf := addPolicyFlags(fs, true)
 	lease := durationFlag(fs, "lease", queue.DefaultLease, "how long a claimed job is leased without renewal (at least 1s); a dead worker's jobs run again after it")
 	poll := durationFlag(fs, "poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
 	grace := durationFlag(fs, "grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")

@@ -30,7 +30,7 @@ func planMain(ctx context.Context, s streams, args []string) int {
 		return planDeadlineMain(ctx, s, args[1:])
 	}
 	fs := newFlagSet("plan")
-	pf := addPolicyFlags(fs)
+	pf := addPolicyFlags(fs, false)
 	attemptTime := durationFlag(fs, "attempt-time", 0, "how long each attempt takes, for ENDS BY and FITS (default: --timeout, or --min-attempt-time, or 10ms)")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables (fields below)")
 	layers := fs.Int("layers", 1, "`N` services in the call chain that each retry their call to the next")

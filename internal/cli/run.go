@@ -31,7 +31,7 @@ func runMain(ctx context.Context, s streams, args []string) int {
 		return exitRunFailure
 	}
 	fs := newFlagSet("run")
-	pf := addPolicyFlags(fs)
+	pf := addPolicyFlags(fs, false)
 	var codes cmdrun.Codes
 	fs.Var(&codes.Permanent, "permanent-codes", "exit `CODES` never retried, such as 2,64-78 (and 126, 127 unless in --transient-codes)")
 	fs.Var(&codes.Transient, "transient-codes", "the only exit `CODES` retried, such as 1,75 (default: every code not permanent)")
