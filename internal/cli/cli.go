@@ -148,11 +148,8 @@ func helpMain(ctx context.Context, s streams, args []string) int {
 // versionMain is "heed version".
 func versionMain(_ context.Context, s streams, args []string) int {
 	fs := newFlagSet("version")
-	if code, done := parseFlags(fs, args, s, helpDoc{file: "version"}); done {
+	if code, done := parseNoArgs(fs, args, s, helpDoc{file: "version"}); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, "version", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	version, goVersion := "(devel)", "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {

@@ -41,12 +41,10 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	burn := fs.Bool("burn", true, "run the burn-down")
 	steady := fs.Bool("steady", true, "run the steady state")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark to `FILE` (go tool pprof FILE)")
-	if code, done := parseFlags(fs, args, s, jobsBenchDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsBenchDoc); done {
 		return code
 	}
 	switch {
-	case fs.NArg() > 0:
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	case *n < 1, *conc < 1, *inserters < 1:
 		return usageError(s, name, errors.New("--jobs, --concurrency and --inserters must be at least 1"))
 	case !(*rate > 0) || *dur <= 0:
