@@ -46,7 +46,7 @@ var (
 		"internal/jobkinds":   {"queue", "retryhttp"},                     // the command's built-in job kinds
 		"internal/chaintest":  {"retryhttp"},                              // three real services on loopback, for load tests
 		"internal/cmdrun":     nil,                                        // heed run's executor: a command as a retry attempt
-		"internal/curl":       nil,                                        // what heed get takes from curl: flags, -w, output
+		"internal/curl":       {"retryhttp"},                              // what heed get takes from curl: flags, -w, output
 		"internal/jobbench":   {"queue", "storeurl", "internal/jobkinds"}, // heed jobs bench's harness
 		"internal/planreport": nil,                                        // heed plan's report: a schedule and a chain's load
 		"internal/jobtext":    {"queue"},                                  // how the command prints jobs
