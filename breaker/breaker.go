@@ -91,6 +91,16 @@ func (s State) String() string {
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
 
+// Key returns the state's stable identifier, for metrics and stored or
+// logged values: "closed", "open" or "half_open" (snake_case, as heed's
+// other keys; String says "half-open" for people).
+func (s State) Key() string {
+	if s == HalfOpen {
+		return "half_open"
+	}
+	return s.String()
+}
+
 // Outcome is what a call tells the breaker about the health of the
 // dependency. The zero value is [Success].
 type Outcome uint8
