@@ -53,7 +53,7 @@ plan (capped at deadline − reserve).
 	},
 	foot: `--step is a comma-separated list of KEY=VALUE:
   name=NAME (required)   p99=DUR (required)   budget=DUR (required)
-  attempts=N (default 1)   timeout=DUR (the step's own timeout, per attempt)
+  attempts=N (default 1)   attempt_timeout=DUR (the step's own timeout, per attempt)
   backoff=KIND  base=DUR  cap=DUR  multiplier=F  jitter=JITTER
   (the schedule between attempts; default heed's: exponential from 100ms,
   ×2, capped at 5s, full jitter)
@@ -66,7 +66,7 @@ FILE (YAML shown; JSON has the same fields; durations are strings):
       p99: 120ms
       budget: 400ms
       attempts: 2
-      timeout: 30s
+      attempt_timeout: 30s
       backoff: {kind: exponential, base: 50ms, cap: 1s, multiplier: 2, jitter: full}
 
 JSON (--json): one object; durations in milliseconds.
@@ -87,7 +87,7 @@ Exit codes:
 Example:
   heed plan deadline --deadline 2s --reserve 100ms --rate 500 \
     --step name=validate,p99=5ms,budget=20ms \
-    --step name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s \
+    --step name=stock,p99=120ms,budget=300ms,attempts=2,attempt_timeout=30s \
     --step name=payment,p99=400ms,budget=900ms
 `,
 }
@@ -174,7 +174,7 @@ func planInputError(err error, file string, deadlineFlag, reserveFlag bool) erro
 	if !errors.As(err, &pe) {
 		return err
 	}
-	field := strings.ToLower(pe.Field)
+	field := planfile.Key(pe.Field)
 	if file == "" {
 		field = strings.TrimPrefix(field, "backoff.")
 	}
@@ -219,8 +219,8 @@ func (v *stepFlags) Set(spec string) error {
 // under the plan.
 func waiting(r deadline.Report, s deadline.StepReport, rate float64) (underTimeout, underPlan float64) {
 	underTimeout = -1
-	if s.Timeout > 0 {
-		underTimeout = rate * s.Timeout.Seconds()
+	if s.AttemptTimeout > 0 {
+		underTimeout = rate * s.AttemptTimeout.Seconds()
 	}
 	return underTimeout, rate * min(s.Budget, r.Available).Seconds()
 }
@@ -248,8 +248,8 @@ func printDeadlinePlan(w io.Writer, r deadline.Report, rate float64) {
 			gets = "refused"
 		}
 		timeout := "-"
-		if s.Timeout > 0 {
-			timeout = fmtDur(s.Timeout)
+		if s.AttemptTimeout > 0 {
+			timeout = fmtDur(s.AttemptTimeout)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, fmtDur(s.P99), fmtDur(s.Budget),
 			fmtNum(s.Multiple), s.Attempts, fmtDur(s.Need), holds, fmtDur(s.Start), fmtDur(s.Left), gets, timeout)
@@ -271,7 +271,7 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 			t, p := waiting(r, s, rate)
 			under := "-"
 			if t >= 0 {
-				under = fmt.Sprintf("%s (%v)", fmtNum(t), fmtDur(s.Timeout))
+				under = fmt.Sprintf("%s (%v)", fmtNum(t), fmtDur(s.AttemptTimeout))
 				if p > 0 && t/p > worstRatio {
 					worst, worstRatio = i, t/p
 				}
@@ -284,7 +284,7 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 			s := r.Steps[worst]
 			t, p := waiting(r, s, rate)
 			fmt.Fprintf(w, "If %s hangs, %s requests wait on it under its %v timeout, %s× the %s under the plan's %v.\n",
-				s.Name, fmtNum(t), fmtDur(s.Timeout), fmtNum(worstRatio), fmtNum(p), fmtDur(min(s.Budget, r.Available)))
+				s.Name, fmtNum(t), fmtDur(s.AttemptTimeout), fmtNum(worstRatio), fmtNum(p), fmtDur(min(s.Budget, r.Available)))
 		}
 	}
 
@@ -362,8 +362,8 @@ func toDeadlineJSON(r deadline.Report, rate float64) deadlineJSON {
 			StartMs: ms(s.Start), LeftMs: ms(s.Left), GetsMs: ms(s.Gets), Refused: s.Refused,
 			Problems: make([]string, len(s.Problems)),
 		}
-		if s.Timeout > 0 {
-			t := ms(s.Timeout)
+		if s.AttemptTimeout > 0 {
+			t := ms(s.AttemptTimeout)
 			j.TimeoutMs = &t
 		}
 		for k, p := range s.Problems {

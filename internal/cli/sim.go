@@ -65,8 +65,8 @@ their default; unknown fields and impossible values are errors):
         - name: api
           attempts: 3    # in total, the first included (default 3)
           backoff: {kind: exponential, base: 100ms, cap: 5s, multiplier: 2, jitter: full}
-          timeout: 1s    # per attempt (default: none)
-          max_duration: 0s       # time budget of a call (default: none)
+          attempt_timeout: 1s    # per attempt (default: none)
+          time_budget: 0s        # time budget of a call (default: none)
           min_attempt_time: 10ms
           owner: true    # layers below make one attempt each (default false)
           budget: {ratio: 0.1, window: 10s, min_per_second: 1}   # default: no budget
