@@ -125,8 +125,8 @@ var DefaultRetryStatus = []int{
 // follow, no breaker, no logging. Set the fields before the first request
 // and do not change them afterwards. A Transport is safe for concurrent use
 // and should be shared: its breakers are per destination host (URL.Host,
-// port included) and shared by every request through it; one is kept for
-// every host the Transport has called, for its
+// port included; http and https apart) and shared by every request
+// through it; one is kept for every host the Transport has called, for its
 // lifetime.
 type Transport struct {
 	// Base makes each attempt (default: a clone of http.DefaultTransport
@@ -233,8 +233,11 @@ type Transport struct {
 	initOnce sync.Once
 	initErr  error
 	base     http.RoundTripper
-	retrySet []int    // the statuses retried
-	hosts    dest.Set // per host (URL.Host): the policy with its budget and breaker
+	retrySet []int // the statuses retried
+	// Per host (URL.Host): the policy with the host's budget and breaker;
+	// http apart, so that a host without a port is two destinations, port
+	// 80 and port 443, without a per-request key.
+	hosts, plainHosts dest.Set
 }
 
 // NewClient returns an http.Client whose Transport is a [Transport] with
@@ -250,11 +253,13 @@ func (t *Transport) init() {
 			t.initErr = err
 			return
 		}
-		if err := t.hosts.Init(dest.Config{Policy: t.Policy, Budget: t.Budget, Budgets: t.Budgets,
-			Breaker: t.Breaker, OnBreakerChange: t.OnBreakerChange}); err != nil {
+		hosts := dest.Config{Policy: t.Policy, Budget: t.Budget, Budgets: t.Budgets,
+			Breaker: t.Breaker, OnBreakerChange: t.OnBreakerChange}
+		if err := t.hosts.Init(hosts); err != nil {
 			t.initErr = err
 			return
 		}
+		t.plainHosts.Init(hosts) // the same config, checked above
 		if math.IsNaN(t.AttemptShare) || t.AttemptShare > 1 {
 			t.initErr = fmt.Errorf("retryhttp: AttemptShare is %v, must be at most 1 (negative: none)", t.AttemptShare)
 			return
@@ -302,7 +307,11 @@ func (t *Transport) keyedWait(c *call, resp *http.Response) bool {
 func (t *Transport) policy(u *url.URL) *retry.Policy {
 	// The budgets are keyed by host and port, the scheme's default port
 	// filled in, so that "example.com" and "example.com:443" spend one.
-	return &t.hosts.Get(u.Host, func() string { return destination(u) }).Policy
+	hosts := &t.hosts
+	if u.Scheme == "http" {
+		hosts = &t.plainHosts
+	}
+	return &hosts.Get(u.Host, func() string { return destination(u) }).Policy
 }
 
 // destination returns u's host and port, with the scheme's default port

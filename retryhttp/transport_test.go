@@ -1124,3 +1124,31 @@ func TestInvalidBreakerConfigFails(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetPerSchemeDefaultPort: a host called without a port over http
+// and over https is two destinations (port 80 and port 443), each with its
+// own budget, whichever is called first.
+func TestBudgetPerSchemeDefaultPort(t *testing.T) {
+	reg := &budget.Registry{}
+	tr := &retryhttp.Transport{Policy: fast(3), Budgets: reg,
+		Base: roundTripper(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+		})}
+	for _, u := range []string{"https://x.test/a", "http://x.test/b", "https://x.test/c"} {
+		resp, err := do(t, tr, context.Background(), "GET", u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+	}
+	for dest, want := range map[string]int64{"x.test:443": 2, "x.test:80": 1} {
+		b, _ := reg.For(dest, budget.Config{})
+		if got := b.Stats().Requests; got != want {
+			t.Errorf("%s's budget counted %d requests, want %d", dest, got, want)
+		}
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
