@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},
 		{"InsertMany", testInsertMany},
+		{"InsertManyNoKeys", testInsertManyNoKeys},
 		{"InsertManyUnique", testInsertManyUnique},
 		{"InsertManyAtomic", testInsertManyAtomic},
 		{"UniqueByArgs", testUniqueByArgs},
