@@ -178,6 +178,9 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 	return j, true, nil
 }
 
+// policyArg is the index of the policy's JSON (a string) in insertArgs.
+const policyArg = 5
+
 // insertArgs are the parameters of insertSQL for in.
 func insertArgs(in *queue.JobInsert) ([]any, error) {
 	policy := []byte("{}")
