@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/heed-go/heed/queue"
 	"io"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
 

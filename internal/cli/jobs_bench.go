@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/heed-go/heed/internal/jobbench"
+	"github.com/heed-go/heed/internal/textfmt"
 )
 
 var jobsBenchDoc = helpDoc{

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
-	"github.com/heed-go/heed/internal/textfmt"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )

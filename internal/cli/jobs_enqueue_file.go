@@ -3,13 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 )
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
 	"time"
 
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/heed-go/heed/internal/textfmt"
 )
 

@@ -3,8 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
 	"time"
+
+	"github.com/heed-go/heed/internal/jobtext"
 )
 
 var jobsStatsDoc = helpDoc{

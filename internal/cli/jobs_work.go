@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
 	"io"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/internal/jobrun"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
 )
 

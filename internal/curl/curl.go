@@ -10,8 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/heed-go/heed/internal/redact"
-	"github.com/heed-go/heed/retryhttp"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/retryhttp"
 )
 
 // SplitShortFlags rewrites curl's combined one-letter flags as the flag
