@@ -118,7 +118,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 			}
 		}
 	}
-	d, err := openDB(ctx, dsn, openMigrate)
+	d, err := openDB(ctx, dsn, storeurl.Migrate)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

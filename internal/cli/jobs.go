@@ -117,16 +117,6 @@ const openTimeout = 15 * time.Second
 // the mode may not create one.
 var errNoDatabase = errors.New("no such database")
 
-// Open modes: see storeurl.Mode. openRead: ls, show, stats, dead ls and
-// show; openWrite: requeue, delete, purge; openCreate: enqueue;
-// openMigrate: migrate, work, demo and bench.
-const (
-	openRead    = storeurl.Read
-	openWrite   = storeurl.Write
-	openCreate  = storeurl.Create
-	openMigrate = storeurl.Migrate
-)
-
 // openDB opens the database dsn as mode allows, with a PostgreSQL pool of
 // poolSize connections when given.
 func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int) (*storeurl.DB, error) {
@@ -145,7 +135,7 @@ func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int
 			return nil, err
 		case errors.Is(err, storeurl.ErrNoSchema):
 			return nil, fmt.Errorf("cannot open %s: %w (create the schema of search_path first)", name, err)
-		case isFile && mode < openCreate && errors.Is(err, fs.ErrNotExist):
+		case isFile && mode < storeurl.Create && errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("%w: %s does not exist, and nothing was created (heed jobs migrate or enqueue creates it; set --db or $%s)", errNoDatabase, "sqlite "+path, envDB)
 		}
 		return nil, fmt.Errorf("cannot open %s: %w%s", name, err, migrateHint(err))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/heed-go/heed/internal/jobbench"
 	"github.com/heed-go/heed/internal/textfmt"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsBenchDoc = helpDoc{
@@ -61,7 +62,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		defer os.RemoveAll(dir)
 		dsn = filepath.Join(dir, "bench.db")
 	}
-	d, err := openDB(ctx, dsn, openMigrate, poolSizeFor(*conc+*inserters))
+	d, err := openDB(ctx, dsn, storeurl.Migrate, poolSizeFor(*conc+*inserters))
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

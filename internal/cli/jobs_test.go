@@ -288,7 +288,7 @@ func jobsTour(t *testing.T, dsn string) {
 		t.Errorf("delete: %q", out)
 	}
 
-	d, err := openDB(context.Background(), dsn, openWrite)
+	d, err := openDB(context.Background(), dsn, storeurl.Write)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/heed-go/heed/internal/jobrun"
 	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsWorkDoc = helpDoc{
@@ -94,9 +95,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	for _, n := range qs {
 		total += n
 	}
-	workMode := openMigrate
+	workMode := storeurl.Migrate
 	if *noMigrate {
-		workMode = openWrite
+		workMode = storeurl.Write
 	}
 	d, err := openDB(ctx, resolveDB(*db), workMode, poolSizeFor(total))
 	if err != nil {
