@@ -229,7 +229,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			res.Outcome, class = classifyErr(a.err, gotConn)
 			if a.timedOut {
 				res.Outcome = retry.OutcomeTimeout // our own limit cut it
-			} else if res.Outcome == retry.OutcomeOK && errors.Is(a.err, context.DeadlineExceeded) {
+			} else if res.Outcome == retry.OutcomeSuccess && errors.Is(a.err, context.DeadlineExceeded) {
 				// Neither our limit nor the caller's: a wrapping
 				// transport's, say. Worth a retry if time is left.
 				res.Outcome = retry.OutcomeTransient
