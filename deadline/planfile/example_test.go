@@ -36,8 +36,8 @@ steps:
 }
 
 func ExampleParseStep() {
-	st, err := planfile.ParseStep("name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s")
-	fmt.Println(st.Name, st.P99, st.Budget, st.Attempts, st.Timeout, err)
+	st, err := planfile.ParseStep("name=stock,p99=120ms,budget=300ms,attempts=2,attempt_timeout=30s")
+	fmt.Println(st.Name, st.P99, st.Budget, st.Attempts, st.AttemptTimeout, err)
 	_, err = planfile.ParseStep("name=stock,p99=fast")
 	fmt.Println(err)
 	// Output:

@@ -15,7 +15,7 @@ var updatePlanGolden = flag.Bool("update-plan-golden", false, "rewrite testdata/
 // planDeadlineExample is the example from the help text.
 var planDeadlineExample = []string{"plan", "deadline", "--deadline", "2s", "--reserve", "100ms", "--rate", "500",
 	"--step", "name=validate,p99=5ms,budget=20ms",
-	"--step", "name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s",
+	"--step", "name=stock,p99=120ms,budget=300ms,attempts=2,attempt_timeout=30s",
 	"--step", "name=payment,p99=400ms,budget=900ms"}
 
 func testPlan(name string) string { return filepath.Join("testdata", "plan", name) }
@@ -77,13 +77,13 @@ func TestPlanDeadlineRules(t *testing.T) {
 		steps []string
 		want  []string
 	}{
-		{"ok", []string{"name=a,p99=100ms,budget=300ms", "name=b,p99=50ms,budget=200ms,attempts=2,timeout=150ms"}, nil},
+		{"ok", []string{"name=a,p99=100ms,budget=300ms", "name=b,p99=50ms,budget=200ms,attempts=2,attempt_timeout=150ms"}, nil},
 		{"over the deadline", []string{"name=a,p99=100ms,budget=600ms", "name=b,p99=100ms,budget=400ms"}, []string{"over-deadline"}},
 		{"below p99", []string{"name=a,p99=100ms,budget=90ms"}, []string{"below-p99"}},
 		{"far above p99", []string{"name=a,p99=10ms,budget=101ms"}, []string{"far-above-p99"}},
 		{"cannot retry", []string{"name=a,p99=100ms,budget=250ms,attempts=2,jitter=none,base=100ms"}, []string{"retry-does-not-fit"}},
 		{"retry fits exactly", []string{"name=a,p99=100ms,budget=300ms,attempts=2,jitter=none,base=100ms"}, nil},
-		{"timeout above the budget", []string{"name=a,p99=100ms,budget=300ms,timeout=30s"}, []string{"timeout-above-upstream"}},
+		{"timeout above the budget", []string{"name=a,p99=100ms,budget=300ms,attempt_timeout=30s"}, []string{"timeout-above-upstream"}},
 	}
 	for _, tt := range tests {
 		args := slices.Clone(base)
@@ -184,7 +184,7 @@ func TestPlanDeadlineBadInput(t *testing.T) {
 		{"reserve above the deadline", "", []string{"--deadline", "1s", "--reserve", "2s", "--step", step}, "invalid --reserve: 2s, must be below the deadline 1s"},
 		{"negative budget", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=-10ms"}, "--step 1 (a): budget is -10ms, must not be negative"},
 		{"negative p99", "", []string{"--deadline", "1s", "--step", "name=a,p99=-1ms,budget=10ms"}, "--step 1 (a): p99 is -1ms, must not be negative"},
-		{"negative timeout", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=10ms,timeout=-1s"}, "--step 1 (a): timeout is -1s, must not be negative"},
+		{"negative timeout", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=10ms,attempt_timeout=-1s"}, "--step 1 (a): attempt_timeout is -1s, must not be negative"},
 		{"missing budget", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms"}, "--step 1 (a): budget is missing, must be positive"},
 		{"no name", "", []string{"--deadline", "1s", "--step", "p99=1ms,budget=10ms"}, "missing name=NAME: every step needs a name"},
 		{"empty name", "", []string{"--deadline", "1s", "--step", "name=,p99=1ms,budget=10ms"}, "--step 1: name is empty, every step needs a name"},
