@@ -24,7 +24,7 @@ func InputError(err error, file string, deadlineFlag, reserveFlag bool) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
-	field := strings.ToLower(pe.Field)
+	field := Key(pe.Field)
 	if file == "" {
 		field = strings.TrimPrefix(field, "backoff.")
 	}
@@ -52,8 +52,8 @@ func InputError(err error, file string, deadlineFlag, reserveFlag bool) error {
 // under the plan.
 func waiting(r deadline.Report, s deadline.StepReport, rate float64) (underTimeout, underPlan float64) {
 	underTimeout = -1
-	if s.Timeout > 0 {
-		underTimeout = rate * s.Timeout.Seconds()
+	if s.AttemptTimeout > 0 {
+		underTimeout = rate * s.AttemptTimeout.Seconds()
 	}
 	return underTimeout, rate * min(s.Budget, r.Available).Seconds()
 }
@@ -84,8 +84,8 @@ func WriteReport(w io.Writer, r deadline.Report, rate float64) {
 			gets = "refused"
 		}
 		timeout := "-"
-		if s.Timeout > 0 {
-			timeout = textfmt.Dur(s.Timeout)
+		if s.AttemptTimeout > 0 {
+			timeout = textfmt.Dur(s.AttemptTimeout)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, textfmt.Dur(s.P99), textfmt.Dur(s.Budget),
 			textfmt.Num(s.Multiple), s.Attempts, textfmt.Dur(s.Need), holds, textfmt.Dur(s.Start), textfmt.Dur(s.Left), gets, timeout)
@@ -107,7 +107,7 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 			t, p := waiting(r, s, rate)
 			under := "-"
 			if t >= 0 {
-				under = fmt.Sprintf("%s (%v)", textfmt.Num(t), textfmt.Dur(s.Timeout))
+				under = fmt.Sprintf("%s (%v)", textfmt.Num(t), textfmt.Dur(s.AttemptTimeout))
 				if p > 0 && t/p > worstRatio {
 					worst, worstRatio = i, t/p
 				}
@@ -120,7 +120,7 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 			s := r.Steps[worst]
 			t, p := waiting(r, s, rate)
 			fmt.Fprintf(w, "If %s hangs, %s requests wait on it under its %v timeout, %s× the %s under the plan's %v.\n",
-				s.Name, textfmt.Num(t), textfmt.Dur(s.Timeout), textfmt.Num(worstRatio), textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)))
+				s.Name, textfmt.Num(t), textfmt.Dur(s.AttemptTimeout), textfmt.Num(worstRatio), textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)))
 		}
 	}
 
@@ -206,8 +206,8 @@ func reportJSON(r deadline.Report, rate float64) deadlineJSON {
 			StartMs: ms(s.Start), LeftMs: ms(s.Left), GetsMs: ms(s.Gets), Refused: s.Refused,
 			Problems: make([]string, len(s.Problems)),
 		}
-		if s.Timeout > 0 {
-			t := ms(s.Timeout)
+		if s.AttemptTimeout > 0 {
+			t := ms(s.AttemptTimeout)
 			j.TimeoutMs = &t
 		}
 		for k, p := range s.Problems {

@@ -19,82 +19,8 @@ import (
 
 var simDoc = helpDoc{file: "sim", groups: []flagGroup{{"Sim flags", []string{"policy", "seed", "seeds", "horizon", "csv", "chart", "force"}}}}
 
-<<<<<<< HEAD
 // simScenariosHelp lists the built-in scenarios for the help.
 func simScenariosHelp() string {
-=======
-Simulates what retry policies do to a struggling dependency, in virtual
-time, with heed's own retry decisions, backoff, retry budget and circuit
-breaker. SCENARIO is a built-in scenario's name or a scenario file (YAML,
-or JSON when it ends in .json). Each policy of the scenario runs against the
-same user requests; a summary table compares them, and --csv and --chart
-write the time series and a chart with the policies side by side.
-
-The summary: attempts per user request (at the bottom service), the peak
-load amplification (attempts at the bottom / user requests, in the worst
-interval), the share of user requests that succeeded, their p99 latency, and
-whether the system recovered after the last fault ended, or "did not recover
-within the horizon": a metastable failure, kept alive by the retries.
-`
-
-const simFoot = `Scenario file (YAML or JSON; durations as "500ms", "2s", "1m"; only horizon,
-load.rate and policies are required, other fields may be left out and take
-their default; unknown fields and impossible values are errors):
-
-  name: my-outage
-  description: what it shows
-  horizon: 2m            # virtual time to simulate
-  interval: 1s           # width of one point of the time series (default 1s)
-  seed: 1                # same seed, same result; every policy sees the same users
-  recover_at: 0.9        # success rate of a healthy interval (default 0.9)
-  load:
-    rate: 100            # user requests per second
-    arrival: poisson     # or constant (default poisson)
-    deadline: 5s         # how long a user waits (default: forever)
-  service:               # the bottom service
-    concurrency: 50      # workers (default 0: unlimited)
-    service_time: 20ms   # per attempt (the mean, with exponential: true)
-    exponential: false   # draw service times from an exponential distribution
-    load_latency: 0s     # added for each attempt in service when one starts
-    queue_limit: 0       # 0: no limit; -1: no queue (reject when busy)
-    error_rate: 0        # share of attempts failing outside faults
-  faults:                # kind: outage, capacity (factor: share left),
-    - {kind: outage, start: 20s, end: 40s}   # errors (rate), spike (factor)
-    - {kind: spike, start: 60s, end: 70s, factor: 2}
-  policies:              # one run each, compared
-    - name: heed
-      propagate_deadline: false   # send deadlines down the chain
-      layers:            # top first; the last one calls the service
-        - name: api
-          attempts: 3    # in total, the first included (default 3)
-          backoff: {kind: exponential, base: 100ms, cap: 5s, multiplier: 2, jitter: full}
-          attempt_timeout: 1s    # per attempt (default: none)
-          time_budget: 0s        # time budget of a call (default: none)
-          min_attempt_time: 10ms
-          owner: true    # layers below make one attempt each (default false)
-          budget: {ratio: 0.1, window: 10s, min_per_second: 1}   # default: no budget
-          breaker: {failure_ratio: 0.5, min_calls: 20, window: 10s, cooldown: 5s, probes: 3}   # default: none
-
-CSV (--csv): policy, t_s (interval start), user_requests, attempts (at the
-bottom), goodput, errors (user requests), queue, in_flight (at the bottom, at
-the interval's end), p50_ms, p99_ms (user requests finished in the interval).
-
-Exit codes:
-  0    the simulation ran
-  1    an output file could not be written
-  2    usage error: bad flag, unknown scenario, invalid scenario file
-  130  interrupted
-
-Examples:
-  heed sim spike
-  heed sim --chart spike.png --csv spike.csv spike
-  heed sim --chart docs/sim-spike.png --force spike   # redraw the README's chart
-  heed sim --policy heed --horizon 5m my-outage.yaml
-`
-
-// simHelp lists the built-in scenarios between the head and the flags.
-func simHelp() helpDoc {
->>>>>>> f534af5
 	var b strings.Builder
 	for _, name := range sim.Builtins() {
 		s, _ := sim.Builtin(name)
