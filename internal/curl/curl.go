@@ -260,6 +260,7 @@ type Output struct {
 	N int64 // bytes written
 }
 
+// Write writes p to W and counts it.
 func (o *Output) Write(p []byte) (int, error) {
 	n, err := o.W.Write(p)
 	o.N += int64(n)
