@@ -323,3 +323,25 @@ func parseNoArgs(fs *flag.FlagSet, args []string, s streams, d helpDoc) (code in
 	}
 	return 0, false
 }
+
+// parseInterleaved parses args into fs, allowing flags after positional
+// arguments (heed jobs enqueue fail '{}' --in 1m), and returns the
+// positional arguments. Everything after "--" is positional. When it is
+// done (--help, or an error) it has printed what is needed; see parseFlags.
+func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (pos []string, code int, done bool) {
+	for {
+		if code, done := parseFlags(fs, args, s, d); done {
+			return nil, code, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		// flag stops at "--" (and consumes it) or at the first positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), 0, false
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
