@@ -15,7 +15,7 @@ import (
 func TestMigrateCancelledKeepsJobs(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := OpenWith(ctx, path, OpenOptions{NoMigrate: true, CreateEmpty: true, stopAt: 5})
+	old, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
