@@ -402,7 +402,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason = "response cannot be replayed (status " + strconv.Itoa(status) + " or hijacked)"
 		}
 		h.log(ctx, slog.LevelWarn, "idempotency: response not stored; key released", raw, r, slog.String("reason", reason))
-		if err := h.m.Store.KeyRelease(ctx, scope, key, token); err != nil {
+		if err := h.m.Store.KeyRelease(ctx, Release{Scope: scope, Key: key, Token: token}); err != nil {
 			h.log(ctx, slog.LevelError, "idempotency: release failed; key held until its lease ends", raw, r, slog.String("error", err.Error()))
 		}
 		return
@@ -450,7 +450,7 @@ func (rn *renewer) fire() {
 	rn.mu.Unlock()
 	defer rn.wg.Done()
 	ctx := context.WithoutCancel(rn.r.Context())
-	err := rn.h.m.Store.KeyExtend(ctx, rn.scope, rn.key, rn.token, rn.h.now().Add(rn.h.lease))
+	err := rn.h.m.Store.KeyExtend(ctx, Extension{Scope: rn.scope, Key: rn.key, Token: rn.token, LeaseUntil: rn.h.now().Add(rn.h.lease)})
 	if errors.Is(err, ErrLeaseLost) {
 		rn.h.log(ctx, slog.LevelWarn, "idempotency: claim lost while the handler runs; the request may run twice", rn.raw, rn.r)
 		return // nothing left to renew

@@ -337,8 +337,9 @@ type extendLog struct {
 	until chan time.Time
 }
 
-func (s *extendLog) KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error {
-	err := s.Store.KeyExtend(ctx, scope, key, token, leaseUntil)
+func (s *extendLog) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+	leaseUntil := ext.LeaseUntil
+	err := s.Store.KeyExtend(ctx, ext)
 	if err == nil {
 		select {
 		case s.until <- leaseUntil:

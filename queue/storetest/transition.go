@@ -243,7 +243,7 @@ func testHistoryCap(t *testing.T, s queue.Store) {
 		t.Fatal(err)
 	}
 	check(total + 1)
-	if n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{IDs: []int64{j.ID}}, Now: at, Entry: queue.Attempt{Attempt: total + 2, Outcome: queue.OutcomeRequeued,
+	if n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{j.ID}}, Now: at, Entry: queue.Attempt{Attempt: total + 2, Outcome: queue.OutcomeRequeued,
 		Worker: "w1", StartedAt: at.Add(time.Second), FinishedAt: at.Add(2 * time.Second), Error: "boom", Action: "retry", Reason: "transient"}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue: %d, %v", n, err)
 	}
