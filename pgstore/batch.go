@@ -184,8 +184,9 @@ func applyBatch(ctx context.Context, q querier, ts []*queue.Transition, entries 
 }
 
 // JobTransitions applies ts as JobTransition would, one after the other,
-// in one transaction: one UPDATE for all of them (one more per repeated
-// job). It returns one error per transition, in order: nil, or an error
+// all or none: one UPDATE for all of them when each is of a different job
+// (the usual batch, a statement of its own), else in one transaction, one
+// more UPDATE per repeated job. It returns one error per transition, in order: nil, or an error
 // matching queue.ErrInvalid (bad input, or a value PostgreSQL refuses) or
 // queue.ErrLeaseLost, which leaves that job unchanged and the others
 // unaffected. err reports a failure of the whole batch (the connection,
@@ -214,12 +215,26 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) (errs
 	if len(rounds) == 0 {
 		return errs, nil
 	}
+	queues := make([]string, len(ts))
+	if len(rounds) == 1 {
+		// One transition per job, the usual batch: one statement is
+		// atomic by itself and needs no transaction nor savepoint (one
+		// round trip instead of five). Only when PostgreSQL refuses it
+		// is each transition tried under a savepoint of its own, below.
+		done, err := s.applyAlone(ctx, ts, entries, rounds[0], errs, queues)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			s.publishWakes(ts, errs, queues)
+			return errs, nil
+		}
+	}
 	tx, err := s.lazy.Begin(ctx)
 	if err != nil {
 		return nil, wrapErr("transition jobs: begin", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
-	queues := make([]string, len(ts))
 	for _, round := range rounds {
 		if err := s.applyRound(ctx, tx, ts, entries, round, errs, queues); err != nil {
 			return nil, err
@@ -228,6 +243,13 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) (errs
 	if err := tx.Commit(ctx); err != nil {
 		return nil, wrapErr("transition jobs: commit", err)
 	}
+	s.publishWakes(ts, errs, queues)
+	return errs, nil
+}
+
+// publishWakes wakes the workers of the queues of the applied transitions
+// that make a job due now.
+func (s *Store) publishWakes(ts []queue.Transition, errs []error, queues []string) {
 	var wake []string
 	for i := range ts {
 		if errs[i] == nil && ts[i].Wakes() {
@@ -235,7 +257,34 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) (errs
 		}
 	}
 	s.publish.publish(wake...)
-	return errs, nil
+}
+
+// applyAlone applies the transitions ts[i] for i in round (distinct jobs)
+// in one statement outside of any transaction, setting errs[i] and
+// queues[i]. It returns false, having applied nothing, when PostgreSQL
+// refused the statement, and an error when the batch as a whole failed.
+func (s *Store) applyAlone(ctx context.Context, ts []queue.Transition, entries [][]byte, round []int, errs []error, queues []string) (bool, error) {
+	sub := make([]*queue.Transition, len(round))
+	subEntries := make([][]byte, len(round))
+	for k, i := range round {
+		sub[k], subEntries[k] = &ts[i], entries[i]
+	}
+	done, err := applyBatch(ctx, s.lazy, sub, subEntries)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrapErr("transition jobs", err)
+	}
+	for _, i := range round {
+		if q, ok := done[ts[i].ID]; ok {
+			queues[i] = q
+		} else {
+			errs[i] = leaseLost(&ts[i])
+		}
+	}
+	return true, nil
 }
 
 // applyRound applies the transitions ts[i] for i in round (distinct jobs)

@@ -161,8 +161,8 @@ func TestTransitionClose(t *testing.T) {
 }
 
 // TestJobTransitions covers what storetest does not: a value PostgreSQL
-// refuses (a NUL byte) fails alone, and a job transitioned twice in one
-// batch sees its first transition.
+// refuses (a NUL byte) fails alone, in a batch with a job transitioned
+// twice (which sees its first transition) and in one without.
 func TestJobTransitions(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
@@ -192,6 +192,31 @@ func TestJobTransitions(t *testing.T) {
 	for i, want := range []queue.State{queue.StateSucceeded, queue.StateRunning, queue.StateSucceeded} {
 		j, err := s.JobGet(ctx, jobs[i].ID)
 		if err != nil || j.State != want || (want == queue.StateSucceeded && len(j.History) != 1) {
+			t.Errorf("job %d: %+v, %v; want %s", i, j, err, want)
+		}
+	}
+	// One transition per job goes in a statement of its own: a refused
+	// value still fails alone.
+	for range 3 {
+		if _, _, err := s.JobInsert(ctx, newInsert(t, "k", queue.EnqueueOptions{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	more, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 3, Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	if err != nil || len(more) != 3 {
+		t.Fatalf("claim: %d, %v", len(more), err)
+	}
+	nul = done(more[1])
+	nul.State, nul.DeadReason = queue.StateDead, "nul\x00"
+	errs, err = s.JobTransitions(ctx, []queue.Transition{done(more[0]), nul, done(more[2])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || !errors.Is(errs[1], queue.ErrInvalid) || errs[2] != nil {
+		t.Fatalf("errs = %v; want nil, ErrInvalid, nil", errs)
+	}
+	for i, want := range []queue.State{queue.StateSucceeded, queue.StateRunning, queue.StateSucceeded} {
+		if j, err := s.JobGet(ctx, more[i].ID); err != nil || j.State != want {
 			t.Errorf("job %d: %+v, %v; want %s", i, j, err, want)
 		}
 	}

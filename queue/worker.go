@@ -480,9 +480,21 @@ func (w *Worker) listen(ch <-chan string) {
 
 // claimLoop claims jobs of queue q while fewer than limit run, and starts
 // them.
+//
+// A job stops counting against limit when its handler returns, not when
+// its result is stored: the write (batched with others, see completeLoop)
+// overlaps the next claim instead of holding a slot, as River's completer
+// does. At most limit jobs may wait for their write, so that a slow store
+// does not let claimed jobs pile up: a queue holds at most 2×limit jobs
+// claimed and unfinished.
 func (w *Worker) claimLoop(q string, limit int) {
-	running := 0
-	done := make(chan struct{}, limit) // one slot per job: job goroutines never block on it
+	running := 0 // claimed, handler not returned
+	storing := 0 // handler returned, result not yet stored
+	// Each job sends ran (true) when its handler returns, then done
+	// (false) when it is finished; one channel keeps the two in order.
+	// With at most 2×limit jobs, each with at most two messages unread,
+	// job goroutines never block on it.
+	ends := make(chan bool, 4*limit)
 	poll := w.jittered(w.cfg.PollInterval)
 	timer := clock.Or(w.cfg.Clock).NewTimer(poll)
 	next := w.now().Add(poll) // when the timer fires
@@ -503,7 +515,7 @@ func (w *Worker) claimLoop(q string, limit int) {
 			return
 		default:
 		}
-		if free := limit - running; free > 0 && (poke || (more && free >= batchMin)) {
+		if free := min(limit-running, 2*limit-running-storing); free > 0 && (poke || (more && free >= batchMin)) {
 			poke = false
 			now := w.now()
 			w.active.claimStart()
@@ -519,8 +531,15 @@ func (w *Worker) claimLoop(q string, limit int) {
 				running++
 				w.jobs.Add(1)
 				go func() {
-					defer func() { w.active.jobEnd(); done <- struct{}{}; w.jobs.Done() }()
-					w.run(job)
+					ran := false
+					release := func() {
+						if !ran {
+							ran = true
+							ends <- true
+						}
+					}
+					defer func() { release(); w.active.jobEnd(); ends <- false; w.jobs.Done() }()
+					w.run(job, release)
 				}()
 			}
 			more = err == nil && len(jobs) == free
@@ -528,8 +547,13 @@ func (w *Worker) claimLoop(q string, limit int) {
 		select {
 		case <-w.stopping:
 			return
-		case <-done:
-			running--
+		case ran := <-ends:
+			if ran {
+				running--
+				storing++
+			} else {
+				storing--
+			}
 		case <-w.wake[q]:
 			poke = true
 		case at := <-w.soon[q]:
@@ -624,8 +648,9 @@ func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Durat
 }
 
 // run runs one attempt of job, as the call protocol admits it, and stores
-// what follows.
-func (w *Worker) run(job *Job) {
+// what follows. It calls release once the handler has returned, before
+// the result is stored (not at all when the handler did not run).
+func (w *Worker) run(job *Job, release func()) {
 	if w.unknownKind(job) {
 		return
 	}
@@ -664,6 +689,7 @@ func (w *Worker) run(job *Job) {
 	cancel()
 	close(stopRenew)
 	renewWG.Wait()
+	release()
 	now := w.now()
 	dur := now.Sub(start)
 

@@ -44,12 +44,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeReqBody(req)
 		return nil, err
 	}
-	// The policy, never copied per request: the host's copy when the host
-	// has its own budget or breaker, or the Transport's. Neither is written.
-	p := &t.Policy
-	if t.perHost {
-		p = &t.host(req.URL).policy
-	}
+	p := t.policy(req.URL)
 	var h retry.History // UpstreamOwns is set by run when a decision needs it
 	if dl, ok := ctx.Deadline(); ok {
 		h.Deadline = dl

@@ -263,3 +263,46 @@ func TestPlanDeadlineDispatch(t *testing.T) {
 		t.Errorf("heed plan other: exit code %d, stderr %q", code, stderr)
 	}
 }
+
+// The JSON form of heed plan deadline --json, as its help documents it:
+// decoding with DisallowUnknownFields pins it.
+
+type deadlineJSON struct {
+	DeadlineMs  float64               `json:"deadline_ms"`
+	ReserveMs   float64               `json:"reserve_ms"`
+	AvailableMs float64               `json:"available_ms"`
+	TotalMs     float64               `json:"total_ms"`
+	OK          bool                  `json:"ok"`
+	Rate        *float64              `json:"rate,omitempty"`
+	Steps       []deadlineStepJSON    `json:"steps"`
+	Problems    []deadlineProblemJSON `json:"problems"`
+}
+
+type deadlineStepJSON struct {
+	Name        string       `json:"name"`
+	P99Ms       float64      `json:"p99_ms"`
+	BudgetMs    float64      `json:"budget_ms"`
+	Attempts    int          `json:"attempts"`
+	TimeoutMs   *float64     `json:"timeout_ms,omitempty"`
+	Multiple    float64      `json:"multiple"`
+	NeedMs      float64      `json:"need_ms"`
+	Holds       bool         `json:"holds"`
+	AttemptsFit int          `json:"attempts_fit"`
+	StartMs     float64      `json:"start_ms"`
+	LeftMs      float64      `json:"left_ms"`
+	GetsMs      float64      `json:"gets_ms"`
+	Refused     bool         `json:"refused"`
+	Problems    []string     `json:"problems"`
+	Waiting     *waitingJSON `json:"waiting,omitempty"`
+}
+
+type waitingJSON struct {
+	UnderTimeout *float64 `json:"under_timeout,omitempty"`
+	UnderPlan    float64  `json:"under_plan"`
+}
+
+type deadlineProblemJSON struct {
+	Code    string `json:"code"`
+	Step    string `json:"step,omitempty"`
+	Message string `json:"message"`
+}

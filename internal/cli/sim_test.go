@@ -209,6 +209,7 @@ func TestSimProgressOnlyOnTerminal(t *testing.T) {
 
 // The example file in the help is a valid scenario.
 func TestSimHelpExampleParses(t *testing.T) {
+	simFoot := helpText("sim")
 	start := strings.Index(simFoot, "  name: my-outage")
 	end := strings.Index(simFoot, "\nCSV (--csv)")
 	if start < 0 || end < start {

@@ -85,7 +85,7 @@ func testCancel(t *testing.T, s queue.Store) {
 		t.Errorf("renew after cancel: %v, want ErrLeaseLost", err)
 	}
 	if err := s.JobTransition(ctx, queue.Transition{ID: run.ID, LeaseToken: run.LeaseToken, State: queue.StateSucceeded,
-		Attempt: 1, FinishedAt: now, Entry: entry(1, "ok", "done", "success", now)}); !errors.Is(err, queue.ErrLeaseLost) {
+		Attempt: 1, FinishedAt: now, Entry: entry(1, "success", "done", "success", now)}); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Errorf("transition after cancel: %v, want ErrLeaseLost", err)
 	}
 	if g := get(t, s, run.ID); g.State != queue.StateCancelled || len(g.History) != 1 {

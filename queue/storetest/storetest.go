@@ -62,11 +62,13 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},
 		{"InsertMany", testInsertMany},
+		{"InsertManyNoKeys", testInsertManyNoKeys},
 		{"InsertManyUnique", testInsertManyUnique},
 		{"InsertManyAtomic", testInsertManyAtomic},
 		{"UniqueByArgs", testUniqueByArgs},
 		{"UniqueByPeriod", testUniqueByPeriod},
 		{"UniqueByState", testUniqueByState},
+		{"TickMemory", testTickMemory},
 	}
 	tests = append(tests, opsTests...) // ops.go
 	for _, tt := range tests {

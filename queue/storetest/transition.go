@@ -144,7 +144,7 @@ func testTransitionBatch(t *testing.T, s queue.Store) {
 		t.Fatalf("claimed %d", len(jobs))
 	}
 	ok1 := queue.Transition{ID: jobs[0].ID, LeaseToken: jobs[0].LeaseToken, State: queue.StateSucceeded, Attempt: 1,
-		FinishedAt: t0, Entry: entry(1, "ok", "done", "success", t0)}
+		FinishedAt: t0, Entry: entry(1, "success", "done", "success", t0)}
 	stale := queue.Transition{ID: jobs[1].ID, LeaseToken: "stale", State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0}
 	bad := queue.Transition{ID: jobs[2].ID, LeaseToken: jobs[2].LeaseToken, State: queue.StateRunning}
 	ok2 := queue.Transition{ID: jobs[3].ID, LeaseToken: jobs[3].LeaseToken, State: queue.StateAvailable, Attempt: 1,

@@ -31,7 +31,7 @@ func finishJob(t *testing.T, s queue.Store, j *queue.Job, state queue.State) {
 		t.Fatalf("claimed job %d, want %d", c.ID, j.ID)
 	}
 	tr := queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: state, Attempt: 1, FinishedAt: c.AvailableAt,
-		Entry: entry(1, "ok", "done", "success", c.AvailableAt)}
+		Entry: entry(1, "success", "done", "success", c.AvailableAt)}
 	if state == queue.StateDead {
 		tr.DeadReason, tr.Entry = "permanent", entry(1, "permanent", "give up", "permanent", c.AvailableAt)
 	}
