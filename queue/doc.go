@@ -87,7 +87,7 @@
 // handed to it as data, with every time in its arguments. The store SPI
 // is [Store] and the optional [Notifier] and [TransitionBatcher]; their
 // inputs [JobInsert] (built by [NewJobInsert]), [ClaimParams],
-// [RescueParams], [LeaseParams], [Transition], [RequeueParams] and
+// [RescueParams], [LeaseParams], [Transition], [OpParams], [PruneParams], [SearchParams] and
 // [JobFilter]; the stored forms of [JobPolicy] and [Attempt] (their JSON
 // methods) and [MaxHistory]; the schema errors [SchemaTooNewError] and
 // [SchemaBehindError]. Users never call these. queue/storetest is the

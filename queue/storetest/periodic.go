@@ -220,7 +220,7 @@ func testTickMemory(t *testing.T, s queue.Store) {
 		Attempt: c.Attempt, FinishedAt: tick.Add(2 * time.Second), Entry: entry(1, retry.OutcomeSuccess.Key(), "succeed", "", tick)}); err != nil {
 		t.Fatalf("JobTransition(succeeded): %v", err)
 	}
-	if n, err := s.JobPrune(ctx, queue.StateSucceeded, tick.Add(48*time.Hour), queue.RetentionBatch); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: tick.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want 1 job deleted", n, err)
 	}
 	if j, err := s.JobGet(ctx, j.ID); err == nil {
