@@ -312,7 +312,7 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.JobPrune(ctx, queue.StateSucceeded, first.Add(48*time.Hour), queue.RetentionBatch); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: first.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want the tick's job deleted", n, err)
 	}
 
