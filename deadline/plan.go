@@ -68,11 +68,11 @@ type PlanStep struct {
 	// Backoff is the schedule of delays between the step's attempts
 	// (default: heed's default schedule, the zero [backoff.Schedule]).
 	Backoff backoff.Schedule
-	// Timeout is the timeout the step's client or the dependency applies on
-	// its own, per attempt, such as a library default (default 0: not
+	// AttemptTimeout is the timeout the step's client or the dependency
+	// applies on its own, per attempt, such as a library default (default 0: not
 	// known, and not checked). A timeout longer than the step's budget
 	// means a hung attempt is cut by the budget, not by the timeout.
-	Timeout time.Duration
+	AttemptTimeout time.Duration
 }
 
 // PlanError reports an invalid [Plan]: [Plan.Validate] returns it. The
@@ -142,8 +142,8 @@ func (p Plan) Validate() error {
 			return bad("Budget", "is %v, must not be negative", s.Budget)
 		case s.Budget == 0:
 			return bad("Budget", "is missing, must be positive")
-		case s.Timeout < 0:
-			return bad("Timeout", "is %v, must not be negative", s.Timeout)
+		case s.AttemptTimeout < 0:
+			return bad("AttemptTimeout", "is %v, must not be negative", s.AttemptTimeout)
 		case s.Attempts < 0 || s.Attempts > MaxStepAttempts:
 			return bad("Attempts", "is %d, must be from 1 to %d (0 means 1)", s.Attempts, MaxStepAttempts)
 		}
@@ -227,10 +227,10 @@ func (r Report) OK() bool { return len(r.Problems) == 0 }
 // value; the zero value is not produced by this package.
 type StepReport struct {
 	// The step as planned, with Attempts defaulted.
-	Name        string
-	P99, Budget time.Duration
-	Attempts    int
-	Timeout     time.Duration
+	Name           string
+	P99, Budget    time.Duration
+	Attempts       int
+	AttemptTimeout time.Duration
 	// Multiple is Budget as a multiple of P99.
 	Multiple float64
 	// Need is what all the step's attempts need: Attempts × P99 plus the
@@ -283,7 +283,7 @@ func (p Plan) Check() (Report, error) {
 	var start time.Duration
 	for i, s := range p.Steps {
 		sr := StepReport{
-			Name: s.Name, P99: s.P99, Budget: s.Budget, Attempts: s.attempts(), Timeout: s.Timeout,
+			Name: s.Name, P99: s.P99, Budget: s.Budget, Attempts: s.attempts(), AttemptTimeout: s.AttemptTimeout,
 			Multiple: float64(s.Budget) / float64(s.P99),
 			Start:    start,
 			Left:     max(0, r.Available-start),
@@ -350,13 +350,13 @@ func stepProblems(p Plan, s PlanStep, sr StepReport) []Problem {
 				sr.Attempts, sr.Need, s.Budget, sr.AttemptsFit)
 		}
 	}
-	if up := min(s.Budget, p.Deadline-p.Reserve); s.Timeout > up {
+	if up := min(s.Budget, p.Deadline-p.Reserve); s.AttemptTimeout > up {
 		which := "its budget"
 		if up < s.Budget {
 			which = "the deadline minus the reserve"
 		}
 		add(ProblemTimeoutAboveUpstream, "downstream timeout %v is longer than the %v upstream gives it (%s): work goes on after the caller gave up",
-			s.Timeout, up, which)
+			s.AttemptTimeout, up, which)
 	}
 	return out
 }

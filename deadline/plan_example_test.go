@@ -44,7 +44,7 @@ func ExamplePlan_Check() {
 	bad := checkoutPlan
 	bad.Steps = append([]deadline.PlanStep(nil), checkoutPlan.Steps...)
 	bad.Steps[1].Budget = 250 * time.Millisecond
-	bad.Steps[2].Timeout = 30 * time.Second
+	bad.Steps[2].AttemptTimeout = 30 * time.Second
 	r, _ = bad.Check()
 	for _, p := range r.Problems {
 		fmt.Printf("%s: %s\n", p.Code, p.Message)

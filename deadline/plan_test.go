@@ -22,7 +22,7 @@ func checkoutPlan() Plan {
 		Steps: []PlanStep{
 			{Name: "validate", P99: 5 * msec, Budget: 20 * msec},
 			// 2 attempts: 2×120ms + at most 100ms backoff = 340ms.
-			{Name: "stock", P99: 120 * msec, Budget: 400 * msec, Attempts: 2, Timeout: 300 * msec},
+			{Name: "stock", P99: 120 * msec, Budget: 400 * msec, Attempts: 2, AttemptTimeout: 300 * msec},
 			{Name: "payment", P99: 400 * msec, Budget: 900 * msec},
 			{Name: "save", P99: 30 * msec, Budget: 150 * msec, Attempts: 3,
 				Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 10 * msec}},
@@ -51,7 +51,7 @@ func TestCheckRules(t *testing.T) {
 		{"ok at exactly p99", func(p *Plan) { p.Steps[2].Budget = 400 * msec }, nil, "", ""},
 		{"ok at exactly 10x", func(p *Plan) { p.Steps[0].Budget = 50 * msec }, nil, "", ""},
 		{"ok when the retry exactly fits", func(p *Plan) { p.Steps[1].Budget = 340 * msec }, nil, "", ""},
-		{"ok with timeout equal to budget", func(p *Plan) { p.Steps[1].Timeout = 400 * msec }, nil, "", ""},
+		{"ok with timeout equal to budget", func(p *Plan) { p.Steps[1].AttemptTimeout = 400 * msec }, nil, "", ""},
 
 		{"over the deadline", func(p *Plan) { p.Steps[2].Budget = 1500 * msec },
 			[]ProblemCode{ProblemOverDeadline}, "",
@@ -64,17 +64,17 @@ func TestCheckRules(t *testing.T) {
 			[]ProblemCode{ProblemFarAboveP99}, "validate", `"validate": budget 51ms is 10.2× its p99 5ms`},
 		{"far above what the attempts need", func(p *Plan) { p.Steps[1].Budget, p.Steps[2].Budget, p.Steps[3].Budget = 340*msec, 400*msec, 1101*msec },
 			[]ProblemCode{ProblemFarAboveP99}, "save", `budget 1.101s is 10× the 110ms its 3 attempts need`},
-		{"cannot retry", func(p *Plan) { p.Steps[1].Budget = 200 * msec; p.Steps[1].Timeout = 0 },
+		{"cannot retry", func(p *Plan) { p.Steps[1].Budget = 200 * msec; p.Steps[1].AttemptTimeout = 0 },
 			[]ProblemCode{ProblemRetryDoesNotFit}, "stock", `"stock": cannot retry inside its budget: 2 attempts need 340ms at p99 with worst-case backoff, budget 200ms holds only the first`},
 		{"only some retries fit", func(p *Plan) { p.Steps[3].Budget = 100 * msec },
 			[]ProblemCode{ProblemRetryDoesNotFit}, "save", `3 attempts need 110ms at p99 with worst-case backoff, budget 100ms holds only 2 of them`},
-		{"budget below p99 is not also a retry problem", func(p *Plan) { p.Steps[1].Budget = 100 * msec; p.Steps[1].Timeout = 0 },
+		{"budget below p99 is not also a retry problem", func(p *Plan) { p.Steps[1].Budget = 100 * msec; p.Steps[1].AttemptTimeout = 0 },
 			[]ProblemCode{ProblemBelowP99}, "stock", "below its p99"},
-		{"timeout above the budget", func(p *Plan) { p.Steps[1].Timeout = 30 * time.Second },
+		{"timeout above the budget", func(p *Plan) { p.Steps[1].AttemptTimeout = 30 * time.Second },
 			[]ProblemCode{ProblemTimeoutAboveUpstream}, "stock", `"stock": downstream timeout 30s is longer than the 400ms upstream gives it (its budget)`},
 		{"timeout above the deadline", func(p *Plan) {
 			p.Steps = p.Steps[:1]
-			p.Steps[0].Budget, p.Steps[0].P99, p.Steps[0].Timeout = 1900*msec, 1*time.Second, 5*time.Second
+			p.Steps[0].Budget, p.Steps[0].P99, p.Steps[0].AttemptTimeout = 1900*msec, 1*time.Second, 5*time.Second
 		}, []ProblemCode{ProblemTimeoutAboveUpstream}, "validate", "than the 1.9s upstream gives it (its budget)"},
 		{"several problems, plan-wide first", func(p *Plan) {
 			p.Steps[0].Budget = 1100 * msec
@@ -140,7 +140,7 @@ func TestCheckNumbers(t *testing.T) {
 	want := []StepReport{
 		{Name: "validate", P99: 5 * msec, Budget: 20 * msec, Attempts: 1, Multiple: 4,
 			Need: 5 * msec, Holds: true, AttemptsFit: 1, Start: 0, Left: 1900 * msec, Gets: 20 * msec},
-		{Name: "stock", P99: 120 * msec, Budget: 400 * msec, Attempts: 2, Timeout: 300 * msec, Multiple: 400.0 / 120,
+		{Name: "stock", P99: 120 * msec, Budget: 400 * msec, Attempts: 2, AttemptTimeout: 300 * msec, Multiple: 400.0 / 120,
 			Need: 340 * msec, Holds: true, AttemptsFit: 2, Start: 20 * msec, Left: 1880 * msec, Gets: 400 * msec},
 		{Name: "payment", P99: 400 * msec, Budget: 1500 * msec, Attempts: 1, Multiple: 3.75,
 			Need: 400 * msec, Holds: true, AttemptsFit: 1, Start: 420 * msec, Left: 1480 * msec, Gets: 1480 * msec},
@@ -163,7 +163,7 @@ func TestCheckNumbers(t *testing.T) {
 func equalStepReport(a, b StepReport) bool {
 	a.Problems, b.Problems = nil, nil
 	return a.Name == b.Name && a.P99 == b.P99 && a.Budget == b.Budget && a.Attempts == b.Attempts &&
-		a.Timeout == b.Timeout && a.Multiple == b.Multiple && a.Need == b.Need && a.Holds == b.Holds &&
+		a.AttemptTimeout == b.AttemptTimeout && a.Multiple == b.Multiple && a.Need == b.Need && a.Holds == b.Holds &&
 		a.AttemptsFit == b.AttemptsFit && a.Start == b.Start && a.Left == b.Left && a.Gets == b.Gets &&
 		a.Refused == b.Refused
 }
@@ -230,7 +230,7 @@ func TestValidate(t *testing.T) {
 		{"no p99", step(func(s *PlanStep) { s.P99 = 0 }), `P99 is missing, must be positive`},
 		{"negative budget", step(func(s *PlanStep) { s.Budget = -time.Second }), `deadline: plan step 2 ("b"): Budget is -1s, must not be negative`},
 		{"no budget", step(func(s *PlanStep) { s.Budget = 0 }), `Budget is missing, must be positive`},
-		{"negative timeout", step(func(s *PlanStep) { s.Timeout = -time.Second }), `Timeout is -1s, must not be negative`},
+		{"negative timeout", step(func(s *PlanStep) { s.AttemptTimeout = -time.Second }), `AttemptTimeout is -1s, must not be negative`},
 		{"negative attempts", step(func(s *PlanStep) { s.Attempts = -1 }), `Attempts is -1, must be from 1 to 1000 (0 means 1)`},
 		{"too many attempts", step(func(s *PlanStep) { s.Attempts = MaxStepAttempts + 1 }), `Attempts is 1001`},
 		{"bad backoff", step(func(s *PlanStep) { s.Backoff.Base = -msec }), `deadline: plan step 2 ("b"): Backoff.Base is -1ms, must not be negative`},
@@ -349,8 +349,8 @@ func FuzzPlanCheck(f *testing.F) {
 	f.Add(int64(math.MaxInt64), int64(0), int64(1), int64(math.MaxInt64), 1000, int64(0), int64(math.MaxInt64/2), int64(math.MaxInt64), 1000, int64(0), uint8(3), uint8(3))
 	f.Fuzz(func(t *testing.T, dl, reserve, p1, b1 int64, a1 int, t1, p2, b2 int64, a2 int, t2 int64, kind, jitter uint8) {
 		p := Plan{Deadline: time.Duration(dl), Reserve: time.Duration(reserve), Steps: []PlanStep{
-			{Name: "a", P99: time.Duration(p1), Budget: time.Duration(b1), Attempts: a1, Timeout: time.Duration(t1)},
-			{Name: "b", P99: time.Duration(p2), Budget: time.Duration(b2), Attempts: a2, Timeout: time.Duration(t2),
+			{Name: "a", P99: time.Duration(p1), Budget: time.Duration(b1), Attempts: a1, AttemptTimeout: time.Duration(t1)},
+			{Name: "b", P99: time.Duration(p2), Budget: time.Duration(b2), Attempts: a2, AttemptTimeout: time.Duration(t2),
 				Backoff: backoff.Schedule{Kind: backoff.Kind(kind % 4), Jitter: backoff.Jitter(jitter % 4)}},
 		}}
 		r, err := p.Check()

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
@@ -368,6 +369,69 @@ func TestLogRedaction(t *testing.T) {
 	for _, want := range []string{"method=/heedtest.Echo/Post", "code=Unavailable", "idempotency_key_hash=", "decision=retry", "decision=\"give up\""} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBudgets: every first attempt counts as a request in its target's
+// budget, whether anyone is told about attempts or not (with nobody, a
+// first attempt skips the call protocol's state); the budget is the
+// registry's for the target, so Clients on one registry share it and a
+// Client on another registry does not.
+func TestBudgets(t *testing.T) {
+	reg := &budget.Registry{}
+	e := &echo{unary: failThen(0, codes.OK, "")}
+	quiet := &heedgrpc.Client{Files: echoFiles, Budgets: reg}
+	told := &heedgrpc.Client{Files: echoFiles, Budgets: reg, OnAttempt: func(context.Context, heedgrpc.Attempt) {}}
+	apart := &heedgrpc.Client{Files: echoFiles, Budgets: &budget.Registry{}}
+	for _, hc := range []*heedgrpc.Client{quiet, told, apart} {
+		cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
+		for range 5 {
+			if _, err := invoke(ctxTimeout(t, 10*time.Second), cc, mGet, "x"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, _ := reg.For("passthrough:///bufnet", budget.Config{})
+	if got := b.Stats().Requests; got != 10 {
+		t.Errorf("the shared budget counted %d requests, want 10 (5 unobserved, 5 observed)", got)
+	}
+	if reg.Len() != 1 {
+		t.Errorf("the registry holds %d budgets, want 1", reg.Len())
+	}
+}
+
+// TestCallOptions: the caller's call options reach gRPC beside heed's own,
+// however many there are: the caller gets the trailer it asked for, and
+// heed still reads the pushback trailer it needs to retry, on the first
+// attempt (which, with no one told about attempts, skips the call
+// protocol's state) and on a retry.
+func TestCallOptions(t *testing.T) {
+	e := &echo{unary: func(ctx context.Context, _ string, n int64, in string) (string, error) {
+		if n%2 == 1 { // every call's first attempt
+			grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", "1"))
+			return "", status.Error(codes.ResourceExhausted, "slow down")
+		}
+		return "ok:" + in, nil
+	}}
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
+	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
+	for _, extra := range []int{0, 1, 12} {
+		var trailer metadata.MD
+		opts := []grpc.CallOption{grpc.Trailer(&trailer)}
+		for range extra {
+			opts = append(opts, grpc.EmptyCallOption{})
+		}
+		before := e.Calls(mGet)
+		out := new(wrapperspb.StringValue)
+		if err := cc.Invoke(ctxTimeout(t, 10*time.Second), mGet, wrapperspb.String("x"), out, opts...); err != nil {
+			t.Fatalf("%d options more: %v", extra, err)
+		}
+		if n := e.Calls(mGet) - before; n != 2 {
+			t.Errorf("%d options more: %d attempts, want 2 (the pushback retried)", extra, n)
+		}
+		if trailer == nil {
+			t.Errorf("%d options more: the caller's trailer was not filled in", extra)
 		}
 	}
 }

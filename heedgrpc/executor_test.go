@@ -2,6 +2,7 @@ package heedgrpc_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -66,3 +67,74 @@ func (grpcExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 }
 
 func TestConformance(t *testing.T) { executortest.Run(t, grpcExecutor{}) }
+
+// unobservedExecutor runs the conformance cases through the unary
+// interceptor with no one told about attempts, so that a first attempt
+// takes the path that skips the call protocol's state until it fails. The
+// policy's own time limits are dropped (they keep a call off that path):
+// cases that need them are skipped. Its decisions are the trace of the
+// error a give-up returns; a success keeps no trace, so the retries before
+// it are checked by their number and their delays (the time between an
+// attempt's end and the next one's start), their reasons taken from the
+// case.
+type unobservedExecutor struct{}
+
+func (unobservedExecutor) Durable() bool { return false }
+
+func (unobservedExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
+	for _, st := range c.Script {
+		if st.Kind == executortest.Timeout {
+			t.Skip("needs the policy's attempt timeout")
+		}
+	}
+	if c.Deadline > 0 {
+		t.Skip("needs the policy's attempt timeout")
+	}
+	if c.Policy(time.Now()).TimeBudget < time.Hour {
+		t.Skip("needs the policy's time budget")
+	}
+	var ds []retry.Decision
+	synctest.Test(t, func(t *testing.T) {
+		p := c.Policy(time.Now())
+		p.AttemptTimeout, p.TimeBudget = 0, 0
+		hc := &heedgrpc.Client{Policy: p, Budget: budget.Config{Ratio: -1}, Idempotent: []string{mGet}}
+		var starts, ends []time.Time
+		invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+			starts = append(starts, time.Now())
+			defer func() { ends = append(ends, time.Now()) }()
+			switch st := c.Step(len(starts)); st.Kind {
+			case executortest.Transient:
+				return status.Error(codes.Unavailable, "scripted: unavailable")
+			case executortest.Permanent:
+				return status.Error(codes.InvalidArgument, "scripted: bad request")
+			case executortest.Pushback:
+				for _, o := range opts {
+					if tr, ok := o.(grpc.TrailerCallOption); ok {
+						*tr.TrailerAddr = metadata.Pairs(heedgrpc.PushbackMetadata, strconv.FormatInt(st.Wait.Milliseconds(), 10))
+					}
+				}
+				return status.Error(codes.ResourceExhausted, "scripted: slow down")
+			}
+			return nil
+		}
+		err := hc.UnaryInterceptor()(context.Background(), mGet, nil, nil, nil, invoker)
+		if x, ok := errors.AsType[*retry.ExhaustedError](err); ok {
+			ds = x.Trace
+			return
+		}
+		if err != nil {
+			t.Fatalf("call ended with %v", err)
+		}
+		for i := 1; i < len(starts); i++ {
+			d := retry.Decision{Action: retry.Retry, Delay: starts[i].Sub(ends[i-1])}
+			if i-1 < len(c.Want) {
+				d.Reason = c.Want[i-1].Reason
+			}
+			ds = append(ds, d)
+		}
+		ds = append(ds, retry.Decision{Action: retry.Done, Reason: retry.ReasonSuccess})
+	})
+	return ds
+}
+
+func TestConformanceUnobserved(t *testing.T) { executortest.Run(t, unobservedExecutor{}) }

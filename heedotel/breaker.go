@@ -10,17 +10,15 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// breakerStates are the breaker states as attribute values, indexed by
-// breaker.State.
-var breakerStates = [...]string{breaker.Closed: "closed", breaker.Open: "open", breaker.HalfOpen: "half_open"}
-
-const numStates = len(breakerStates) + 1 // and "unknown"
+// numStates counts the breaker states (their attribute values are
+// breaker.State.Key), and "unknown" for a value outside them.
+const numStates = int(breaker.HalfOpen) + 2
 
 func stateIndex(s breaker.State) int { return min(int(s), numStates-1) }
 
 func stateName(i int) string {
-	if i < len(breakerStates) {
-		return breakerStates[i]
+	if i < numStates-1 {
+		return breaker.State(i).Key()
 	}
 	return "unknown"
 }

@@ -54,7 +54,7 @@ func Example() {
 	}
 	// Output:
 	// err: <nil>
-	// heed.retry.attempts{heed.operation=charge,heed.retry.outcome=ok} 1
+	// heed.retry.attempts{heed.operation=charge,heed.retry.outcome=success} 1
 	// heed.retry.attempts{heed.operation=charge,heed.retry.outcome=transient} 2
 	// heed.retry.retries{heed.operation=charge,heed.retry.reason=transient} 2
 }

@@ -73,7 +73,7 @@ func TestGRPCClient(t *testing.T) {
 	if n := c.sum("heed.grpc.client.attempts", with(base, code(codes.Unavailable), heedotel.KeyOutcome.String("transient"))...); n != 1 {
 		t.Errorf("transient attempts %d, want 1", n)
 	}
-	if n := c.sum("heed.grpc.client.attempts", with(base, code(codes.OK), heedotel.KeyOutcome.String("ok"))...); n != 1 {
+	if n := c.sum("heed.grpc.client.attempts", with(base, code(codes.OK), heedotel.KeyOutcome.String("success"))...); n != 1 {
 		t.Errorf("ok attempts %d, want 1", n)
 	}
 	if n := c.sum("heed.grpc.client.retries", with(base, code(codes.Unavailable), heedotel.KeyReason.String("transient"))...); n != 1 {

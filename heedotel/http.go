@@ -103,7 +103,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil && resp != nil {
 			status = resp.StatusCode
 		}
-		m.recordHTTPAttempt(ctx, hs, status, retry.OutcomeOK, c.pendingDur)
+		m.recordHTTPAttempt(ctx, hs, status, retry.OutcomeSuccess, c.pendingDur)
 		c.class = statusClass(status)
 	}
 	reason := c.reason
@@ -239,7 +239,7 @@ func (h *hostSets) extra(kind, a, b int) []attribute.KeyValue {
 			// attempt that succeeded but whose response the transport
 			// then refused, too large, has none to name.)
 			t := outcomeName(b)
-			if b == int(retry.OutcomeOK) {
+			if b == int(retry.OutcomeSuccess) {
 				t = "_OTHER"
 			}
 			return []attribute.KeyValue{keyErrorType.String(t)}

@@ -88,7 +88,7 @@ func TestTransport503Then200(t *testing.T) {
 	}
 	c.wantSum("heed.http.client.attempts", 2, dst...)
 	c.wantSum("heed.http.client.attempts", 1, with(dst, statusClass("5xx"), outcome("transient"))...)
-	c.wantSum("heed.http.client.attempts", 1, with(dst, statusClass("2xx"), outcome("ok"))...)
+	c.wantSum("heed.http.client.attempts", 1, with(dst, statusClass("2xx"), outcome("success"))...)
 	c.wantSum("heed.http.client.retries", 1, with(dst, statusClass("5xx"), reason("transient"))...)
 	c.wantSum("heed.http.client.give_ups", 0)
 	c.wantSum("heed.http.client.breaker.refused", 0)
@@ -276,7 +276,7 @@ func TestTransportKeepsObserver(t *testing.T) {
 		t.Errorf("the policy's own observer saw %d events, want 1", seen)
 	}
 	c := collect(t, r)
-	c.wantSum("heed.http.client.attempts", 1, statusClass("4xx"), outcome("ok"))
+	c.wantSum("heed.http.client.attempts", 1, statusClass("4xx"), outcome("success"))
 	c.wantCount("http.client.request.duration", 1, attribute.Int("http.response.status_code", 404), attribute.String("error.type", "404"))
 }
 
@@ -297,7 +297,7 @@ func TestTransportBodyTooLarge(t *testing.T) {
 	c := collect(t, r)
 	dst := destination(t, srv)
 	c.wantCount("http.client.request.duration", 1, with(dst, attribute.String("error.type", "_OTHER"))...)
-	c.wantSum("heed.http.client.attempts", 1, with(dst, statusClass("error"), outcome("ok"))...)
+	c.wantSum("heed.http.client.attempts", 1, with(dst, statusClass("error"), outcome("success"))...)
 	c.wantCount("heed.http.client.call.duration", 1, with(dst, statusClass("error"), reason("error"))...)
 }
 

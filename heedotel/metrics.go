@@ -18,8 +18,9 @@ const ScopeName = "github.com/heed-go/heed/heedotel"
 const (
 	// KeyOperation names the operation given to [Metrics.RetryObserver].
 	KeyOperation = attribute.Key("heed.operation")
-	// KeyOutcome is an attempt's outcome class: "ok", "transient",
-	// "timeout", "pushback", "permanent" or "refused" (retry.Outcome).
+	// KeyOutcome is an attempt's outcome class, retry.Outcome.Key():
+	// "success", "transient", "timeout", "pushback", "permanent" or
+	// "refused".
 	KeyOutcome = attribute.Key("heed.retry.outcome")
 	// KeyReason is a decision's reason, retry.Reason.Key(): "success",
 	// "transient", "attempts", "deadline", "budget", "breaker_open", ...
@@ -30,7 +31,8 @@ const (
 	// KeyBreaker names the breaker given to [Metrics.ObserveBreaker] and
 	// [Metrics.BreakerObserver].
 	KeyBreaker = attribute.Key("heed.breaker.name")
-	// KeyBreakerState is a breaker state: "closed", "open" or "half_open".
+	// KeyBreakerState is a breaker state, breaker.State.Key(): "closed",
+	// "open" or "half_open".
 	KeyBreakerState = attribute.Key("heed.breaker.state")
 	// KeyBreakerFrom is the state a breaker left, on a transition.
 	KeyBreakerFrom = attribute.Key("heed.breaker.previous_state")
@@ -46,7 +48,8 @@ const (
 	// KeyJobState is a job state: "available", "scheduled", "running",
 	// "succeeded" or "dead".
 	KeyJobState = attribute.Key("heed.job.state")
-	// KeyJobResult is how a job's attempt ended: "succeeded", "retried",
+	// KeyJobResult is how a job's attempt ended, the name of the queue
+	// event (queue.EventKind.String()): "succeeded", "retried",
 	// "snoozed", "dead", "released" or "lease_lost".
 	KeyJobResult = attribute.Key("heed.job.result")
 )

@@ -9,8 +9,16 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Job results, the values of heed.job.result on heed.queue.job.duration.
-var jobResults = [...]string{"succeeded", "retried", "snoozed", "dead", "released", "lease_lost"}
+// Job results, the values of heed.job.result on heed.queue.job.duration:
+// the names of the queue events that end an attempt (queue.EventKind.String).
+var jobResults = [...]string{
+	resSucceeded: queue.EventSucceeded.String(),
+	resRetried:   queue.EventRetried.String(),
+	resSnoozed:   queue.EventSnoozed.String(),
+	resDead:      queue.EventDead.String(),
+	resReleased:  queue.EventReleased.String(),
+	resLeaseLost: queue.EventLeaseLost.String(),
+}
 
 const (
 	resSucceeded = iota

@@ -10,22 +10,22 @@ import (
 // (a newer heed), so that attribute sets are indexed, not looked up.
 const (
 	numOutcomes = int(retry.OutcomeRefused) + 2
-	numReasons  = int(retry.ReasonUpstreamOwns) + 2
+	numReasons  = int(retry.ReasonPushbackTooLong) + 2
 )
 
 func outcomeIndex(o retry.Outcome) int { return min(int(o), numOutcomes-1) }
 func reasonIndex(r retry.Reason) int   { return min(int(r), numReasons-1) }
 
 // outcomeName is o's attribute value; the unknown slot is "unknown".
-func outcomeName(i int) string { return retry.Outcome(i).String() }
+func outcomeName(i int) string { return retry.Outcome(i).Key() }
 func reasonName(i int) string  { return retry.Reason(i).Key() }
 
 // refusedEvent reports whether e says no attempt was made: a breaker
 // refused it (Action GiveUp, Reason breaker_open, Err breaker.ErrOpen). An
-// attempt that ran and failed always has an Outcome other than OK, so an
-// error with Outcome OK marks such an event.
+// attempt that ran and failed always has an Outcome other than success, so
+// an error with OutcomeSuccess marks such an event.
 func refusedEvent(e *retry.Event) bool {
-	return e.Err != nil && e.Outcome == retry.OutcomeOK
+	return e.Err != nil && e.Outcome == retry.OutcomeSuccess
 }
 
 // opSets are the attribute sets of one operation, built when its observer

@@ -42,7 +42,7 @@ func TestRetryTwoTransientFailuresThenSuccess(t *testing.T) {
 	op := heedotel.KeyOperation.String("charge")
 	c.wantSum("heed.retry.attempts", 3, op)
 	c.wantSum("heed.retry.attempts", 2, op, outcome("transient"))
-	c.wantSum("heed.retry.attempts", 1, op, outcome("ok"))
+	c.wantSum("heed.retry.attempts", 1, op, outcome("success"))
 	c.wantSum("heed.retry.retries", 2, op, reason("transient"))
 	c.wantSum("heed.retry.give_ups", 0)
 	c.wantSum("heed.retry.breaker.refused", 0)
@@ -54,7 +54,7 @@ func TestRetryTwoTransientFailuresThenSuccess(t *testing.T) {
 		t.Errorf("heed.retry.delay: count %d sum %v, want 2 and 0.002", n, sum)
 	}
 	c.wantCount("heed.retry.attempt.duration", 2, op, outcome("transient"))
-	c.wantCount("heed.retry.attempt.duration", 1, op, outcome("ok"))
+	c.wantCount("heed.retry.attempt.duration", 1, op, outcome("success"))
 	n, sum = c.hist("heed.retry.call.duration", op, reason("success"))
 	if n != 1 || sum < 0.002 {
 		t.Errorf("heed.retry.call.duration{success}: count %d sum %v, want 1 and at least the 2 ms of waits", n, sum)

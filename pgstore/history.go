@@ -18,7 +18,7 @@ import (
 // json_array_elements returns the kept entries as their stored text (h is
 // json, not jsonb).
 func historyAppend(h, e string) string {
-	marker := `(CASE WHEN ` + h + `->1->>'outcome' = 'cut' THEN 1 ELSE 0 END)`
+	marker := `(CASE WHEN ` + h + `->1->>'outcome' = '` + queue.OutcomeCut + `' THEN 1 ELSE 0 END)`
 	splice := `(CASE WHEN json_array_length(` + h + `) = 0 THEN '[' || ` + e + ` || ']'
 			ELSE left(rtrim(` + h + `::text), -1) || ',' || ` + e + ` || ']' END)`
 	// The first test is on the text's length, so that a short history
@@ -39,5 +39,6 @@ func historyAppend(h, e string) string {
 const minFullHistory = 80 * (queue.MaxHistory + 1)
 
 // cutMarkerHead is the JSON of a cut marker entry up to its count: the
-// fields of a queue.Attempt with outcome and action "cut" and zero times.
-const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"cut","action":"cut","cut":`
+// fields of a queue.Attempt with outcome queue.OutcomeCut and action
+// queue.ActionCut, and zero times.
+const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"` + queue.OutcomeCut + `","action":"` + queue.ActionCut + `","cut":`

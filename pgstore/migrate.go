@@ -19,7 +19,8 @@ var migrationFS embed.FS
 // init that versions are 1, 2, 3 ... without gaps. Migrations that need Go
 // (data rewrites) are attached by version.
 var migrations = schema.MustLoad("pgstore", migrationFS, "migrations", map[int]func(context.Context, schema.Tx) error{
-	5: rewriteStoredForms,
+	5: rewriteJobs(""),
+	8: rewriteJobs(`history LIKE '%"outcome":"ok"%'`),
 })
 
 // SchemaVersion returns the newest schema version this package knows: the
@@ -138,32 +139,41 @@ func (t pgTx) Record(ctx context.Context, s schema.Step, at time.Time) error {
 func (t pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
 func (t pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
-// rewriteStoredForms is migration 005's Go step: it rewrites every job's
-// policy and history in the stored forms with names and text durations
-// (schema.RewriteJobs), in the migration's transaction.
-func rewriteStoredForms(ctx context.Context, stx schema.Tx) error {
-	tx := stx.(pgTx).tx
-	read := func(ctx context.Context, after int64, limit int) ([]schema.JobRow, error) {
-		rows, err := tx.Query(ctx, `SELECT id, policy::text, history::text FROM heed_jobs WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var rs []schema.JobRow
-		for rows.Next() {
-			var r schema.JobRow
-			if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
+// rewriteJobs returns the Go step of the migrations that rewrite stored
+// jobs (005: policies and histories in the stored forms with names and
+// text durations; 008: history words, the outcome "ok" -> "success"): it
+// rewrites, in the migration's transaction, every job's policy and history
+// with schema.RewriteJobs, or only the jobs that match where (an SQL
+// condition on the history as text) when it is not empty.
+func rewriteJobs(where string) func(context.Context, schema.Tx) error {
+	cond := ""
+	if where != "" {
+		cond = " AND (" + strings.ReplaceAll(where, "history", "history::text") + ")"
+	}
+	return func(ctx context.Context, stx schema.Tx) error {
+		tx := stx.(pgTx).tx
+		read := func(ctx context.Context, after int64, limit int) ([]schema.JobRow, error) {
+			rows, err := tx.Query(ctx, `SELECT id, policy::text, history::text FROM heed_jobs WHERE id > $1`+cond+` ORDER BY id LIMIT $2`, after, limit)
+			if err != nil {
 				return nil, err
 			}
-			rs = append(rs, r)
+			defer rows.Close()
+			var rs []schema.JobRow
+			for rows.Next() {
+				var r schema.JobRow
+				if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
+					return nil, err
+				}
+				rs = append(rs, r)
+			}
+			return rs, rows.Err()
 		}
-		return rs, rows.Err()
+		write := func(ctx context.Context, r schema.JobRow) error {
+			_, err := tx.Exec(ctx, `UPDATE heed_jobs SET policy = $2::jsonb, history = $3::json WHERE id = $1`, r.ID, string(r.Policy), string(r.History))
+			return err
+		}
+		return schema.RewriteJobs(ctx, read, write)
 	}
-	write := func(ctx context.Context, r schema.JobRow) error {
-		_, err := tx.Exec(ctx, `UPDATE heed_jobs SET policy = $2::jsonb, history = $3::json WHERE id = $1`, r.ID, string(r.Policy), string(r.History))
-		return err
-	}
-	return schema.RewriteJobs(ctx, read, write)
 }
 
 // The schema errors are queue's, shared by both stores.

@@ -25,3 +25,15 @@ func TestPeriodicThreeStores(t *testing.T) {
 	}
 	storetest.RunPeriodic(t, clocktest.New(time.Time{}), stores)
 }
+
+// TestPeriodicAfterRetention: a worker restarted within the period of a
+// tick whose job retention deleted does not run that tick again.
+func TestPeriodicAfterRetention(t *testing.T) {
+	_, u := testSchema(t)
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.RunPeriodicAfterRetention(t, clocktest.New(time.Time{}), s)
+}

@@ -70,3 +70,45 @@ func TestStoredFormsMigration(t *testing.T) {
 		t.Errorf("empty job read back %+v", j)
 	}
 }
+
+// TestOutcomeWordsMigration writes, at schema 7, a job whose history says
+// "ok" for a success and one without it, migrates, and checks that the
+// first now says "success" (byte for byte) and the second is untouched.
+func TestOutcomeWordsMigration(t *testing.T) {
+	t.Parallel()
+	_, u := testSchema(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := migrate(ctx, pool, migrations[:7], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC)
+	for _, h := range []string{schema.OKJob.History, schema.OKJob.Untouched} {
+		if _, err := pool.Exec(ctx, `INSERT INTO heed_jobs (kind, queue, args, state, attempt, policy, available_at, created_at, finished_at, history)
+			VALUES ('k', 'q', '{}', 'succeeded', 2, '{}', $1, $1, $1, $2)`, t0, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := OpenWith(ctx, u, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[int64]string{1: schema.OKJob.NewHistory, 2: schema.OKJob.Untouched} {
+		var history string
+		if err := pool.QueryRow(ctx, `SELECT history::text FROM heed_jobs WHERE id = $1`, id).Scan(&history); err != nil {
+			t.Fatal(err)
+		}
+		if history != want {
+			t.Errorf("job %d after migrating:\n %s\nwant\n %s", id, history, want)
+		}
+	}
+	j, err := s.JobGet(ctx, 1)
+	if err != nil || j.History[1].Outcome != retry.OutcomeSuccess.Key() {
+		t.Errorf("JobGet = %+v, %v", j, err)
+	}
+}

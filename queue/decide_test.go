@@ -60,7 +60,7 @@ func TestDecide(t *testing.T) {
 		want want
 	}{
 		{"success", running(1, t0), nil, result{},
-			want{StateSucceeded, 1, time.Time{}, "success", "ok", "done", 0}},
+			want{StateSucceeded, 1, time.Time{}, "success", "success", "done", 0}},
 		{"transient retries at now+delay", running(1, t0), nil, result{err: errBoom},
 			want{StateAvailable, 1, now.Add(2 * time.Second), "transient", "transient", "retry", 2 * time.Second}},
 		{"third failure doubles twice", running(3, t0), nil, result{err: errBoom},
@@ -259,7 +259,7 @@ func TestAttemptString(t *testing.T) {
 			"attempt 2: transient: connection reset; retry in 4s"},
 		{Attempt{Attempt: 3, Outcome: "permanent", Error: "no such user", Action: "give_up", Reason: "permanent"},
 			"attempt 3: permanent: no such user; give up (permanent)"},
-		{Attempt{Attempt: 1, Outcome: "ok", Action: "done", Reason: "success"}, "attempt 1: ok; done"},
+		{Attempt{Attempt: 1, Outcome: "success", Action: "done", Reason: "success"}, "attempt 1: success; done"},
 		{Attempt{Outcome: OutcomeRequeued, Action: "requeue", Worker: "ops"}, "requeued by ops"},
 	} {
 		if got := tc.a.String(); got != tc.want {

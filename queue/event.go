@@ -26,7 +26,21 @@ const (
 	EventCancelled                  // an operator cancelled the job while this worker ran it; its result was dropped
 )
 
-var eventNames = [...]string{"enqueued", "started", "succeeded", "retried", "snoozed", "dead", "released", "lost", "lease_lost", "deferred", "cancelled"}
+// eventNames spell an event that is also a history entry with that entry's
+// Outcome word, and one that ends in a state with the state's.
+var eventNames = [...]string{
+	EventEnqueued:  "enqueued",
+	EventStarted:   "started",
+	EventSucceeded: string(StateSucceeded),
+	EventRetried:   "retried",
+	EventSnoozed:   OutcomeSnoozed,
+	EventDead:      string(StateDead),
+	EventReleased:  OutcomeReleased,
+	EventLost:      OutcomeLost,
+	EventLeaseLost: "lease_lost",
+	EventDeferred:  OutcomeDeferred,
+	EventCancelled: OutcomeCancelled,
+}
 
 // String returns the event's name, such as "retried".
 func (k EventKind) String() string {

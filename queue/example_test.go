@@ -77,7 +77,7 @@ func Example() {
 	// succeeded after 3 attempts
 	//   attempt 1: transient, retry (transient)
 	//   attempt 2: transient, retry (transient)
-	//   attempt 3: ok, done (success)
+	//   attempt 3: success, done (success)
 }
 
 // A permanent failure goes to the dead-letter after one attempt, with its

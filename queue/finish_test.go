@@ -62,8 +62,8 @@ func TestWorkerRetriesResultWrites(t *testing.T) {
 			start(t, w)
 			j := enqueue(t, queue.NewClient(fw.Store, queue.ClientConfig{}), "once", msg{1}, queue.EnqueueOptions{})
 			got := waitFinal(t, fw.Store, j.ID)[j.ID]
-			if got.State != queue.StateSucceeded || outcomes(got) != "ok/done" || runs.Load() != 1 || fw.failed.Load() != 3 {
-				t.Errorf("state %s, history %q, %d runs, %d failed writes; want succeeded, one ok entry, 1 run, 3 failed writes",
+			if got.State != queue.StateSucceeded || outcomes(got) != "success/done" || runs.Load() != 1 || fw.failed.Load() != 3 {
+				t.Errorf("state %s, history %q, %d runs, %d failed writes; want succeeded, one success entry, 1 run, 3 failed writes",
 					got.State, outcomes(got), runs.Load(), fw.failed.Load())
 			}
 		})

@@ -78,7 +78,7 @@ func (a Attempt) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the form [Attempt.MarshalJSON] writes (and the
-// older one, with Delay in nanoseconds and the action "give up").
+// older ones: Delay in nanoseconds, the action "give up", the outcome "ok").
 func (a *Attempt) UnmarshalJSON(data []byte) error {
 	var w struct {
 		*attemptFields
@@ -97,12 +97,22 @@ func (a *Attempt) UnmarshalJSON(data []byte) error {
 	if out.Action == legacyGiveUp {
 		out.Action = retry.GiveUp.Key()
 	}
+	if out.Outcome == legacyOK {
+		out.Outcome = retry.OutcomeSuccess.Key()
+	}
 	*a = out
 	return nil
 }
 
-// legacyGiveUp is how heed stored retry.GiveUp before actions had keys.
-const legacyGiveUp = "give up"
+const (
+	// legacyGiveUp is how heed stored retry.GiveUp before actions had
+	// keys (migration 5 rewrites it).
+	legacyGiveUp = "give up"
+	// legacyOK is how heed stored retry.OutcomeSuccess before the
+	// outcome took the word of the reason, "success" (migration 8
+	// rewrites it).
+	legacyOK = "ok"
+)
 
 func strictDecode(data []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(data))

@@ -83,11 +83,14 @@ func (c cronSchedule) String() string             { return "cron " + c.expr }
 // worker whose clock runs ahead does not run it early.
 //
 // Missed ticks: a worker that starts (or wakes after being stalled) enqueues
-// only the latest tick that has passed, if its job does not exist yet: after
-// downtime the job runs once, not once per missed tick. A job deleted
-// (purged) after it ran no longer marks its tick: keep succeeded jobs longer
-// than the longest period, or a restart within that period runs the latest
-// tick again.
+// only the latest tick that has passed, if it was not enqueued yet: after
+// downtime the job runs once, not once per missed tick. The stores heed
+// ships remember the latest tick enqueued for each kind and queue apart from
+// the jobs ([TickInserter]), so a tick whose job retention (or an operator)
+// deleted is never enqueued again, nor any earlier one. With a store that
+// does not implement TickInserter, only the job marks its tick: keep
+// succeeded jobs longer than the longest period there, or a restart within
+// that period runs the latest tick again.
 type PeriodicJob struct {
 	// Kind selects the handler; not empty.
 	Kind string
@@ -263,7 +266,13 @@ func (w *Worker) enqueueTick(p *periodic, tick time.Time) bool {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.resultTimeout())
 	defer cancel()
-	job, inserted, err := w.store.JobInsert(ctx, in)
+	var job *Job
+	var inserted bool
+	if ti, ok := w.store.(TickInserter); ok {
+		job, inserted, err = ti.JobInsertTick(ctx, in, tick)
+	} else {
+		job, inserted, err = w.store.JobInsert(ctx, in)
+	}
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			w.storeFailed(fmt.Sprintf("enqueue periodic job %s for %s", p.Kind, tick.Format(time.RFC3339)), err)
@@ -275,4 +284,24 @@ func (w *Worker) enqueueTick(p *periodic, tick time.Time) bool {
 		w.emit(Event{Kind: EventEnqueued, Job: job})
 	}
 	return true
+}
+
+// TickInserter (for store implementers) is implemented by stores that
+// remember, for each periodic job (a kind and a queue), the latest tick
+// whose job they inserted, in a record that outlives the jobs: retention
+// deletes a succeeded job after a day, and without that record a worker
+// restarted later in a longer period (a weekly report) would find no job
+// for the latest tick and run it again. A Worker's periodic jobs use it
+// when the store implements it (sqlitestore and pgstore do), and
+// Store.JobInsert otherwise.
+type TickInserter interface {
+	// JobInsertTick inserts in, the job of the tick of the periodic job
+	// in.Kind on in.Queue, unless that tick or a later one is recorded
+	// for them: then it writes nothing and returns a nil job with
+	// inserted false. Otherwise it records tick and inserts in as
+	// JobInsert does (returning the job that holds in.UniqueKey, with
+	// inserted false, when there is one), both in one transaction, so
+	// that of many workers racing for one tick exactly one inserts its
+	// job. Errors match ErrInvalid for bad input.
+	JobInsertTick(ctx context.Context, in JobInsert, tick time.Time) (job *Job, inserted bool, err error)
 }

@@ -61,9 +61,18 @@ func (s State) Valid() bool {
 	return false
 }
 
-// Outcomes recorded in [Attempt].Outcome besides the names of
-// [retry.Outcome] ("ok", "transient", "timeout", "pushback", "permanent",
-// "refused").
+// The stored words of a job's history. An entry's Outcome says what came of
+// the attempt (or what took its place), its Action what was decided, its
+// Reason why. Together with the keys of the retry package they are one
+// vocabulary: stores keep these words, [Event] names them (EventKind.String
+// is the Outcome word for the same happening: "lost", "snoozed",
+// "released", "deferred", "cancelled"), heedotel uses them as metric
+// attribute values and the ui package reads them; nothing else spells them.
+// They are snake_case and never reworded (a rename is a store migration).
+//
+// Outcomes recorded in [Attempt].Outcome besides the keys of
+// [retry.Outcome] ("success", "transient", "timeout", "pushback",
+// "permanent", "refused"):
 const (
 	OutcomeLost     = "lost"     // the worker's lease expired (crash, hang, partition)
 	OutcomeSnoozed  = "snoozed"  // the handler returned [Snooze]; the attempt was given back
@@ -72,7 +81,8 @@ const (
 	OutcomeExpired  = "expired"  // the time budget ended before the attempt started
 	OutcomeDeferred = "deferred" // the breaker or the retry budget refused the attempt; it was given back
 	// OutcomeCut marks where a store dropped old entries of a long
-	// history (see [MaxHistory]); Attempt.Cut says how many.
+	// history (see [MaxHistory]); Attempt.Cut says how many. Its Action
+	// is [ActionCut].
 	OutcomeCut = "cut"
 )
 
@@ -83,6 +93,7 @@ const (
 	ActionSnooze  = "snooze"  // the handler returned [Snooze]
 	ActionRelease = "release" // shutdown handed the job back
 	ActionRequeue = "requeue" // an operator requeued the dead job
+	ActionCut     = "cut"     // the marker of dropped entries ([OutcomeCut])
 )
 
 // Attempt is one entry of a job's history: an attempt and the decision

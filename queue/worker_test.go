@@ -179,13 +179,13 @@ func testLifecycle(t *testing.T, s queue.Store) {
 		reason   string
 		outcomes string
 	}{
-		{"ok", ok.ID, queue.StateSucceeded, 1, "", "ok/done"},
-		{"flaky", fl.ID, queue.StateSucceeded, 3, "", "transient/retry transient/retry ok/done"},
+		{"ok", ok.ID, queue.StateSucceeded, 1, "", "success/done"},
+		{"flaky", fl.ID, queue.StateSucceeded, 3, "", "transient/retry transient/retry success/done"},
 		{"permanent", pm.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 		{"attempts", al.ID, queue.StateDead, 3, "attempts", "transient/retry transient/retry transient/give_up"},
 		{"time budget", bu.ID, queue.StateDead, 1, "time_budget", "transient/give_up"},
 		{"panic", pa.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
-		{"snooze", sn.ID, queue.StateSucceeded, 1, "", "snoozed/snooze ok/done"},
+		{"snooze", sn.ID, queue.StateSucceeded, 1, "", "snoozed/snooze success/done"},
 		{"unknown kind", un.ID, queue.StateDead, 1, queue.DeadReasonUnknownKind, "permanent/give_up"},
 		{"bad args", ba.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 	} {
@@ -303,7 +303,7 @@ func TestWorkerRescue(t *testing.T) {
 	queue.Handle(w, "k", func(ctx context.Context, job *queue.Job, _ msg) error { return nil })
 	start(t, w)
 	g := waitFinal(t, s, j.ID)[j.ID]
-	if g.State != queue.StateSucceeded || g.Attempt != 2 || outcomes(g) != "lost/retry ok/done" {
+	if g.State != queue.StateSucceeded || g.Attempt != 2 || outcomes(g) != "lost/retry success/done" {
 		t.Fatalf("rescued job: %s attempt %d history %q", g.State, g.Attempt, outcomes(g))
 	}
 	if e := g.History[0]; e.Worker != "ghost" || !strings.Contains(e.Error, "lease expired") {
@@ -355,7 +355,7 @@ func TestWorkerLeaseRenewal(t *testing.T) {
 	start(t, w)
 	start(t, other)
 	g := waitFinal(t, s, j.ID)[j.ID]
-	if g.State != queue.StateSucceeded || g.Attempt != 1 || outcomes(g) != "ok/done" {
+	if g.State != queue.StateSucceeded || g.Attempt != 1 || outcomes(g) != "success/done" {
 		t.Errorf("long job: %s attempt %d history %q", g.State, g.Attempt, outcomes(g))
 	}
 }
@@ -568,7 +568,7 @@ func TestClientDeadLetter(t *testing.T) {
 		t.Fatalf("Requeue: %d %v", n, err)
 	}
 	g := waitFinal(t, s, e1.ID)[e1.ID]
-	if g.State != queue.StateSucceeded || g.Attempt != 1 || outcomes(g) != "permanent/give_up requeued/requeue ok/done" {
+	if g.State != queue.StateSucceeded || g.Attempt != 1 || outcomes(g) != "permanent/give_up requeued/requeue success/done" {
 		t.Errorf("requeued job: %s attempt %d history %q", g.State, g.Attempt, outcomes(g))
 	}
 	if n, err := c.PurgeDead(ctx, 0); !errors.Is(err, queue.ErrInvalid) || n != 0 {

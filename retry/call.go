@@ -86,7 +86,7 @@ type Result struct {
 	// Err is the attempt's error; nil for success.
 	Err error
 	// Outcome is the class of the result when the executor has classified
-	// it itself (an HTTP status, say). When it is zero (OutcomeOK) and Err
+	// it itself (an HTTP status, say). When it is zero (OutcomeSuccess) and Err
 	// is not nil, the policy classifies Err ([Policy.Classify]).
 	Outcome Outcome
 	// Wait is the wait the server asked for, with OutcomePushback.
@@ -215,9 +215,9 @@ func (c *Call) limit(now time.Time) Limit {
 func (c *Call) End(now time.Time, r Result) Decision {
 	h := &c.History
 	h.Attempts++
-	if r.Err == nil && r.Outcome == OutcomeOK {
+	if r.Err == nil && r.Outcome == OutcomeSuccess {
 		// Success, the common case, without the rest of the rules.
-		c.outcome(now, OutcomeOK)
+		c.outcome(now, OutcomeSuccess)
 		if h.Attempts > 1 && c.Policy.Budget != nil {
 			c.Policy.Budget.RetrySucceededAt(now) // a productive retry earns more
 		}

@@ -178,8 +178,8 @@ func IsTransient(err error) bool {
 type Outcome uint8
 
 const (
-	// OutcomeOK: the attempt succeeded.
-	OutcomeOK Outcome = iota
+	// OutcomeSuccess: the attempt succeeded.
+	OutcomeSuccess Outcome = iota
 	// OutcomeTransient: a failure that may pass on a retry.
 	OutcomeTransient
 	// OutcomeTimeout: the attempt ran out of its own timeout.
@@ -208,10 +208,10 @@ func (o Outcome) Failure() bool {
 // [After], [Transient]) win over the policy's Retryable classifier. timedOut
 // says the attempt ran out of its own per-attempt timeout. For
 // OutcomePushback it also returns the requested wait. Classify(nil, _) is
-// OutcomeOK.
+// OutcomeSuccess.
 func (p *Policy) Classify(err error, timedOut bool) (Outcome, time.Duration) {
 	if err == nil {
-		return OutcomeOK, 0
+		return OutcomeSuccess, 0
 	}
 	m := findMarks(err)
 	if m.permanent {

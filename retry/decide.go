@@ -207,14 +207,14 @@ func Decide(p *Policy, h History, err error, now time.Time, r rand.Source) Decis
 // admission and honours any pushback.
 func decide(p *Policy, h *History, res *Result, now time.Time, r rand.Source, durable bool) Decision {
 	o, wait, err := res.Outcome, res.Wait, res.Err
-	if err != nil && o == OutcomeOK {
+	if err != nil && o == OutcomeSuccess {
 		o, wait = p.Classify(err, res.TimedOut)
 	}
 	d := Decision{Attempt: h.Attempts, Err: err, At: now, Outcome: o}
 	if !h.Start.IsZero() && !now.IsZero() {
 		d.Elapsed = now.Sub(h.Start)
 	}
-	if err == nil && o == OutcomeOK {
+	if err == nil && o == OutcomeSuccess {
 		d.Action, d.Reason = Done, ReasonSuccess
 		return d
 	}

@@ -44,7 +44,7 @@ func TestDecide(t *testing.T) {
 		outcome Outcome
 		delay   time.Duration
 	}{
-		{"success", plain, History{Attempts: 1}, nil, t0, Done, ReasonSuccess, OutcomeOK, 0},
+		{"success", plain, History{Attempts: 1}, nil, t0, Done, ReasonSuccess, OutcomeSuccess, 0},
 		{"permanent mark", plain, History{Attempts: 1}, Permanent(errors.New("bad")), t0, GiveUp, ReasonPermanent, OutcomePermanent, 0},
 		{"unknown error is not retried", plain, History{Attempts: 1}, errors.New("bad"), t0, GiveUp, ReasonPermanent, OutcomePermanent, 0},
 		{"permanent before attempts", plain, History{Attempts: 3}, Permanent(transient), t0, GiveUp, ReasonPermanent, OutcomePermanent, 0},
@@ -65,7 +65,7 @@ func TestDecide(t *testing.T) {
 		{"MinAttemptTime below AttemptTimeout", Policy{AttemptTimeout: 800 * ms, MinAttemptTime: 50 * ms, Backoff: plain.Backoff}, History{Attempts: 1, Deadline: t0.Add(150 * ms)}, transient, t0, Retry, ReasonTransient, OutcomeTransient, 100 * ms},
 		{"MinAttemptTime above AttemptTimeout counts as it", Policy{AttemptTimeout: 800 * ms, MinAttemptTime: time.Hour, Backoff: plain.Backoff}, History{Attempts: 1, Deadline: t0.Add(900 * ms)}, transient, t0, Retry, ReasonTransient, OutcomeTransient, 100 * ms},
 		{"not repeatable", plain, History{Attempts: 1, NotRepeatable: true}, transient, t0, GiveUp, ReasonNotRepeatable, OutcomeTransient, 0},
-		{"not repeatable but succeeded", plain, History{Attempts: 1, NotRepeatable: true}, nil, t0, Done, ReasonSuccess, OutcomeOK, 0},
+		{"not repeatable but succeeded", plain, History{Attempts: 1, NotRepeatable: true}, nil, t0, Done, ReasonSuccess, OutcomeSuccess, 0},
 		{"not repeatable and permanent", plain, History{Attempts: 1, NotRepeatable: true}, errors.New("bad"), t0, GiveUp, ReasonPermanent, OutcomePermanent, 0},
 		{"server refused", plain, History{Attempts: 1}, After(-1, errors.New("503")), t0, GiveUp, ReasonServerRefused, OutcomeRefused, 0},
 		{"deadline fits", plain, History{Attempts: 1, Deadline: t0.Add(110 * ms)}, transient, t0, Retry, ReasonTransient, OutcomeTransient, 100 * ms},

@@ -144,7 +144,7 @@ func ExampleLogObserver() {
 	})
 	// Output:
 	// level=INFO msg="retry attempt" op=fetch-user attempt=1 outcome=transient decision=retry reason="transient error" delay=0s error="connection refused"
-	// level=DEBUG msg="retry attempt" op=fetch-user attempt=2 outcome=ok decision=done reason=success delay=0s
+	// level=DEBUG msg="retry attempt" op=fetch-user attempt=2 outcome=success decision=done reason=success delay=0s
 }
 
 // A retry budget and a circuit breaker are shared by every call to one

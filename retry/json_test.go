@@ -78,7 +78,7 @@ func TestKeysParseBack(t *testing.T) {
 			t.Errorf("ParseReason(%q) = %v, %v", r.Key(), got, err)
 		}
 	}
-	for o := retry.OutcomeOK; o <= retry.OutcomeRefused; o++ {
+	for o := retry.OutcomeSuccess; o <= retry.OutcomeRefused; o++ {
 		if got, err := retry.ParseOutcome(o.Key()); err != nil || got != o {
 			t.Errorf("ParseOutcome(%q) = %v, %v", o.Key(), got, err)
 		}

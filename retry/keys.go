@@ -5,7 +5,9 @@ import "fmt"
 // Keys are the stable identifiers of actions, reasons and outcomes: the
 // text that is stored (job histories, dead reasons), logged and used as
 // metric attributes. They never depend on the order of the constants, and
-// they are never reworded; String gives the words for people.
+// they are never reworded; String gives the words for people. They are one
+// vocabulary with the queue's own words (queue.Outcome*, queue.Action*):
+// one concept has one key everywhere, in snake_case.
 
 var actionKeys = [...]string{Done: "done", Retry: "retry", GiveUp: "give_up", Defer: "defer"}
 
@@ -71,7 +73,7 @@ func ParseReason(key string) (Reason, error) {
 }
 
 var outcomeKeys = [...]string{
-	OutcomeOK:        "ok",
+	OutcomeSuccess:   "success",
 	OutcomeTransient: "transient",
 	OutcomeTimeout:   "timeout",
 	OutcomePushback:  "pushback",
@@ -79,9 +81,10 @@ var outcomeKeys = [...]string{
 	OutcomeRefused:   "refused",
 }
 
-// Key returns the outcome's stable identifier: "ok", "transient",
+// Key returns the outcome's stable identifier: "success", "transient",
 // "timeout", "pushback", "permanent" or "refused" ("unknown" for a value
-// outside them). It is also the outcome's String. [ParseOutcome] reads it
+// outside them). A success is "success" here as in [Reason.Key]
+// (job histories written before the stores' migration 8 said "ok"). It is also the outcome's String. [ParseOutcome] reads it
 // back.
 func (o Outcome) Key() string {
 	if int(o) < len(outcomeKeys) {
@@ -98,5 +101,5 @@ func ParseOutcome(key string) (Outcome, error) {
 			return Outcome(i), nil
 		}
 	}
-	return 0, fmt.Errorf("retry: unknown outcome %q (want ok, transient, timeout, pushback, permanent or refused)", key)
+	return 0, fmt.Errorf("retry: unknown outcome %q (want success, transient, timeout, pushback, permanent or refused)", key)
 }

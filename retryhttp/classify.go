@@ -158,7 +158,7 @@ func transientTransport(err error) bool {
 }
 
 // classifyErr classifies a transport error for the call protocol and
-// returns its class. Unknown errors get OutcomeOK, which leaves them to the
+// returns its class. Unknown errors get OutcomeSuccess, which leaves them to the
 // policy's Retryable classifier (retry.IsTransient by default); marks the
 // error carries ([retry.Permanent], [retry.Transient]) are honoured by
 // that classification too.
@@ -173,7 +173,7 @@ func classifyErr(err error, gotConn int) (retry.Outcome, Class) {
 	case transientTransport(err):
 		return retry.OutcomeTransient, class
 	}
-	return retry.OutcomeOK, class
+	return retry.OutcomeSuccess, class
 }
 
 // errKind is a short, secret-free name of a transport error for logs.

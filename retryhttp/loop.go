@@ -44,12 +44,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeReqBody(req)
 		return nil, err
 	}
-	// The policy, never copied per request: the host's copy when the host
-	// has its own budget or breaker, or the Transport's. Neither is written.
-	p := &t.Policy
-	if t.perHost {
-		p = &t.host(req.URL).policy
-	}
+	p := t.policy(req.URL)
 	var h retry.History // UpstreamOwns is set by run when a decision needs it
 	if dl, ok := ctx.Deadline(); ok {
 		h.Deadline = dl
@@ -234,7 +229,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			res.Outcome, class = classifyErr(a.err, gotConn)
 			if a.timedOut {
 				res.Outcome = retry.OutcomeTimeout // our own limit cut it
-			} else if res.Outcome == retry.OutcomeOK && errors.Is(a.err, context.DeadlineExceeded) {
+			} else if res.Outcome == retry.OutcomeSuccess && errors.Is(a.err, context.DeadlineExceeded) {
 				// Neither our limit nor the caller's: a wrapping
 				// transport's, say. Worth a retry if time is left.
 				res.Outcome = retry.OutcomeTransient

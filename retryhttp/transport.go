@@ -77,6 +77,7 @@ import (
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/dest"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -232,19 +233,8 @@ type Transport struct {
 	initOnce sync.Once
 	initErr  error
 	base     http.RoundTripper
-	perHost  bool     // each host has its own budget or breaker
 	retrySet []int    // the statuses retried
-	hosts    sync.Map // host -> *hostState
-}
-
-// hostState is what a Transport keeps per destination host. It does not
-// change once stored in Transport.hosts.
-type hostState struct {
-	name string // the host, as in URL.Host
-	// policy is Transport.Policy with the host's budget and breaker set
-	// (where the Policy has none of its own): built once per host, so
-	// that a request need not copy the Policy to add them.
-	policy retry.Policy
+	hosts    dest.Set // per host (URL.Host): the policy with its budget and breaker
 }
 
 // NewClient returns an http.Client whose Transport is a [Transport] with
@@ -260,22 +250,14 @@ func (t *Transport) init() {
 			t.initErr = err
 			return
 		}
-		if err := t.Budget.Validate(); err != nil {
+		if err := t.hosts.Init(dest.Config{Policy: t.Policy, Budget: t.Budget, Budgets: t.Budgets,
+			Breaker: t.Breaker, OnBreakerChange: t.OnBreakerChange}); err != nil {
 			t.initErr = err
 			return
 		}
 		if math.IsNaN(t.AttemptShare) || t.AttemptShare > 1 {
 			t.initErr = fmt.Errorf("retryhttp: AttemptShare is %v, must be at most 1 (negative: none)", t.AttemptShare)
 			return
-		}
-		if t.Breaker != nil {
-			// Each host's breaker is made on first use: check the config
-			// now, so that a bad one fails every request, as a bad budget
-			// does, instead of leaving the hosts without a breaker.
-			if _, err := breaker.New(*t.Breaker); err != nil {
-				t.initErr = err
-				return
-			}
 		}
 		t.base = t.Base
 		if t.base == nil {
@@ -289,7 +271,6 @@ func (t *Transport) init() {
 			tr.TLSHandshakeTimeout = ct
 			t.base = tr
 		}
-		t.perHost = t.Policy.Budget == nil && !t.Budget.Off() || t.Policy.Breaker == nil && t.Breaker != nil
 		t.retrySet = t.RetryStatus
 		if t.retrySet == nil {
 			t.retrySet = slices.Clone(DefaultRetryStatus)
@@ -315,38 +296,13 @@ func (t *Transport) keyedWait(c *call, resp *http.Response) bool {
 	return !t.NoKeyedRetries && c.idempotencyKey() != "" && resp.Header.Get("Retry-After") != ""
 }
 
-// host returns the state of the destination host of u, creating it on
-// first use.
-func (t *Transport) host(u *url.URL) *hostState {
-	h := u.Host
-	if v, ok := t.hosts.Load(h); ok {
-		return v.(*hostState)
-	}
-	hs := &hostState{name: h, policy: t.Policy}
-	if !t.Budget.Off() && t.Policy.Budget == nil {
-		// Validated in init. The registry is keyed by host and port, the
-		// scheme's default port filled in, so that "example.com" and
-		// "example.com:443" spend one budget.
-		if t.Budgets != nil {
-			hs.policy.Budget, _ = t.Budgets.For(destination(u), t.Budget)
-		} else {
-			hs.policy.Budget, _ = budget.For(destination(u), t.Budget)
-		}
-	}
-	if t.Breaker != nil && t.Policy.Breaker == nil {
-		cfg := *t.Breaker
-		if each, all := t.OnBreakerChange, cfg.OnStateChange; each != nil {
-			cfg.OnStateChange = func(from, to breaker.State, at time.Time) {
-				if all != nil {
-					all(from, to, at)
-				}
-				each(h, from, to, at)
-			}
-		}
-		hs.policy.Breaker, _ = breaker.New(cfg) // validated in init
-	}
-	v, _ := t.hosts.LoadOrStore(h, hs)
-	return v.(*hostState)
+// policy returns the policy of a request to u: the host's copy when each
+// host has its own budget or breaker, or the Transport's. It is never
+// copied per request, nor written.
+func (t *Transport) policy(u *url.URL) *retry.Policy {
+	// The budgets are keyed by host and port, the scheme's default port
+	// filled in, so that "example.com" and "example.com:443" spend one.
+	return &t.hosts.Get(u.Host, func() string { return destination(u) }).Policy
 }
 
 // destination returns u's host and port, with the scheme's default port

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,8 +108,8 @@ type fileLayer struct {
 	Name       string       `yaml:"name" json:"name"`
 	Attempts   int          `yaml:"attempts" json:"attempts"`
 	Backoff    fileBackoff  `yaml:"backoff" json:"backoff"`
-	Timeout    string       `yaml:"timeout" json:"timeout"`
-	TimeBudget string       `yaml:"max_duration" json:"max_duration"`
+	Timeout    string       `yaml:"attempt_timeout" json:"attempt_timeout"`
+	TimeBudget string       `yaml:"time_budget" json:"time_budget"`
 	MinAttempt string       `yaml:"min_attempt_time" json:"min_attempt_time"`
 	Owner      bool         `yaml:"owner" json:"owner"`
 	Budget     *fileBudget  `yaml:"budget" json:"budget"`
@@ -144,6 +145,18 @@ var fileParts = map[string]any{
 	"breaker": fileBreaker{},
 }
 
+// renamedFields are a layer's fields that scenario files once spelled
+// otherwise, by their old name: the file format takes the names of
+// retry.Policy's JSON form.
+var renamedFields = map[string]string{
+	"max_duration": "time_budget",     // retry.Policy.TimeBudget
+	"timeout":      "attempt_timeout", // retry.Policy.AttemptTimeout
+}
+
+func renamedMessage(old, now string) string {
+	return fmt.Sprintf("field %q of a layer is now called %q (the name of retry.Policy's JSON form); rename it", old, now)
+}
+
 var yamlUnknown = regexp.MustCompile(`field (\S+) not found in type sim\.(\w+)`)
 
 // parseScenario decodes a scenario file and converts it to a Scenario.
@@ -159,6 +172,11 @@ func parseScenario(data []byte, isJSON bool) (Scenario, error) {
 				// The decoder has read past the field: find it.
 				if i := bytes.Index(data, []byte(field)); i >= 0 {
 					at = i
+				}
+				if name, err := strconv.Unquote(field); err == nil {
+					if now, ok := renamedFields[name]; ok {
+						msg = renamedMessage(name, now)
+					}
 				}
 			}
 			var se *json.SyntaxError
@@ -191,6 +209,9 @@ func explainYAML(err error) string {
 	msg = strings.Replace(msg, "unmarshal errors:\n  ", "", 1)
 	return yamlUnknown.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := yamlUnknown.FindStringSubmatch(m)
+		if now, ok := renamedFields[sub[1]]; ok && sub[2] == "fileLayer" {
+			return renamedMessage(sub[1], now)
+		}
 		for what, v := range fileParts {
 			t := reflect.TypeOf(v)
 			if t.Name() != sub[2] {
@@ -290,8 +311,8 @@ func (f *fileScenario) scenario() (Scenario, error) {
 				Budget:             budget.Config{Ratio: -1}, // a file without budget: none
 				Retry: retry.Policy{
 					Attempts:       fl.Attempts,
-					AttemptTimeout: d.parse(lp+".timeout", fl.Timeout),
-					TimeBudget:     d.parse(lp+".max_duration", fl.TimeBudget),
+					AttemptTimeout: d.parse(lp+".attempt_timeout", fl.Timeout),
+					TimeBudget:     d.parse(lp+".time_budget", fl.TimeBudget),
 					MinAttemptTime: d.parse(lp+".min_attempt_time", fl.MinAttempt),
 					Backoff: backoff.Schedule{
 						Base:       d.parse(lp+".backoff.base", fl.Backoff.Base),

@@ -54,7 +54,7 @@ policies:
     layers:
       - attempts: 3
         backoff: {base: 10ms, cap: 100ms, jitter: full}
-        timeout: 500ms
+        attempt_timeout: 500ms
         owner: true
         budget: {ratio: 0.1, window: 10s}
         breaker: {failure_ratio: 0.5, min_calls: 20, cooldown: 2s}
@@ -63,7 +63,7 @@ policies:
 
 const outageJSON = `{"horizon": "30s", "load": {"rate": 50, "arrival": "constant"},
  "faults": [{"kind": "errors", "start": "5s", "end": "10s", "rate": 0.5}],
- "policies": [{"name": "owner", "layers": [{"attempts": 3, "owner": true, "max_duration": "3s"}, {}]}]}`
+ "policies": [{"name": "owner", "layers": [{"attempts": 3, "owner": true, "time_budget": "3s"}, {}]}]}`
 
 func TestParseScenario(t *testing.T) {
 	s, err := ParseScenario("outage.yaml", []byte(outageYAML))
@@ -134,6 +134,24 @@ func TestFaultString(t *testing.T) {
 	} {
 		if got := f.String(); got != want {
 			t.Errorf("%#v: %q, want %q", f, got, want)
+		}
+	}
+}
+
+// A field a layer once had under another name is an error that names the
+// new one, in YAML and in JSON.
+func TestScenarioRenamedFields(t *testing.T) {
+	for _, tc := range []struct{ file, data, want string }{
+		{"a.yaml", "horizon: 10s\nload: {rate: 10}\npolicies: [{layers: [{attempts: 3, max_duration: 2s}]}]\n",
+			`a.yaml: line 3: field "max_duration" of a layer is now called "time_budget"`},
+		{"a.yaml", "horizon: 10s\nload: {rate: 10}\npolicies: [{layers: [{timeout: 2s}]}]\n",
+			`a.yaml: line 3: field "timeout" of a layer is now called "attempt_timeout"`},
+		{"a.json", `{"horizon": "10s", "load": {"rate": 10},` + "\n" + `"policies": [{"layers": [{"max_duration": "2s"}]}]}`,
+			`a.json: line 2: field "max_duration" of a layer is now called "time_budget"`},
+	} {
+		_, err := ParseScenario(tc.file, []byte(tc.data))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s %q: %v, want %s...", tc.file, tc.data, err, tc.want)
 		}
 	}
 }

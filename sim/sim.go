@@ -409,9 +409,9 @@ func (p *Chain) validate(path string) error {
 		case math.IsNaN(l.AttemptShare) || l.AttemptShare >= 1:
 			return bad(lp+".attempt_share", "is %v, must be below 1 (negative: none)", l.AttemptShare)
 		case r.AttemptTimeout < 0:
-			return bad(lp+".timeout", "is %v, must not be negative", r.AttemptTimeout)
+			return bad(lp+".attempt_timeout", "is %v, must not be negative", r.AttemptTimeout)
 		case r.TimeBudget < 0:
-			return bad(lp+".max_duration", "is %v, must not be negative", r.TimeBudget)
+			return bad(lp+".time_budget", "is %v, must not be negative", r.TimeBudget)
 		case r.MinAttemptTime < 0:
 			return bad(lp+".min_attempt_time", "is %v, must not be negative", r.MinAttemptTime)
 		case r.Budget != nil || r.Breaker != nil:

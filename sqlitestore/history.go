@@ -19,16 +19,17 @@ import (
 // oldest one kept, and the new entry. json_each returns each kept entry as
 // its JSON text.
 var historyAppend = `CASE WHEN length(history) < ` + strconv.Itoa(minFullHistory) + ` OR json_array_length(history) < ` +
-	strconv.Itoa(queue.MaxHistory+1) + ` + (json_extract(history, '$[1].outcome') IS 'cut')
+	strconv.Itoa(queue.MaxHistory+1) + ` + (json_extract(history, '$[1].outcome') IS '` + queue.OutcomeCut + `')
 	THEN substr(history, 1, length(history) - 1) || CASE WHEN history = '[]' THEN '' ELSE ',' END || ? || ']'
 	ELSE '[' || json_extract(history, '$[0]') || ',` + cutMarkerHead + `' || (coalesce(json_extract(history, '$[1].cut'), 0) + 1) || '},'
 		|| (SELECT group_concat(value, ',' ORDER BY key) FROM json_each(history)
-			WHERE key >= 2 + (json_extract(history, '$[1].outcome') IS 'cut'))
+			WHERE key >= 2 + (json_extract(history, '$[1].outcome') IS '` + queue.OutcomeCut + `'))
 		|| ',' || ? || ']' END`
 
 // cutMarkerHead is the JSON of a cut marker entry up to its count: the
-// fields of a queue.Attempt with outcome and action "cut" and zero times.
-const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"cut","action":"cut","cut":`
+// fields of a queue.Attempt with outcome queue.OutcomeCut and action
+// queue.ActionCut, and zero times.
+const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"` + queue.OutcomeCut + `","action":"` + queue.ActionCut + `","cut":`
 
 // minFullHistory is a length of history text below which it cannot hold
 // queue.MaxHistory+1 entries: every entry, even the shortest, has more

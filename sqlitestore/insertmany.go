@@ -44,12 +44,22 @@ func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]que
 			return nil, &queue.ItemError{Index: i, Err: err}
 		}
 	}
+	// The full statement is prepared before the transaction begins: the
+	// writer has one connection, which the transaction holds, so a
+	// statement prepared on the pool inside it would wait forever.
+	var full *sql.Stmt
+	if len(ins) >= insertManyRows {
+		var err error
+		if full, err = s.prepared(ctx, insertManyFull); err != nil {
+			return nil, wrap("insert", err)
+		}
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, wrap("insert", err)
 	}
 	defer tx.Rollback()
-	res, err := s.insertManyTx(ctx, tx, ins)
+	res, err := insertManyTx(ctx, tx, full, ins)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +78,9 @@ func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]que
 }
 
 // insertManyTx inserts ins through tx, in order: runs of jobs without a
-// unique key in multi-row statements, the others one by one.
-func (s *Store) insertManyTx(ctx context.Context, tx *sql.Tx, ins []queue.JobInsert) ([]queue.InsertResult, error) {
+// unique key in multi-row statements, the others one by one. full is the
+// prepared INSERT of insertManyRows rows (nil when ins has fewer).
+func insertManyTx(ctx context.Context, tx *sql.Tx, full *sql.Stmt, ins []queue.JobInsert) ([]queue.InsertResult, error) {
 	res := make([]queue.InsertResult, len(ins))
 	run := make([]any, 0, 10*min(len(ins), insertManyRows))
 	lo := 0 // the first job of the run in run
@@ -80,12 +91,8 @@ func (s *Store) insertManyTx(ctx context.Context, tx *sql.Tx, ins []queue.JobIns
 		}
 		var rows *sql.Rows
 		var err error
-		if n == insertManyRows {
-			st, perr := s.prepared(ctx, insertManyFull)
-			if perr != nil {
-				return wrap("insert", perr)
-			}
-			rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, run...)
+		if n == insertManyRows && full != nil {
+			rows, err = tx.StmtContext(ctx, full).QueryContext(ctx, run...)
 		} else {
 			rows, err = tx.QueryContext(ctx, insertManySQL(n), run...)
 		}

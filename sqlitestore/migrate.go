@@ -16,7 +16,8 @@ var migrationFS embed.FS
 // init that versions are 1, 2, 3 ... without gaps. Migrations that need Go
 // (data rewrites) are attached by version.
 var migrations = schema.MustLoad("sqlitestore", migrationFS, "migrations", map[int]func(context.Context, schema.Tx) error{
-	5: rewriteStoredForms,
+	5: rewriteJobs(""),
+	8: rewriteJobs(`history LIKE '%"outcome":"ok"%'`),
 })
 
 // SchemaVersion returns the newest schema version this binary knows.
@@ -106,30 +107,39 @@ func (t liteTx) Record(ctx context.Context, s schema.Step, at time.Time) error {
 func (t liteTx) Commit(context.Context) error   { return t.tx.Commit() }
 func (t liteTx) Rollback(context.Context) error { return t.tx.Rollback() }
 
-// rewriteStoredForms is migration 0005's Go step: it rewrites every job's
-// policy and history in the stored forms with names and text durations
-// (schema.RewriteJobs), in the migration's transaction.
-func rewriteStoredForms(ctx context.Context, stx schema.Tx) error {
-	tx := stx.(liteTx).tx
-	read := func(ctx context.Context, after int64, limit int) ([]schema.JobRow, error) {
-		rows, err := tx.QueryContext(ctx, `SELECT id, policy, history FROM heed_jobs WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var rs []schema.JobRow
-		for rows.Next() {
-			var r schema.JobRow
-			if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
+// rewriteJobs returns the Go step of the migrations that rewrite stored
+// jobs (0005: policies and histories in the stored forms with names and
+// text durations; 0008: history words, the outcome "ok" -> "success"): it
+// rewrites, in the migration's transaction, every job's policy and history
+// with schema.RewriteJobs, or only the jobs that match where (an SQL
+// condition) when it is not empty.
+func rewriteJobs(where string) func(context.Context, schema.Tx) error {
+	cond := ""
+	if where != "" {
+		cond = " AND (" + where + ")"
+	}
+	return func(ctx context.Context, stx schema.Tx) error {
+		tx := stx.(liteTx).tx
+		read := func(ctx context.Context, after int64, limit int) ([]schema.JobRow, error) {
+			rows, err := tx.QueryContext(ctx, `SELECT id, policy, history FROM heed_jobs WHERE id > ?`+cond+` ORDER BY id LIMIT ?`, after, limit)
+			if err != nil {
 				return nil, err
 			}
-			rs = append(rs, r)
+			defer rows.Close()
+			var rs []schema.JobRow
+			for rows.Next() {
+				var r schema.JobRow
+				if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
+					return nil, err
+				}
+				rs = append(rs, r)
+			}
+			return rs, rows.Err()
 		}
-		return rs, rows.Err()
+		write := func(ctx context.Context, r schema.JobRow) error {
+			_, err := tx.ExecContext(ctx, `UPDATE heed_jobs SET policy = ?, history = ? WHERE id = ?`, string(r.Policy), string(r.History), r.ID)
+			return err
+		}
+		return schema.RewriteJobs(ctx, read, write)
 	}
-	write := func(ctx context.Context, r schema.JobRow) error {
-		_, err := tx.ExecContext(ctx, `UPDATE heed_jobs SET policy = ?, history = ? WHERE id = ?`, string(r.Policy), string(r.History), r.ID)
-		return err
-	}
-	return schema.RewriteJobs(ctx, read, write)
 }

@@ -28,3 +28,11 @@ func TestPeriodicThreeStores(t *testing.T) {
 	}
 	storetest.RunPeriodic(t, clocktest.New(time.Time{}), stores)
 }
+
+// TestPeriodicAfterRetention: a worker restarted within the period of a
+// tick whose job retention deleted does not run that tick again.
+func TestPeriodicAfterRetention(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	storetest.RunPeriodicAfterRetention(t, clocktest.New(time.Time{}), s)
+}

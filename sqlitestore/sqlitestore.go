@@ -8,7 +8,9 @@
 //	st, err := sqlitestore.Open(ctx, "heed.db")
 //
 // The database runs in WAL mode with a busy timeout of 10 s and foreign keys
-// on. Within one process, writes go through a single connection, one at a
+// on. The store checkpoints the WAL from a goroutine and a connection of its
+// own, every quarter second, so that no write of the queue waits for a
+// checkpoint (see checkpoint.go). Within one process, writes go through a single connection, one at a
 // time: SQLite allows one writer per database anyway, and a single
 // connection turns contention into a short queue in Go instead of
 // SQLITE_BUSY retries. Reads (JobGet, JobList, Stats) use a separate pool of
@@ -40,6 +42,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -72,6 +75,8 @@ type Store struct {
 	done chan struct{}            // closed by Close
 
 	cancels cancelSubs // JobCancelNotify's subscribers (ops.go)
+
+	ckptDone chan struct{} // closed when the checkpointer has stopped; nil without one (checkpoint.go)
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -168,7 +173,8 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 		}
 		s.w = s.r
 	default:
-		wdsn := uriOf(path, join(params, common+"&_journal_mode=WAL&_synchronous=NORMAL"))
+		wdsn := uriOf(path, join(params, common+"&_journal_mode=WAL&_synchronous=NORMAL"+
+			"&_pragma=wal_autocheckpoint("+strconv.Itoa(writerCheckpointPages)+")"))
 		s.w, err = sql.Open("sqlite", wdsn)
 		if err != nil {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
@@ -197,6 +203,15 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 			s.r.Close()
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 		}
+		ckpt, err := sql.Open("sqlite", uriOf(path, join(params, "_busy_timeout=10000")))
+		if err != nil {
+			s.w.Close()
+			s.r.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		}
+		ckpt.SetMaxOpenConns(1)
+		s.ckptDone = make(chan struct{})
+		go checkpointer(ckpt, s.done, s.ckptDone)
 	}
 	err = s.Check(ctx)
 	var behind *queue.SchemaBehindError
@@ -325,6 +340,9 @@ func (s *Store) Close() error {
 	}
 	s.stmts = nil
 	s.stmtMu.Unlock()
+	if s.ckptDone != nil {
+		<-s.ckptDone // s.done, closed above, stopped it
+	}
 	err := s.w.Close()
 	if s.r != s.w {
 		if rerr := s.r.Close(); err == nil {

@@ -68,3 +68,42 @@ func TestStoredFormsMigration(t *testing.T) {
 		t.Errorf("empty job read back %+v, %v", j, err)
 	}
 }
+
+// TestOutcomeWordsMigration writes, at schema 7, a job whose history says
+// "ok" for a success and one without it, migrates, and checks that the
+// first now says "success" (byte for byte) and the second is untouched.
+func TestOutcomeWordsMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := OpenWith(ctx, path, OpenOptions{NoMigrate: true, CreateEmpty: true, stopAt: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC).UnixMicro()
+	for _, h := range []string{schema.OKJob.History, schema.OKJob.Untouched} {
+		if _, err := old.w.ExecContext(ctx, `INSERT INTO heed_jobs (kind, queue, args, state, attempt, policy, available_at, created_at, finished_at, history)
+			VALUES ('k', 'q', '{}', 'succeeded', 2, '{}', ?, ?, ?, ?)`, t0, t0, t0, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[int64]string{1: schema.OKJob.NewHistory, 2: schema.OKJob.Untouched} {
+		var history string
+		if err := s.r.QueryRowContext(ctx, `SELECT history FROM heed_jobs WHERE id = ?`, id).Scan(&history); err != nil {
+			t.Fatal(err)
+		}
+		if history != want {
+			t.Errorf("job %d after migrating:\n %s\nwant\n %s", id, history, want)
+		}
+	}
+	j, err := s.JobGet(ctx, 1)
+	if err != nil || j.History[1].Outcome != retry.OutcomeSuccess.Key() {
+		t.Errorf("JobGet = %+v, %v", j, err)
+	}
+}

@@ -176,9 +176,9 @@ func (c *counter) countNow(ctx context.Context) (*overview, error) {
 		done, retry, dead := make([]int, chartMinutes), make([]int, chartMinutes), make([]int, chartMinutes)
 		for i := range chartMinutes {
 			m := first.Add(time.Duration(i) * time.Minute)
-			done[i] = series[seriesKey{name, m, "done"}]
-			retry[i] = series[seriesKey{name, m, "retry"}]
-			dead[i] = series[seriesKey{name, m, "give_up"}]
+			done[i] = series[seriesKey{name, m, actDone}]
+			retry[i] = series[seriesKey{name, m, actRetry}]
+			dead[i] = series[seriesKey{name, m, actGiveUp}]
 		}
 		row.Chart = newChart(done, retry, dead)
 		ov.Queues = append(ov.Queues, row)

@@ -5,6 +5,22 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+)
+
+// The history's words the timeline tells apart: the keys of the retry
+// package and the queue's constants, never spelled here.
+var (
+	actDone   = retry.Done.Key()
+	actRetry  = retry.Retry.Key()
+	actGiveUp = retry.GiveUp.Key()
+	actDefer  = retry.Defer.Key()
+
+	outPushback = retry.OutcomePushback.Key()
+
+	whyTimeBudget = retry.ReasonTimeBudget.Key()
+	whyAttempts   = retry.ReasonAttempts.Key()
+	whyPermanent  = retry.ReasonPermanent.Key()
 )
 
 // AxisWidth is the width of a [Timeline]'s axis, in the units of its X
@@ -136,7 +152,7 @@ func NewTimeline(j *queue.Job, budget time.Duration, now time.Time) Timeline {
 			r.WaitW = x(r.FinishedAt.Add(r.Delay)) - x(r.FinishedAt)
 		}
 		r.Note = rowNote(r, lastWait)
-		if r.Action == "retry" && r.Outcome != "pushback" {
+		if r.Action == actRetry && r.Outcome != outPushback {
 			// Backoff compares with backoff, not with a server's wait.
 			lastWait = r.Delay
 		}
@@ -150,15 +166,15 @@ func rowClass(a queue.Attempt) string {
 	switch {
 	case a.Outcome == queue.OutcomeCut:
 		return "cut"
-	case a.Attempt == 0 || a.Action == "requeue" || a.Action == "cancel" || a.Action == "run now":
+	case a.Attempt == 0 || a.Action == queue.ActionRequeue || a.Action == queue.ActionCancel || a.Action == queue.ActionRunNow:
 		return "operator"
 	}
 	switch a.Action {
-	case "done":
+	case actDone:
 		return "ok"
-	case "retry":
+	case actRetry:
 		return "retry"
-	case "give_up":
+	case actGiveUp:
 		return "dead"
 	}
 	return "wait"
@@ -170,33 +186,33 @@ func rowNote(r *TimelineRow, lastWait time.Duration) string {
 	switch {
 	case r.Running:
 		return "running"
-	case r.Action == "give_up" && r.Reason == "time_budget":
+	case r.Action == actGiveUp && r.Reason == whyTimeBudget:
 		return "the time budget ran out"
-	case r.Action == "give_up" && r.Reason == "attempts":
+	case r.Action == actGiveUp && r.Reason == whyAttempts:
 		return "no attempts left"
-	case r.Action == "give_up" && r.Reason == "permanent":
+	case r.Action == actGiveUp && r.Reason == whyPermanent:
 		return "the error is permanent: retrying cannot help"
-	case r.Action == "give_up":
+	case r.Action == actGiveUp:
 		return "gave up: " + r.Reason
-	case r.Outcome == "pushback":
+	case r.Outcome == outPushback:
 		return "the server asked to wait " + Duration(r.Delay)
-	case r.Action == "retry" && lastWait > 0 && r.Delay > 0 && r.Delay != lastWait:
+	case r.Action == actRetry && lastWait > 0 && r.Delay > 0 && r.Delay != lastWait:
 		return fmt.Sprintf("backoff %.1f× the last wait", float64(r.Delay)/float64(lastWait))
-	case r.Action == "retry":
+	case r.Action == actRetry:
 		return "transient: retry after " + Duration(r.Delay)
-	case r.Action == "defer":
+	case r.Action == actDefer:
 		return "deferred (" + r.Reason + "): the attempt was given back"
-	case r.Action == "snooze":
+	case r.Action == queue.ActionSnooze:
 		return "the handler snoozed for " + Duration(r.Delay)
-	case r.Action == "release":
+	case r.Action == queue.ActionRelease:
 		return "handed back at shutdown"
-	case r.Action == "requeue":
+	case r.Action == queue.ActionRequeue:
 		return "requeued by " + r.Worker
-	case r.Action == "cancel":
+	case r.Action == queue.ActionCancel:
 		return "cancelled by " + r.Worker
-	case r.Action == "run now":
+	case r.Action == queue.ActionRunNow:
 		return "run now by " + r.Worker
-	case r.Action == "done":
+	case r.Action == actDone:
 		return "succeeded"
 	}
 	return ""

@@ -95,3 +95,25 @@ func TestNewTimeline(t *testing.T) {
 		t.Errorf("nil job: %+v", tl)
 	}
 }
+
+// TestOperatorRows: the entries operators add are told apart by the
+// queue's Action constants (a run-now entry was once missed because the
+// timeline spelled its action "run now").
+func TestOperatorRows(t *testing.T) {
+	for _, tc := range []struct {
+		action, class, note string
+	}{
+		{queue.ActionRequeue, "operator", "requeued by op"},
+		{queue.ActionCancel, "operator", "cancelled by op"},
+		{queue.ActionRunNow, "operator", "run now by op"},
+	} {
+		a := queue.Attempt{Attempt: 2, Worker: "op", Action: tc.action}
+		if got := rowClass(a); got != tc.class {
+			t.Errorf("rowClass(%s) = %q, want %q", tc.action, got, tc.class)
+		}
+		r := TimelineRow{Attempt: a}
+		if got := rowNote(&r, 0); got != tc.note {
+			t.Errorf("rowNote(%s) = %q, want %q", tc.action, got, tc.note)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package planfile_test
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/heed-go/heed/deadline/planfile"
 )
@@ -35,11 +36,31 @@ steps:
 }
 
 func ExampleParseStep() {
-	st, err := planfile.ParseStep("name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s")
-	fmt.Println(st.Name, st.P99, st.Budget, st.Attempts, st.Timeout, err)
+	st, err := planfile.ParseStep("name=stock,p99=120ms,budget=300ms,attempts=2,attempt_timeout=30s")
+	fmt.Println(st.Name, st.P99, st.Budget, st.Attempts, st.AttemptTimeout, err)
 	_, err = planfile.ParseStep("name=stock,p99=fast")
 	fmt.Println(err)
 	// Output:
 	// stock 120ms 300ms 2 30s <nil>
 	// p99: "fast" is not a duration: write seconds (5, 0.5) or a number with a unit: 300ms, 30s, 5m, 2h, 7d
+}
+
+func ExampleWriteReport() {
+	p, _ := planfile.Decode("plan.yaml", []byte("deadline: 1s\nsteps:\n  - {name: db, p99: 50ms, budget: 2s}\n"))
+	r, _ := p.Check()
+	planfile.WriteReport(os.Stdout, r, 0)
+	// Output:
+	// plan: deadline 1s for 1 step; its budget is 2s
+	//
+	// STEP  P99   BUDGET  ×P99  ATTEMPTS  NEEDS  HOLDS  STARTS AT  LEFT  GETS  TIMEOUT
+	// db    50ms  2s      40    1         50ms   yes    0s         1s    1s    -
+	//
+	// NEEDS: the attempts at p99 plus the longest backoff between them. STARTS AT,
+	// LEFT and GETS are the worst case, every earlier step using its whole budget:
+	// LEFT is the time left then for this step and the later ones, GETS is
+	// min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
+	//
+	// 2 problems:
+	//   over-deadline: step budgets add up to 2s, above the 1s the steps have (deadline 1s): in the worst case "db" gets 1s of its 2s
+	//   far-above-p99: "db": budget 2s is 40× its p99 50ms: a slow dependency keeps callers waiting long after the answer stopped being useful
 }

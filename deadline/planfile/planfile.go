@@ -9,7 +9,7 @@
 //	    p99: 120ms
 //	    budget: 400ms
 //	    attempts: 2
-//	    timeout: 30s
+//	    attempt_timeout: 30s
 //	    backoff: {kind: exponential, base: 50ms, cap: 1s, multiplier: 2, jitter: full}
 //
 // Durations are strings, as the heed command takes them ("120ms", "2s",
@@ -44,11 +44,26 @@ const (
 	MaxSteps = 100     // steps of a plan
 )
 
-var stepKeys = []string{"name", "p99", "budget", "attempts", "timeout", "backoff", "base", "cap", "multiplier", "jitter"}
+var stepKeys = []string{"name", "p99", "budget", "attempts", "attempt_timeout", "backoff", "base", "cap", "multiplier", "jitter"}
+
+// renamedKeys are the fields of a step that plans once spelled otherwise,
+// by their old name: plans take the names of retry.Policy's JSON form.
+var renamedKeys = map[string]string{
+	"timeout": "attempt_timeout", // deadline.PlanStep.AttemptTimeout, retry.Policy.AttemptTimeout
+}
+
+// renamedError returns the error for the old field name old, or nil when
+// old was never renamed.
+func renamedError(old string) error {
+	if now, ok := renamedKeys[old]; ok {
+		return fmt.Errorf("field %q of a step is now called %q (the name of retry.Policy's JSON form); rename it", old, now)
+	}
+	return nil
+}
 
 // ParseStep parses one step as the heed command's --step flag spells it,
 // a comma-separated list of KEY=VALUE: "name=stock,p99=120ms,budget=300ms,
-// attempts=2,timeout=30s,backoff=exponential,base=50ms,cap=1s,
+// attempts=2,attempt_timeout=30s,backoff=exponential,base=50ms,cap=1s,
 // multiplier=2,jitter=full". name is required; the keys are those of a
 // step in a file, with the backoff's fields at the top level.
 func ParseStep(spec string) (deadline.PlanStep, error) {
@@ -76,8 +91,8 @@ func ParseStep(spec string) (deadline.PlanStep, error) {
 			fields.P99 = val
 		case "budget":
 			fields.Budget = val
-		case "timeout":
-			fields.Timeout = val
+		case "attempt_timeout":
+			fields.AttemptTimeout = val
 		case "attempts":
 			n, err := strconv.Atoi(val)
 			if err != nil {
@@ -99,6 +114,9 @@ func ParseStep(spec string) (deadline.PlanStep, error) {
 			}
 			bo.Multiplier = &f
 		default:
+			if err := renamedError(key); err != nil {
+				return deadline.PlanStep{}, err
+			}
 			return deadline.PlanStep{}, fmt.Errorf("unknown key %q (want %s)", key, strings.Join(stepKeys, ", "))
 		}
 	}
@@ -117,12 +135,12 @@ type planFile struct {
 }
 
 type rawStep struct {
-	Name     string      `yaml:"name" json:"name"`
-	P99      string      `yaml:"p99" json:"p99"`
-	Budget   string      `yaml:"budget" json:"budget"`
-	Attempts *int        `yaml:"attempts" json:"attempts"`
-	Timeout  string      `yaml:"timeout" json:"timeout"`
-	Backoff  *rawBackoff `yaml:"backoff" json:"backoff"`
+	Name           string      `yaml:"name" json:"name"`
+	P99            string      `yaml:"p99" json:"p99"`
+	Budget         string      `yaml:"budget" json:"budget"`
+	Attempts       *int        `yaml:"attempts" json:"attempts"`
+	AttemptTimeout string      `yaml:"attempt_timeout" json:"attempt_timeout"`
+	Backoff        *rawBackoff `yaml:"backoff" json:"backoff"`
 }
 
 type rawBackoff struct {
@@ -159,7 +177,7 @@ func (r rawStep) step(where string) (deadline.PlanStep, error) {
 		name string
 		raw  string
 		dst  *time.Duration
-	}{{"p99", r.P99, &st.P99}, {"budget", r.Budget, &st.Budget}, {"timeout", r.Timeout, &st.Timeout}} {
+	}{{"p99", r.P99, &st.P99}, {"budget", r.Budget, &st.Budget}, {"attempt_timeout", r.AttemptTimeout, &st.AttemptTimeout}} {
 		if *f.dst, err = parseDur(f.name, f.raw); err != nil {
 			return st, wrap(err)
 		}
@@ -312,7 +330,15 @@ func decodeJSONPlan(data []byte, pf *planFile) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("unexpected end of JSON")
 	}
-	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if field, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		if name, uerr := strconv.Unquote(field); uerr == nil {
+			if rerr := renamedError(name); rerr != nil {
+				return rerr
+			}
+		}
+	}
+	return errors.New(msg)
 }
 
 func lineOf(data []byte, offset int64) int {
@@ -333,6 +359,11 @@ func yamlError(err error) error {
 	}
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {
+		if sub := yamlUnknownField.FindStringSubmatch(m); sub != nil {
+			if rerr := renamedError(sub[1]); rerr != nil {
+				m = strings.Replace(m, sub[0], rerr.Error(), 1)
+			}
+		}
 		m = yamlUnknownField.ReplaceAllString(m, `unknown field "$1"`)
 		if sub := yamlCannot.FindStringSubmatch(m); sub != nil {
 			want := map[string]string{"int": "a whole number", "float64": "a number", "string": "a string such as \"120ms\""}[sub[3]]
@@ -353,4 +384,22 @@ func yamlError(err error) error {
 		msgs[i] = m
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// Key returns the name a plan file and a --step spec give the
+// [deadline.PlanStep] or [deadline.Plan] field called field in a
+// [deadline.PlanError] ("AttemptTimeout" -> "attempt_timeout",
+// "Backoff.Base" -> "backoff.base"), so that errors name what the user wrote.
+func Key(field string) string {
+	var b strings.Builder
+	for i, r := range field {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 && field[i-1] >= 'a' && field[i-1] <= 'z' {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

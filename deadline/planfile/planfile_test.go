@@ -19,7 +19,7 @@ steps:
     p99: 120ms
     budget: 400ms
     attempts: 2
-    timeout: 300ms
+    attempt_timeout: 300ms
   - name: save
     p99: 40ms
     budget: 150ms
@@ -31,7 +31,7 @@ const checkoutJSON = `{
   "deadline": "2s", "reserve": "100ms",
   "steps": [
     {"name": "validate", "p99": "5ms", "budget": "20ms"},
-    {"name": "stock", "p99": "120ms", "budget": "400ms", "attempts": 2, "timeout": "300ms"},
+    {"name": "stock", "p99": "120ms", "budget": "400ms", "attempts": 2, "attempt_timeout": "300ms"},
     {"name": "save", "p99": "40ms", "budget": "150ms", "attempts": 2, "backoff": {"kind": "constant", "base": "10ms"}}
   ]
 }`
@@ -41,7 +41,7 @@ func TestDecodeYAMLAndJSON(t *testing.T) {
 	ms := time.Millisecond
 	want := deadline.Plan{Deadline: 2 * time.Second, Reserve: 100 * ms, Steps: []deadline.PlanStep{
 		{Name: "validate", P99: 5 * ms, Budget: 20 * ms, Attempts: 1},
-		{Name: "stock", P99: 120 * ms, Budget: 400 * ms, Attempts: 2, Timeout: 300 * ms},
+		{Name: "stock", P99: 120 * ms, Budget: 400 * ms, Attempts: 2, AttemptTimeout: 300 * ms},
 		{Name: "save", P99: 40 * ms, Budget: 150 * ms, Attempts: 2},
 	}}
 	y, err := Decode("checkout.yaml", []byte(checkoutYAML))
@@ -63,7 +63,7 @@ func TestDecodeYAMLAndJSON(t *testing.T) {
 		}
 		for i, st := range got.Steps {
 			w := want.Steps[i]
-			if st.Name != w.Name || st.P99 != w.P99 || st.Budget != w.Budget || st.Attempts != w.Attempts || st.Timeout != w.Timeout {
+			if st.Name != w.Name || st.P99 != w.P99 || st.Budget != w.Budget || st.Attempts != w.Attempts || st.AttemptTimeout != w.AttemptTimeout {
 				t.Errorf("step %d: %+v, want %+v", i, st, w)
 			}
 		}
@@ -131,7 +131,7 @@ func TestParseStepErrors(t *testing.T) {
 // Whatever a --step spec holds, parsing it and checking the plan never
 // panics, and every step accepted stays in range.
 func FuzzParseStep(f *testing.F) {
-	for _, s := range []string{"name=a,p99=1ms,budget=10ms", "name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s",
+	for _, s := range []string{"name=a,p99=1ms,budget=10ms", "name=stock,p99=120ms,budget=300ms,attempts=2,attempt_timeout=30s",
 		"name=s,p99=1ms,budget=1s,backoff=linear,base=1ms,cap=2ms,multiplier=3,jitter=decorrelated", "a", ",,=,", "name=a,attempts=1000"} {
 		f.Add(s)
 	}
@@ -164,4 +164,29 @@ func FuzzDecode(f *testing.F) {
 		}
 		_, _ = p.Check()
 	})
+}
+
+// A field a step once had under another name is an error that names the
+// new one, in a file and in a --step spec.
+func TestRenamedFields(t *testing.T) {
+	const want = `field "timeout" of a step is now called "attempt_timeout"`
+	for _, tc := range []struct{ file, data string }{
+		{"p.yaml", "deadline: 2s\nsteps:\n  - {name: a, p99: 1ms, budget: 10ms, timeout: 5ms}\n"},
+		{"p.json", `{"deadline": "2s", "steps": [{"name": "a", "p99": "1ms", "budget": "10ms", "timeout": "5ms"}]}`},
+	} {
+		if _, err := Decode(tc.file, []byte(tc.data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %s", tc.file, err, want)
+		}
+	}
+	if _, err := ParseStep("name=a,p99=1ms,budget=10ms,timeout=5ms"); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("ParseStep: %v, want %s", err, want)
+	}
+}
+
+func TestKey(t *testing.T) {
+	for in, want := range map[string]string{"AttemptTimeout": "attempt_timeout", "P99": "p99", "Backoff.Base": "backoff.base", "Deadline": "deadline"} {
+		if got := Key(in); got != want {
+			t.Errorf("Key(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -76,7 +76,7 @@ func TestServe(t *testing.T) {
 	body := scrape(t, srv.URL())
 	wantSeries(t, body,
 		`# TYPE heed_retry_attempts_total counter`,
-		`heed_retry_attempts_total{heed_operation="charge",heed_retry_outcome="ok"} 1`,
+		`heed_retry_attempts_total{heed_operation="charge",heed_retry_outcome="success"} 1`,
 		`heed_retry_attempts_total{heed_operation="charge",heed_retry_outcome="transient"} 2`,
 		`heed_retry_retries_total{heed_operation="charge",heed_retry_reason="transient"} 2`,
 		`heed_retry_delay_seconds_count{heed_operation="charge",heed_retry_reason="transient"} 2`,
@@ -180,5 +180,5 @@ func ExampleServe() {
 		}
 	}
 	// Output:
-	// heed_retry_attempts_total{heed_operation="charge",heed_retry_outcome="ok"} 1
+	// heed_retry_attempts_total{heed_operation="charge",heed_retry_outcome="success"} 1
 }

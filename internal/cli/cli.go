@@ -13,7 +13,6 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/heed-go/heed/retry"
 )
@@ -26,8 +25,6 @@ const (
 	exitUsage       = 2   // bad flag, missing argument, unknown subcommand
 	exitRefused     = 75  // EX_TEMPFAIL: retry budget empty or circuit open
 	exitTimeout     = 124 // deadline or time budget ended the run (as GNU timeout)
-	exitCannotExec  = 126 // the command was found but could not be executed
-	exitNotFound    = 127 // the command was not found
 	exitInterrupted = 130 // interrupted (SIGINT or SIGTERM): 128 + SIGINT
 )
 
@@ -126,24 +123,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 // usage writes the top-level usage to w.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `heed retries work responsibly: only what may pass, jittered, capped, within a
-deadline, and explains every decision.
-
-Usage:
-  heed COMMAND [FLAGS] [ARGS]
-
-Commands:
-`)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range commands {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(tw, "  help\t%s\n", "print this help, or a command's help (heed help COMMAND)")
-	tw.Flush()
-	fmt.Fprint(w, `
-Durations (DUR) are written 300ms, 1m30s, 5 (seconds), 0.5 or 7d (days).
-Run 'heed COMMAND --help' for a command's flags and exit codes.
-`)
+	writeUsage(w, "heed", append(commands[:len(commands):len(commands)],
+		command{"help", "print this help, or a command's help (heed help COMMAND)", nil}))
 }
 
 // helpMain is "heed help [COMMAND]".
@@ -164,21 +145,11 @@ func helpMain(ctx context.Context, s streams, args []string) int {
 	return c.run(ctx, s, []string{"--help"})
 }
 
-const versionDoc = `Usage: heed version
-
-Prints heed's module version and the Go version it was built with.
-
-Exit codes: 0, or 2 for a usage error.
-`
-
 // versionMain is "heed version".
 func versionMain(_ context.Context, s streams, args []string) int {
 	fs := newFlagSet("version")
-	if code, done := parseFlags(fs, args, s, helpDoc{head: versionDoc}); done {
+	if code, done := parseNoArgs(fs, args, s, helpDoc{file: "version"}); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, "version", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	version, goVersion := "(devel)", "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {

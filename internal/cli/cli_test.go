@@ -165,7 +165,7 @@ func TestFlagErrors(t *testing.T) {
 func TestPolicyFromFlags(t *testing.T) {
 	parse := func(args ...string) (retry.Policy, error) {
 		fs := newFlagSet("test")
-		pf := addPolicyFlags(fs)
+		pf := addPolicyFlags(fs, false)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
@@ -203,53 +203,5 @@ func TestPolicyFromFlags(t *testing.T) {
 	}
 	if got := p.Backoff.Delay(5); got != 10*time.Second {
 		t.Errorf("--base 10s: Delay(5) = %v, want 10s", got)
-	}
-}
-
-func TestCodeSet(t *testing.T) {
-	var c codeSet
-	for _, s := range []string{"2", "64-66, 70", "1"} {
-		if err := c.Set(s); err != nil {
-			t.Fatalf("Set(%q): %v", s, err)
-		}
-	}
-	if got, want := c.String(), "1,2,64,65,66,70"; got != want {
-		t.Errorf("String() = %q, want %q", got, want)
-	}
-	for _, bad := range []string{"", "x", "0", "256", "-1", "5-", "7-3", "1,,2"} {
-		var c codeSet
-		if err := c.Set(bad); err == nil {
-			t.Errorf("Set(%q) = nil, want an error", bad)
-		}
-	}
-}
-
-func TestExitPolicy(t *testing.T) {
-	var def exitPolicy
-	var perm exitPolicy
-	perm.permanent.Set("3")
-	var only exitPolicy
-	only.transient.Set("75,127")
-	tests := []struct {
-		name string
-		e    *exitPolicy
-		code int
-		want bool
-	}{
-		{"default 1", &def, 1, true},
-		{"default 126", &def, 126, false},
-		{"default 127", &def, 127, false},
-		{"default 137", &def, 137, true},
-		{"permanent 3", &perm, 3, false},
-		{"permanent 1", &perm, 1, true},
-		{"permanent 127", &perm, 127, false},
-		{"only 75", &only, 75, true},
-		{"only 1", &only, 1, false},
-		{"only 127 listed", &only, 127, true},
-	}
-	for _, tt := range tests {
-		if got := tt.e.retryable(tt.code); got != tt.want {
-			t.Errorf("%s: retryable(%d) = %v, want %v", tt.name, tt.code, got, tt.want)
-		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"net"
 	"net/http"
 	"os"
@@ -15,41 +16,15 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/jobrun"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/storeurl"
 )
 
 var demoDoc = helpDoc{
-	head: `Usage: heed demo [FLAGS]
-
-Shows heed's job queue at work, in a few seconds, on a fresh SQLite file (a
-new temporary file unless --db is given). It enqueues five jobs, each with a
-script, runs a worker with short demo policies (backoff from 50ms), prints
-every decision as it happens, then a table of each job's fate:
-
-  1  fails twice with a transient error, then succeeds on attempt 3
-  2  fails permanently (bad input): dead-letter after one attempt
-  3  fails transiently until its 4 attempts run out: dead-letter
-  4  keeps failing past its 400ms time budget: dead-letter with attempts left
-  5  calls a local flaky HTTP service (started by the demo on 127.0.0.1),
-     which answers 503 with Retry-After: 1 twice, then 200: the job waits
-     what the server asked and succeeds on attempt 3
-
-The database is kept, so you can look around afterwards with heed jobs
-(ls, show, dead ls, dead requeue) and the --db the demo prints.
-`,
+	file:   "demo",
 	groups: []flagGroup{{"Demo flags", []string{"db", "reset", "quiet"}}},
-	foot: `Exit codes:
-  0    every job ended as its script intends
-  1    some job did not (the table says which), or the database cannot be
-       used: it is not empty (see --reset), or cannot be opened
-  2    usage error
-  130  interrupted
-
-Example:
-  go run ./cmd/heed demo
-`,
 }
 
 // demoPolicy is the worker's policy in the demo: like the job defaults, but
@@ -117,11 +92,8 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 	dbFlag := fs.String("db", "", "the `DATABASE` to use: a SQLite file or a postgres:// URL; it must be empty (default: a new temporary SQLite file)")
 	reset := fs.Bool("reset", false, "delete the SQLite file given by --db first, if it exists")
 	quiet := fs.Bool("quiet", false, "print only the final table")
-	if code, done := parseFlags(fs, args, s, demoDoc); done {
+	if code, done := parseNoArgs(fs, args, s, demoDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	dsn := *dbFlag
 	switch {
@@ -212,23 +184,24 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		fmt.Fprintln(s.stdout)
 	}
 
-	r := &workerRun{
-		store: d.Jobs(),
-		cfg: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
-			ShutdownGrace: 5 * time.Second, Logger: storeLogger(s.stderr)},
-		stamp: stamp,
-		drain: &queue.DrainOptions{WaitScheduled: true},
+	r := &jobrun.Runner{
+		Store: d.Jobs(),
+		Config: queue.WorkerConfig{Policy: demoPolicy, Lease: 5 * time.Second, PollInterval: 25 * time.Millisecond,
+			ShutdownGrace: 5 * time.Second, Logger: jobrun.StoreLogger(s.stderr)},
+		Stamp: stamp,
+		Line:  jobDecisionLine,
+		Drain: &queue.DrainOptions{WaitScheduled: true},
 	}
 	if !*quiet {
-		r.out = s.stdout
+		r.Out = s.stdout
 	}
-	w, err := r.worker()
+	w, err := r.Worker()
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := r.run(rctx, w, nil); err != nil {
+	if err := r.Run(rctx, w, nil); err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
 	if ctx.Err() != nil {
@@ -251,7 +224,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		if !dj.ok() {
 			mark, allOK = "UNEXPECTED", false
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", j.ID, dj.what, dj.expected(), stateOf(j, time.Now()), j.Attempt, mark)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", j.ID, dj.what, dj.expected(), jobtext.State(j, time.Now()), j.Attempt, mark)
 	}
 	tw.Flush()
 	st, err = c.Stats(ctx)

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"embed"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/heed-go/heed/queue"
 	"io"
-	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,12 +25,43 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// helpDoc is a subcommand's --help text: head, then its flags by group,
-// then foot. Flags in no group are listed last, so none is ever left out.
+// helpDoc is a subcommand's --help text: the file help/FILE.txt, with its
+// flags by group where the file has its line {{flags}}. Flags in no group
+// are listed last, so none is ever left out.
 type helpDoc struct {
-	head   string
+	file   string
 	groups []flagGroup
-	foot   string
+}
+
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpText returns help/FILE.txt with the lists it names filled in.
+func helpText(file string) string {
+	b, err := helpFiles.ReadFile("help/" + file + ".txt")
+	if err != nil {
+		panic(err) // a missing file is a bug the help tests catch
+	}
+	t := string(b)
+	for mark, list := range map[string]func() string{"{{kinds}}": jobsKindsHelp, "{{scenarios}}": simScenariosHelp} {
+		if strings.Contains(t, mark) {
+			t = strings.ReplaceAll(t, mark, list())
+		}
+	}
+	return t
+}
+
+// writeUsage writes the usage of a command that has subcommands: the file
+// help/FILE.txt with the table of cmds at its line {{commands}}.
+func writeUsage(w io.Writer, file string, cmds []command) {
+	head, foot, _ := strings.Cut(helpText(file), "{{commands}}\n")
+	fmt.Fprint(w, head)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range cmds {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, foot)
 }
 
 type flagGroup struct {
@@ -83,7 +116,8 @@ func isSet(fs *flag.FlagSet, name string) bool {
 }
 
 func printHelp(w io.Writer, fs *flag.FlagSet, d helpDoc) {
-	fmt.Fprint(w, d.head)
+	head, foot, _ := strings.Cut(helpText(d.file), "{{flags}}\n")
+	fmt.Fprint(w, head)
 	listed := map[string]bool{}
 	groups := d.groups
 	var rest []string
@@ -114,8 +148,8 @@ func printHelp(w io.Writer, fs *flag.FlagSet, d helpDoc) {
 		}
 		tw.Flush()
 	}
-	if d.foot != "" {
-		fmt.Fprint(w, "\n", d.foot)
+	if foot != "" {
+		fmt.Fprint(w, "\n", foot)
 	}
 }
 
@@ -160,9 +194,12 @@ func flagUsage(f *flag.Flag) string {
 	return fmt.Sprintf("%s (default %s)", u, f.DefValue)
 }
 
-// policyFlags are the retry policy flags that run and plan share.
+// policyFlags are the retry policy flags of run, get and plan, or, with
+// jobs, of heed jobs work, with the job defaults of package queue and
+// --budget for --deadline.
 type policyFlags struct {
 	fs         *flag.FlagSet
+	jobs       bool
 	attempts   int
 	kind       backoff.Kind
 	base       time.Duration
@@ -170,7 +207,7 @@ type policyFlags struct {
 	multiplier float64
 	jitter     backoff.Jitter
 	timeout    time.Duration
-	deadline   time.Duration
+	deadline   time.Duration // --deadline, or --budget of a job
 	minAttempt time.Duration
 }
 
@@ -179,16 +216,26 @@ var policyGroup = flagGroup{"Policy flags", []string{
 	"attempts", "backoff", "base", "cap", "multiplier", "jitter", "timeout", "deadline", "min-attempt-time",
 }}
 
-// addPolicyFlags registers the policy flags on fs. Call policy after
-// fs.Parse to get the retry.Policy they describe.
-func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
-	pf := &policyFlags{fs: fs}
+// addPolicyFlags registers the policy flags on fs, those of a job's with
+// jobs. Call policy after fs.Parse to get the retry.Policy they describe.
+func addPolicyFlags(fs *flag.FlagSet, jobs bool) *policyFlags {
+	pf := &policyFlags{fs: fs, jobs: jobs}
+	fs.TextVar(&pf.kind, "backoff", pf.kind, "`KIND` of delay growth: exponential, constant, linear or immediate")
+	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
+	if jobs {
+		fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
+		durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
+		durationVar(fs, &pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
+		fs.TextVar(&pf.jitter, "jitter", pf.jitter, "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
+		durationVar(fs, &pf.deadline, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
+		durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
+		durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")
+		return pf
+	}
 	fs.IntVar(&pf.attempts, "attempts", retry.DefaultAttempts, "attempts in total, the first one included")
-	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
 	durationVar(fs, &pf.base, "base", backoff.DefaultBase, "first delay; with decorrelated jitter, the smallest")
 	durationVar(fs, &pf.cap, "cap", backoff.DefaultCap, "largest delay (default 5s, or --base if larger)")
-	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
-	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal (delay/2 to delay) or decorrelated")
+	fs.TextVar(&pf.jitter, "jitter", pf.jitter, "`JITTER` of each delay: full (0 to delay), none, equal (delay/2 to delay) or decorrelated")
 	durationVar(fs, &pf.timeout, "timeout", 0, "time limit of each attempt; one that runs out is retried (default: none)")
 	durationVar(fs, &pf.deadline, "deadline", 0, "time limit of the whole call, from the start of the first attempt (default: none)")
 	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry starts only if its delay plus this still fits in --deadline (default: --timeout, a whole attempt; 10ms without one)")
@@ -203,39 +250,45 @@ func flagError(name, format string, args ...any) error {
 // policy returns the retry.Policy the flags describe, or an error naming
 // the first bad flag.
 func (pf *policyFlags) policy() (retry.Policy, error) {
-	s := backoff.Schedule{
-		Kind:       pf.kind,
-		Base:       pf.base,
-		Multiplier: pf.multiplier,
-		Jitter:     pf.jitter,
-	}
-	if isSet(pf.fs, "cap") {
+	s := backoff.Schedule{Kind: pf.kind, Base: pf.base, Multiplier: pf.multiplier, Jitter: pf.jitter}
+	if pf.jobs || isSet(pf.fs, "cap") {
 		s.Cap = pf.cap // else the schedule's default: 5s, or Base if larger
 	}
+	var err error
 	switch {
-	case pf.attempts < 1:
-		return retry.Policy{}, flagError("attempts", "%d, must be at least 1", pf.attempts)
+	case pf.jobs && (pf.attempts < retry.Unlimited || pf.attempts == 0):
+		err = flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", pf.attempts)
+	case !pf.jobs && pf.attempts < 1:
+		err = flagError("attempts", "%d, must be at least 1", pf.attempts)
+	case pf.base <= 0 && pf.jobs:
+		err = flagError("base", "%v, must be positive", pf.base)
 	case pf.base <= 0:
 		// A zero Base would mean the default (100ms) to the backoff
 		// package, which is not what "--base 0" says.
-		return retry.Policy{}, flagError("base", "%v, must be positive (--backoff immediate does not wait)", pf.base)
-	case isSet(pf.fs, "cap") && pf.cap <= 0:
-		return retry.Policy{}, flagError("cap", "%v, must be positive", pf.cap)
-	case s.Cap > 0 && s.Cap < pf.base:
-		return retry.Policy{}, flagError("cap", "%v is below --base %v", pf.cap, pf.base)
-	case math.IsNaN(pf.multiplier) || math.IsInf(pf.multiplier, 0) || pf.multiplier < 1:
-		return retry.Policy{}, flagError("multiplier", "%v, must be a number of at least 1", pf.multiplier)
+		err = flagError("base", "%v, must be positive (--backoff immediate does not wait)", pf.base)
+	case !pf.jobs && isSet(pf.fs, "cap") && pf.cap <= 0:
+		err = flagError("cap", "%v, must be positive", pf.cap)
+	case s.Cap > 0 && s.Cap < pf.base || pf.jobs && s.Cap < pf.base:
+		err = flagError("cap", "%v is below --base %v", pf.cap, pf.base)
+	case !finite(pf.multiplier) || pf.multiplier < 1:
+		err = flagError("multiplier", "%v, must be a number of at least 1", pf.multiplier)
+	case pf.jobs && pf.deadline <= 0:
+		err = flagError("budget", "%v, must be positive", pf.deadline)
+	case pf.jobs && pf.timeout <= 0:
+		err = flagError("timeout", "%v, must be positive", pf.timeout)
 	case pf.timeout < 0:
-		return retry.Policy{}, flagError("timeout", "%v, must not be negative", pf.timeout)
+		err = flagError("timeout", "%v, must not be negative", pf.timeout)
 	case pf.deadline < 0:
-		return retry.Policy{}, flagError("deadline", "%v, must not be negative", pf.deadline)
+		err = flagError("deadline", "%v, must not be negative", pf.deadline)
 	case pf.minAttempt < 0:
-		return retry.Policy{}, flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
+		err = flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
+	}
+	if err != nil {
+		return retry.Policy{}, err
 	}
 	if err := s.Validate(); err != nil {
 		// Not reached for the cases above; map anything new to its flag.
-		var ie *backoff.InvalidError
-		if errors.As(err, &ie) {
+		if ie, ok := errors.AsType[*backoff.InvalidError](err); ok && !pf.jobs {
 			name := map[string]string{"Kind": "backoff", "Jitter": "jitter", "Base": "base", "Cap": "cap", "Multiplier": "multiplier"}[ie.Field]
 			if name != "" {
 				return retry.Policy{}, flagError(name, "%s", ie.Reason)
@@ -243,53 +296,30 @@ func (pf *policyFlags) policy() (retry.Policy, error) {
 		}
 		return retry.Policy{}, err
 	}
-	p := retry.Policy{
-		Attempts:       pf.attempts,
-		Backoff:        s,
-		AttemptTimeout: pf.timeout,
-		TimeBudget:     pf.deadline,
-		MinAttemptTime: pf.minAttempt,
-	}
+	p := retry.Policy{Attempts: pf.attempts, Backoff: s, AttemptTimeout: pf.timeout, TimeBudget: pf.deadline, MinAttemptTime: pf.minAttempt}
 	if err := p.Validate(); err != nil {
 		return retry.Policy{}, err
 	}
 	return p, nil
 }
 
-// kindValue is a flag.Value for a backoff.Kind.
-type kindValue struct{ k *backoff.Kind }
-
-func (v kindValue) String() string {
-	if v.k == nil {
-		return ""
+// describe is a job policy as heed jobs work's start line says it.
+func (pf *policyFlags) describe(p retry.Policy) string {
+	att := strconv.Itoa(p.Attempts)
+	if p.Attempts == retry.Unlimited {
+		att = "unlimited"
 	}
-	return v.k.String()
+	return fmt.Sprintf("%s attempts, %s backoff %v..%v (%s jitter), budget %v, attempt timeout %v",
+		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.TimeBudget, p.AttemptTimeout)
 }
 
-func (v kindValue) Set(s string) error {
-	k, err := backoff.ParseKind(s)
-	if err != nil {
-		return err
+// parseNoArgs is parseFlags for a subcommand that takes no arguments.
+func parseNoArgs(fs *flag.FlagSet, args []string, s streams, d helpDoc) (code int, done bool) {
+	if code, done := parseFlags(fs, args, s, d); done {
+		return code, true
 	}
-	*v.k = k
-	return nil
-}
-
-// jitterValue is a flag.Value for a backoff.Jitter.
-type jitterValue struct{ j *backoff.Jitter }
-
-func (v jitterValue) String() string {
-	if v.j == nil {
-		return ""
+	if fs.NArg() > 0 {
+		return usageError(s, strings.TrimPrefix(fs.Name(), "heed "), fmt.Errorf("unexpected argument %q", fs.Arg(0))), true
 	}
-	return v.j.String()
-}
-
-func (v jitterValue) Set(s string) error {
-	j, err := backoff.ParseJitter(s)
-	if err != nil {
-		return err
-	}
-	*v.j = j
-	return nil
+	return 0, false
 }

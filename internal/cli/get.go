@@ -1,20 +1,19 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/curl"
+	"github.com/heed-go/heed/internal/duration"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -27,62 +26,13 @@ const (
 )
 
 var getDoc = helpDoc{
-	head: `Usage: heed get [FLAGS] URL
-
-Sends one HTTP request, like a small curl, retrying only what is safe to
-repeat: GET, HEAD, OPTIONS, TRACE, PUT and DELETE; other methods only when
-the request never left, or with --idempotency-key. Retried: responses 408,
-429, 500, 502, 503 and 504 (honouring Retry-After), refused connections,
-resets and timeouts. Never retried: certificate errors, unknown hosts, and
-a POST whose fate is unknown.
-
-The response body goes to stdout (or -o FILE); with -v, one line per
-decision goes to stderr:
-
-  heed: attempt 1: 503 Service Unavailable, retry in 180ms
-  heed: attempt 2: ok
-
-A final status of 400 or more is reported on stderr ("the requested URL
-returned error: 404 Not Found") and exits 22; with -f its body is not
-written, as with curl --fail.
-
-Flags may come before or after URL; one-letter flags may be written with
-one dash or two and combined as curl takes them (-fsSL, -sSo FILE). curl's
---retry N means --attempts N+1, and --retry-max-time is --max-time.
-Redirects are followed only with -L (at most 10), as with curl.
-`,
+	file: "get",
 	groups: []flagGroup{
 		{"Request flags", []string{"X", "H", "d", "L", "idempotency-key", "connect-timeout", "max-time", "retry-max-time", "retry", "propagate"}},
 		{"Output flags", []string{"o", "i", "f", "s", "S", "v", "w"}},
 		{"curl's long names", []string{"fail", "include", "location", "show-error", "silent", "verbose", "write-out"}},
 		policyGroup,
 	},
-	foot: `Exit codes:
-  0    a response with status below 400
-  2    usage error: bad flag, no URL
-  7    transport failure: no response (unknown host, refused, reset, TLS
-       certificate, or a POST that may have been processed)
-  22   the final response has status 400 or more (its body is still
-       written, unless -f); after retries, the last one
-  75   the retry budget or the circuit breaker refused a retry
-  124  a deadline ended the call: --max-time, --deadline, an attempt killed
-       by --timeout, or a Retry-After that does not fit before them
-  130  interrupted (SIGINT or SIGTERM)
-  1    any other failure (writing the output, say)
-
-Write-out variables (-w): %{http_code} (000 without a response),
-%{response_code}, %{num_attempts}, %{num_retries}, %{num_redirects},
-%{time_total} (seconds), %{url_effective}, %{size_download},
-%{content_type}, %{method}, %{exitcode}, %{errormsg}, and %{json}: all of
-them as one JSON object. \n, \t and \r are newline, tab and carriage return.
-
-Examples:
-  heed get https://example.com/health
-  heed get -fsSL --retry 4 --max-time 10 -w '%{http_code} %{num_retries}\n' https://example.com/
-  heed get -v --attempts 5 --max-time 10s https://api.example.com/items
-  heed get -X POST -d @order.json -H 'Content-Type: application/json' \
-    --idempotency-key auto https://api.example.com/orders
-`,
 }
 
 // curlLongNames are curl's long names of heed get's one-letter flags, as
@@ -91,38 +41,12 @@ var curlLongNames = map[string]string{
 	"fail": "f", "include": "i", "location": "L", "show-error": "S", "silent": "s", "verbose": "v", "write-out": "w",
 }
 
-// headerList is a flag.Value for repeated -H 'Name: value'.
-type headerList []string
-
-func (h *headerList) String() string { return strings.Join(*h, ", ") }
-
-// Set accepts any value; check reports a bad one after parsing, because
-// the flag package would quote the whole value, a token perhaps, in its
-// error.
-func (h *headerList) Set(s string) error {
-	*h = append(*h, s)
-	return nil
-}
-
-// check returns an error for the first header that is not 'Name: value',
-// naming it without its value.
-func (h *headerList) check() error {
-	for _, s := range *h {
-		name, _, ok := strings.Cut(s, ":")
-		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-			first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
-			return flagError("H", "%q... is not 'Name: value'", redact.Text(first))
-		}
-	}
-	return nil
-}
-
 // getMain is "heed get".
 func getMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet("get")
-	pf := addPolicyFlags(fs)
+	pf := addPolicyFlags(fs, false)
 	method := fs.String("X", "", "request `METHOD` (default GET, or POST with -d)")
-	var headers headerList
+	var headers curl.Headers
 	fs.Var(&headers, "H", "request `HEADER` 'Name: value'; repeatable")
 	data := fs.String("d", "", "request body `DATA`, or @FILE to read it from FILE (- for stdin)")
 	key := fs.String("idempotency-key", "", "send Idempotency-Key: `KEY`, which makes any method safe to retry; auto generates one")
@@ -138,7 +62,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	silent := fs.Bool("s", false, "print no error messages on stderr (decision lines of -v still are)")
 	showError := fs.Bool("S", false, "with -s, print error messages all the same")
 	location := fs.Bool("L", false, "follow redirects, at most 10 (default: the redirect is the response)")
-	var wo writeOutFormat
+	var wo curl.WriteOut
 	fs.Var(&wo, "w", "write `FORMAT` to stdout after the body, with %{variables} filled in (see below)")
 	for long, short := range curlLongNames {
 		usage := "the same as -" + short
@@ -148,22 +72,14 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		fs.Var(fs.Lookup(short).Value, long, usage)
 	}
 
-	args, err := splitShortFlags(fs, args)
+	args, err := curl.SplitShortFlags(fs, args)
 	if err != nil {
 		return usageError(s, "get", err)
 	}
 	// Flags may follow the URL, as with curl.
-	var positional []string
-	rest := args
-	for {
-		if code, done := parseFlags(fs, rest, s, getDoc); done {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	positional, code, stop := parseInterleaved(fs, args, s, getDoc)
+	if stop {
+		return code
 	}
 	if isSet(fs, "retry") {
 		switch {
@@ -193,8 +109,8 @@ func getMain(ctx context.Context, s streams, args []string) int {
 			safe[i] = redact.URLString(p)
 		}
 		return usageError(s, "get", fmt.Errorf("more than one URL: %s", strings.Join(safe, " ")))
-	case headers.check() != nil:
-		return usageError(s, "get", headers.check())
+	case headers.Check() != nil:
+		return usageError(s, "get", headers.Check())
 	case *connectTimeout < 0:
 		return usageError(s, "get", flagError("connect-timeout", "%v, must not be negative", *connectTimeout))
 	case *maxTime < 0:
@@ -206,50 +122,28 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	}
 
 	// The request.
-	var body io.Reader
-	hasBody := isSet(fs, "d")
-	if hasBody {
-		b, err := readData(*data, s.stdin)
+	cr := curl.Request{Method: *method, URL: u.String(), Headers: headers, Key: *key}
+	if isSet(fs, "d") {
+		b, err := curl.ReadData(*data, s.stdin)
 		if err != nil {
 			return usageError(s, "get", flagError("d", "%v", err))
 		}
-		body = strings.NewReader(b) // rewindable: http.NewRequest sets GetBody
-	}
-	m := strings.ToUpper(*method)
-	if m == "" {
-		m = http.MethodGet
-		if hasBody {
-			m = http.MethodPost
-		}
+		cr.Body = &b
 	}
 	if *maxTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *maxTime)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, m, u.String(), body)
+	req, err := cr.New(ctx)
 	if err != nil {
 		return usageError(s, "get", retryhttp.RedactError(err))
-	}
-	req.Header.Set("User-Agent", "heed-get")
-	if hasBody {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
-		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	tr := &retryhttp.Transport{Budget: budget.Config{Ratio: -1}, ConnectTimeout: *connectTimeout}
 	if !*propagate {
 		tr.Propagate = func(*http.Request) bool { return false }
 	}
-	switch *key {
-	case "":
-	case "auto":
-		tr.GenerateKey = true
-	default:
-		req.Header.Set(retryhttp.IdempotencyKeyHeader, *key)
-	}
+	tr.GenerateKey = *key == "auto"
 	defer tr.CloseIdleConnections()
 
 	// Error messages go to errs: stderr, unless -s without -S.
@@ -257,12 +151,12 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	if *silent && !*showError {
 		es.stderr = io.Discard
 	}
-	st := &getStats{start: time.Now(), method: m, url: u.String()}
+	st := &curl.Stats{Start: time.Now(), Method: req.Method, URL: u.String()}
 	var last retry.Decision
 	var done *retry.Decision // the last attempt of a hop, said once its status is known
 	p.Observe = func(_ context.Context, e retry.Event) {
 		last = e.Decision
-		st.attempts++
+		st.Attempts++
 		if !*verbose {
 			return
 		}
@@ -275,8 +169,8 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	tr.Policy = p
 	// hops sees each hop's final response, to say what the last attempt
 	// of each got: "ok", or the status that is final without being ok.
-	hops := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		st.hops++
+	hops := curl.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+		st.Hops++
 		resp, err := tr.RoundTrip(r)
 		if done != nil {
 			line := redact.ErrorText(workerDecision(*done), u)
@@ -288,71 +182,48 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		}
 		return resp, err
 	})
-	client := &http.Client{Transport: hops, CheckRedirect: func(r *http.Request, via []*http.Request) error {
-		if !*location {
-			return http.ErrUseLastResponse
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		st.redirects++
-		return nil
-	}}
+	client := curl.Client(hops, *location, st)
 
-	code := func() int {
+	code = func() int {
 		resp, err := client.Do(req)
 		if err != nil {
-			st.err = err
+			st.Err = err
 			return getErrorCode(ctx, es, u, err)
 		}
 		defer resp.Body.Close()
-		st.resp = resp
-		st.url = resp.Request.URL.String()
+		st.Resp = resp
+		st.URL = resp.Request.URL.String()
 
 		out := s.stdout
 		if *output != "" {
 			f, err := os.Create(*output)
 			if err != nil {
-				st.err = err
+				st.Err = err
 				fmt.Fprintf(es.stderr, "heed get: %v\n", err)
 				return exitFailure
 			}
 			defer f.Close()
 			out = f
 		}
-		body := io.Reader(resp.Body)
-		failed := *fail && resp.StatusCode >= 400
-		if failed {
-			body = strings.NewReader("") // curl --fail: nothing of an error
-		}
-		cw := &countWriter{w: markWriter{out}}
-		w := bufio.NewWriter(cw)
-		if *include && !failed {
-			writeHead(w, resp)
-		}
-		_, copyErr := io.Copy(w, body)
-		if err := w.Flush(); err != nil {
-			st.err = err
+		n, err := curl.WriteBody(out, resp, *include, *fail)
+		if errors.As(err, new(*curl.WriteError)) {
+			st.Err = err
 			fmt.Fprintf(es.stderr, "heed get: writing output: %v\n", err)
 			return exitFailure
 		}
-		st.size = cw.n
-		if copyErr != nil {
-			st.err = copyErr
+		st.Size = n
+		if err != nil {
+			st.Err = err
 			if ctx.Err() != nil {
 				return ctxExit(ctx, es)
 			}
-			fmt.Fprintf(es.stderr, "heed get: reading the body: %v\n", copyErr)
-			var we *writeError
-			if errors.As(copyErr, &we) {
-				return exitFailure
-			}
+			fmt.Fprintf(es.stderr, "heed get: reading the body: %v\n", err)
 			return exitTransport
 		}
 		if *output != "" {
 			if f, ok := out.(*os.File); ok {
 				if err := f.Close(); err != nil {
-					st.err = err
+					st.Err = err
 					fmt.Fprintf(es.stderr, "heed get: %v\n", err)
 					return exitFailure
 				}
@@ -362,16 +233,16 @@ func getMain(ctx context.Context, s streams, args []string) int {
 			return code
 		}
 		if resp.StatusCode >= 400 {
-			st.err = fmt.Errorf("the requested URL returned error: %s", resp.Status)
-			fmt.Fprintf(es.stderr, "heed get: %v\n", st.err)
+			st.Err = fmt.Errorf("the requested URL returned error: %s", resp.Status)
+			fmt.Fprintf(es.stderr, "heed get: %v\n", st.Err)
 			return exitHTTPError
 		}
 		return exitOK
 	}()
-	if wo.set {
-		st.total = time.Since(st.start)
-		st.code = code
-		if err := wo.write(s.stdout, st); err != nil {
+	if wo.IsSet() {
+		st.Total = time.Since(st.Start)
+		st.Code = code
+		if err := wo.Write(s.stdout, st); err != nil {
 			fmt.Fprintf(es.stderr, "heed get: writing --write-out: %v\n", err)
 			if code == exitOK {
 				code = exitFailure
@@ -379,74 +250,6 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		}
 	}
 	return code
-}
-
-// roundTripFunc is an http.RoundTripper that is a function.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// countWriter counts the bytes written through it.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// writeError is an error writing the output, told apart from an error
-// reading the body.
-type writeError struct{ error }
-
-func (e *writeError) Unwrap() error { return e.error }
-
-// markWriter marks its writer's errors as writeErrors.
-type markWriter struct{ w io.Writer }
-
-func (m markWriter) Write(p []byte) (int, error) {
-	n, err := m.w.Write(p)
-	if err != nil {
-		err = &writeError{err}
-	}
-	return n, err
-}
-
-// readData returns -d's value: itself, or the contents of @FILE (@- is
-// stdin).
-func readData(d string, stdin io.Reader) (string, error) {
-	name, ok := strings.CutPrefix(d, "@")
-	if !ok {
-		return d, nil
-	}
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(name)
-	}
-	return string(b), err
-}
-
-// writeHead writes the status line and the headers, sorted, then a blank
-// line.
-func writeHead(w io.Writer, resp *http.Response) {
-	fmt.Fprintf(w, "%s %s\r\n", resp.Proto, resp.Status)
-	names := make([]string, 0, len(resp.Header))
-	for name := range resp.Header {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		for _, v := range resp.Header[name] {
-			fmt.Fprintf(w, "%s: %s\r\n", name, v)
-		}
-	}
-	io.WriteString(w, "\r\n")
 }
 
 // getErrorCode reports an error with no response and returns the exit
@@ -465,7 +268,7 @@ func getErrorCode(ctx context.Context, s streams, u *url.URL, err error) int {
 	}
 	fmt.Fprintf(s.stderr, "heed get: %s\n", redact.ErrorText(msg.Error(), u))
 	if wait, ok := retryhttp.RetryAfter(err); ok {
-		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", roundDuration(wait))
+		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", duration.Round(wait))
 	}
 	if code, ok := giveUpExit(err); ok {
 		return code
@@ -486,5 +289,3 @@ func ctxExit(ctx context.Context, s streams) int {
 	fmt.Fprintln(s.stderr, "heed get: interrupted")
 	return exitInterrupted
 }
-
-var _ flag.Value = (*headerList)(nil)

@@ -122,17 +122,3 @@ func TestGetCurlRetryAndWriteOut(t *testing.T) {
 		t.Errorf("hint not rounded to 3 digits:\n%s", stderr)
 	}
 }
-
-func TestRoundDuration(t *testing.T) {
-	for in, want := range map[time.Duration]string{
-		19349822217 * time.Nanosecond:         "19.3s",
-		1576 * time.Microsecond:               "1.58ms",
-		89*time.Second + 600*time.Millisecond: "1m29.6s",
-		999 * time.Nanosecond:                 "999ns",
-		26 * time.Hour:                        "26h0m0s",
-	} {
-		if got := roundDuration(in).String(); got != want {
-			t.Errorf("roundDuration(%v) = %s, want %s", in, got, want)
-		}
-	}
-}

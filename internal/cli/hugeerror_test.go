@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"github.com/heed-go/heed/internal/jobtext"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,7 +129,7 @@ func TestJobsShowCutHistory(t *testing.T) {
 		{Outcome: queue.OutcomeCut, Action: "cut", Cut: 57},
 		{Attempt: 59, Outcome: "transient", Action: "retry"},
 	}}
-	writeJob(&b, j, time.Now())
+	jobtext.Write(&b, j, time.Now())
 	if !strings.Contains(b.String(), "... 57 entries cut (the history keeps the first and the last 100)") {
 		t.Errorf("no cut line:\n%s", b.String())
 	}
@@ -137,11 +138,11 @@ func TestJobsShowCutHistory(t *testing.T) {
 // Rows written before the caps are printed cut as the queue cuts today.
 func TestRedactJobCutsLegacyHistory(t *testing.T) {
 	j := &queue.Job{ID: 1, Args: []byte(`{"token":"x"}`), History: []queue.Attempt{{Attempt: 1, Error: "ok"}, {Attempt: 2, Error: strings.Repeat("e", 10<<20)}}}
-	c := redactJob(j, true)
+	c := jobtext.Redact(j, true)
 	if len(c.History[1].Error) > queue.MaxErrorText || len(j.History[1].Error) != 10<<20 || c.History[0].Error != "ok" || string(c.Args) != `{"token":"x"}` {
-		t.Errorf("redactJob(reveal): %d bytes of error, args %s", len(c.History[1].Error), c.Args)
+		t.Errorf("jobtext.Redact(reveal): %d bytes of error, args %s", len(c.History[1].Error), c.Args)
 	}
-	if c := redactJob(j, false); string(c.Args) != `{"token":"REDACTED"}` {
+	if c := jobtext.Redact(j, false); string(c.Args) != `{"token":"REDACTED"}` {
 		t.Errorf("redactJob: args %s", c.Args)
 	}
 }

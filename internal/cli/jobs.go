@@ -2,11 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -36,39 +34,13 @@ func jobsKindsHelp() string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, k := range jobkinds.Kinds() {
 		fmt.Fprintf(tw, "  %s\t%s\n", k.Name, k.Example)
-		for _, l := range wrap(k.Doc, 66) {
+		for _, l := range textfmt.Wrap(k.Doc, 66) {
 			fmt.Fprintf(tw, "  \t  %s\n", l)
 		}
 	}
 	tw.Flush()
 	return b.String()
 }
-
-const jobsDBHelp = `Database (every subcommand): --db, else $HEED_DB, else ./heed.db:
-  heed.db, /var/lib/heed/jobs.db, sqlite:heed.db     a SQLite file (embedded;
-                                                      WAL mode; one machine)
-  postgres://user:pass@host:5432/db?sslmode=disable   PostgreSQL (many workers
-                                                      on many machines)
-The schema is upgraded only by migrate, work (unless --no-migrate), demo and
-bench; enqueue creates a database that does not exist yet but never upgrades
-one. The other subcommands change no schema (ls, show, stats and dead
-ls/show open SQLite files read-only): on an older schema they name the
-missing migration, and on a path with no database they say so and create
-nothing. Passwords are never printed.
-`
-
-const jobsExitHelp = `Exit codes:
-  0    success
-  1    failure: the database cannot be opened or reached, its schema is
-       newer than this heed, a query failed; heed jobs work: the shutdown
-       grace ran out and running jobs were released
-  2    usage error: unknown subcommand or flag, unknown job kind, invalid
-       JSON arguments
-  3    no job has the ID given, or it is not in the dead-letter (dead show,
-       requeue, delete)
-  130  interrupted (SIGINT or SIGTERM), except heed jobs work, for which a
-       signal is the normal way to stop (exit 0 after a graceful shutdown)
-`
 
 // jobsCommands are the subcommands of heed jobs.
 var jobsCommands = []command{
@@ -88,69 +60,38 @@ var jobsCommands = []command{
 	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
 }
 
-func jobsUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: heed jobs COMMAND [FLAGS] [ARGS]
-
-Durable background jobs in SQLite or PostgreSQL. A job that fails is retried
-later with the same decisions as heed's retry.Do (its next attempt is the
-decision's time); a job that gives up lands in the dead-letter with its whole
-history, where you can read why and requeue it.
-
-Commands:
-`)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range jobsCommands {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
-	}
-	tw.Flush()
-	fmt.Fprint(w, "\nJob kinds (built in; heed jobs work runs these, and enqueue accepts only\nthese, with their arguments checked):\n")
-	fmt.Fprint(w, jobsKindsHelp())
-	fmt.Fprint(w, "\n", jobsDBHelp, "\n", jobsExitHelp, `
-A tour:
-  heed jobs enqueue fail '{"times": 2}'          # fails twice, then succeeds
-  heed jobs enqueue fail '{"permanent": true}'   # dead after one attempt
-  heed jobs enqueue http '{"url": "https://example.com/"}' --in 1m --key ex
-  heed jobs work --base 100ms --until-empty      # run them; one line per attempt
-  heed jobs ls --state dead
-  heed jobs show 2                               # every attempt and decision
-  heed jobs dead requeue 2
-  heed jobs stats
-  heed jobs cancel 3                             # never runs; kept as cancelled
-  heed jobs pause default                        # workers stop claiming; resume undoes it
-  heed jobs purge --succeeded-older-than 1h      # workers delete them after 24h anyway
-
-Run 'heed jobs COMMAND --help' for a command's flags.
-`)
-}
-
 // jobsMain is "heed jobs".
 func jobsMain(ctx context.Context, s streams, args []string) int {
+	return dispatch(ctx, s, args, "jobs", jobsCommands)
+}
+
+// dispatch runs the subcommand of heed NAME (jobs, jobs dead) that args
+// name, or prints NAME's usage: for "help" or --help on stdout, with no
+// argument on stderr (exit 2). "help CMD" prints CMD's help.
+func dispatch(ctx context.Context, s streams, args []string, name string, cmds []command) int {
+	file := strings.ReplaceAll(name, " ", "-")
 	if len(args) == 0 {
-		jobsUsage(s.stderr)
+		writeUsage(s.stderr, file, cmds)
 		return exitUsage
 	}
-	switch name := args[0]; name {
+	sub, help := args[0], false
+	switch sub {
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			for _, c := range jobsCommands {
-				if c.name == args[1] {
-					return c.run(ctx, s, []string{"--help"})
-				}
-			}
-			fmt.Fprintf(s.stderr, "heed jobs: unknown command %q\nRun 'heed jobs --help' for a list of commands.\n", args[1])
-			return exitUsage
+		if len(args) == 1 {
+			writeUsage(s.stdout, file, cmds)
+			return exitOK
 		}
-		jobsUsage(s.stdout)
-		return exitOK
-	default:
-		for _, c := range jobsCommands {
-			if c.name == name {
-				return c.run(ctx, s, args[1:])
-			}
-		}
-		fmt.Fprintf(s.stderr, "heed jobs: unknown command %q\nRun 'heed jobs --help' for a list of commands.\n", name)
-		return exitUsage
+		sub, help = args[1], true
 	}
+	for _, c := range cmds {
+		if c.name == sub && help {
+			return c.run(ctx, s, []string{"--help"})
+		} else if c.name == sub {
+			return c.run(ctx, s, args[1:])
+		}
+	}
+	fmt.Fprintf(s.stderr, "heed %s: unknown command %q\nRun 'heed %s --help' for a list of commands.\n", name, sub, name)
+	return exitUsage
 }
 
 // addDBFlag registers --db on fs.
@@ -212,6 +153,17 @@ func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int
 	return db, nil
 }
 
+// openJobs opens the database of --db (see resolveDB) as mode allows, with
+// a client of its jobs. When it cannot, it reports why for subcommand name
+// and returns a nil DB and the exit code.
+func openJobs(ctx context.Context, s streams, name, dbFlag string, mode storeurl.Mode) (*storeurl.DB, *queue.Client, int) {
+	d, err := openDB(ctx, resolveDB(dbFlag), mode)
+	if err != nil {
+		return nil, nil, jobsFail(ctx, s, name, err)
+	}
+	return d, queue.NewClient(d.Jobs(), queue.ClientConfig{}), exitOK
+}
+
 // migrateHint tells how to apply missing migrations, for an error that
 // says they are missing.
 func migrateHint(err error) string {
@@ -243,201 +195,6 @@ func jobsParseID(arg string) (int64, error) {
 	return id, nil
 }
 
-// jobJSON is a job in --json output.
-type jobJSON struct {
-	ID          int64            `json:"id"`
-	Kind        string           `json:"kind"`
-	Queue       string           `json:"queue"`
-	Args        json.RawMessage  `json:"args"`
-	State       queue.State      `json:"state"`
-	Priority    int              `json:"priority"`
-	Attempt     int              `json:"attempt"`
-	MaxAttempts int              `json:"max_attempts,omitempty"`
-	Policy      *queue.JobPolicy `json:"policy,omitempty"`
-	AvailableAt time.Time        `json:"available_at"`
-	CreatedAt   time.Time        `json:"created_at"`
-	StartedAt   *time.Time       `json:"started_at,omitempty"`
-	AttemptedAt *time.Time       `json:"attempted_at,omitempty"`
-	FinishedAt  *time.Time       `json:"finished_at,omitempty"`
-	UniqueKey   string           `json:"unique_key,omitempty"`
-	LeaseUntil  *time.Time       `json:"lease_until,omitempty"`
-	Worker      string           `json:"worker,omitempty"`
-	DeadReason  string           `json:"dead_reason,omitempty"`
-	History     []queue.Attempt  `json:"history"`
-}
-
-func jobsTimePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-func jobsToJSON(j *queue.Job) jobJSON {
-	v := jobJSON{ID: j.ID, Kind: j.Kind, Queue: j.Queue, Args: j.Args, State: j.State, Priority: j.Priority,
-		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, AvailableAt: j.AvailableAt, CreatedAt: j.CreatedAt,
-		StartedAt: jobsTimePtr(j.StartedAt), AttemptedAt: jobsTimePtr(j.AttemptedAt), FinishedAt: jobsTimePtr(j.FinishedAt),
-		UniqueKey: j.UniqueKey, LeaseUntil: jobsTimePtr(j.LeaseUntil), Worker: j.Worker, DeadReason: j.DeadReason,
-		History: j.History}
-	if !j.Policy.IsZero() {
-		p := j.Policy
-		v.Policy = &p
-	}
-	if v.History == nil {
-		v.History = []queue.Attempt{}
-	}
-	return v
-}
-
-func jobsWriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// jobsAgo describes t relative to now: "3s ago", "in 2m0s".
-func jobsAgo(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d >= 0:
-		return jobsRound(d) + " ago"
-	default:
-		return "in " + jobsRound(-d)
-	}
-}
-
-func jobsRound(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	}
-	return d.Round(time.Minute).String()
-}
-
-// jobsShorten cuts s to n runes, with "…" when cut, on one line.
-func jobsShorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
-// stateOf describes a job's state with its reason or time.
-func stateOf(j *queue.Job, now time.Time) string {
-	switch j.State {
-	case queue.StateDead:
-		return "dead (" + j.DeadReason + ")"
-	case queue.StateAvailable:
-		if j.AvailableAt.After(now) {
-			return "scheduled " + jobsAgo(j.AvailableAt, now)
-		}
-		return "available"
-	}
-	return string(j.State)
-}
-
-// writeJobTable writes one line per job.
-func writeJobTable(w io.Writer, jobs []*queue.Job, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tATTEMPTS\tCREATED\tLAST ERROR\tARGS")
-	for _, j := range jobs {
-		last := ""
-		for i := len(j.History) - 1; i >= 0; i-- {
-			if e := j.History[i].Error; e != "" {
-				last = e
-				break
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, stateOf(j, now), j.Attempt,
-			jobsAgo(j.CreatedAt, now), jobsShorten(last, 40), jobsShorten(string(j.Args), 40))
-	}
-	tw.Flush()
-}
-
-// writeJob writes a job and its full history.
-func writeJob(w io.Writer, j *queue.Job, now time.Time) {
-	ts := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format("2006-01-02T15:04:05.000Z") + " (" + jobsAgo(t, now) + ")"
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "job\t%d\n", j.ID)
-	fmt.Fprintf(tw, "kind\t%s\n", j.Kind)
-	fmt.Fprintf(tw, "queue\t%s (priority %d)\n", j.Queue, j.Priority)
-	fmt.Fprintf(tw, "state\t%s\n", stateOf(j, now))
-	fmt.Fprintf(tw, "args\t%s\n", j.Args)
-	maxA := "the worker's"
-	if j.MaxAttempts > 0 {
-		maxA = fmt.Sprint(j.MaxAttempts)
-	} else if j.MaxAttempts < 0 {
-		maxA = "unlimited"
-	}
-	fmt.Fprintf(tw, "attempts\t%d (limit: %s)\n", j.Attempt, maxA)
-	if !j.Policy.IsZero() {
-		fmt.Fprintf(tw, "policy\t%s\n", j.Policy.String())
-	}
-	if j.UniqueKey != "" {
-		fmt.Fprintf(tw, "unique key\t%s\n", j.UniqueKey)
-	}
-	fmt.Fprintf(tw, "created\t%s\n", ts(j.CreatedAt))
-	fmt.Fprintf(tw, "available\t%s\n", ts(j.AvailableAt))
-	fmt.Fprintf(tw, "started\t%s\n", ts(j.StartedAt))
-	fmt.Fprintf(tw, "finished\t%s\n", ts(j.FinishedAt))
-	if j.State == queue.StateRunning {
-		fmt.Fprintf(tw, "lease\t%s, until %s\n", j.Worker, ts(j.LeaseUntil))
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nhistory (%s):\n", jobsPlural(len(j.History), "entry", "entries"))
-	if len(j.History) == 0 {
-		fmt.Fprintln(w, "  (no attempt yet)")
-		return
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tTOOK\tOUTCOME\tDECISION\tDELAY\tWORKER\tERROR")
-	for _, a := range j.History {
-		if a.Outcome == queue.OutcomeCut {
-			fmt.Fprintf(tw, "  ...\t\t\t%s\t\t\t\t%s\n", a.Outcome, a.String())
-			continue
-		}
-		dec := a.Action
-		if act, err := retry.ParseAction(a.Action); err == nil {
-			dec = act.String() // "give up" for the key "give_up"
-		}
-		if a.Reason != "" && a.Reason != "success" {
-			dec += " (" + a.Reason + ")"
-		}
-		delay := "-"
-		if a.Delay > 0 {
-			delay = jobsRound(a.Delay)
-		}
-		n := fmt.Sprint(a.Attempt)
-		if a.Attempt == 0 {
-			n = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, a.StartedAt.UTC().Format("15:04:05.000"),
-			jobsRound(a.FinishedAt.Sub(a.StartedAt)), a.Outcome, dec, delay, a.Worker, jobsShorten(a.Error, 80))
-	}
-	tw.Flush()
-	for _, a := range j.History {
-		if a.Panic != "" {
-			fmt.Fprintf(w, "\npanic in attempt %d: %s\n%s\n", a.Attempt, a.Error, strings.TrimRight(a.Panic, "\n"))
-		}
-	}
-}
-
 // parseInterleaved parses args into fs, allowing flags after positional
 // arguments (heed jobs enqueue fail '{}' --in 1m), and returns the
 // positional arguments. Everything after "--" is positional. When it is
@@ -463,11 +220,3 @@ func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (po
 // poolSizeFor is the pool size for a worker running conc jobs at once in
 // all: 4 plus one per 4 jobs, at most 32.
 func poolSizeFor(conc int) int { return min(32, 4+conc/4) }
-
-// jobsPlural is "1 job", "2 jobs".
-func jobsPlural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

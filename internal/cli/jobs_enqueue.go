@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
@@ -13,33 +15,11 @@ import (
 )
 
 var jobsEnqueueDoc = helpDoc{
-	head: `Usage: heed jobs enqueue KIND JSON [FLAGS]
-       heed jobs enqueue --file FILE|- [FLAGS]
-
-Adds a job of KIND with the arguments JSON (a JSON object; '{}' for none) to
-the database, to run now, at --at, or after --in. KIND must be one of the
-built-in kinds and JSON must suit it (unknown fields are refused): nothing is
-written otherwise. With --key, enqueueing again while a job with that key is
-available or running returns that job instead of a duplicate.
-` + jobsFileHelp + `
-Job kinds:
-` + jobsKindsHelp(),
+	file: "jobs-enqueue",
 	groups: []flagGroup{
 		{"Job flags", []string{"file", "queue", "in", "at", "priority", "key", "attempts", "budget", "timeout", "json"}},
 		{"Database flags", []string{"db"}},
 	},
-	foot: `Exit codes:
-  0    the job was enqueued (or, with --key, an existing one returned)
-  1    the database cannot be opened or written
-  2    usage error: unknown KIND, invalid JSON, bad flag
-
-Examples:
-  heed jobs enqueue noop '{}'
-  heed jobs enqueue fail '{"times": 2, "message": "flaky"}' --attempts 5
-  heed jobs enqueue http '{"url": "https://example.com/hook"}' --in 10m --key hook-42
-  heed jobs enqueue sleep '{"ms": 500}' --queue slow --priority -1
-  heed jobs enqueue --file jobs.jsonl --queue bulk
-`,
 }
 
 // jobsEnqueueMain is "heed jobs enqueue".
@@ -85,7 +65,7 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 	}
 	kind, raw := pos[0], json.RawMessage(pos[1])
 	if !json.Valid(raw) {
-		return usageError(s, name, fmt.Errorf("arguments are not valid JSON: %s", jobsShorten(pos[1], 60)))
+		return usageError(s, name, fmt.Errorf("arguments are not valid JSON: %s", textfmt.Shorten(pos[1], 60)))
 	}
 	if err := jobkinds.Validate(kind, raw); err != nil {
 		return usageError(s, name, err)
@@ -115,30 +95,30 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, name, err)
 	}
 
-	d, err := openDB(ctx, resolveDB(*db), openCreate)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openCreate)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	job, inserted, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Enqueue(ctx, kind, raw, opts)
+	job, inserted, err := c.Enqueue(ctx, kind, raw, opts)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
 	if *asJSON {
-		jobsWriteJSON(s.stdout, struct {
+		jobtext.WriteJSON(s.stdout, struct {
 			Inserted bool `json:"inserted"`
-			jobJSON
-		}{inserted, jobsToJSON(redactJob(job, false))})
+			jobtext.JSON
+		}{inserted, jobtext.ToJSON(jobtext.Redact(job, false))})
 		return exitOK
 	}
 	now := time.Now()
 	if !inserted {
-		fmt.Fprintf(s.stdout, "job %d (%s) with key %q is already %s: not enqueued again\n", job.ID, job.Kind, job.UniqueKey, stateOf(job, now))
+		fmt.Fprintf(s.stdout, "job %d (%s) with key %q is already %s: not enqueued again\n", job.ID, job.Kind, job.UniqueKey, jobtext.State(job, now))
 		return exitOK
 	}
 	when := "now"
 	if job.AvailableAt.After(now) {
-		when = job.AvailableAt.UTC().Format(time.RFC3339) + " (" + jobsAgo(job.AvailableAt, now) + ")"
+		when = job.AvailableAt.UTC().Format(time.RFC3339) + " (" + textfmt.Ago(job.AvailableAt, now) + ")"
 	}
 	fmt.Fprintf(s.stdout, "enqueued job %d (%s) on queue %s, to run %s\n", job.ID, job.Kind, job.Queue, when)
 	return exitOK

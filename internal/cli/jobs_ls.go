@@ -4,38 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"time"
 
 	"github.com/heed-go/heed/queue"
 )
 
 var jobsLsDoc = helpDoc{
-	head: `Usage: heed jobs ls [FLAGS]
-
-Lists jobs, oldest first (newest first with --newest): ID, kind, queue,
-state (dead with its reason, scheduled with when), attempts, age, the last
-error and the arguments. --state takes the states a job can be in:
-available (due now: a worker may claim it), scheduled (due later), retrying
-(waiting for its next attempt, due or not), running, succeeded, dead or
-cancelled.
-`,
+	file: "jobs-ls",
 	groups: []flagGroup{
 		{"Filter flags", []string{"state", "kind", "queue", "newest", "after", "before", "limit"}},
 		{"Output flags", []string{"json", "reveal"}},
 		{"Database flags", []string{"db"}},
 	},
-	foot: `Exit codes:
-  0    listed (possibly nothing)
-  1    the database cannot be opened or read
-  2    usage error
-
-Examples:
-  heed jobs ls
-  heed jobs ls --newest --limit 10
-  heed jobs ls --state retrying
-  heed jobs ls --state dead --kind http
-  heed jobs ls --state available --queue emails --limit 20 --json
-`,
 }
 
 // jobsLsMain is "heed jobs ls".
@@ -53,11 +34,8 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	fs.IntVar(&f.Limit, "limit", 100, "list at most `N` jobs (0: all)")
 	asJSON := fs.Bool("json", false, "print the jobs, with their histories, as a JSON array")
 	reveal := addRevealFlag(fs)
-	if code, done := parseFlags(fs, args, s, jobsLsDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsLsDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	now := time.Now()
 	switch *state {
@@ -80,12 +58,12 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	case f.AfterID < 0 || f.BeforeID < 0:
 		return usageError(s, name, errors.New("--after and --before take a job ID, 1 or more"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openRead)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	jobs, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Jobs(ctx, f)
+	jobs, err := c.Jobs(ctx, f)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
@@ -93,24 +71,24 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	if f.Newest {
 		more = "jobs ls --newest --before"
 	}
-	return printJobs(s, redactJobs(jobs, *reveal), *asJSON, f.Limit, more)
+	return printJobs(s, jobtext.RedactAll(jobs, *reveal), *asJSON, f.Limit, more)
 }
 
 // printJobs prints a job list as a table or JSON.
 func printJobs(s streams, jobs []*queue.Job, asJSON bool, limit int, more string) int {
 	if asJSON {
-		out := make([]jobJSON, len(jobs))
+		out := make([]jobtext.JSON, len(jobs))
 		for i, j := range jobs {
-			out[i] = jobsToJSON(j)
+			out[i] = jobtext.ToJSON(j)
 		}
-		jobsWriteJSON(s.stdout, out)
+		jobtext.WriteJSON(s.stdout, out)
 		return exitOK
 	}
 	if len(jobs) == 0 {
 		fmt.Fprintln(s.stderr, "no jobs")
 		return exitOK
 	}
-	writeJobTable(s.stdout, jobs, time.Now())
+	jobtext.WriteTable(s.stdout, jobs, time.Now())
 	if limit > 0 && len(jobs) == limit {
 		fmt.Fprintf(s.stderr, "(first %d; more with: heed %s %d)\n", limit, more, jobs[len(jobs)-1].ID)
 	}
@@ -118,24 +96,8 @@ func printJobs(s streams, jobs []*queue.Job, asJSON bool, limit int, more string
 }
 
 var jobsShowDoc = helpDoc{
-	head: `Usage: heed jobs show [FLAGS] ID
-
-Shows job ID: its arguments, state, times, and its full history, one line
-per attempt (attempt, start, duration, outcome, decision, delay before the
-next attempt, worker, error) and one per requeue. Lost attempts (the
-worker died or lost its lease) have the outcome "lost". Panic stacks are
-printed after the table.
-`,
+	file:   "jobs-show",
 	groups: []flagGroup{{"Output flags", []string{"json", "reveal"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    shown
-  1    the database cannot be opened or read
-  2    usage error
-  3    no job has this ID
-
-Example:
-  heed jobs show 42
-`,
 }
 
 // jobsShowMain is "heed jobs show".
@@ -160,12 +122,12 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 	if err != nil {
 		return usageError(s, name, err)
 	}
-	d, err := openDB(ctx, resolveDB(*db), openRead)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	job, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Job(ctx, id)
+	job, err := c.Job(ctx, id)
 	if err != nil {
 		if errors.Is(err, queue.ErrNotFound) {
 			err = fmt.Errorf("no job %d in %s", id, d.Name())
@@ -178,12 +140,12 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 		fmt.Fprintf(s.stderr, "heed %s: job %d is not in the dead-letter: it is %s (see heed jobs show %d)\n", name, id, job.State, id)
 		return exitNoJob
 	}
-	job = redactJob(job, *reveal)
+	job = jobtext.Redact(job, *reveal)
 	if *asJSON {
-		jobsWriteJSON(s.stdout, jobsToJSON(job))
+		jobtext.WriteJSON(s.stdout, jobtext.ToJSON(job))
 		return exitOK
 	}
-	writeJob(s.stdout, job, time.Now())
+	jobtext.Write(s.stdout, job, time.Now())
 	if job.State == queue.StateDead {
 		fmt.Fprintf(s.stdout, "\nIn the dead-letter since %s; requeue it with: heed jobs dead requeue %d\n",
 			job.FinishedAt.UTC().Format(time.RFC3339), id)

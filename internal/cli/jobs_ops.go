@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"slices"
 	"strings"
@@ -42,37 +44,15 @@ var jobsCancelOp = jobsOp{
 		return c.Cancel(ctx, f)
 	},
 	report: func(w io.Writer, n int, matching []*queue.Job) {
-		fmt.Fprintf(w, "cancelled %s\n", jobsPlural(n, "job", "jobs"))
+		fmt.Fprintf(w, "cancelled %s\n", textfmt.Plural(n, "job", "jobs"))
 		if running := countState(matching, queue.StateRunning); running > 0 {
 			fmt.Fprintf(w, "%s running: their handlers are told to stop, and their results will be dropped\n",
-				jobsPlural(running, "was", "were"))
+				textfmt.Plural(running, "was", "were"))
 		}
 	},
 	doc: helpDoc{
-		head: `Usage: heed jobs cancel [FLAGS] ID...
-       heed jobs cancel --all [FILTER FLAGS]
-
-Cancels jobs that have not finished: available ones (due now, scheduled for
-later, waiting for a retry) and running ones. A cancelled job never runs
-again; it is kept in state cancelled, with a "cancelled" entry in its
-history, until deleted (workers delete cancelled jobs after 7 days). A
-running job's handler has its context cancelled: at once on PostgreSQL
-(LISTEN/NOTIFY) and for workers of the same process, else at its next
-lease renewal (within a third of the lease); its result is dropped. Give
-job IDs, or --all to cancel every unfinished job that matches the filters.
-With IDs, every ID must be an unfinished job, or nothing is changed.
-`,
+		file:   "jobs-cancel",
 		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
-		foot: `Exit codes:
-  0    cancelled (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not an unfinished job (nothing was changed)
-
-Examples:
-  heed jobs cancel 42 43
-  heed jobs cancel --all --kind email --queue mail --dry-run
-`,
 	},
 }
 
@@ -83,27 +63,8 @@ var jobsRunOp = jobsOp{
 		return c.RunNow(ctx, f)
 	},
 	doc: helpDoc{
-		head: `Usage: heed jobs run [FLAGS] ID...
-       heed jobs run --all [FILTER FLAGS]
-
-Runs jobs now that wait for a later time: scheduled ones, and those waiting
-for a retry, a snooze or a deferral. They become due at once (workers are
-woken); their attempts, time budget and history are kept, with a "run now"
-entry added. Give job IDs, or --all for every such job that matches the
-filters. With IDs, every ID must be a job waiting for a later time, or
-nothing is changed.
-`,
+		file:   "jobs-run",
 		groups: []flagGroup{{"Selection flags", []string{"all", "kind", "queue", "dry-run"}}, {"Database flags", []string{"db"}}},
-		foot: `Exit codes:
-  0    made due (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not a job waiting for a later time (nothing was changed)
-
-Examples:
-  heed jobs run 42
-  heed jobs run --all --queue reports
-`,
 	},
 }
 
@@ -114,25 +75,8 @@ var jobsDeleteOp = jobsOp{
 		return c.Delete(ctx, f)
 	},
 	doc: helpDoc{
-		head: `Usage: heed jobs delete [FLAGS] ID...
-       heed jobs delete --all [FILTER FLAGS]
-
-Deletes finished jobs (succeeded, dead or cancelled) for good, with their
-history. Unfinished jobs are never deleted: cancel them first. Give job
-IDs, or --all for every finished job that matches the filters. With IDs,
-every ID must be a finished job, or nothing is changed.
-`,
+		file:   "jobs-delete",
 		groups: []flagGroup{opsSelection, {"Database flags", []string{"db"}}},
-		foot: `Exit codes:
-  0    deleted (possibly none, with --all)
-  1    the database cannot be opened or written
-  2    usage error: neither IDs nor --all
-  3    an ID is not a finished job (nothing was changed)
-
-Examples:
-  heed jobs delete 42
-  heed jobs delete --all --state cancelled --older-than 24h --dry-run
-`,
 	},
 }
 
@@ -202,12 +146,11 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 		}
 		f.IDs = append(f.IDs, id)
 	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	now := time.Now()
 	if older > 0 {
 		f.FinishedBefore = now.Add(-older)
@@ -240,9 +183,9 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 	}
 	if *dry {
 		if len(matching) > 0 {
-			writeJobTable(s.stdout, redactJobs(matching, false), now)
+			jobtext.WriteTable(s.stdout, jobtext.RedactAll(matching, false), now)
 		}
-		fmt.Fprintf(s.stderr, "dry run: would %s %s\n", op.verb, jobsPlural(len(matching), "job", "jobs"))
+		fmt.Fprintf(s.stderr, "dry run: would %s %s\n", op.verb, textfmt.Plural(len(matching), "job", "jobs"))
 		return exitOK
 	}
 	n, err := op.apply(ctx, c, f, older)
@@ -252,7 +195,7 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 	if op.report != nil {
 		op.report(s.stdout, n, matching)
 	} else {
-		fmt.Fprintf(s.stdout, "%s %s\n", op.past, jobsPlural(n, "job", "jobs"))
+		fmt.Fprintf(s.stdout, "%s %s\n", op.past, textfmt.Plural(n, "job", "jobs"))
 	}
 	return exitOK
 }
@@ -291,40 +234,13 @@ func countState(jobs []*queue.Job, st queue.State) int {
 }
 
 var jobsPauseDoc = helpDoc{
-	head: `Usage: heed jobs pause [FLAGS] QUEUE...
-
-Pauses queues: no worker claims their jobs until heed jobs resume (the usual
-move while a queue's dependency is down). Jobs already running finish; new
-jobs can still be enqueued. The pause is kept in the database, so every
-worker sees it at its next claim (within its --poll interval, 1s by
-default, when idle), and it lasts across restarts. heed jobs stats lists
-paused queues.
-`,
+	file:   "jobs-pause",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    paused (or already paused)
-  1    the database cannot be opened or written
-  2    usage error: no queue named
-
-Example:
-  heed jobs pause mail
-`,
 }
 
 var jobsResumeDoc = helpDoc{
-	head: `Usage: heed jobs resume [FLAGS] QUEUE...
-
-Resumes paused queues: workers claim their jobs again, woken at once.
-`,
+	file:   "jobs-resume",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    resumed (or was not paused)
-  1    the database cannot be opened or written
-  2    usage error: no queue named
-
-Example:
-  heed jobs resume mail
-`,
 }
 
 func jobsPauseMain(ctx context.Context, s streams, args []string) int {
@@ -345,14 +261,14 @@ func pauseResume(ctx context.Context, s streams, args []string, name string, doc
 	if len(pos) == 0 {
 		return usageError(s, name, errors.New("name the queues"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	for _, q := range pos {
 		var changed bool
+		var err error
 		if pause {
 			changed, err = c.Pause(ctx, q)
 		} else {
@@ -376,42 +292,4 @@ func pauseResume(ctx context.Context, s streams, args []string, name string, doc
 		}
 	}
 	return exitOK
-}
-
-// pausedLine describes the paused queues for heed jobs stats ("" for
-// none).
-func pausedLine(ps []queue.PausedQueue, now time.Time) string {
-	if len(ps) == 0 {
-		return ""
-	}
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = fmt.Sprintf("%s (since %s)", p.Queue, jobsAgo(p.PausedAt, now))
-	}
-	return "paused: " + strings.Join(parts, ", ")
-}
-
-// drainReport describes what --until-empty left behind, for the worker's
-// log: jobs scheduled later, paused queues, and jobs in queues the worker
-// does not serve.
-func drainReport(res queue.DrainResult) []string {
-	var lines []string
-	if res.Scheduled > 0 {
-		lines = append(lines, fmt.Sprintf("%s of these queues scheduled for later, not waited for (--wait-scheduled waits)",
-			jobsPlural(res.Scheduled, "job", "jobs")))
-	}
-	if len(res.Paused) > 0 {
-		lines = append(lines, "paused queues with jobs waiting, not run: "+strings.Join(res.Paused, ", ")+" (heed jobs resume QUEUE)")
-	}
-	if len(res.Elsewhere) > 0 {
-		parts := make([]string, len(res.Elsewhere))
-		n := 0
-		for i, q := range res.Elsewhere {
-			parts[i] = fmt.Sprintf("%s (%d available, %d scheduled, %d running)", q.Queue, q.Available, q.Scheduled, q.Running)
-			n += q.Available + q.Scheduled + q.Running
-		}
-		lines = append(lines, fmt.Sprintf("%s wait in queues this worker does not serve: %s (add them to --queues)",
-			jobsPlural(n, "job", "jobs"), strings.Join(parts, ", ")))
-	}
-	return lines
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/heed-go/heed/internal/jobtext"
 	"os"
 	"strings"
 	"testing"
@@ -133,9 +134,9 @@ func jobsOpsTour(t *testing.T) {
 }
 
 // showJSON returns job id as heed jobs show --json prints it.
-func showJSON(t *testing.T, id string) jobJSON {
+func showJSON(t *testing.T, id string) jobtext.JSON {
 	t.Helper()
-	var j jobJSON
+	var j jobtext.JSON
 	if err := json.Unmarshal([]byte(mustHeed(t, 0, "jobs", "show", id, "--json")), &j); err != nil {
 		t.Fatal(err)
 	}

@@ -4,28 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/internal/textfmt"
 )
 
 var jobsPurgeDoc = helpDoc{
-	head: `Usage: heed jobs purge --succeeded-older-than DUR [FLAGS]
-
-Deletes the succeeded jobs that finished more than DUR ago, with their
-history. Workers also delete succeeded jobs 24h after they finish (heed
-jobs work --retain-succeeded sets how long, -1 keeps them); jobs in any other state
-(available, scheduled, running, dead) are never touched. The dead-letter has
-its own purge: heed jobs dead purge --older-than DUR.
-`,
+	file:   "jobs-purge",
 	groups: []flagGroup{{"Purge flags", []string{"succeeded-older-than"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    purged (possibly none)
-  1    the database cannot be opened or written
-  2    usage error: --succeeded-older-than missing or not positive
-
-Example:
-  heed jobs purge --succeeded-older-than 168h   # succeeded more than 7 days ago
-`,
 }
 
 // jobsPurgeMain is "heed jobs purge".
@@ -34,25 +18,21 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	older := durationFlag(fs, "succeeded-older-than", 0, "delete jobs that succeeded more than this long ago (required)")
-	if code, done := parseFlags(fs, args, s, jobsPurgeDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsPurgeDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if *older <= 0 {
 		return usageError(s, name, errors.New("--succeeded-older-than is required and must be positive, such as 168h"))
 	}
-	d, err := openDB(ctx, resolveDB(*db), openWrite)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	c := queue.NewClient(d.Jobs(), queue.ClientConfig{})
 	n, err := c.PurgeSucceeded(ctx, *older)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	fmt.Fprintf(s.stdout, "purged %s that succeeded more than %v ago\n", jobsPlural(n, "job", "jobs"), *older)
+	fmt.Fprintf(s.stdout, "purged %s that succeeded more than %v ago\n", textfmt.Plural(n, "job", "jobs"), *older)
 	return exitOK
 }

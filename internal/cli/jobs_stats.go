@@ -3,25 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
+	"github.com/heed-go/heed/internal/jobtext"
 	"time"
-
-	"github.com/heed-go/heed/queue"
 )
 
 var jobsStatsDoc = helpDoc{
-	head: `Usage: heed jobs stats [FLAGS]
-
-Counts jobs by state for every queue (available now, scheduled for later,
-running, succeeded, dead, cancelled), the dead-letter's size and oldest
-entry, and the paused queues.
-`,
+	file:   "jobs-stats",
 	groups: []flagGroup{{"Output flags", []string{"json"}}, {"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    printed
-  1    the database cannot be opened or read
-  2    usage error
-`,
 }
 
 // jobsStatsMain is "heed jobs stats".
@@ -30,102 +18,34 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	asJSON := fs.Bool("json", false, "print the counts as JSON")
-	if code, done := parseFlags(fs, args, s, jobsStatsDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsStatsDoc); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	d, err := openDB(ctx, resolveDB(*db), openRead)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
-	st, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Stats(ctx)
+	st, err := c.Stats(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	paused, err := queue.NewClient(d.Jobs(), queue.ClientConfig{}).Paused(ctx)
+	paused, err := c.Paused(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
-	now := time.Now()
 	if *asJSON {
-		type qs struct {
-			Queue     string `json:"queue"`
-			Available int    `json:"available"`
-			Scheduled int    `json:"scheduled"`
-			Running   int    `json:"running"`
-			Succeeded int    `json:"succeeded"`
-			Dead      int    `json:"dead"`
-			Cancelled int    `json:"cancelled"`
-		}
-		type pq struct {
-			Queue    string    `json:"queue"`
-			PausedAt time.Time `json:"paused_at"`
-		}
-		out := struct {
-			Queues     []qs       `json:"queues"`
-			Dead       int        `json:"dead"`
-			OldestDead *time.Time `json:"oldest_dead,omitempty"`
-			Paused     []pq       `json:"paused"`
-		}{Queues: []qs{}, Dead: st.Dead, OldestDead: jobsTimePtr(st.OldestDead), Paused: []pq{}}
-		for _, p := range paused {
-			out.Paused = append(out.Paused, pq(p))
-		}
-		for _, q := range st.Queues {
-			out.Queues = append(out.Queues, qs(q))
-		}
-		jobsWriteJSON(s.stdout, out)
+		jobtext.WriteJSON(s.stdout, jobtext.StatsJSON(st, paused))
 		return exitOK
 	}
 	fmt.Fprintf(s.stdout, "%s\n\n", d.Name())
-	tw := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\t")
-	var total queue.QueueStats
-	for _, q := range st.Queues {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", q.Queue, q.Available, q.Scheduled, q.Running, q.Succeeded, q.Dead, q.Cancelled)
-		total.Available += q.Available
-		total.Scheduled += q.Scheduled
-		total.Running += q.Running
-		total.Succeeded += q.Succeeded
-		total.Dead += q.Dead
-		total.Cancelled += q.Cancelled
-	}
-	if len(st.Queues) > 1 {
-		fmt.Fprintf(tw, "(all)\t%d\t%d\t%d\t%d\t%d\t%d\t\n", total.Available, total.Scheduled, total.Running, total.Succeeded, total.Dead, total.Cancelled)
-	}
-	tw.Flush()
-	if len(st.Queues) == 0 {
-		fmt.Fprintln(s.stdout, "(no jobs)")
-	}
-	fmt.Fprintf(s.stdout, "\n%s\n", deadSummary(st, now))
-	if line := pausedLine(paused, now); line != "" {
-		fmt.Fprintln(s.stdout, line)
-	}
+	jobtext.WriteStats(s.stdout, st, paused, time.Now())
 	return exitOK
 }
 
 var jobsMigrateDoc = helpDoc{
-	head: `Usage: heed jobs migrate [FLAGS]
-
-Creates the job tables, or applies the migrations this heed knows that the
-database lacks, and reports the schema version. It is safe to run again and
-from several processes at once. A database whose schema is newer than this
-heed is left alone, with an error: upgrade heed. (enqueue, work and bench
-also migrate when they open a database.)
-`,
+	file:   "jobs-migrate",
 	groups: []flagGroup{{"Database flags", []string{"db"}}},
-	foot: `Exit codes:
-  0    the schema is current
-  1    the database cannot be opened or migrated, or its schema is newer
-       than this heed
-  2    usage error
-
-Examples:
-  heed jobs migrate --db /var/lib/heed/jobs.db
-  HEED_DB=postgres://heed@db.internal/heed heed jobs migrate
-`,
 }
 
 // jobsMigrateMain is "heed jobs migrate".
@@ -133,16 +53,13 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 	const name = "jobs migrate"
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
-	if code, done := parseFlags(fs, args, s, jobsMigrateDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsMigrateDoc); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
 	// Opening migrates.
-	d, err := openDB(ctx, resolveDB(*db), openMigrate)
-	if err != nil {
-		return jobsFail(ctx, s, name, err)
+	d, _, code := openJobs(ctx, s, name, *db, openMigrate)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
 	if err := d.Jobs().Migrate(ctx); err != nil {

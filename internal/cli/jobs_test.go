@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/heed-go/heed/internal/jobtext"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -256,7 +257,7 @@ func jobsTour(t *testing.T, dsn string) {
 			t.Errorf("show 3 lacks %q:\n%s", want, out)
 		}
 	}
-	var j jobJSON
+	var j jobtext.JSON
 	if err := json.Unmarshal([]byte(mustHeed(t, 0, "jobs", "show", "1", "--json")), &j); err != nil || j.State != queue.StateSucceeded || len(j.History) != 2 {
 		t.Errorf("show --json: %+v, %v", j, err)
 	}

@@ -3,81 +3,23 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/heed-go/heed/internal/jobtext"
 	"io"
-	"log/slog"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/internal/jobkinds"
-	"github.com/heed-go/heed/internal/signals"
+	"github.com/heed-go/heed/internal/jobrun"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/retry"
 )
 
 var jobsWorkDoc = helpDoc{
-	head: `Usage: heed jobs work [FLAGS]
-
-Runs a worker: it claims due jobs of its queues, runs them with the built-in
-handlers, and after each attempt applies heed's retry decision: done; retry
-at the decision's time (the job waits in the database, not in memory); or
-give up into the dead-letter. It prints one line per attempt on stdout:
-
-  18:02:11.204 job 7 fail: attempt 1: flaky (transient, 1 of 2), retry in 1.3s
-  18:02:12.530 job 7 fail: attempt 3: ok
-  18:02:12.611 job 8 fail: attempt 1: boom (permanent), gave up: permanent error -> dead-letter
-
-With --quiet it prints, instead, a summary line every --summary-every (a
-minute), so that a quiet worker still shows it is alive. Its own messages
-(starting, stopping, warnings) go to stderr, in one format: heed's lines
-(--log-format text), or one JSON object per record, each job event
-included (--log-format json), for log shippers.
-
-An exec job on a worker without --allow-exec is given back, its attempt not
-counted, for a worker that allows exec jobs; a warning says so.
-
-It runs until SIGINT or SIGTERM, --for, or --until-empty. Then it stops
-claiming, lets running jobs finish for up to --grace, and releases the rest
-(available again at once, their attempt not counted). A second SIGINT or
-SIGTERM ends the grace at once: running jobs are cancelled and released. A
-signal that arrives while the worker is still starting stops it cleanly too. Leases are renewed
-while a job runs; a worker that dies (SIGKILL, a crash, a lost machine)
-loses its leases after --lease, and any worker then rescues its jobs and
-records the lost attempt (outcome "lost").
-
---until-empty stops once no job of the worker's queues is due now or within
---wait-within (1m: retries with a short backoff are waited for) and none it
-claimed is running. It does not wait for jobs scheduled further ahead
-(--wait-scheduled does) nor for paused queues, and says how many it left;
-it warns about jobs waiting in queues the worker does not serve.
-
-The worker deletes finished jobs once they are old: succeeded ones after
---retain-succeeded (24h), dead ones after --retain-dead (30d), cancelled
-ones after --retain-cancelled (7d); a negative value (-1) keeps them. It
-deletes at most 1,000 rows per statement, with a pause between, so the
-deletes never hold the database for long.
-
-Run as many workers as you like on PostgreSQL, on any machines; on SQLite,
-workers must share the machine (and the file). On PostgreSQL, the worker's
-connection pool has 4 + (total concurrency)/4 connections (at most 32)
-unless the URL sets pool_max_conns.
-
-Job defaults are more patient than heed run's, because nobody is waiting:
-10 attempts, exponential backoff from 2s capped at 5m with full jitter (a
-failed batch must not come back all at once), and a time budget of 24h from
-a job's first attempt, after which it goes to the dead-letter even with
-attempts left. Per-job limits from heed jobs enqueue override them.
-
-Job kinds:
-` + jobsKindsHelp(),
+	file: "jobs-work",
 	groups: []flagGroup{
 		{"Worker flags", []string{"queues", "concurrency", "for", "until-empty", "wait-within", "wait-scheduled", "allow-exec", "id", "metrics-addr"}},
 		{"Retention flags", []string{"retain-succeeded", "retain-dead", "retain-cancelled"}},
@@ -86,87 +28,6 @@ Job kinds:
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db", "no-migrate"}},
 	},
-	foot: `Exit codes:
-  0    the worker stopped cleanly (a signal, --for, --until-empty)
-  1    the database cannot be opened; or the grace ran out and running jobs
-       were released
-  2    usage error
-  130  a second signal stopped the worker before the grace ended (running
-       jobs were released)
-
-Examples:
-  heed jobs work
-  heed jobs work --queues emails=20,reports=2 --timeout 2m
-  heed jobs work --base 100ms --cap 2s --until-empty     # drain, then exit
-  HEED_DB=postgres://heed@db/heed heed jobs work --concurrency 50
-`,
-}
-
-// jobsPolicyFlags are the policy flags of heed jobs work, with the job
-// defaults of package queue.
-type jobsPolicyFlags struct {
-	fs         *flag.FlagSet
-	attempts   int
-	kind       backoff.Kind
-	base, cap  time.Duration
-	multiplier float64
-	jitter     backoff.Jitter
-	budget     time.Duration
-	timeout    time.Duration
-	minAttempt time.Duration
-}
-
-func addJobsPolicyFlags(fs *flag.FlagSet) *jobsPolicyFlags {
-	pf := &jobsPolicyFlags{fs: fs}
-	fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
-	fs.Var(kindValue{&pf.kind}, "backoff", "`KIND` of delay growth: exponential, constant, linear or immediate")
-	durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
-	durationVar(fs, &pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
-	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
-	fs.Var(jitterValue{&pf.jitter}, "jitter", "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
-	durationVar(fs, &pf.budget, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
-	durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
-	durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")
-	return pf
-}
-
-func (pf *jobsPolicyFlags) policy() (retry.Policy, error) {
-	switch {
-	case pf.attempts < retry.Unlimited || pf.attempts == 0:
-		return retry.Policy{}, flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", pf.attempts)
-	case pf.base <= 0:
-		return retry.Policy{}, flagError("base", "%v, must be positive", pf.base)
-	case pf.cap < pf.base:
-		return retry.Policy{}, flagError("cap", "%v is below --base %v", pf.cap, pf.base)
-	case math.IsNaN(pf.multiplier) || math.IsInf(pf.multiplier, 0) || pf.multiplier < 1:
-		return retry.Policy{}, flagError("multiplier", "%v, must be a number of at least 1", pf.multiplier)
-	case pf.budget <= 0:
-		return retry.Policy{}, flagError("budget", "%v, must be positive", pf.budget)
-	case pf.timeout <= 0:
-		return retry.Policy{}, flagError("timeout", "%v, must be positive", pf.timeout)
-	case pf.minAttempt < 0:
-		return retry.Policy{}, flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
-	}
-	p := retry.Policy{
-		MinAttemptTime: pf.minAttempt,
-		Attempts:       pf.attempts,
-		Backoff:        backoff.Schedule{Kind: pf.kind, Base: pf.base, Cap: pf.cap, Multiplier: pf.multiplier, Jitter: pf.jitter},
-		TimeBudget:     pf.budget,
-		AttemptTimeout: pf.timeout,
-	}
-	if err := p.Backoff.Validate(); err != nil {
-		return retry.Policy{}, err
-	}
-	return p, p.Validate()
-}
-
-func (pf *jobsPolicyFlags) describe(p retry.Policy) string {
-	att := strconv.Itoa(p.Attempts)
-	if p.Attempts == retry.Unlimited {
-		att = "unlimited"
-	}
-	return fmt.Sprintf("%s attempts, %s backoff %v..%v (%s jitter), budget %v, attempt timeout %v",
-		att, pf.kind, p.Backoff.Base, p.Backoff.Cap, pf.jitter, p.TimeBudget, p.AttemptTimeout)
 }
 
 // parseQueues parses "a,b=5" into a map of queue to concurrency.
@@ -213,20 +74,17 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	retainCancelled := durationFlag(fs, "retain-cancelled", queue.DefaultRetainCancelled, "delete cancelled jobs this long after they were cancelled (negative: keep them)")
 	quiet := fs.Bool("quiet", false, "print no line per attempt, only a summary line every --summary-every")
 	summaryEvery := durationFlag(fs, "summary-every", time.Minute, "with --quiet, how often to print the summary line (0: never)")
-	logFormat := fs.String("log-format", logText, "`FORMAT` of the messages on stderr: text or json")
+	logFormat := fs.String("log-format", jobrun.LogText, "`FORMAT` of the messages on stderr: text or json")
 	allowExec := fs.Bool("allow-exec", false, "let exec jobs run commands on this machine (anyone who can enqueue can then run commands)")
 	id := fs.String("id", "", "the worker's `ID` in leases and histories (default host-pid-random)")
-	pf := addJobsPolicyFlags(fs)
+	pf := addPolicyFlags(fs, true)
 	lease := durationFlag(fs, "lease", queue.DefaultLease, "how long a claimed job is leased without renewal (at least 1s); a dead worker's jobs run again after it")
 	poll := durationFlag(fs, "poll", queue.DefaultPollInterval, "how often an idle queue looks for due jobs (on PostgreSQL, LISTEN/NOTIFY also wakes it at once for new jobs)")
 	grace := durationFlag(fs, "grace", queue.DefaultShutdownGrace, "how long running jobs may finish when the worker stops")
 	noMigrate := fs.Bool("no-migrate", false, "do not create or upgrade the database schema: refuse to start, naming the missing migrations, when it is behind this heed (for fleets that migrate in a separate step)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics (default: off); :9090 listens on 127.0.0.1 only, 0.0.0.0:9090 on every interface")
-	if code, done := parseFlags(fs, args, s, jobsWorkDoc); done {
+	if code, done := parseNoArgs(fs, args, s, jobsWorkDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	p, err := pf.policy()
 	if err != nil {
@@ -256,10 +114,10 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if *summaryEvery < 0 {
 		return usageError(s, name, flagError("summary-every", "%v, must not be negative", *summaryEvery))
 	}
-	if *logFormat != logText && *logFormat != logJSON {
+	if *logFormat != jobrun.LogText && *logFormat != jobrun.LogJSON {
 		return usageError(s, name, flagError("log-format", "%q is not text or json", *logFormat))
 	}
-	log := workLogger(s.stderr, *logFormat, "heed "+name+": ")
+	log := jobrun.Logger(s.stderr, *logFormat, "heed "+name+": ")
 
 	total := 0
 	for _, n := range qs {
@@ -288,21 +146,22 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		every = *summaryEvery
 	}
 	var warned sync.Map // exec jobs warned about, by ID: once each
-	r := &workerRun{
-		store: d.Jobs(),
-		cfg: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
+	r := &jobrun.Runner{
+		Store: d.Jobs(),
+		Config: queue.WorkerConfig{ID: *id, Queues: qs, Policy: p, Lease: *lease, PollInterval: *poll,
 			ShutdownGrace: *grace, Logger: log,
 			RetainSucceeded: *retainOK, RetainDead: *retainDead, RetainCancelled: *retainCancelled},
-		kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
+		Kinds: jobkinds.Config{AllowExec: *allowExec, OnExecRefused: func(j *queue.Job) {
 			if _, dup := warned.LoadOrStore(j.ID, true); !dup {
 				log.Warn(fmt.Sprintf("exec job %d given back: this worker does not run exec jobs (start one with --allow-exec); it stays available, and is tried again every %v", j.ID, jobkinds.ExecRefusedSnooze),
 					"job_id", j.ID)
 			}
 		}},
-		out:          out,
-		stamp:        func(t time.Time) string { return t.Format("15:04:05.000") },
-		summaryOut:   s.stdout,
-		summaryEvery: every,
+		Out:          out,
+		Stamp:        func(t time.Time) string { return t.Format("15:04:05.000") },
+		Line:         jobDecisionLine,
+		SummaryOut:   s.stdout,
+		SummaryEvery: every,
 	}
 	if *metricsAddr != "" {
 		ms, err := promexport.Serve(context.WithoutCancel(ctx), *metricsAddr) // until the worker has stopped
@@ -311,16 +170,16 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		}
 		defer ms.Close()
 		observe := ms.Metrics().QueueObserver()
-		r.onEvent = func(e queue.Event) { observe(ctx, e) }
+		r.OnEvent = func(e queue.Event) { observe(ctx, e) }
 		if _, err := ms.Metrics().ObserveQueue(d.Jobs()); err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
 		log.Info("metrics at "+ms.URL(), "url", ms.URL())
 	}
 	if *untilEmpty {
-		r.drain = &queue.DrainOptions{Within: *waitWithin, WaitScheduled: *waitScheduled}
+		r.Drain = &queue.DrainOptions{Within: *waitWithin, WaitScheduled: *waitScheduled}
 	}
-	w, err := r.worker()
+	w, err := r.Worker()
 	if err != nil {
 		return usageError(s, name, err)
 	}
@@ -338,20 +197,20 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 		rctx, cancel = context.WithTimeout(ctx, *forD)
 	}
 	defer cancel()
-	err = r.run(rctx, w, func() {
+	err = r.Run(rctx, w, func() {
 		if ctx.Err() != nil {
 			log.Info(fmt.Sprintf("stopping: running jobs have %v to finish", *grace))
 		}
 	})
-	if r.drained != nil {
-		for _, line := range drainReport(*r.drained) {
+	if r.Drained != nil {
+		for _, line := range jobtext.DrainReport(*r.Drained) {
 			log.Warn(line)
 		}
 	}
-	log.Info("stopped: " + r.summary())
+	log.Info("stopped: " + r.Summary())
 	if err != nil {
 		log.Error(err.Error())
-		if errors.Is(err, errInterruptedAgain) {
+		if errors.Is(err, jobrun.ErrInterruptedAgain) {
 			return exitInterrupted
 		}
 		return exitFailure
@@ -363,73 +222,6 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 // result writes must fit in a lease with room to spare; below a second a
 // loaded machine turns finished work into "lost" attempts.
 const minLease = time.Second
-
-// storeLogger logs the worker's own warnings (store errors) to w, and not
-// its per-job records, which the decision lines already show.
-func storeLogger(w io.Writer) *slog.Logger {
-	return slog.New(&noJobRecords{slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})})
-}
-
-type noJobRecords struct{ slog.Handler }
-
-func (h *noJobRecords) Handle(ctx context.Context, r slog.Record) error {
-	if strings.HasPrefix(r.Message, "job ") {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *noJobRecords) WithAttrs(as []slog.Attr) slog.Handler {
-	return &noJobRecords{h.Handler.WithAttrs(as)}
-}
-
-func (h *noJobRecords) WithGroup(n string) slog.Handler { return &noJobRecords{h.Handler.WithGroup(n)} }
-
-// workerRun runs a worker with the built-in kinds, printing its decisions,
-// for heed jobs work and heed demo.
-type workerRun struct {
-	store   queue.Store
-	cfg     queue.WorkerConfig
-	kinds   jobkinds.Config
-	out     io.Writer              // decision lines; nil for none
-	stamp   func(time.Time) string // each line's prefix
-	drain   *queue.DrainOptions    // stop when the worker's queues are empty (Worker.WaitEmpty); nil: do not
-	drained *queue.DrainResult     // what the drain left, once it stopped the worker
-	onEvent func(queue.Event)      // called for every event, after printing
-
-	summaryOut   io.Writer     // where summary lines go
-	summaryEvery time.Duration // how often; 0: never
-
-	mu     sync.Mutex // serialises lines
-	counts [16]atomic.Int64
-}
-
-func (r *workerRun) worker() (*queue.Worker, error) {
-	r.cfg.Observe = r.observe
-	w, err := queue.NewWorker(r.store, r.cfg)
-	if err != nil {
-		return nil, err
-	}
-	jobkinds.Register(w, r.kinds)
-	return w, nil
-}
-
-func (r *workerRun) observe(_ context.Context, e queue.Event) {
-	if int(e.Kind) < len(r.counts) {
-		r.counts[e.Kind].Add(1)
-	}
-	if r.out != nil {
-		if line := jobDecisionLine(e); line != "" {
-			now := time.Now()
-			r.mu.Lock()
-			fmt.Fprintf(r.out, "%s job %d %s: %s\n", r.stamp(now), e.Job.ID, e.Job.Kind, line)
-			r.mu.Unlock()
-		}
-	}
-	if r.onEvent != nil {
-		r.onEvent(e)
-	}
-}
 
 // jobDecisionLine describes an event in the words of heed run, or "" for
 // events that get no line.
@@ -448,96 +240,3 @@ func jobDecisionLine(e queue.Event) string {
 	}
 	return ""
 }
-
-func (r *workerRun) count(k queue.EventKind) int64 { return r.counts[k].Load() }
-
-// since describes the events since the counts in last, and updates last.
-func (r *workerRun) since(last *[16]int64) string {
-	var d [16]int64
-	for i := range r.counts {
-		n := r.counts[i].Load()
-		d[i], last[i] = n-last[i], n
-	}
-	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
-		d[queue.EventStarted], d[queue.EventSucceeded], d[queue.EventRetried], d[queue.EventDead],
-		d[queue.EventSnoozed], d[queue.EventReleased], d[queue.EventLost])
-}
-
-func (r *workerRun) summary() string {
-	return fmt.Sprintf("%d attempts: %d succeeded, %d retried, %d dead, %d snoozed, %d released, %d rescued (lost)",
-		r.count(queue.EventStarted), r.count(queue.EventSucceeded), r.count(queue.EventRetried), r.count(queue.EventDead),
-		r.count(queue.EventSnoozed), r.count(queue.EventReleased), r.count(queue.EventLost))
-}
-
-// run runs w until ctx ends or, with untilEmpty, its queues have no live
-// job; stopping is called when it starts to shut down.
-func (r *workerRun) run(ctx context.Context, w *queue.Worker, stopping func()) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		<-ctx.Done()
-		if stopping != nil {
-			stopping()
-		}
-	})
-	if r.summaryEvery > 0 {
-		wg.Go(func() {
-			t := time.NewTicker(r.summaryEvery)
-			defer t.Stop()
-			var last [len(r.counts)]int64
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case now := <-t.C:
-					line := r.since(&last)
-					r.mu.Lock()
-					fmt.Fprintf(r.summaryOut, "%s summary of the last %v: %s\n", r.stamp(now), r.summaryEvery, line)
-					r.mu.Unlock()
-				}
-			}
-		})
-	}
-	err := w.Start(ctx)
-	if err == nil && r.drain != nil {
-		wg.Go(func() {
-			if res, err := w.WaitEmpty(ctx, *r.drain); err == nil {
-				r.drained = &res
-				cancel()
-			}
-		})
-	}
-	if err == nil {
-		<-ctx.Done()
-		// A second signal (see signals.Again) ends the grace at once:
-		// running jobs are cancelled and released.
-		sctx, stop := context.WithTimeoutCause(context.WithoutCancel(ctx), r.cfg.ShutdownGrace, errGraceOver)
-		defer stop()
-		again := signals.Again(ctx)
-		go func() {
-			select {
-			case <-again:
-				stop()
-			case <-sctx.Done():
-			}
-		}()
-		err = w.Shutdown(sctx)
-		if err != nil && context.Cause(sctx) != errGraceOver {
-			err = fmt.Errorf("%w: %d running jobs were released", errInterruptedAgain, r.count(queue.EventReleased))
-		}
-	}
-	cancel()
-	wg.Wait()
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("the shutdown grace ran out: %d running jobs were released", r.count(queue.EventReleased))
-	}
-	return err
-}
-
-// errGraceOver is the cause of the end of a shutdown grace that ran out.
-var errGraceOver = errors.New("the shutdown grace ran out")
-
-// errInterruptedAgain is returned by workerRun.run when a second signal
-// ended the shutdown grace.
-var errInterruptedAgain = errors.New("interrupted again: stopped at once")

@@ -20,7 +20,7 @@ func workUntil(t *testing.T, stream, want string, args ...string) (code int, std
 	defer cancel()
 	pr, pw := io.Pipe()
 	var other strings.Builder
-	var out, errOut io.Writer = pw, &lockedWriter{mu: new(sync.Mutex), w: &other}
+	var out, errOut io.Writer = pw, &syncWriter{w: &other}
 	if stream == "stderr" {
 		out, errOut = errOut, pw
 	}
@@ -168,4 +168,16 @@ func TestJobsLsNewestAndStates(t *testing.T) {
 	if code, _, stderr := heed(t, "", "jobs", "ls", "--state", "later"); code != exitUsage || !strings.Contains(stderr, "scheduled, retrying") {
 		t.Errorf("--state later: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *syncWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -135,13 +135,52 @@ func TestPlanJSONOmitsWhatWasNotAsked(t *testing.T) {
 	}
 }
 
-func TestFmtNum(t *testing.T) {
-	for f, want := range map[float64]string{
-		0: "0", 1.1: "1.1", 1.101: "1.1", 64: "64", 1101: "1,101", 64000: "64,000",
-		1234567.891: "1,234,567.89", -1500: "-1,500", 42.666666: "42.67", 1e20: "1e+20",
-	} {
-		if got := fmtNum(f); got != want {
-			t.Errorf("fmtNum(%v) = %q, want %q", f, got, want)
-		}
-	}
+// The JSON form of heed plan --json, as its help documents it.
+
+type planJSON struct {
+	Policy   policyJSON `json:"policy"`
+	Schedule []rowJSON  `json:"schedule"`
+	Chain    *chainJSON `json:"chain,omitempty"`
+}
+
+type policyJSON struct {
+	Attempts      int     `json:"attempts"`
+	Backoff       string  `json:"backoff"`
+	BaseMs        float64 `json:"base_ms"`
+	CapMs         float64 `json:"cap_ms"`
+	Multiplier    float64 `json:"multiplier"`
+	Jitter        string  `json:"jitter"`
+	TimeoutMs     float64 `json:"timeout_ms"`
+	DeadlineMs    float64 `json:"deadline_ms"`
+	AttemptTimeMs float64 `json:"attempt_time_ms"`
+}
+
+type rowJSON struct {
+	Attempt   int      `json:"attempt"`
+	DelayMs   *float64 `json:"delay_ms,omitempty"`
+	DelayLoMs float64  `json:"delay_lo_ms"`
+	DelayHiMs float64  `json:"delay_hi_ms"`
+	WaitLoMs  float64  `json:"wait_lo_ms"`
+	WaitHiMs  float64  `json:"wait_hi_ms"`
+	EndLoMs   float64  `json:"end_lo_ms"`
+	EndHiMs   float64  `json:"end_hi_ms"`
+	Fits      string   `json:"fits,omitempty"`
+}
+
+type chainJSON struct {
+	Layers          int      `json:"layers"`
+	RetriesPerLayer int      `json:"retries_per_layer"`
+	Rate            *float64 `json:"rate,omitempty"`
+	Capacity        *float64 `json:"capacity,omitempty"`
+	BudgetRatio     float64  `json:"budget_ratio"`
+	BudgetFloor     float64  `json:"budget_floor"`
+	EveryLayer      loadJSON `json:"every_layer"`
+	SingleOwner     loadJSON `json:"single_owner"`
+	Budget          loadJSON `json:"budget"`
+}
+
+type loadJSON struct {
+	AttemptsPerAction float64  `json:"attempts_per_action"`
+	RPS               *float64 `json:"rps,omitempty"`
+	CapacityRatio     *float64 `json:"capacity_ratio,omitempty"`
 }

@@ -15,7 +15,7 @@ var updatePlanGolden = flag.Bool("update-plan-golden", false, "rewrite testdata/
 // planDeadlineExample is the example from the help text.
 var planDeadlineExample = []string{"plan", "deadline", "--deadline", "2s", "--reserve", "100ms", "--rate", "500",
 	"--step", "name=validate,p99=5ms,budget=20ms",
-	"--step", "name=stock,p99=120ms,budget=300ms,attempts=2,timeout=30s",
+	"--step", "name=stock,p99=120ms,budget=300ms,attempts=2,attempt_timeout=30s",
 	"--step", "name=payment,p99=400ms,budget=900ms"}
 
 func testPlan(name string) string { return filepath.Join("testdata", "plan", name) }
@@ -77,13 +77,13 @@ func TestPlanDeadlineRules(t *testing.T) {
 		steps []string
 		want  []string
 	}{
-		{"ok", []string{"name=a,p99=100ms,budget=300ms", "name=b,p99=50ms,budget=200ms,attempts=2,timeout=150ms"}, nil},
+		{"ok", []string{"name=a,p99=100ms,budget=300ms", "name=b,p99=50ms,budget=200ms,attempts=2,attempt_timeout=150ms"}, nil},
 		{"over the deadline", []string{"name=a,p99=100ms,budget=600ms", "name=b,p99=100ms,budget=400ms"}, []string{"over-deadline"}},
 		{"below p99", []string{"name=a,p99=100ms,budget=90ms"}, []string{"below-p99"}},
 		{"far above p99", []string{"name=a,p99=10ms,budget=101ms"}, []string{"far-above-p99"}},
 		{"cannot retry", []string{"name=a,p99=100ms,budget=250ms,attempts=2,jitter=none,base=100ms"}, []string{"retry-does-not-fit"}},
 		{"retry fits exactly", []string{"name=a,p99=100ms,budget=300ms,attempts=2,jitter=none,base=100ms"}, nil},
-		{"timeout above the budget", []string{"name=a,p99=100ms,budget=300ms,timeout=30s"}, []string{"timeout-above-upstream"}},
+		{"timeout above the budget", []string{"name=a,p99=100ms,budget=300ms,attempt_timeout=30s"}, []string{"timeout-above-upstream"}},
 	}
 	for _, tt := range tests {
 		args := slices.Clone(base)
@@ -184,7 +184,7 @@ func TestPlanDeadlineBadInput(t *testing.T) {
 		{"reserve above the deadline", "", []string{"--deadline", "1s", "--reserve", "2s", "--step", step}, "invalid --reserve: 2s, must be below the deadline 1s"},
 		{"negative budget", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=-10ms"}, "--step 1 (a): budget is -10ms, must not be negative"},
 		{"negative p99", "", []string{"--deadline", "1s", "--step", "name=a,p99=-1ms,budget=10ms"}, "--step 1 (a): p99 is -1ms, must not be negative"},
-		{"negative timeout", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=10ms,timeout=-1s"}, "--step 1 (a): timeout is -1s, must not be negative"},
+		{"negative timeout", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms,budget=10ms,attempt_timeout=-1s"}, "--step 1 (a): attempt_timeout is -1s, must not be negative"},
 		{"missing budget", "", []string{"--deadline", "1s", "--step", "name=a,p99=1ms"}, "--step 1 (a): budget is missing, must be positive"},
 		{"no name", "", []string{"--deadline", "1s", "--step", "p99=1ms,budget=10ms"}, "missing name=NAME: every step needs a name"},
 		{"empty name", "", []string{"--deadline", "1s", "--step", "name=,p99=1ms,budget=10ms"}, "--step 1: name is empty, every step needs a name"},
@@ -262,4 +262,47 @@ func TestPlanDeadlineDispatch(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, `unexpected argument "other" (plan takes only flags)`) {
 		t.Errorf("heed plan other: exit code %d, stderr %q", code, stderr)
 	}
+}
+
+// The JSON form of heed plan deadline --json, as its help documents it:
+// decoding with DisallowUnknownFields pins it.
+
+type deadlineJSON struct {
+	DeadlineMs  float64               `json:"deadline_ms"`
+	ReserveMs   float64               `json:"reserve_ms"`
+	AvailableMs float64               `json:"available_ms"`
+	TotalMs     float64               `json:"total_ms"`
+	OK          bool                  `json:"ok"`
+	Rate        *float64              `json:"rate,omitempty"`
+	Steps       []deadlineStepJSON    `json:"steps"`
+	Problems    []deadlineProblemJSON `json:"problems"`
+}
+
+type deadlineStepJSON struct {
+	Name        string       `json:"name"`
+	P99Ms       float64      `json:"p99_ms"`
+	BudgetMs    float64      `json:"budget_ms"`
+	Attempts    int          `json:"attempts"`
+	TimeoutMs   *float64     `json:"timeout_ms,omitempty"`
+	Multiple    float64      `json:"multiple"`
+	NeedMs      float64      `json:"need_ms"`
+	Holds       bool         `json:"holds"`
+	AttemptsFit int          `json:"attempts_fit"`
+	StartMs     float64      `json:"start_ms"`
+	LeftMs      float64      `json:"left_ms"`
+	GetsMs      float64      `json:"gets_ms"`
+	Refused     bool         `json:"refused"`
+	Problems    []string     `json:"problems"`
+	Waiting     *waitingJSON `json:"waiting,omitempty"`
+}
+
+type waitingJSON struct {
+	UnderTimeout *float64 `json:"under_timeout,omitempty"`
+	UnderPlan    float64  `json:"under_plan"`
+}
+
+type deadlineProblemJSON struct {
+	Code    string `json:"code"`
+	Step    string `json:"step,omitempty"`
+	Message string `json:"message"`
 }

@@ -40,33 +40,6 @@ if [ $n = 1 ]; then head -n 1 >> seen; else cat >> seen; fi; exit 1`)
 	}
 }
 
-func TestReplayStdinCap(t *testing.T) {
-	r := newReplayStdin(strings.NewReader("0123456789"), 4)
-	in, err := r.attempt()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(in)
-	if string(b) != "0123456789" || err != nil {
-		t.Errorf("first attempt read %q, %v", b, err)
-	}
-	in.Close()
-	if _, err := r.attempt(); err == nil || !strings.Contains(err.Error(), "cannot give a retry the same stdin") {
-		t.Errorf("after more than the cap: %v", err)
-	}
-
-	r = newReplayStdin(strings.NewReader("0123"), 4)
-	for i := range 3 {
-		in, err := r.attempt()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := io.ReadAll(in); string(b) != "0123" {
-			t.Errorf("attempt %d read %q", i+1, b)
-		}
-	}
-}
-
 // When heed is stopped, the command's group gets SIGTERM and time to clean
 // up; one that ignores it gets SIGKILL after --kill-after.
 func TestE2ERunKillAfter(t *testing.T) {

@@ -186,7 +186,7 @@ func TestSimErrors(t *testing.T) {
 		{[]string{td("unknown-field.yaml")}, `line 5: unknown field "attemps" in a layer (known: name, attempts, backoff,`},
 		{[]string{td("unknown-field.json")}, `line 4: unknown field "jiter"`},
 		{[]string{td("impossible.yaml")}, "impossible.yaml: faults[0].factor is 1.5, must be in (0, 1]: the share of capacity left"},
-		{[]string{td("bad-duration.yaml")}, `policies[0].layers[0].timeout: "2 seconds" is not a duration`},
+		{[]string{td("bad-duration.yaml")}, `policies[0].layers[0].attempt_timeout: "2 seconds" is not a duration`},
 		{[]string{td("missing.yaml")}, "no such file"},
 		{[]string{"--policy", "smart", "spike"}, `invalid --policy: no policy "smart" in the scenario (it has "naive", "heed")`},
 		{[]string{"--chart", "x.gif", "spike"}, "invalid --chart: \"x.gif\": the file name must end in .png or .svg"},
@@ -209,6 +209,7 @@ func TestSimProgressOnlyOnTerminal(t *testing.T) {
 
 // The example file in the help is a valid scenario.
 func TestSimHelpExampleParses(t *testing.T) {
+	simFoot := helpText("sim")
 	start := strings.Index(simFoot, "  name: my-outage")
 	end := strings.Index(simFoot, "\nCSV (--csv)")
 	if start < 0 || end < start {

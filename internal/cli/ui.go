@@ -16,30 +16,8 @@ import (
 )
 
 var uiDoc = helpDoc{
-	head: `Usage: heed ui [--db DATABASE] [--addr HOST:PORT] [--read-only] [--token TOKEN]
-
-Serves a web dashboard of the job database: every queue with its jobs by
-state, lag, pause and the last hour's throughput (live), the jobs (filter,
-search, pages), each job's arguments (redacted) and decision timeline (why
-each attempt was retried or given up, on a time axis), and the dead-letter
-grouped by cause, with requeue, delete, cancel, run now and pause.
-
-It listens on 127.0.0.1 unless --addr says otherwise. Actions need a
-token: --token, else $HEED_UI_TOKEN, else (on a loopback address only) one
-generated at start and printed on stderr; on any other address heed ui
-refuses to start without one. Sign in on the dashboard with it; the
-browser keeps a session cookie derived from it, never the token.
---read-only removes every action and needs no token.
-`,
+	file:   "ui",
 	groups: []flagGroup{{"Flags", []string{"db", "addr", "read-only", "token", "time-budget"}}},
-	foot: `Exit codes:
-  0    stopped by SIGINT or SIGTERM after serving
-  1    the database cannot be opened or the address cannot be listened on
-  2    usage error (a non-loopback --addr without a token, a short token)
-
-Example:
-  heed ui --db heed.db
-`,
 }
 
 // envUIToken names the variable that holds the dashboard's token.
@@ -56,11 +34,8 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	readOnly := fs.Bool("read-only", false, "serve the pages without any action (no token needed)")
 	tokenFlag := fs.String("token", "", "the `TOKEN` actions need, at least 16 bytes (default $"+envUIToken+", better: a flag shows in ps; on loopback, generated and printed)")
 	budget := durationFlag(fs, "time-budget", 0, "the workers' time budget (`DUR`), drawn on timelines of jobs without their own")
-	if code, done := parseFlags(fs, args, s, uiDoc); done {
+	if code, done := parseNoArgs(fs, args, s, uiDoc); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(s, "ui", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -87,9 +62,9 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	if *readOnly {
 		mode = openRead
 	}
-	d, err := openDB(ctx, resolveDB(*dbFlag), mode)
-	if err != nil {
-		return jobsFail(ctx, s, "ui", err)
+	d, _, code := openJobs(ctx, s, "ui", *dbFlag, mode)
+	if d == nil {
+		return code
 	}
 	defer d.Close()
 	h, err := ui.New(queue.NewClient(d.Jobs(), queue.ClientConfig{Operator: "heed ui"}),

@@ -26,11 +26,12 @@ const module = "github.com/heed-go/heed"
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
-	core    = []string{"clock", "internal/stripe", "backoff", "budget", "breaker", "deadline", "retry"}
-	helpers = []string{"internal/redact", "internal/duration", "internal/signals", "internal/corecheck"}
+	core    = []string{"clock", "backoff", "budget", "breaker", "deadline", "retry"}
+	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
-		"retryhttp":           nil,
-		"heedgrpc":            nil,
+		"internal/dest":       nil, // per-destination budget and breaker, for the client executors
+		"retryhttp":           {"internal/dest"},
+		"heedgrpc":            {"internal/dest"},
 		"queue":               nil,
 		"sim":                 nil,
 		"sim/chart":           {"sim"},
@@ -43,8 +44,14 @@ var (
 		"storeurl":            {"queue", "idempotency", "sqlitestore", "pgstore"},
 		"heedotel":            {"queue", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport": {"heedotel"},
-		"internal/jobkinds":   {"queue", "retryhttp"}, // the command's built-in job kinds
-		"internal/chaintest":  {"retryhttp"},          // three real services on loopback, for load tests
+		"internal/jobkinds":   {"queue", "retryhttp"},                     // the command's built-in job kinds
+		"internal/chaintest":  {"retryhttp"},                              // three real services on loopback, for load tests
+		"internal/cmdrun":     nil,                                        // heed run's executor: a command as a retry attempt
+		"internal/curl":       {"retryhttp"},                              // what heed get takes from curl: flags, -w, output
+		"internal/jobbench":   {"queue", "storeurl", "internal/jobkinds"}, // heed jobs bench's harness
+		"internal/planreport": nil,                                        // heed plan's report: a schedule and a chain's load
+		"internal/jobtext":    {"queue"},                                  // how the command prints jobs
+		"internal/jobrun":     {"queue", "internal/jobkinds"},             // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.
@@ -61,7 +68,8 @@ var (
 		"sim":                 {"go.yaml.in/yaml/v3"},
 		"deadline/planfile":   {"go.yaml.in/yaml/v3"},
 		"sim/chart":           {"gonum.org/v1/plot"},
-		"internal/cli":        {"github.com/mattn/go-isatty", "golang.org/x/sys"},
+		"internal/cli":        {"github.com/mattn/go-isatty"},
+		"internal/cmdrun":     {"github.com/mattn/go-isatty", "golang.org/x/sys"},
 		"queue":               {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
 	}
 )
@@ -172,7 +180,7 @@ func TestMayImport(t *testing.T) {
 		{"retry", "budget", true},
 		{"backoff", "retry", false}, // core: only lower core packages
 		{"clock", "backoff", false},
-		{"budget", "internal/stripe", true},
+		{"budget", "breaker", false}, // core: not a core package after it
 		{"retryhttp", "retry", true},
 		{"retryhttp", "queue", false}, // adapters never import each other
 		{"heedgrpc", "retry", true},

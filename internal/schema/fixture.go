@@ -16,3 +16,20 @@ var OldJob = struct {
 	NewHistory: `[{"attempt":1,"worker":"w1","started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:02.123456Z","outcome":"transient","error":"boom","action":"retry","reason":"transient","delay":"4s"},` +
 		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:06.123456Z","finished_at":"2026-05-04T03:02:07.123456Z","outcome":"permanent","error":"no","action":"give_up","reason":"permanent"}]`,
 }
+
+// OKJob is a job's history as heed stored it before migration 0008/008
+// (the outcome "ok" for a success), with the form the migration must
+// rewrite it to, and a history the migration must leave alone byte for
+// byte because it holds no "ok" (it is not in the canonical form, so a
+// rewrite would show). The stores' migration tests insert them raw at
+// schema 7 and check the result; they are not used outside tests.
+var OKJob = struct {
+	History, NewHistory string
+	Untouched           string
+}{
+	History: `[{"attempt":1,"worker":"w1","started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:02.123456Z","outcome":"transient","error":"boom","action":"retry","reason":"transient","delay":"4s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:06.123456Z","finished_at":"2026-05-04T03:02:07.123456Z","outcome":"ok","action":"done","reason":"success"}]`,
+	NewHistory: `[{"attempt":1,"worker":"w1","started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:02.123456Z","outcome":"transient","error":"boom","action":"retry","reason":"transient","delay":"4s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:06.123456Z","finished_at":"2026-05-04T03:02:07.123456Z","outcome":"success","action":"done","reason":"success"}]`,
+	Untouched: `[{"attempt":1,"outcome":"transient","action":"retry"}]`,
+}

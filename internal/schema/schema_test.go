@@ -67,3 +67,10 @@ func TestJobForms(t *testing.T) {
 		t.Error("an unknown old kind was rewritten")
 	}
 }
+
+func TestJobFormsOK(t *testing.T) {
+	_, h, err := JobForms(nil, []byte(OKJob.History))
+	if err != nil || string(h) != OKJob.NewHistory {
+		t.Fatalf("JobForms =\n %s\n %v; want\n %s", h, err, OKJob.NewHistory)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
 )
 
 func testDeadList(t *testing.T, s queue.Store) {
@@ -192,7 +193,7 @@ func succeed(t *testing.T, s queue.Store, kind, q string, fin time.Time) *queue.
 		t.Fatalf("claimed job %d, want %d", c.ID, j.ID)
 	}
 	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
-		Attempt: c.Attempt, FinishedAt: fin, Entry: entry(1, "ok", "succeed", "", t0)}); err != nil {
+		Attempt: c.Attempt, FinishedAt: fin, Entry: entry(1, retry.OutcomeSuccess.Key(), "succeed", "", t0)}); err != nil {
 		t.Fatalf("JobTransition(succeeded): %v", err)
 	}
 	return get(t, s, j.ID)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
 )
 
 func testInsertGet(t *testing.T, s queue.Store) {
@@ -129,7 +130,7 @@ func testUnique(t *testing.T, s queue.Store) {
 		t.Fatalf("duplicate while running: id %d state %s inserted %v err %v; want id %d running, false", b.ID, b.State, inserted, err, a.ID)
 	}
 	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
-		Attempt: 1, FinishedAt: t0.Add(time.Second), Entry: entry(1, "ok", "done", "success", t0)}); err != nil {
+		Attempt: 1, FinishedAt: t0.Add(time.Second), Entry: entry(1, retry.OutcomeSuccess.Key(), "done", "success", t0)}); err != nil {
 		t.Fatal(err)
 	}
 	b, inserted, err = s.JobInsert(ctx, in)

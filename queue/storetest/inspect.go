@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
 )
 
 // RunInspector runs the conformance suite of queue.Inspector, the
@@ -64,7 +65,7 @@ func attempt(t *testing.T, s queue.Store, id int64, q string, start, fin time.Ti
 			Outcome: "transient", Error: errText, Action: action, Reason: "transient"}}
 	switch action {
 	case "done":
-		tr.State, tr.FinishedAt, tr.Entry.Outcome, tr.Entry.Reason = queue.StateSucceeded, fin, "ok", ""
+		tr.State, tr.FinishedAt, tr.Entry.Outcome, tr.Entry.Reason = queue.StateSucceeded, fin, retry.OutcomeSuccess.Key(), ""
 	case "retry":
 		tr.State, tr.AvailableAt, tr.Entry.Delay = queue.StateAvailable, fin.Add(time.Minute), time.Minute
 	default:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
 )
 
 func testClaimOrder(t *testing.T, s queue.Store) {
@@ -107,7 +108,7 @@ func testLeaseGuard(t *testing.T, s queue.Store) {
 	c := claimOne(t, s, queue.DefaultQueue, t0)
 	before := get(t, s, c.ID)
 	stale := queue.Transition{ID: c.ID, LeaseToken: "not-the-token", State: queue.StateSucceeded, Attempt: 1,
-		FinishedAt: t0, Entry: entry(1, "ok", "done", "success", t0)}
+		FinishedAt: t0, Entry: entry(1, retry.OutcomeSuccess.Key(), "done", "success", t0)}
 	if err := s.JobTransition(ctx, stale); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("transition with a stale token: %v, want ErrLeaseLost", err)
 	}
@@ -188,7 +189,7 @@ func testRescue(t *testing.T, s queue.Store) {
 		t.Errorf("rescued job %+v", r)
 	}
 	if err := s.JobTransition(ctx, queue.Transition{ID: a.ID, LeaseToken: jobs[0].LeaseToken, State: queue.StateSucceeded,
-		Attempt: 1, FinishedAt: now, Entry: entry(1, "ok", "done", "success", t0)}); !errors.Is(err, queue.ErrLeaseLost) {
+		Attempt: 1, FinishedAt: now, Entry: entry(1, retry.OutcomeSuccess.Key(), "done", "success", t0)}); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("the lost worker's late success: %v, want ErrLeaseLost", err)
 	}
 	again, err := s.JobRescue(ctx, queue.RescueParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10})

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -30,11 +31,27 @@ func (c countingStore) JobNotify(ctx context.Context) (<-chan string, error) {
 
 func (c countingStore) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, bool, error) {
 	j, ok, err := c.Store.JobInsert(ctx, in)
+	c.count(in.UniqueKey)
+	return j, ok, err
+}
+
+// JobInsertTick passes the call on to the store's, when it is a
+// queue.TickInserter (as the worker would), and to JobInsert otherwise.
+func (c countingStore) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time.Time) (*queue.Job, bool, error) {
+	ti, ok := c.Store.(queue.TickInserter)
+	if !ok {
+		return c.JobInsert(ctx, in)
+	}
+	j, ok, err := ti.JobInsertTick(ctx, in, tick)
+	c.count(in.UniqueKey)
+	return j, ok, err
+}
+
+func (c countingStore) count(key string) {
 	c.mu.Lock()
-	c.calls[in.UniqueKey]++
+	c.calls[key]++
 	c.tried.Broadcast()
 	c.mu.Unlock()
-	return j, ok, err
 }
 
 // FakeClock is the clock RunPeriodic sets: clock/clocktest's Clock is one.
@@ -147,5 +164,179 @@ func RunPeriodic(t *testing.T, clk FakeClock, stores []queue.Store) {
 		if j.State != queue.StateSucceeded || j.Attempt != 1 || j.UniqueKey != key(j.AvailableAt) {
 			t.Errorf("job %d: %s after %d attempts, key %s", j.ID, j.State, j.Attempt, j.UniqueKey)
 		}
+	}
+}
+
+// periodicKey is the unique key of the job of a tick of the periodic job
+// "tick" on queue "cron".
+func periodicKey(tick time.Time) string {
+	return `{"kind":"tick","queue":"cron","period":"` + tick.UTC().Format(time.RFC3339Nano) + `"}`
+}
+
+// tickInsert is the job of the periodic job "tick" on queue "cron" for
+// tick, as a worker makes it.
+func tickInsert(t *testing.T, tick time.Time) queue.JobInsert {
+	t.Helper()
+	in, err := queue.NewJobInsert("tick", nil, queue.EnqueueOptions{Queue: "cron", At: tick}, tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.UniqueKey = periodicKey(tick)
+	in.UniqueStates = []queue.State{queue.StateAvailable, queue.StateRunning, queue.StateSucceeded, queue.StateDead}
+	return in
+}
+
+// testTickMemory: a store that implements queue.TickInserter enqueues each
+// tick of a periodic job once, and never again once its job is deleted
+// (by retention), nor any earlier tick; other kinds and queues keep their
+// own record.
+func testTickMemory(t *testing.T, s queue.Store) {
+	ti, ok := s.(queue.TickInserter)
+	if !ok {
+		t.Skip("the store is not a queue.TickInserter")
+	}
+	tick := t0.Truncate(time.Hour)
+	insert := func(what string, in queue.JobInsert, at time.Time, want bool) *queue.Job {
+		t.Helper()
+		j, inserted, err := ti.JobInsertTick(ctx, in, at)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if inserted != want || (inserted && j == nil) {
+			t.Fatalf("%s: inserted %v (job %v), want %v", what, inserted, j, want)
+		}
+		return j
+	}
+	j := insert("the first tick", tickInsert(t, tick), tick, true)
+	if j.UniqueKey != periodicKey(tick) || !j.AvailableAt.Equal(tick) {
+		t.Errorf("tick job: key %s, available at %v", j.UniqueKey, j.AvailableAt)
+	}
+	insert("the first tick again", tickInsert(t, tick), tick, false)
+
+	// Run it, then delete it as retention does.
+	c := claimOne(t, s, "cron", tick.Add(time.Second))
+	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
+		Attempt: c.Attempt, FinishedAt: tick.Add(2 * time.Second), Entry: entry(1, "ok", "succeed", "", tick)}); err != nil {
+		t.Fatalf("JobTransition(succeeded): %v", err)
+	}
+	if n, err := s.JobPrune(ctx, queue.StateSucceeded, tick.Add(48*time.Hour), queue.RetentionBatch); err != nil || n != 1 {
+		t.Fatalf("JobPrune = %d, %v; want 1 job deleted", n, err)
+	}
+	if j, err := s.JobGet(ctx, j.ID); err == nil {
+		t.Fatalf("job %d still stored after JobPrune: %s", j.ID, j.State)
+	}
+
+	insert("the first tick after its job was deleted", tickInsert(t, tick), tick, false)
+	insert("an earlier tick", tickInsert(t, tick.Add(-time.Hour)), tick.Add(-time.Hour), false)
+	other := tickInsert(t, tick)
+	other.Queue = "other"
+	insert("the tick on another queue", other, tick, true)
+	next := insert("the next tick", tickInsert(t, tick.Add(time.Hour)), tick.Add(time.Hour), true)
+	if !next.AvailableAt.Equal(tick.Add(time.Hour)) {
+		t.Errorf("next tick's job available at %v", next.AvailableAt)
+	}
+	jobs, err := s.JobList(ctx, queue.JobFilter{Kind: "tick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 {
+		t.Errorf("%d tick jobs stored, want 2 (the next tick, the other queue's)", len(jobs))
+	}
+	if _, _, err := ti.JobInsertTick(ctx, queue.JobInsert{}, tick); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("JobInsertTick of an invalid job: %v, want ErrInvalid", err)
+	}
+}
+
+// RunPeriodicAfterRetention runs a worker with an hourly periodic job on
+// store s over a fake clock (clk, not yet set past 2026-03-04T05:36:00Z):
+// the worker enqueues and runs the tick that passed, stops; the job is
+// deleted as retention deletes it (JobPrune); a worker started again in
+// the same period must not run that tick again (nothing is stored for it),
+// and runs the next tick once. It skips stores that are not
+// queue.TickInserter (for them only the job marks its tick).
+func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
+	if _, ok := s.(queue.TickInserter); !ok {
+		t.Skip("the store is not a queue.TickInserter")
+	}
+	if _, ok := s.(queue.Notifier); !ok {
+		t.Skip("the store is not a queue.Notifier (the test's workers wake on notifications)")
+	}
+	first := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	clk.Set(first.Add(30 * time.Minute))
+	var mu sync.Mutex
+	calls := map[string]int{}
+	tried := sync.NewCond(&mu)
+	ran := make(chan time.Time, 4)
+	start := func() *queue.Worker {
+		w, err := queue.NewWorker(countingStore{s, &mu, calls, tried}, queue.WorkerConfig{
+			Clock: clk, Queues: map[string]int{"cron": 2}, PollInterval: time.Hour, RescueInterval: time.Hour,
+			RetentionInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		queue.Handle(w, "tick", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+			ran <- job.AvailableAt
+			return nil
+		})
+		if err := w.Periodic(queue.PeriodicJob{Kind: "tick", Schedule: queue.Every(time.Hour),
+			Options: queue.EnqueueOptions{Queue: "cron"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	waitTried := func(tick time.Time, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for calls[periodicKey(tick)] < n {
+			tried.Wait()
+		}
+	}
+	waitRun := func(what string) time.Time {
+		select {
+		case at := <-ran:
+			return at
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: no job ran", what)
+			return time.Time{}
+		}
+	}
+
+	w := start()
+	if at := waitRun("the first worker"); !at.Equal(first) {
+		t.Fatalf("the first worker ran the tick of %v, want %v", at, first)
+	}
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.JobPrune(ctx, queue.StateSucceeded, first.Add(48*time.Hour), queue.RetentionBatch); err != nil || n != 1 {
+		t.Fatalf("JobPrune = %d, %v; want the tick's job deleted", n, err)
+	}
+
+	clk.Set(first.Add(40 * time.Minute)) // restarted within the period
+	w = start()
+	defer func() {
+		if w != nil {
+			w.Shutdown(ctx)
+		}
+	}()
+	waitTried(first, 2) // the restarted worker tried the tick...
+	if jobs, err := s.JobList(ctx, queue.JobFilter{Kind: "tick"}); err != nil || len(jobs) != 0 {
+		t.Fatalf("after the restart: %d tick jobs stored (%v), want none: the tick whose job was deleted ran again", len(jobs), err)
+	}
+	next := first.Add(time.Hour)
+	clk.Set(next)
+	if at := waitRun("the next tick"); !at.Equal(next) {
+		t.Errorf("the restarted worker ran the tick of %v, want %v", at, next)
+	}
+	if err := w.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w = nil
+	close(ran)
+	for at := range ran {
+		t.Errorf("the tick of %v ran again", at)
 	}
 }

@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"UniqueByArgs", testUniqueByArgs},
 		{"UniqueByPeriod", testUniqueByPeriod},
 		{"UniqueByState", testUniqueByState},
+		{"TickMemory", testTickMemory},
 	}
 	tests = append(tests, opsTests...) // ops.go
 	for _, tt := range tests {

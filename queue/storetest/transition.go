@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
 )
 
 func testRetry(t *testing.T, s queue.Store) {
@@ -97,7 +98,7 @@ func testHistory(t *testing.T, s queue.Store) {
 			Outcome: "permanent", Error: "panic: runtime error: index out of range [5] with length 3\u2028\u2029 \x01",
 			Panic: stack, Action: "retry", Reason: "pushback", Delay: time.Duration(1<<62 + 1)},
 		{Attempt: 3, StartedAt: t0.Add(2 * time.Hour).In(time.FixedZone("x", 3600)), FinishedAt: t0.Add(3 * time.Hour),
-			Outcome: "ok", Action: "done", Reason: "success"},
+			Outcome: retry.OutcomeSuccess.Key(), Action: "done", Reason: "success"},
 	}
 	now := t0
 	for i, e := range h {

@@ -1,4 +1,4 @@
-package cli
+package jobrun
 
 import (
 	"context"
@@ -13,19 +13,19 @@ import (
 
 // Log formats of heed jobs work (--log-format).
 const (
-	logText = "text"
-	logJSON = "json"
+	LogText = "text"
+	LogJSON = "json"
 )
 
-// workLogger returns the logger of heed jobs work's own messages on w:
+// Logger returns the logger of heed jobs work's own messages on w:
 // starting, stopping, warnings, and the worker's store errors, all in one
 // format. In text, one line per record: "heed jobs work: " and the message
 // ("warning: " before it for a warning), then the attributes as key=value;
 // the queue's per-job records are left out, since the decision lines on
 // stdout show them. In JSON, one object per record (slog's JSON handler),
 // the per-job records included, for log shippers.
-func workLogger(w io.Writer, format, prefix string) *slog.Logger {
-	if format == logJSON {
+func Logger(w io.Writer, format, prefix string) *slog.Logger {
+	if format == LogJSON {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(&noJobRecords{&lineHandler{w: w, mu: new(sync.Mutex), prefix: prefix}})

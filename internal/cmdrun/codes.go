@@ -1,4 +1,4 @@
-package cli
+package cmdrun
 
 import (
 	"fmt"
@@ -7,13 +7,14 @@ import (
 	"strings"
 )
 
-// codeSet is a flag.Value for a list of exit codes such as "2,64-78". Each
-// use of the flag adds to the set.
-type codeSet struct {
+// CodeSet is a flag.Value for a list of exit codes such as "2,64-78". Each
+// use of the flag adds to the set. The zero value is an empty set.
+type CodeSet struct {
 	codes map[int]bool
 }
 
-func (c *codeSet) String() string {
+// String lists the codes in order: "1,2,64,65".
+func (c *CodeSet) String() string {
 	if c == nil || len(c.codes) == 0 {
 		return ""
 	}
@@ -29,7 +30,8 @@ func (c *codeSet) String() string {
 	return strings.Join(parts, ",")
 }
 
-func (c *codeSet) Set(s string) error {
+// Set adds the codes of s, a comma-separated list of codes and ranges.
+func (c *CodeSet) Set(s string) error {
 	if c.codes == nil {
 		c.codes = map[int]bool{}
 	}
@@ -69,23 +71,24 @@ func parseCode(s string) (int, error) {
 	return n, nil
 }
 
-func (c *codeSet) has(code int) bool { return c.codes[code] }
+func (c *CodeSet) has(code int) bool { return c.codes[code] }
 
-// exitPolicy says which exit codes of a command are worth retrying.
-type exitPolicy struct {
-	permanent codeSet // never retried
-	transient codeSet // when not empty, the only codes retried
+// Codes says which exit codes of a command are worth retrying. The zero
+// value retries every code but [CannotExec] and [NotFound].
+type Codes struct {
+	Permanent CodeSet // never retried
+	Transient CodeSet // when not empty, the only codes retried
 }
 
 // defaultPermanent are never retried unless listed in --transient-codes:
 // the shell's "cannot execute" and "command not found".
-var defaultPermanent = []int{exitCannotExec, exitNotFound}
+var defaultPermanent = []int{CannotExec, NotFound}
 
-// check returns an error when a code is listed both as permanent and as
+// Check returns an error when a code is listed both as permanent and as
 // transient.
-func (e *exitPolicy) check() error {
-	for code := range e.permanent.codes {
-		if e.transient.has(code) {
+func (e *Codes) Check() error {
+	for code := range e.Permanent.codes {
+		if e.Transient.has(code) {
 			return fmt.Errorf("exit code %d is in both --permanent-codes and --transient-codes", code)
 		}
 	}
@@ -93,12 +96,15 @@ func (e *exitPolicy) check() error {
 }
 
 // retryable reports whether a command that exited with code may be retried.
-func (e *exitPolicy) retryable(code int) bool {
+func (e *Codes) retryable(code int) bool {
+	if e == nil {
+		e = &Codes{}
+	}
 	switch {
-	case e.permanent.has(code):
+	case e.Permanent.has(code):
 		return false
-	case len(e.transient.codes) > 0:
-		return e.transient.has(code)
+	case len(e.Transient.codes) > 0:
+		return e.Transient.has(code)
 	}
 	return !slices.Contains(defaultPermanent, code)
 }

@@ -1,14 +1,10 @@
-package cli
+package cmdrun
 
 import (
 	"fmt"
 	"io"
 	"sync"
 )
-
-// maxReplayStdin is how much of a piped stdin heed run keeps to give every
-// attempt the same input: 16 MiB. A retry after more was read gives up.
-const maxReplayStdin = 16 << 20
 
 // replayStdin gives every attempt of a command the whole of a stdin that is
 // not a terminal: what earlier attempts read (kept, up to a cap), then the
@@ -30,10 +26,11 @@ func newReplayStdin(src io.Reader, max int) *replayStdin {
 	return &replayStdin{src: src, max: max}
 }
 
-// errStdinTooLarge ends a retry whose input cannot be replayed.
-type errStdinTooLarge struct{ max int }
+// StdinTooLargeError ends a retry whose input cannot be replayed: more
+// than [MaxReplayStdin] of it was read.
+type StdinTooLargeError struct{ max int }
 
-func (e errStdinTooLarge) Error() string {
+func (e StdinTooLargeError) Error() string {
 	return fmt.Sprintf("cannot give a retry the same stdin: more than %d MiB of it was read (give the input as a file instead)", e.max>>20)
 }
 
@@ -44,7 +41,7 @@ func (r *replayStdin) attempt() (io.ReadCloser, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.overflow {
-		return nil, errStdinTooLarge{r.max}
+		return nil, StdinTooLargeError{r.max}
 	}
 	return &replayReader{r: r}, nil
 }

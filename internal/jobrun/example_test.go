@@ -1,0 +1,17 @@
+package jobrun_test
+
+import (
+	"os"
+
+	"github.com/heed-go/heed/internal/jobrun"
+)
+
+// The worker's own messages as heed's lines, with their attributes.
+func ExampleLogger() {
+	log := jobrun.Logger(os.Stdout, jobrun.LogText, "heed jobs work: ")
+	log.Info("worker w1 on sqlite heed.db", "queues", "default (10 at once)")
+	log.Warn("exec job 7 given back", "job_id", 7)
+	// Output:
+	// heed jobs work: worker w1 on sqlite heed.db queues="default (10 at once)"
+	// heed jobs work: warning: exec job 7 given back job_id=7
+}

@@ -1,0 +1,297 @@
+// Package planreport is the report of heed plan: the schedule of a retry
+// policy, attempt by attempt, with what limits it, and the load a total
+// outage of the bottom service of a call chain puts on it; as tables or
+// JSON.
+package planreport
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/textfmt"
+	"github.com/heed-go/heed/retry"
+)
+
+// A Plan is what heed plan prints: the schedule of Policy, each attempt
+// taking AttemptTime, and the load of a call chain when Chain is set.
+type Plan struct {
+	Policy      retry.Policy
+	AttemptTime time.Duration
+	Chain       *Chain // nil: no call chain
+}
+
+// A Chain is a call chain of Layers services that each retry their call to
+// the next Retries times, Rate user requests per second at the top (0: not
+// given) against a bottom service of Capacity requests per second (0: not
+// given), with a retry budget of Ratio on a single retry owner.
+type Chain struct {
+	Layers, Retries int
+	Rate, Capacity  float64
+	Ratio           float64
+}
+
+// load is the load a total outage of the bottom service puts on it.
+type load struct {
+	*Chain
+	floor float64
+	retry.Amplification
+}
+
+func (c *Chain) load() *load {
+	if c == nil {
+		return nil
+	}
+	floor := budget.DefaultMinPerSecond
+	return &load{Chain: c, floor: floor, Amplification: retry.ChainAmplification(c.Layers, c.Retries, c.Rate, c.Ratio, floor)}
+}
+
+// Write writes the plan as tables: the schedule, what limits it, and the
+// chain's load.
+func (pl *Plan) Write(w io.Writer) {
+	rows := pl.Policy.Schedule(pl.AttemptTime)
+	fmt.Fprintf(w, "policy: %s\n\n", pl.Policy.Describe())
+	deadline := pl.Policy.TimeBudget
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "ATTEMPT\tDELAY\tJITTER RANGE\tTOTAL WAIT\tENDS BY")
+	if deadline > 0 {
+		fmt.Fprintf(tw, "\tFITS IN %v", deadline)
+	}
+	fmt.Fprintln(tw)
+	count := map[retry.Fit]int{}
+	for _, r := range rows {
+		nominal := "-"
+		if r.HasDelay {
+			nominal = textfmt.Dur(r.Delay)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s", r.Attempt, nominal, textfmt.Range(r.DelayMin, r.DelayMax), textfmt.Range(r.WaitMin, r.WaitMax), textfmt.Dur(r.EndMax))
+		if deadline > 0 {
+			fmt.Fprintf(tw, "\t%s", r.Fits)
+			count[r.Fits]++
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+
+	last := rows[len(rows)-1]
+	fmt.Fprintf(w, "\nENDS BY is the worst case: the longest waits, each attempt taking %v (--attempt-time).\n", pl.AttemptTime)
+	n := len(rows)
+	y, m, no := count[retry.FitYes], count[retry.FitMaybe], count[retry.FitNo]
+	switch {
+	case deadline == 0 && n == 1:
+		fmt.Fprintf(w, "At worst the only attempt ends within %v.\n", textfmt.Dur(last.EndMax))
+	case deadline == 0:
+		fmt.Fprintf(w, "At worst all %d attempts end within %v, %v of it waiting.\n", n, textfmt.Dur(last.EndMax), textfmt.Dur(last.WaitMax))
+	case no == n:
+		fmt.Fprintf(w, "No attempt fits in the %v deadline: the first is cut short by it, and no retry starts.\n", deadline)
+	case n == 1 && y == 1:
+		fmt.Fprintf(w, "The only attempt fits in the %v deadline.\n", deadline)
+	case y == n:
+		fmt.Fprintf(w, "All %d attempts fit in the %v deadline.\n", n, deadline)
+	default:
+		var parts []string
+		if y > 0 {
+			parts = append(parts, attemptSpan(1, y, "always fits", "always fit"))
+		}
+		if m > 0 {
+			parts = append(parts, attemptSpan(y+1, y+m, "fits only after short jittered waits", "fit only after short jittered waits"))
+		}
+		if no > 0 {
+			parts = append(parts, attemptSpan(n-no+1, n, "never starts", "never start"))
+		}
+		limits := "may limit"
+		if no > 0 {
+			limits = "limits"
+		}
+		fmt.Fprintf(w, "In the %v deadline, %s: the deadline, not --attempts, %s this policy.\n", deadline, strings.Join(parts, "; "), limits)
+	}
+
+	if c := pl.Chain.load(); c != nil {
+		c.write(w)
+	}
+}
+
+// attemptSpan reads "attempt 3 " + one or "attempts 3–5 " + many.
+func attemptSpan(from, to int, one, many string) string {
+	if from == to {
+		return fmt.Sprintf("attempt %d %s", from, one)
+	}
+	return fmt.Sprintf("attempts %d–%d %s", from, to, many)
+}
+
+func (c *load) write(w io.Writer) {
+	fmt.Fprintf(w, "\ncall chain: %d layer", c.Layers)
+	if c.Layers != 1 {
+		fmt.Fprint(w, "s")
+	}
+	fmt.Fprintf(w, ", each making up to %d attempts per call (%d retries)", c.Retries+1, c.Retries)
+	if c.Rate > 0 {
+		fmt.Fprintf(w, "; %s requests/s", textfmt.Num(c.Rate))
+	}
+	if c.Capacity > 0 {
+		fmt.Fprintf(w, "; bottom capacity %s requests/s", textfmt.Num(c.Capacity))
+	}
+	fmt.Fprint(w, "\nduring a total outage of the bottom service:\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "RETRIES BY\tATTEMPTS PER ACTION")
+	if c.Rate > 0 {
+		fmt.Fprint(tw, "\tLOAD ON BOTTOM")
+		if c.Capacity > 0 {
+			fmt.Fprint(tw, "\tVS CAPACITY")
+		}
+	}
+	fmt.Fprintln(tw)
+	per := strconv.Itoa(c.Retries + 1)
+	rows := []struct {
+		name     string
+		attempts float64
+	}{
+		{fmt.Sprintf("every layer (%s^%d)", per, c.Layers), c.EveryLayer},
+		{fmt.Sprintf("one owner (%s)", per), c.OneOwner},
+		{fmt.Sprintf("one owner, %s%% budget", textfmt.Num(c.Ratio*100)), c.Budgeted},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s", r.name, textfmt.Num(r.attempts))
+		if c.Rate > 0 {
+			fmt.Fprintf(tw, "\t%s/s", textfmt.Num(c.Rate*r.attempts))
+			if c.Capacity > 0 {
+				fmt.Fprintf(tw, "\t%s×", textfmt.Num(c.Rate*r.attempts/c.Capacity))
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nA retry budget lets retries add at most %s%% to the requests (or a floor of %s retry/s per client, when that is more), however many attempts each call may make.\n",
+		textfmt.Num(c.Ratio*100), textfmt.Num(c.floor))
+}
+
+// The JSON form; the field names are documented in heed plan's help and
+// stable.
+
+type planJSON struct {
+	Policy   policyJSON `json:"policy"`
+	Schedule []rowJSON  `json:"schedule"`
+	Chain    *chainJSON `json:"chain,omitempty"`
+}
+
+type policyJSON struct {
+	Attempts      int     `json:"attempts"`
+	Backoff       string  `json:"backoff"`
+	BaseMs        float64 `json:"base_ms"`
+	CapMs         float64 `json:"cap_ms"`
+	Multiplier    float64 `json:"multiplier"`
+	Jitter        string  `json:"jitter"`
+	TimeoutMs     float64 `json:"timeout_ms"`
+	DeadlineMs    float64 `json:"deadline_ms"`
+	AttemptTimeMs float64 `json:"attempt_time_ms"`
+}
+
+type rowJSON struct {
+	Attempt   int      `json:"attempt"`
+	DelayMs   *float64 `json:"delay_ms,omitempty"`
+	DelayLoMs float64  `json:"delay_lo_ms"`
+	DelayHiMs float64  `json:"delay_hi_ms"`
+	WaitLoMs  float64  `json:"wait_lo_ms"`
+	WaitHiMs  float64  `json:"wait_hi_ms"`
+	EndLoMs   float64  `json:"end_lo_ms"`
+	EndHiMs   float64  `json:"end_hi_ms"`
+	Fits      string   `json:"fits,omitempty"`
+}
+
+type chainJSON struct {
+	Layers          int      `json:"layers"`
+	RetriesPerLayer int      `json:"retries_per_layer"`
+	Rate            *float64 `json:"rate,omitempty"`
+	Capacity        *float64 `json:"capacity,omitempty"`
+	BudgetRatio     float64  `json:"budget_ratio"`
+	BudgetFloor     float64  `json:"budget_floor"`
+	EveryLayer      loadJSON `json:"every_layer"`
+	SingleOwner     loadJSON `json:"single_owner"`
+	Budget          loadJSON `json:"budget"`
+}
+
+type loadJSON struct {
+	AttemptsPerAction float64  `json:"attempts_per_action"`
+	RPS               *float64 `json:"rps,omitempty"`
+	CapacityRatio     *float64 `json:"capacity_ratio,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// WriteJSON writes the plan as one JSON object, durations in
+// milliseconds.
+func (pl *Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(pl.json())
+}
+
+func (pl *Plan) json() planJSON {
+	rows := pl.Policy.Schedule(pl.AttemptTime)
+	s := pl.Policy.Backoff
+	m := s.Multiplier
+	if m == 0 {
+		m = backoff.DefaultMultiplier
+	}
+	out := planJSON{
+		Policy: policyJSON{
+			Attempts:      pl.Policy.Attempts,
+			Backoff:       s.Kind.String(),
+			BaseMs:        ms(s.WithDefaults().Base),
+			CapMs:         ms(s.WithDefaults().Cap),
+			Multiplier:    m,
+			Jitter:        s.Jitter.String(),
+			TimeoutMs:     ms(pl.Policy.AttemptTimeout),
+			DeadlineMs:    ms(pl.Policy.TimeBudget),
+			AttemptTimeMs: ms(pl.AttemptTime),
+		},
+		Schedule: make([]rowJSON, len(rows)),
+	}
+	for i, r := range rows {
+		j := rowJSON{
+			Attempt:   r.Attempt,
+			DelayLoMs: ms(r.DelayMin), DelayHiMs: ms(r.DelayMax),
+			WaitLoMs: ms(r.WaitMin), WaitHiMs: ms(r.WaitMax),
+			EndLoMs: ms(r.EndMin), EndHiMs: ms(r.EndMax),
+			Fits: r.Fits.String(),
+		}
+		if r.HasDelay {
+			d := ms(r.Delay)
+			j.DelayMs = &d
+		}
+		out.Schedule[i] = j
+	}
+	if c := pl.Chain.load(); c != nil {
+		cj := &chainJSON{
+			Layers: c.Layers, RetriesPerLayer: c.Retries,
+			BudgetRatio: c.Ratio, BudgetFloor: c.floor,
+		}
+		if c.Rate > 0 {
+			cj.Rate = &c.Rate
+		}
+		if c.Capacity > 0 {
+			cj.Capacity = &c.Capacity
+		}
+		conv := func(attempts float64) loadJSON {
+			lj := loadJSON{AttemptsPerAction: attempts}
+			if c.Rate > 0 {
+				rps := c.Rate * attempts
+				lj.RPS = &rps
+				if c.Capacity > 0 {
+					ratio := rps / c.Capacity
+					lj.CapacityRatio = &ratio
+				}
+			}
+			return lj
+		}
+		cj.EveryLayer, cj.SingleOwner, cj.Budget = conv(c.EveryLayer), conv(c.OneOwner), conv(c.Budgeted)
+		out.Chain = cj
+	}
+	return out
+}

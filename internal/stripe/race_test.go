@@ -1,5 +1,0 @@
-//go:build race
-
-package stripe
-
-const raceEnabled = true

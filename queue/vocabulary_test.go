@@ -1,0 +1,80 @@
+package queue_test
+
+import (
+	"testing"
+
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/retry"
+)
+
+// TestStoredWords pins the text of every word a job's history, a dead
+// reason, a log line or a metric attribute may hold. These words are
+// stored: changing one is a store migration (see migrations 5 and 8), never
+// an edit here alone.
+func TestStoredWords(t *testing.T) {
+	pins := map[string]string{
+		// retry.Outcome.Key: an attempt's outcome.
+		retry.OutcomeSuccess.Key():   "success",
+		retry.OutcomeTransient.Key(): "transient",
+		retry.OutcomeTimeout.Key():   "timeout",
+		retry.OutcomePushback.Key():  "pushback",
+		retry.OutcomePermanent.Key(): "permanent",
+		retry.OutcomeRefused.Key():   "refused",
+		// The queue's own outcomes.
+		queue.OutcomeLost:      "lost",
+		queue.OutcomeSnoozed:   "snoozed",
+		queue.OutcomeReleased:  "released",
+		queue.OutcomeRequeued:  "requeued",
+		queue.OutcomeExpired:   "expired",
+		queue.OutcomeDeferred:  "deferred",
+		queue.OutcomeCut:       "cut",
+		queue.OutcomeCancelled: "cancelled",
+		queue.OutcomeRunNow:    "run_now",
+	}
+	for got, want := range pins {
+		if got != want {
+			t.Errorf("outcome %q, pinned %q", got, want)
+		}
+	}
+	for _, c := range []struct{ got, want string }{
+		// retry.Action.Key and the queue's own actions.
+		{retry.Done.Key(), "done"}, {retry.Retry.Key(), "retry"}, {retry.GiveUp.Key(), "give_up"}, {retry.Defer.Key(), "defer"},
+		{queue.ActionSnooze, "snooze"}, {queue.ActionRelease, "release"}, {queue.ActionRequeue, "requeue"},
+		{queue.ActionCut, "cut"}, {queue.ActionCancel, "cancel"}, {queue.ActionRunNow, "run_now"},
+		// retry.Reason.Key: decisions' reasons and dead reasons.
+		{retry.ReasonSuccess.Key(), "success"}, {retry.ReasonTransient.Key(), "transient"},
+		{retry.ReasonTimeout.Key(), "timeout"}, {retry.ReasonPushback.Key(), "pushback"},
+		{retry.ReasonPermanent.Key(), "permanent"}, {retry.ReasonAttempts.Key(), "attempts"},
+		{retry.ReasonTimeBudget.Key(), "time_budget"}, {retry.ReasonDeadline.Key(), "deadline"},
+		{retry.ReasonBudget.Key(), "budget"}, {retry.ReasonBreakerOpen.Key(), "breaker_open"},
+		{retry.ReasonNotRepeatable.Key(), "not_repeatable"}, {retry.ReasonServerRefused.Key(), "server_refused"},
+		{retry.ReasonUpstreamOwns.Key(), "upstream_owns"}, {retry.ReasonPushbackTooLong.Key(), "pushback_too_long"},
+		// States, and the breaker's states as metric values.
+		{string(queue.StateAvailable), "available"}, {string(queue.StateRunning), "running"},
+		{string(queue.StateSucceeded), "succeeded"}, {string(queue.StateDead), "dead"},
+		{string(queue.StateCancelled), "cancelled"},
+		{breaker.Closed.Key(), "closed"}, {breaker.Open.Key(), "open"}, {breaker.HalfOpen.Key(), "half_open"},
+	} {
+		if c.got != c.want {
+			t.Errorf("word %q, pinned %q", c.got, c.want)
+		}
+	}
+}
+
+// TestEventWords: an event that is also a history entry, or that ends in a
+// state, is named with that entry's outcome or that state: one word per
+// happening.
+func TestEventWords(t *testing.T) {
+	for k, want := range map[queue.EventKind]string{
+		queue.EventEnqueued: "enqueued", queue.EventStarted: "started", queue.EventRetried: "retried",
+		queue.EventSucceeded: string(queue.StateSucceeded), queue.EventDead: string(queue.StateDead),
+		queue.EventSnoozed: queue.OutcomeSnoozed, queue.EventReleased: queue.OutcomeReleased,
+		queue.EventLost: queue.OutcomeLost, queue.EventDeferred: queue.OutcomeDeferred,
+		queue.EventCancelled: queue.OutcomeCancelled, queue.EventLeaseLost: "lease_lost",
+	} {
+		if got := k.String(); got != want {
+			t.Errorf("EventKind(%d).String() = %q, want %q", k, got, want)
+		}
+	}
+}

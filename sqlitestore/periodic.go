@@ -1,0 +1,65 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+var _ queue.TickInserter = (*Store)(nil)
+
+// recordTickSQL records a periodic job's tick unless it or a later one is
+// recorded; it returns a row only when it recorded the tick.
+const recordTickSQL = `INSERT INTO heed_periodic (kind, queue, last_tick) VALUES (?1, ?2, ?3)
+	ON CONFLICT (kind, queue) DO UPDATE SET last_tick = excluded.last_tick
+		WHERE heed_periodic.last_tick < excluded.last_tick
+	RETURNING last_tick`
+
+// JobInsertTick implements queue.TickInserter: the tick's record (table
+// heed_periodic) and the job in one IMMEDIATE transaction.
+func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time.Time) (*queue.Job, bool, error) {
+	if err := in.Validate(); err != nil {
+		return nil, false, err
+	}
+	args, err := insertArgs(&in)
+	if err != nil {
+		return nil, false, wrap("insert tick", err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, wrap("insert tick", err)
+	}
+	defer tx.Rollback()
+	var last int64
+	err = tx.QueryRowContext(ctx, recordTickSQL, in.Kind, in.Queue, micros(tick)).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil // this tick or a later one was enqueued
+	}
+	if err != nil {
+		return nil, false, wrap("insert tick", err)
+	}
+	var (
+		j        *queue.Job
+		inserted bool
+	)
+	if in.UniqueKey != "" {
+		if j, inserted, err = insertUnique(ctx, tx, &in, args); err != nil {
+			return nil, false, err
+		}
+	} else {
+		if j, err = scanJob(tx.QueryRowContext(ctx, insertSQL, args...)); err != nil {
+			return nil, false, wrap("insert tick", err)
+		}
+		inserted = true
+	}
+	if err := tx.Commit(); err != nil { // the record, even when the job was there
+		return nil, false, wrap("insert tick", err)
+	}
+	if inserted {
+		s.notify(j.Queue)
+	}
+	return j, inserted, nil
+}
