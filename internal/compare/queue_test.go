@@ -16,7 +16,7 @@ package compare
 // jobs, and their medians:
 //
 //	HEED_TEST_POSTGRES_URL=postgres://... go test -run '^$' \
-//	    -bench 'Queue' -benchtime 100000x -count 3 -timeout 60m . | tee q.txt
+//	    -bench 'Queue(Insert|Drain)$' -benchtime 100000x -count 3 -timeout 60m . | tee q.txt
 //	benchstat q.txt
 //
 // They skip without HEED_TEST_POSTGRES_URL.
