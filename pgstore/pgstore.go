@@ -25,6 +25,7 @@
 //     concurrent [Store.JobInsert] calls without a unique key, are combined
 //     the same way (calls arriving while one statement is in flight make up
 //     the next; no timer delays any), each still getting its own result.
+//     [Store.JobInsertMany] writes a batch without unique keys in one COPY.
 //   - The schema is embedded as numbered migrations, recorded in the table
 //     heed_migrations and applied under an advisory lock by [Open] (or
 //     [Store.Migrate]); a database migrated by a newer heed is refused with
