@@ -77,6 +77,9 @@ type Store struct {
 	cancels cancelSubs // JobCancelNotify's subscribers (ops.go)
 
 	ckptDone chan struct{} // closed when the checkpointer has stopped; nil without one (checkpoint.go)
+
+	fullMu sync.Mutex
+	full   map[string]bool // queues whose last JobClaim took its whole limit
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -146,7 +149,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{path: path, subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}, clock: clock.Or(o.Clock)}
+	s := &Store{path: path, subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}, full: map[string]bool{}, clock: clock.Or(o.Clock)}
 	common := "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
 	switch {
 	case path == ":memory:":
