@@ -537,7 +537,7 @@ func TestWorkerConfigInvalid(t *testing.T) {
 	for name, cfg := range map[string]queue.WorkerConfig{
 		"WorkerConfig.Queues": {Queues: map[string]int{"a": 0}},
 		"WorkerConfig.Lease":  {Lease: -1},
-		"WorkerConfig.Policy": {Policy: retry.Policy{Attempts: -5}},
+		"WorkerConfig.Policy": {Policy: retry.Policy{MaxPushback: -time.Second}},
 	} {
 		_, err := queue.NewWorker(s, cfg)
 		if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), name) {

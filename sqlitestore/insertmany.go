@@ -1,12 +1,13 @@
 package sqlitestore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/heed-go/heed/queue"
 )
@@ -28,8 +29,23 @@ func insertManySQL(n int) string {
 		}
 		b.WriteString("(?, ?, ?, 'available', ?, ?, ?, ?, ?, ?, ?)")
 	}
-	b.WriteString(" RETURNING " + jobColumns)
+	b.WriteString(" RETURNING id")
 	return b.String()
+}
+
+// insertedJob is the job just inserted from in with ID id, built from in as
+// scanJob would read it back: times in microseconds, as stored. (Reading
+// back every column of every row took a third of EnqueueMany's time.)
+func insertedJob(in *queue.JobInsert, id int64, policy []byte) (*queue.Job, error) {
+	j := &queue.Job{ID: id, Kind: in.Kind, Queue: in.Queue, Args: in.Args, State: queue.StateAvailable,
+		Priority: in.Priority, MaxAttempts: in.MaxAttempts, UniqueKey: in.UniqueKey,
+		AvailableAt: time.UnixMicro(micros(in.AvailableAt)).UTC(), CreatedAt: time.UnixMicro(micros(in.CreatedAt)).UTC()}
+	if string(policy) != "{}" {
+		if err := json.Unmarshal(policy, &j.Policy); err != nil {
+			return nil, fmt.Errorf("sqlitestore: job %d: policy: %w", id, err)
+		}
+	}
+	return j, nil
 }
 
 var insertManyFull = insertManySQL(insertManyRows)
@@ -99,18 +115,31 @@ func insertManyTx(ctx context.Context, tx *sql.Tx, full *sql.Stmt, ins []queue.J
 		if err != nil {
 			return wrap("insert", err)
 		}
-		jobs, err := scanJobs(rows)
-		if err != nil {
+		ids := make([]int64, 0, n)
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return wrap("insert", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return wrap("insert", err)
 		}
-		if len(jobs) != n {
-			return fmt.Errorf("sqlitestore: insert: %d rows returned for %d jobs", len(jobs), n)
+		if len(ids) != n {
+			return fmt.Errorf("sqlitestore: insert: %d rows returned for %d jobs", len(ids), n)
 		}
 		// The rows of one INSERT get increasing IDs in the order of its
 		// VALUES (nothing else writes during the transaction), whatever
 		// the order of RETURNING.
-		slices.SortFunc(jobs, func(a, b *queue.Job) int { return cmp.Compare(a.ID, b.ID) })
-		for i, j := range jobs {
+		slices.Sort(ids)
+		for i, id := range ids {
+			j, err := insertedJob(&ins[lo+i], id, []byte(run[10*i+policyArg].(string)))
+			if err != nil {
+				return err
+			}
 			res[lo+i] = queue.InsertResult{Job: j, Inserted: true}
 		}
 		run = run[:0]

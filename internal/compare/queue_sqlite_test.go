@@ -3,15 +3,19 @@ package compare
 // heed's job queue beside River's SQLite driver (riversqlite over the same
 // pure-Go modernc.org/sqlite), each on a fresh SQLite file in WAL mode,
 // with no-op jobs: the batch insert (heed's Client.EnqueueMany, River's
-// InsertMany) and the drain of a full queue (heed's Worker at its default
-// concurrency, River's client with 100 workers). River's SQLite pool has
-// one connection, as its driver's documentation advises; heed's store
-// opens its own writer and readers. One op is one job. Run them
-// alternating, 100,000 jobs, 3 times:
+// InsertMany, 1,000 jobs a call) and the drain of a full queue (heed's
+// Worker at its default concurrency, River's client with 100 workers).
+// River's SQLite pool has one connection, as its driver's documentation
+// advises; heed's store opens its own writer and readers.
 //
-//	go test -run '^$' -bench 'QueueSQLite' -benchtime 100000x -count 3 .
+// As in queue_test.go, one op is one job and each run is one round: every
+// variant does b.N jobs in turn, in an order that rotates from one round
+// to the next, and reports its own jobs/s ("heed-jobs/s",
+// "river-InsertMany-jobs/s", ...). Three alternating rounds of 100,000
+// jobs, and their medians:
 //
-// Each benchmark reports jobs/s.
+//	go test -run '^$' -bench 'QueueSQLite' -benchtime 100000x -count 3 -timeout 60m . | tee s.txt
+//	benchstat s.txt
 
 import (
 	"context"
@@ -43,9 +47,9 @@ func openHeedSQLite(b *testing.B) *sqlitestore.Store {
 }
 
 // openRiverSQLite returns a River client over a fresh, migrated SQLite
-// file; with maxWorkers > 0 it works the default queue with that many
-// workers.
-func openRiverSQLite(b *testing.B, maxWorkers int, workers *river.Workers) *river.Client[*sql.Tx] {
+// file, and its pool; with workers set it works the default queue with
+// maxWorkers workers.
+func openRiverSQLite(b *testing.B, maxWorkers int, workers *river.Workers) (*river.Client[*sql.Tx], *sql.DB) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "river.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
@@ -63,7 +67,7 @@ func openRiverSQLite(b *testing.B, maxWorkers int, workers *river.Workers) *rive
 		b.Fatal(err)
 	}
 	cfg := &river.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if maxWorkers > 0 {
+	if workers != nil {
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}}
 		cfg.Workers = workers
 	}
@@ -71,93 +75,106 @@ func openRiverSQLite(b *testing.B, maxWorkers int, workers *river.Workers) *rive
 	if err != nil {
 		b.Fatal(err)
 	}
-	return c
+	return c, db
 }
 
 func BenchmarkQueueSQLiteInsert(b *testing.B) {
 	ctx := context.Background()
-	b.Run("heed-EnqueueMany", func(b *testing.B) {
-		c := queue.NewClient(openHeedSQLite(b), queue.ClientConfig{})
-		b.ReportAllocs()
-		b.ResetTimer()
-		batches(b, func(n int) error {
-			_, err := c.EnqueueMany(ctx, heedItems(n))
-			return err
-		})
-	})
-	b.Run("river-InsertMany", func(b *testing.B) {
-		c := openRiverSQLite(b, 0, nil)
-		b.ReportAllocs()
-		b.ResetTimer()
-		batches(b, func(n int) error {
-			_, err := c.InsertMany(ctx, riverParams(n))
-			return err
-		})
+	round(b, []variant{
+		{"heed", func(b *testing.B, n int) func() func() {
+			c := queue.NewClient(openHeedSQLite(b), queue.ClientConfig{})
+			return func() func() {
+				inBatches(b, n, insertBatch, func(n int) error {
+					_, err := c.EnqueueMany(ctx, heedItems(n))
+					return err
+				})
+				return nil
+			}
+		}},
+		{"river-InsertMany", func(b *testing.B, n int) func() func() {
+			c, _ := openRiverSQLite(b, 0, nil)
+			return func() func() {
+				inBatches(b, n, insertBatch, func(n int) error {
+					_, err := c.InsertMany(ctx, riverParams(n))
+					return err
+				})
+				return nil
+			}
+		}},
 	})
 }
 
 func BenchmarkQueueSQLiteDrain(b *testing.B) {
 	ctx := context.Background()
-	b.Run("heed-default", func(b *testing.B) {
-		s := openHeedSQLite(b)
-		c := queue.NewClient(s, queue.ClientConfig{})
-		for left := b.N; left > 0; left -= 10_000 {
-			if _, err := c.EnqueueMany(ctx, heedItems(min(left, 10_000))); err != nil {
+	round(b, []variant{
+		{"heed", func(b *testing.B, n int) func() func() {
+			s := openHeedSQLite(b)
+			c := queue.NewClient(s, queue.ClientConfig{})
+			inBatches(b, n, fillBatch, func(n int) error {
+				_, err := c.EnqueueMany(ctx, heedItems(n))
+				return err
+			})
+			var done atomic.Int64
+			all := make(chan struct{})
+			w, err := queue.NewWorker(s, queue.WorkerConfig{ // Queues nil: the default queue at DefaultConcurrency
+				Observe: func(_ context.Context, e queue.Event) {
+					if e.Kind == queue.EventSucceeded && done.Add(1) == int64(n) {
+						close(all)
+					}
+				},
+			})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		var done atomic.Int64
-		all := make(chan struct{})
-		w, err := queue.NewWorker(s, queue.WorkerConfig{ // Queues nil: the default queue at DefaultConcurrency
-			Observe: func(_ context.Context, e queue.Event) {
-				if e.Kind == queue.EventSucceeded && done.Add(1) == int64(b.N) {
-					close(all)
+			queue.Handle(w, "noop", func(context.Context, *queue.Job, struct{}) error { return nil })
+			return func() func() {
+				if err := w.Start(ctx); err != nil {
+					b.Fatal(err)
 				}
-			},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		queue.Handle(w, "noop", func(context.Context, *queue.Job, struct{}) error { return nil })
-		b.ReportAllocs()
-		b.ResetTimer()
-		if err := w.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		<-all
-		b.StopTimer()
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := w.Shutdown(sctx); err != nil {
-			b.Fatal(err)
-		}
-	})
-	b.Run("river-100", func(b *testing.B) {
-		workers := river.NewWorkers()
-		river.AddWorker(workers, &noopWorker{})
-		c := openRiverSQLite(b, 100, workers)
-		for left := b.N; left > 0; left -= 10_000 {
-			if _, err := c.InsertMany(ctx, riverParams(min(left, 10_000))); err != nil {
-				b.Fatal(err)
+				<-all
+				return func() {
+					sctx, cancel := context.WithTimeout(ctx, time.Minute)
+					defer cancel()
+					if err := w.Shutdown(sctx); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
-		events, cancelSub := c.SubscribeConfig(&river.SubscribeConfig{ChanSize: b.N + 1, Kinds: []river.EventKind{river.EventKindJobCompleted}})
-		defer cancelSub()
-		b.ReportAllocs()
-		b.ResetTimer()
-		if err := c.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		for range b.N {
-			<-events
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := c.Stop(sctx); err != nil {
-			b.Fatal(err)
-		}
+		}},
+		{"river-100", func(b *testing.B, n int) func() func() {
+			workers := river.NewWorkers()
+			river.AddWorker(workers, &noopWorker{})
+			c, db := openRiverSQLite(b, 100, workers)
+			inBatches(b, n, fillBatch, func(n int) error {
+				// A transaction per call: River's SQLite InsertMany
+				// inserts row by row.
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				if _, err := c.InsertManyTx(ctx, tx, riverParams(n)); err != nil {
+					return err
+				}
+				return tx.Commit()
+			})
+			events, cancelSub := c.SubscribeConfig(&river.SubscribeConfig{ChanSize: n + 1, Kinds: []river.EventKind{river.EventKindJobCompleted}})
+			b.Cleanup(cancelSub)
+			return func() func() {
+				if err := c.Start(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for range n {
+					<-events
+				}
+				return func() {
+					sctx, cancel := context.WithTimeout(ctx, time.Minute)
+					defer cancel()
+					if err := c.Stop(sctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}},
 	})
 }
