@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -110,5 +111,24 @@ func TestOutcomeWordsMigration(t *testing.T) {
 	j, err := s.JobGet(ctx, 1)
 	if err != nil || j.History[1].Outcome != retry.OutcomeSuccess.Key() {
 		t.Errorf("JobGet = %+v, %v", j, err)
+	}
+}
+
+// TestEncodeEntry: an entry is stored as json.Marshal writes it, HTML
+// escapes included.
+func TestEncodeEntry(t *testing.T) {
+	a := queue.Attempt{Attempt: 2, Worker: "w<1>", StartedAt: t0, FinishedAt: t0.Add(time.Second), Outcome: "transient",
+		Error: "a & b <c> \"d\" \u2028 \x00", Action: "retry", Reason: "x", Delay: 1500 * time.Millisecond}
+	got, err := encodeEntry(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.StartedAt, a.FinishedAt = truncUTC(a.StartedAt), truncUTC(a.FinishedAt) // as stored
+	want, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("encodeEntry = %s\nwant %s", got, want)
 	}
 }

@@ -123,14 +123,6 @@ func inBatches(b *testing.B, n, size int, insert func(n int) error) {
 	}
 }
 
-// batches calls insert with the sizes of b.N jobs cut into insertBatch,
-// and reports jobs/s over the whole benchmark.
-func batches(b *testing.B, insert func(n int) error) {
-	b.Helper()
-	inBatches(b, b.N, insertBatch, insert)
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-}
-
 // variant is one of the compared ways of doing n jobs. setup prepares
 // them (untimed) and returns the timed part, which returns what is left
 // to stop (untimed; nil for nothing).
