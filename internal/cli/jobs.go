@@ -157,5 +157,8 @@ func jobsParseID(arg string) (int64, error) {
 }
 
 // poolSizeFor is the pool size for a worker running conc jobs at once in
-// all: 4 plus one per 4 jobs, at most 32.
-func poolSizeFor(conc int) int { return min(32, 4+conc/4) }
+// all: 4 plus one per 8 jobs, at most 16. A running job holds no
+// connection (claims and results are batched), so the default 100 jobs
+// need 16, and a few workers stay well inside PostgreSQL's default limit
+// of 100 connections.
+func poolSizeFor(conc int) int { return min(16, 4+conc/8) }
