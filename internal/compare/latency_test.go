@@ -121,8 +121,11 @@ func steady(b *testing.B, s queue.Store) {
 }
 
 // quantileMS returns the q-quantile of ds (q = 1: the largest), in
-// milliseconds, sorting ds.
+// milliseconds, sorting ds (0 when ds is empty).
 func quantileMS(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
 	slices.Sort(ds)
 	return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))]) / float64(time.Millisecond)
 }
