@@ -26,12 +26,15 @@
 //
 // # Performance
 //
-// A Breaker is a mutex and plain fields. In the closed state AllowAt takes
-// the mutex once and RecordAt once: about 35 ns for the pair, without
-// allocations (BenchmarkAllowRecord), which is noise next to the network
-// call a breaker guards. A lock-free version with bit-packed words and
-// per-processor stripes saved less than 10 ns and was replaced by this one.
-// OnStateChange is called without the mutex held.
+// A Breaker is a mutex and plain fields, and one atomic word that mirrors
+// "closed, in generation g" so that AllowAt admits a call to a closed
+// breaker without the mutex. RecordAt takes the mutex once; nothing
+// allocates. A lock-free version (a bit-packed state word and
+// per-processor stripes of counters) was replaced by this one: alternating
+// runs measured no difference in allow+record at the median
+// (BenchmarkAllowRecord), while the mutex alone on both calls cost 20 to
+// 35 ns more on a loaded machine. OnStateChange is called without the mutex
+// held.
 //
 // # Window
 //
@@ -60,6 +63,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heed-go/heed/clock"
@@ -246,6 +250,10 @@ type Breaker struct {
 	base     time.Time // when New ran, with its monotonic reading
 	baseNano int64     // base.UnixNano()
 
+	// closedGen mirrors state and gen for AllowAt's closed path: gen
+	// while the state is Closed, -1 otherwise. Written under mu.
+	closedGen atomic.Int64
+
 	mu       sync.Mutex // guards everything below
 	state    State
 	gen      uint32 // incremented on every change of state
@@ -321,6 +329,7 @@ func New(cfg Config) (*Breaker, error) {
 		base:     base,
 		baseNano: base.UnixNano(),
 	}
+	b.closedGen.Store(0)
 	// No bucket has been used yet: start the window before any instant.
 	b.win.init(floorDiv(math.MinInt64, width) + 1)
 	return b, nil
@@ -339,13 +348,11 @@ func (b *Breaker) AllowAt(now time.Time) (Permit, error) {
 	if b == nil {
 		return Permit{}, nil
 	}
+	if g := b.closedGen.Load(); g >= 0 && b.width != 0 {
+		return Permit{b: b, gen: uint32(g)}, nil
+	}
 	b.mustBeNew()
 	b.mu.Lock()
-	if b.state == Closed {
-		p := Permit{b: b, gen: b.gen}
-		b.mu.Unlock()
-		return p, nil
-	}
 	p, err := b.allowLocked(now)
 	b.unlock()
 	return p, err
@@ -581,6 +588,7 @@ func (b *Breaker) recordProbe(n int64, at time.Time, o Outcome) {
 func (b *Breaker) transition(to State, n int64, at time.Time) {
 	from := b.state
 	b.state, b.gen, b.inflight, b.succ = to, b.gen+1, 0, 0
+	b.closedGen.Store(-1)
 	switch to {
 	case Open:
 		b.openedAt = n
@@ -589,6 +597,7 @@ func (b *Breaker) transition(to State, n int64, at time.Time) {
 		b.inflight = 1 // the caller takes the first slot
 	case Closed:
 		b.win.clear()
+		b.closedGen.Store(int64(b.gen))
 	}
 	if b.onChange != nil {
 		b.events = append(b.events, event{from: from, to: to, at: at})

@@ -144,10 +144,10 @@ type Middleware struct {
 	// authenticated identity (mTLS, a signed token) where you have one.
 	Trusted func(r *http.Request) bool
 
-	// IgnoreRetryAttempt turns ownership off: the Retry-Attempt header is
+	// OwnershipOff turns ownership off: the Retry-Attempt header is
 	// neither checked nor acted on, so clients under the request context
 	// retry on their own.
-	IgnoreRetryAttempt bool
+	OwnershipOff bool
 }
 
 // Wrap returns a handler that applies m to every request, then calls next.
@@ -183,7 +183,7 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 					limit = -1 // no time left at all
 				}
 			}
-			if !m.IgnoreRetryAttempt {
+			if !m.OwnershipOff {
 				if v := r.Header.Values(RetryAttemptHeader); len(v) > 0 {
 					_, err := ParseRetryAttempt(v[0])
 					if err == nil && len(v) > 1 {

@@ -134,9 +134,9 @@ func TestMiddlewareRetryAttempt(t *testing.T) {
 	if owned {
 		t.Error("marked without Retry-Attempt")
 	}
-	code, _, _, _, _, owned := serve(deadline.Middleware{IgnoreRetryAttempt: true}, local, map[string]string{"Retry-Attempt": "x"})
+	code, _, _, _, _, owned := serve(deadline.Middleware{OwnershipOff: true}, local, map[string]string{"Retry-Attempt": "x"})
 	if owned || code != 200 {
-		t.Errorf("IgnoreRetryAttempt: code %d, owned %v", code, owned)
+		t.Errorf("OwnershipOff: code %d, owned %v", code, owned)
 	}
 }
 

@@ -45,7 +45,7 @@
 // descriptor (found in Client.Files, the global registry by default)
 // declares the option idempotency_level NO_SIDE_EFFECTS or IDEMPOTENT, or
 // a call that carries an idempotency key in its outgoing metadata
-// ("idempotency-key", [IdempotencyKeyMetadata]) unless NoKeyedRetries is
+// ("idempotency-key", [IdempotencyKeyMetadata]) unless KeyedRetriesOff is
 // set. A failure that is not safe to repeat gives up with
 // retry.ReasonNotRepeatable.
 //
@@ -162,14 +162,14 @@ type Client struct {
 	// generated code registers itself).
 	Files *protoregistry.Files
 
-	// NoDescriptors turns the descriptor lookup off: only Idempotent and
+	// DescriptorsOff turns the descriptor lookup off: only Idempotent and
 	// idempotency keys make a method repeatable.
-	NoDescriptors bool
+	DescriptorsOff bool
 
-	// NoKeyedRetries stops calls that carry an idempotency key in their
+	// KeyedRetriesOff stops calls that carry an idempotency key in their
 	// metadata from being repeated because of it (default: keyed calls
 	// are repeatable). Use it for servers not known to honour the key.
-	NoKeyedRetries bool
+	KeyedRetriesOff bool
 
 	// Propagate chooses the calls that may carry retry-attempt (default,
 	// nil: every call to every target). Return false for targets that are
@@ -418,7 +418,7 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 	cs.repeatable = c.idempotent(method)
 	if !cs.repeatable || c.Logger != nil {
 		cs.key = outgoingKey(ctx)
-		if cs.key != "" && !c.NoKeyedRetries {
+		if cs.key != "" && !c.KeyedRetriesOff {
 			cs.repeatable = true
 		}
 	}
@@ -523,7 +523,7 @@ func (c *Client) idempotent(name string) bool {
 		c.lastMethod.Store(m)
 		return m.idempotent
 	}
-	if c.NoDescriptors {
+	if c.DescriptorsOff {
 		return false
 	}
 	m := &method{name: name, idempotent: descriptorIdempotent(c.Files, name)}

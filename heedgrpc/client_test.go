@@ -309,7 +309,7 @@ func TestRetryAttempt(t *testing.T) {
 // without a descriptor.
 func TestIdempotentList(t *testing.T) {
 	e := &echo{unary: failThen(1, codes.Unavailable, "")}
-	hc := &heedgrpc.Client{Policy: fast(3), NoDescriptors: true, Idempotent: []string{mPost}, Budget: budget.Config{Ratio: -1}}
+	hc := &heedgrpc.Client{Policy: fast(3), DescriptorsOff: true, Idempotent: []string{mPost}, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	if _, err := invoke(ctxTimeout(t, 10*time.Second), cc, mPost, "x"); err != nil {
 		t.Fatal(err)

@@ -63,9 +63,9 @@ type Server struct {
 	// (default retry.WithUpstreamOwner).
 	Owner func(ctx context.Context) context.Context
 
-	// IgnoreRetryAttempt turns ownership off: retry-attempt is neither
+	// OwnershipOff turns ownership off: retry-attempt is neither
 	// checked nor acted on.
-	IgnoreRetryAttempt bool
+	OwnershipOff bool
 }
 
 // TrustPrivate is the default trust predicate of [Server]: it trusts peers
@@ -127,7 +127,7 @@ func (s *Server) prepare(ctx context.Context) (context.Context, context.CancelFu
 		}
 		return nil, nil, status.Error(codes.DeadlineExceeded, "heedgrpc: "+deadline.ErrTooClose.Error())
 	}
-	if !s.IgnoreRetryAttempt {
+	if !s.OwnershipOff {
 		if v := metadata.ValueFromIncomingContext(ctx, RetryAttemptMetadata); len(v) > 0 {
 			trusted := s.Trusted
 			if trusted == nil {

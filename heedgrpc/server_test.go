@@ -82,7 +82,7 @@ func TestServerOwnership(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &echo{unary: failThen(0, codes.OK, "")}
-			srv := heedgrpc.Server{Trusted: tt.trusted, IgnoreRetryAttempt: tt.ignore}
+			srv := heedgrpc.Server{Trusted: tt.trusted, OwnershipOff: tt.ignore}
 			cc := dial(t, "passthrough:///bufnet", bufServer(t, e, srv.ServerOptions()...))
 			ctx := ctxTimeout(t, 10*time.Second)
 			for _, v := range tt.values {

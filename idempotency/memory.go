@@ -79,11 +79,12 @@ func (s *MemoryStore) KeyComplete(ctx context.Context, c Completion) error {
 }
 
 // KeyExtend implements [Store].
-func (s *MemoryStore) KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error {
+func (s *MemoryStore) KeyExtend(ctx context.Context, ext Extension) error {
+	scope, key, token, leaseUntil := ext.Scope, ext.Key, ext.Token, ext.LeaseUntil
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := ValidateExtend(scope, key, token, leaseUntil); err != nil {
+	if err := ext.Validate(); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -100,11 +101,12 @@ func (s *MemoryStore) KeyExtend(ctx context.Context, scope, key, token string, l
 }
 
 // KeyRelease implements [Store].
-func (s *MemoryStore) KeyRelease(ctx context.Context, scope, key, token string) error {
+func (s *MemoryStore) KeyRelease(ctx context.Context, rel Release) error {
+	scope, key, token := rel.Scope, rel.Key, rel.Token
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := ValidateRelease(scope, key, token); err != nil {
+	if err := rel.Validate(); err != nil {
 		return err
 	}
 	s.mu.Lock()

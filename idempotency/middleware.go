@@ -49,8 +49,13 @@ const (
 	DefaultMaxResponseBody = 1 << 20
 )
 
+// StoreHeadersOff as Middleware.StoreHeaders stores and replays no header
+// (heed's convention: the zero value is the default, an explicit Off value
+// turns a setting off; the empty name is no header).
+var StoreHeadersOff = []string{""}
+
 // DefaultStoreHeaders lists the response headers stored and replayed when
-// Middleware.StoreHeaders is nil. Set-Cookie and other per-response
+// Middleware.StoreHeaders is empty. Set-Cookie and other per-response
 // secrets are deliberately absent.
 var DefaultStoreHeaders = []string{
 	"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language",
@@ -155,8 +160,9 @@ type Middleware struct {
 	// [DefaultMaxResponseBody], at most [MaxStoredBody]).
 	MaxResponseBody int
 
-	// StoreHeaders are the response headers stored and replayed (nil:
-	// [DefaultStoreHeaders]; an empty, non-nil slice: none).
+	// StoreHeaders are the response headers stored and replayed (empty:
+	// [DefaultStoreHeaders]). [StoreHeadersOff], or any list holding the
+	// empty name, stores none.
 	StoreHeaders []string
 
 	// TTL is how long a key is kept after its request completed (default
@@ -229,15 +235,18 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 	}
 	h := &handler{m: m, next: next, methods: map[string]bool{}}
 	methods := m.Methods
-	if methods == nil {
+	if len(methods) == 0 {
 		methods = []string{http.MethodPost, http.MethodPatch}
 	}
 	for _, meth := range methods {
 		h.methods[meth] = true
 	}
 	stored := m.StoreHeaders
-	if stored == nil {
+	switch {
+	case len(stored) == 0:
 		stored = DefaultStoreHeaders
+	case slices.Contains(stored, ""):
+		stored = nil // off
 	}
 	for _, name := range stored {
 		h.stored = append(h.stored, http.CanonicalHeaderKey(name))
@@ -393,7 +402,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason = "response cannot be replayed (status " + strconv.Itoa(status) + " or hijacked)"
 		}
 		h.log(ctx, slog.LevelWarn, "idempotency: response not stored; key released", raw, r, slog.String("reason", reason))
-		if err := h.m.Store.KeyRelease(ctx, scope, key, token); err != nil {
+		if err := h.m.Store.KeyRelease(ctx, Release{Scope: scope, Key: key, Token: token}); err != nil {
 			h.log(ctx, slog.LevelError, "idempotency: release failed; key held until its lease ends", raw, r, slog.String("error", err.Error()))
 		}
 		return
@@ -441,7 +450,7 @@ func (rn *renewer) fire() {
 	rn.mu.Unlock()
 	defer rn.wg.Done()
 	ctx := context.WithoutCancel(rn.r.Context())
-	err := rn.h.m.Store.KeyExtend(ctx, rn.scope, rn.key, rn.token, rn.h.now().Add(rn.h.lease))
+	err := rn.h.m.Store.KeyExtend(ctx, Extension{Scope: rn.scope, Key: rn.key, Token: rn.token, LeaseUntil: rn.h.now().Add(rn.h.lease)})
 	if errors.Is(err, ErrLeaseLost) {
 		rn.h.log(ctx, slog.LevelWarn, "idempotency: claim lost while the handler runs; the request may run twice", rn.raw, rn.r)
 		return // nothing left to renew

@@ -337,8 +337,9 @@ type extendLog struct {
 	until chan time.Time
 }
 
-func (s *extendLog) KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error {
-	err := s.Store.KeyExtend(ctx, scope, key, token, leaseUntil)
+func (s *extendLog) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+	leaseUntil := ext.LeaseUntil
+	err := s.Store.KeyExtend(ctx, ext)
 	if err == nil {
 		select {
 		case s.until <- leaseUntil:
@@ -573,4 +574,22 @@ func TestValidate(t *testing.T) {
 		}
 	}()
 	idempotency.Middleware{}.Wrap(http.NotFoundHandler())
+}
+
+// TestStoreHeadersOff: an empty StoreHeaders is the default list, and
+// StoreHeadersOff replays no header (heed's one way to say off).
+func TestStoreHeadersOff(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		headers  []string
+		location bool
+	}{{"nil", nil, true}, {"empty", []string{}, true}, {"off", idempotency.StoreHeadersOff, false}} {
+		var p payments
+		h := idempotency.Middleware{Store: idempotency.NewMemoryStore(), StoreHeaders: tc.headers}.Wrap(&p)
+		send(h, "POST", "/payments", "amount=10", "Idempotency-Key", `"k1"`)
+		again := send(h, "POST", "/payments", "amount=10", "Idempotency-Key", `"k1"`)
+		if got := again.header.Get("Location") != ""; got != tc.location || p.charges.Load() != 1 {
+			t.Errorf("%s: replayed Location %v (want %v), %d charges", tc.name, got, tc.location, p.charges.Load())
+		}
+	}
 }

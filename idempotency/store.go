@@ -77,19 +77,19 @@ type Store interface {
 	// under c.Token.
 	KeyComplete(ctx context.Context, c Completion) error
 
-	// KeyExtend moves the lease of the running key claimed under token to
-	// leaseUntil (and its expiry to leaseUntil, if that is later): the
-	// middleware calls it while a slow handler runs, so that only a dead
-	// process loses its claim. Errors: ErrInvalid for an empty scope, key
-	// or token, or a zero leaseUntil; ErrLeaseLost when the key is not
-	// running under token (nothing is changed).
-	KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error
+	// KeyExtend moves the lease of the running key e.Scope/e.Key claimed
+	// under e.Token to e.LeaseUntil (and its expiry to e.LeaseUntil, if
+	// that is later): the middleware calls it while a slow handler runs,
+	// so that only a dead process loses its claim. Errors: ErrInvalid for
+	// bad input (see [Extension.Validate]); ErrLeaseLost when the key is
+	// not running under e.Token (nothing is changed).
+	KeyExtend(ctx context.Context, e Extension) error
 
-	// KeyRelease deletes the running key claimed under token, so that the
-	// next request with it runs the handler. Errors: ErrInvalid for an
-	// empty scope, key or token; ErrLeaseLost when the key is not running
-	// under token (nothing is deleted).
-	KeyRelease(ctx context.Context, scope, key, token string) error
+	// KeyRelease deletes the running key r.Scope/r.Key claimed under
+	// r.Token, so that the next request with it runs the handler. Errors:
+	// ErrInvalid for bad input (see [Release.Validate]); ErrLeaseLost when
+	// the key is not running under r.Token (nothing is deleted).
+	KeyRelease(ctx context.Context, r Release) error
 
 	// KeyReap deletes up to limit keys whose expiry is at or before now,
 	// running or completed, and returns how many it deleted. Callers
@@ -151,24 +151,37 @@ func (c Completion) Validate() error {
 	return c.Response.Validate()
 }
 
-// ValidateRelease checks the arguments of [Store.KeyRelease].
-func ValidateRelease(scope, key, token string) error {
-	if err := validKey(scope, key); err != nil {
+// Release gives back a running key ([Store.KeyRelease]).
+type Release struct {
+	Scope, Key string // the key, as claimed
+	Token      string // the token it was claimed under
+}
+
+// Validate returns an error matching ErrInvalid naming the first bad field.
+func (r Release) Validate() error {
+	if err := validKey(r.Scope, r.Key); err != nil {
 		return err
 	}
-	if !validText(token, maxToken) {
+	if !validText(r.Token, maxToken) {
 		return invalid("Token", "want 1 to 64 bytes of UTF-8 without NUL")
 	}
 	return nil
 }
 
-// ValidateExtend checks the arguments of [Store.KeyExtend].
-func ValidateExtend(scope, key, token string, leaseUntil time.Time) error {
-	if err := ValidateRelease(scope, key, token); err != nil {
+// Extension moves the lease of a running key ([Store.KeyExtend]).
+type Extension struct {
+	Scope, Key string    // the key, as claimed
+	Token      string    // the token it was claimed under
+	LeaseUntil time.Time // the lease's new end; not zero
+}
+
+// Validate returns an error matching ErrInvalid naming the first bad field.
+func (e Extension) Validate() error {
+	if err := (Release{e.Scope, e.Key, e.Token}).Validate(); err != nil {
 		return err
 	}
-	if leaseUntil.IsZero() {
-		return invalid("leaseUntil", "zero")
+	if e.LeaseUntil.IsZero() {
+		return invalid("LeaseUntil", "zero")
 	}
 	return nil
 }

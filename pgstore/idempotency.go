@@ -161,8 +161,9 @@ func (s *Store) KeyComplete(ctx context.Context, c idempotency.Completion) error
 }
 
 // KeyExtend implements idempotency.Store.
-func (s *Store) KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error {
-	if err := idempotency.ValidateExtend(scope, key, token, leaseUntil); err != nil {
+func (s *Store) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+	scope, key, token, leaseUntil := ext.Scope, ext.Key, ext.Token, ext.LeaseUntil
+	if err := ext.Validate(); err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE heed_idempotency_keys
@@ -179,8 +180,9 @@ func (s *Store) KeyExtend(ctx context.Context, scope, key, token string, leaseUn
 }
 
 // KeyRelease implements idempotency.Store.
-func (s *Store) KeyRelease(ctx context.Context, scope, key, token string) error {
-	if err := idempotency.ValidateRelease(scope, key, token); err != nil {
+func (s *Store) KeyRelease(ctx context.Context, rel idempotency.Release) error {
+	scope, key, token := rel.Scope, rel.Key, rel.Token
+	if err := rel.Validate(); err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM heed_idempotency_keys

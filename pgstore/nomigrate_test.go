@@ -27,16 +27,16 @@ func previousSchema(t *testing.T) string {
 	return u
 }
 
-// TestOpenNoMigrate: a store opened without migrating changes nothing; it
+// TestOpenMigrateOff: a store opened without migrating changes nothing; it
 // names the missing migrations of an older schema and refuses an empty
 // one, unless told to create it.
-func TestOpenNoMigrate(t *testing.T) {
+func TestOpenMigrateOff(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	lastName := migrations[SchemaVersion()-1].Name
 
 	u := previousSchema(t)
-	for _, o := range []OpenOptions{{NoMigrate: true}, {NoMigrate: true, CreateEmpty: true}} {
+	for _, o := range []OpenOptions{{MigrateOff: true}, {MigrateOff: true, CreateEmpty: true}} {
 		s, err := OpenWith(ctx, u, o)
 		var behind *queue.SchemaBehindError
 		if s != nil || !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
@@ -55,10 +55,10 @@ func TestOpenNoMigrate(t *testing.T) {
 	s.Close()
 
 	_, empty := testSchema(t)
-	s, err = OpenWith(ctx, empty, OpenOptions{NoMigrate: true})
+	s, err = OpenWith(ctx, empty, OpenOptions{MigrateOff: true})
 	var behind *queue.SchemaBehindError
 	if s != nil || !errors.As(err, &behind) || behind.Database != 0 {
-		t.Fatalf("OpenWith(NoMigrate) on an empty schema = %v, %v; want a SchemaBehindError at version 0", s, err)
+		t.Fatalf("OpenWith(MigrateOff) on an empty schema = %v, %v; want a SchemaBehindError at version 0", s, err)
 	}
 	pool, err := pgxpool.New(ctx, empty)
 	if err != nil {
@@ -67,9 +67,9 @@ func TestOpenNoMigrate(t *testing.T) {
 	defer pool.Close()
 	var tables int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil || tables != 0 {
-		t.Errorf("the empty schema has %d tables (%v) after a NoMigrate open, want 0", tables, err)
+		t.Errorf("the empty schema has %d tables (%v) after a MigrateOff open, want 0", tables, err)
 	}
-	s, err = OpenWith(ctx, empty, OpenOptions{NoMigrate: true, CreateEmpty: true})
+	s, err = OpenWith(ctx, empty, OpenOptions{MigrateOff: true, CreateEmpty: true})
 	if err != nil {
 		t.Fatalf("OpenWith(CreateEmpty) on an empty schema: %v", err)
 	}

@@ -303,7 +303,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 
 	killJob(t, b, "requeued")
 	expectQueue(t, ch, "requeued") // its insert
-	if n, err := b.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{Queue: "requeued"}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}}); err != nil || n != 1 {
+	if n, err := b.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{Queue: "requeued"}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue = %d, %v", n, err)
 	}
 	expectQueue(t, ch, "requeued")

@@ -72,7 +72,8 @@ func opArgs(ferr error, now time.Time, entry queue.Attempt) ([]any, error) {
 // NOTIFYs the IDs of the jobs that were running: their workers, in any
 // process listening on this database and schema, hear of it when the
 // cancel commits (see [Store.JobCancelNotify]).
-func (s *Store) JobCancel(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
+func (s *Store) JobCancel(ctx context.Context, params queue.OpParams) (int, error) {
+	f, now, entry := params.Filter, params.Now, params.Entry
 	args, err := opArgs(queue.CancelFilter(f), now, entry)
 	if err != nil {
 		return 0, err
@@ -137,7 +138,8 @@ SELECT id, running FROM u`
 
 // JobRunNow implements queue.JobOps, and notifies the workers of the
 // queues of the jobs it changed.
-func (s *Store) JobRunNow(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
+func (s *Store) JobRunNow(ctx context.Context, params queue.OpParams) (int, error) {
+	f, now, entry := params.Filter, params.Now, params.Entry
 	args, err := opArgs(queue.RunNowFilter(f), now, entry)
 	if err != nil {
 		return 0, err
@@ -188,7 +190,8 @@ func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
 // JobPrune implements queue.JobOps: one DELETE of at most limit rows,
 // found through the state's partial index on (finished_at, id), skipping
 // rows another pruner holds.
-func (s *Store) JobPrune(ctx context.Context, state queue.State, before time.Time, limit int) (int, error) {
+func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, error) {
+	state, before, limit := params.State, params.Before, params.Limit
 	if !state.Finished() {
 		return 0, &queue.InputError{Field: "state", Reason: fmt.Sprintf("is %q, not a finished state", state)}
 	}

@@ -25,10 +25,11 @@
 //     concurrent [Store.JobInsert] calls without a unique key, are combined
 //     the same way (calls arriving while one statement is in flight make up
 //     the next; no timer delays any), each still getting its own result.
+//     [Store.JobInsertMany] writes a batch without unique keys in one COPY.
 //   - The schema is embedded as numbered migrations, recorded in the table
 //     heed_migrations and applied under an advisory lock by [Open] (or
 //     [Store.Migrate]); a database migrated by a newer heed is refused with
-//     a [*queue.SchemaTooNewError]. [OpenWith] with NoMigrate only checks, and names
+//     a [*queue.SchemaTooNewError]. [OpenWith] with MigrateOff only checks, and names
 //     the missing migrations in a [*queue.SchemaBehindError]. Tables are named heed_* and live in the first
 //     schema of the connections' search_path. PostgreSQL 13 or later.
 package pgstore
@@ -122,14 +123,14 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 // OpenOptions configures [OpenWith]. The zero value opens as [Open] does.
 type OpenOptions struct {
-	// NoMigrate opens without changing the schema, as a program that only
+	// MigrateOff opens without changing the schema, as a program that only
 	// reads (or a fleet that upgrades with an explicit step) wants: a
 	// newer binary must not upgrade a database under older workers. A
 	// schema behind [SchemaVersion] is refused with a
 	// [*queue.SchemaBehindError] naming the missing migrations; one that
 	// is newer, with a [*queue.SchemaTooNewError].
-	NoMigrate bool
-	// CreateEmpty, with NoMigrate, still creates the schema in a database
+	MigrateOff bool
+	// CreateEmpty, with MigrateOff, still creates the schema in a database
 	// (search_path schema) that has no heed tables at all: nothing older
 	// can be using it.
 	CreateEmpty bool
@@ -165,7 +166,7 @@ func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 	err = s.Check(ctx)
 	var behind *queue.SchemaBehindError
 	switch {
-	case errors.As(err, &behind) && (!o.NoMigrate || o.CreateEmpty && behind.Database == 0):
+	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
 		err = s.Migrate(ctx)
 	}
 	if err != nil {

@@ -502,7 +502,7 @@ const maxRequeueRetries = 5
 // with entry appended to their history. A dead job whose unique key is
 // held by an available or running job stays dead, and of several dead
 // jobs sharing a key only the oldest is requeued.
-func (s *Store) DeadRequeue(ctx context.Context, p queue.RequeueParams) (int, error) {
+func (s *Store) DeadRequeue(ctx context.Context, p queue.OpParams) (int, error) {
 	f, now, entry := p.Filter, p.Now, p.Entry
 	if err := f.Validate(); err != nil {
 		return 0, err

@@ -137,7 +137,7 @@ func TestUniqueAfterFinish(t *testing.T) {
 	if err != nil || !ins || second.ID == first.ID {
 		t.Fatalf("insert after dead = %v, %v, %v", second, ins, err)
 	}
-	n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
+	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
 	if err != nil || n != 0 {
 		t.Fatalf("DeadRequeue while key held = %d, %v; want 0", n, err)
 	}
@@ -212,7 +212,7 @@ func TestDeadRequeueSharedKey(t *testing.T) {
 	for range 3 {
 		dead = append(dead, killJob(t, s, "shared").ID)
 	}
-	n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
+	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
 	if err != nil || n != 1 {
 		t.Fatalf("DeadRequeue = %d, %v; want 1", n, err)
 	}
@@ -260,7 +260,7 @@ func TestDeadRequeueRacesInsert(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			if _, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}}); err != nil {
+			if _, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}}); err != nil {
 				t.Error(err)
 			}
 		})

@@ -144,7 +144,7 @@ func (c *Client) Requeue(ctx context.Context, f DeadFilter) (int, error) {
 		return 0, err
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
-	return c.store.DeadRequeue(ctx, RequeueParams{Filter: jf, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
+	return c.store.DeadRequeue(ctx, OpParams{Filter: jf, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
 		Outcome: OutcomeRequeued, Action: ActionRequeue}})
 }
 

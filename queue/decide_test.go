@@ -234,7 +234,6 @@ func TestNewJobInsert(t *testing.T) {
 		{"k", `{"a":`, EnqueueOptions{}, "args"},
 		{"k", "{}", EnqueueOptions{In: -time.Second}, "EnqueueOptions.In"},
 		{"k", "{}", EnqueueOptions{In: time.Second, At: t0}, "EnqueueOptions.At"},
-		{"k", "{}", EnqueueOptions{MaxAttempts: -2}, "EnqueueOptions.MaxAttempts"},
 		{"k", "{}", EnqueueOptions{Policy: JobPolicy{Backoff: &backoff.Schedule{Multiplier: 0.5}}}, "EnqueueOptions.Policy.Backoff"},
 	} {
 		_, err := NewJobInsert(tc.kind, []byte(tc.args), tc.opts, t0)

@@ -87,8 +87,9 @@
 // handed to it as data, with every time in its arguments. The store SPI
 // is [Store] and the optional [Notifier] and [TransitionBatcher]; their
 // inputs [JobInsert] (built by [NewJobInsert]), [ClaimParams],
-// [RescueParams], [LeaseParams], [Transition], [RequeueParams] and
-// [JobFilter]; the stored forms of [JobPolicy] and [Attempt] (their JSON
+// [RescueParams], [LeaseParams], [Transition], [OpParams], [PruneParams],
+// [SearchParams] and [JobFilter]; the stored words (the Outcome and Action
+// constants, with the keys of package retry); the stored forms of [JobPolicy] and [Attempt] (their JSON
 // methods) and [MaxHistory]; the schema errors [SchemaTooNewError] and
 // [SchemaBehindError]. Users never call these. queue/storetest is the
 // conformance suite every store passes.

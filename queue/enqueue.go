@@ -38,7 +38,8 @@ type EnqueueOptions struct {
 	// Priority orders due jobs of one queue: lower runs first (default 0).
 	Priority int
 	// MaxAttempts overrides the worker's attempt limit when positive;
-	// retry.Unlimited removes it; 0 keeps the worker's.
+	// a negative number (retry.Unlimited) removes it, and is stored as
+	// retry.Unlimited; 0 keeps the worker's.
 	MaxAttempts int
 	// Policy overrides the worker's backoff, time budget and attempt
 	// timeout for this job.
@@ -92,9 +93,6 @@ func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now ti
 	if opts.In != 0 && !opts.At.IsZero() {
 		return JobInsert{}, &InputError{"EnqueueOptions.At", "and EnqueueOptions.In are both set; set one"}
 	}
-	if opts.MaxAttempts < retry.Unlimited {
-		return JobInsert{}, &InputError{"EnqueueOptions.MaxAttempts", fmt.Sprintf("is %d, must be at least 0 (or retry.Unlimited)", opts.MaxAttempts)}
-	}
 	if err := opts.Policy.validate("EnqueueOptions.Policy"); err != nil {
 		return JobInsert{}, err
 	}
@@ -112,7 +110,7 @@ func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now ti
 		Queue:        q,
 		Args:         args,
 		Priority:     opts.Priority,
-		MaxAttempts:  opts.MaxAttempts,
+		MaxAttempts:  max(opts.MaxAttempts, retry.Unlimited),
 		Policy:       opts.Policy,
 		AvailableAt:  at,
 		CreatedAt:    now,

@@ -14,14 +14,14 @@ import (
 // Implementations must be safe for concurrent use, honour ctx, and take
 // every time from their arguments (never a clock).
 type Inspector interface {
-	// JobSearch returns the jobs that match f (as [Store.JobList] selects,
-	// orders and limits them) and contain text, compared without regard to
-	// ASCII case, in the error text of an entry of their history or, when
-	// inArgs, in their arguments as stored. An empty text matches every
-	// job. Searching arguments is an oracle for the secrets they hold:
-	// callers that show arguments redacted must not pass inArgs for a
-	// reader who may not see them.
-	JobSearch(ctx context.Context, f JobFilter, text string, inArgs bool) ([]*Job, error)
+	// JobSearch returns the jobs that match p.Filter (as [Store.JobList]
+	// selects, orders and limits them) and contain p.Text, compared
+	// without regard to ASCII case, in the error text of an entry of their
+	// history or, when p.InArgs, in their arguments as stored. An empty
+	// text matches every job. Searching arguments is an oracle for the
+	// secrets they hold: callers that show arguments redacted must not set
+	// InArgs for a reader who may not see them.
+	JobSearch(ctx context.Context, p SearchParams) ([]*Job, error)
 
 	// QueueLags returns, for each queue that has jobs due at now
 	// (available with AvailableAt <= now), the AvailableAt of the oldest

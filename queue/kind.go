@@ -84,7 +84,7 @@ func (w *Worker) wrap(h HandlerFunc) HandlerFunc {
 // the worker's values.
 type KindPolicy struct {
 	// MaxAttempts replaces the worker's attempt limit when positive;
-	// retry.Unlimited removes it.
+	// a negative number (retry.Unlimited) removes it.
 	MaxAttempts int
 	// Policy replaces the worker's backoff, time budget and attempt
 	// timeout where set.
@@ -98,9 +98,6 @@ func checkKinds(kinds map[string]KindPolicy) error {
 	for k, p := range kinds {
 		if err := validName("WorkerConfig.Kinds", k, MaxName); err != nil {
 			return err
-		}
-		if p.MaxAttempts < retry.Unlimited {
-			return &InputError{"WorkerConfig.Kinds[" + k + "].MaxAttempts", fmt.Sprintf("is %d, must be at least 0 (or retry.Unlimited)", p.MaxAttempts)}
 		}
 		if err := p.Policy.validate("WorkerConfig.Kinds[" + k + "].Policy"); err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/heed-go/heed/clock"
 )
@@ -47,32 +46,32 @@ var ErrCancelled = errors.New("queue: job cancelled by an operator")
 // JobOps are the operator's changes to jobs that are not attempts: cancel,
 // run now, delete, and retention's pruning. They are part of [Store].
 type JobOps interface {
-	// JobCancel cancels the jobs that match f and are available or running
-	// (f.State, when set, is one of those two): each becomes
-	// StateCancelled with FinishedAt = now, its lease cleared (Worker is
-	// kept), and entry appended to its history. A worker running one of
+	// JobCancel cancels the jobs that match p.Filter and are available or
+	// running (p.Filter.State, when set, is one of those two): each becomes
+	// StateCancelled with FinishedAt = p.Now, its lease cleared (Worker is
+	// kept), and p.Entry appended to its history. A worker running one of
 	// them loses its lease: its renewal and its result fail with
 	// ErrLeaseLost. A store that implements [CancelNotifier] tells the
 	// running worker at once. It returns how many jobs it cancelled.
-	JobCancel(ctx context.Context, f JobFilter, now time.Time, entry Attempt) (int, error)
+	JobCancel(ctx context.Context, p OpParams) (int, error)
 
-	// JobRunNow makes the jobs that match f, available with AvailableAt
-	// after now (scheduled, waiting for a retry, snoozed or deferred),
-	// available at now, with entry appended to their history, and wakes
-	// the workers of their queues. f.State, when set, must be
-	// StateAvailable. It returns how many jobs it changed.
-	JobRunNow(ctx context.Context, f JobFilter, now time.Time, entry Attempt) (int, error)
+	// JobRunNow makes the jobs that match p.Filter, available with
+	// AvailableAt after p.Now (scheduled, waiting for a retry, snoozed or
+	// deferred), available at p.Now, with p.Entry appended to their
+	// history, and wakes the workers of their queues. p.Filter.State,
+	// when set, must be StateAvailable. It returns how many jobs it changed.
+	JobRunNow(ctx context.Context, p OpParams) (int, error)
 
 	// JobDelete deletes the finished (succeeded, dead or cancelled) jobs
 	// that match f (f.State, when set, is one of those three) and returns
 	// how many. Jobs in other states are never touched.
 	JobDelete(ctx context.Context, f JobFilter) (int, error)
 
-	// JobPrune deletes up to limit jobs in the finished state that
-	// finished before before, oldest first, in one short statement, and
-	// returns how many: retention calls it in a loop (see
+	// JobPrune deletes up to p.Limit jobs in the finished state p.State
+	// that finished before p.Before, oldest first, in one short statement,
+	// and returns how many: retention calls it in a loop (see
 	// WorkerConfig.RetainSucceeded).
-	JobPrune(ctx context.Context, state State, before time.Time, limit int) (int, error)
+	JobPrune(ctx context.Context, p PruneParams) (int, error)
 }
 
 // CancelNotifier is implemented by stores that can tell the worker running
@@ -143,8 +142,8 @@ func (c *Client) Cancel(ctx context.Context, f JobFilter) (int, error) {
 		return 0, err
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
-	return c.store.JobCancel(ctx, f, now, Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeCancelled, Action: ActionCancel})
+	return c.store.JobCancel(ctx, OpParams{Filter: f, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
+		Outcome: OutcomeCancelled, Action: ActionCancel}})
 }
 
 // RunNow makes the jobs that match f and wait for a later time (scheduled,
@@ -159,8 +158,8 @@ func (c *Client) RunNow(ctx context.Context, f JobFilter) (int, error) {
 		return 0, err
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
-	return c.store.JobRunNow(ctx, f, now, Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeRunNow, Action: ActionRunNow})
+	return c.store.JobRunNow(ctx, OpParams{Filter: f, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
+		Outcome: OutcomeRunNow, Action: ActionRunNow}})
 }
 
 // Delete deletes the finished jobs (succeeded, dead or cancelled) that

@@ -236,7 +236,8 @@ type pruneStore struct {
 	once   sync.Once
 }
 
-func (p *pruneStore) JobPrune(ctx context.Context, st queue.State, before time.Time, limit int) (int, error) {
+func (p *pruneStore) JobPrune(ctx context.Context, pp queue.PruneParams) (int, error) {
+	st, limit := pp.State, pp.Limit
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, st)
@@ -396,7 +397,7 @@ func TestWorkerKinds(t *testing.T) {
 	if _, _, err := c.EnqueueArgs(ctx, nil, queue.EnqueueOptions{}); !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("EnqueueArgs(nil): %v", err)
 	}
-	for _, k := range []map[string]queue.KindPolicy{{"": {}}, {"x": {MaxAttempts: -5}}, {"x": {Policy: queue.JobPolicy{Backoff: &backoff.Schedule{Base: -1}}}}} {
+	for _, k := range []map[string]queue.KindPolicy{{"": {}}, {"x": {Policy: queue.JobPolicy{Backoff: &backoff.Schedule{Base: -1}}}}} {
 		if _, err := queue.NewWorker(s, queue.WorkerConfig{Kinds: k}); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("Kinds %v: %v, want ErrInvalid", k, err)
 		}

@@ -97,7 +97,7 @@ func (w *Worker) prune() int {
 	for _, r := range w.retained() {
 		before := w.now().Add(-r.d)
 		for {
-			n, err := w.store.JobPrune(w.ctx, r.state, before, RetentionBatch)
+			n, err := w.store.JobPrune(w.ctx, PruneParams{State: r.state, Before: before, Limit: RetentionBatch})
 			if err != nil {
 				w.storeFailed("delete "+string(r.state)+" jobs past their retention", err)
 				return total

@@ -284,12 +284,28 @@ func (p LeaseParams) Validate() error {
 	return nil
 }
 
-// RequeueParams asks [Store.DeadRequeue] to make dead jobs available
-// again (for store implementers).
-type RequeueParams struct {
-	Filter JobFilter // the dead jobs to requeue
-	Now    time.Time // when they become available; not zero
-	Entry  Attempt   // appended to each job's history
+// OpParams asks a store to apply an operator's change to the jobs a filter
+// selects: [Store.DeadRequeue], [JobOps.JobCancel], [JobOps.JobRunNow] (for
+// store implementers). Store methods that need more than two values
+// besides the context take one params value, as these do.
+type OpParams struct {
+	Filter JobFilter // the jobs to change (each method says which states it touches)
+	Now    time.Time // when: requeued and run-now jobs become available then, cancelled ones finish then; not zero
+	Entry  Attempt   // appended to each changed job's history
+}
+
+// PruneParams asks [JobOps.JobPrune] to delete old finished jobs.
+type PruneParams struct {
+	State  State     // the finished state to prune: succeeded, dead or cancelled
+	Before time.Time // jobs that finished before this
+	Limit  int       // at most this many, oldest first
+}
+
+// SearchParams asks [Inspector.JobSearch] for the jobs that hold a text.
+type SearchParams struct {
+	Filter JobFilter // selects, orders and limits the jobs, as [Store.JobList] does
+	Text   string    // compared without regard to ASCII case; empty matches every job
+	InArgs bool      // also search the arguments as stored (see JobSearch)
 }
 
 // Transition moves a running job, leased with LeaseToken, out of running
@@ -439,7 +455,7 @@ type Store interface {
 	// p.Entry appended to the history (which is otherwise kept). A dead job
 	// whose UniqueKey is held by an available or running job is left dead.
 	// It returns how many jobs it requeued.
-	DeadRequeue(ctx context.Context, p RequeueParams) (int, error)
+	DeadRequeue(ctx context.Context, p OpParams) (int, error)
 
 	// DeadDelete deletes the dead jobs that match f and returns how many.
 	DeadDelete(ctx context.Context, f JobFilter) (int, error)

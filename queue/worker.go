@@ -23,8 +23,16 @@ import (
 // Worker defaults.
 const (
 	// DefaultConcurrency is the number of jobs a worker runs at once per
-	// queue when WorkerConfig.Queues is nil.
-	DefaultConcurrency = 10
+	// queue when WorkerConfig.Queues is nil: 100, as River's users set
+	// (River has no default). Jobs mostly wait on I/O, and a running job
+	// holds no database connection (claims and results are batched
+	// statements), so handlers at once cost goroutines, not connections;
+	// and a busy queue claims about half its concurrency per statement,
+	// so on PostgreSQL the default drains no-op jobs several times faster
+	// than the 10 it replaced (internal/compare's BenchmarkQueueDrain, in
+	// the README). Set Queues lower for handlers that load a dependency
+	// that cannot take 100 calls at once from each worker.
+	DefaultConcurrency = 100
 	// DefaultLease is how long a claimed job is leased (30 s, renewed every
 	// third of it while the handler runs): long enough to survive a slow
 	// database, short enough that a killed worker's jobs run again within a
@@ -54,8 +62,9 @@ type WorkerConfig struct {
 	// "hostname-pid-random").
 	ID string
 	// Queues maps each queue to work to its concurrency limit, the number
-	// of its jobs run at once (default: DefaultQueue with
-	// DefaultConcurrency).
+	// of its jobs whose handlers run at once (default: DefaultQueue with
+	// DefaultConcurrency). A job whose handler returned no longer counts
+	// while its result is written; at most as many again wait for that.
 	Queues map[string]int
 	// Policy is the retry policy of jobs; per-job overrides apply on top.
 	// Its zero fields take the job defaults: DefaultAttempts, a backoff

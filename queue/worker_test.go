@@ -450,6 +450,72 @@ func TestWorkerConcurrencyLimit(t *testing.T) {
 	}
 }
 
+// heldWrites holds every result write until open is closed, announcing
+// each on held.
+type heldWrites struct {
+	queue.Store // hides the store's TransitionBatcher: writes come one by one
+	held        chan int64
+	open        chan struct{}
+	written     atomic.Int32
+}
+
+func (s *heldWrites) JobTransition(ctx context.Context, t queue.Transition) error {
+	s.held <- t.ID
+	select {
+	case <-s.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := s.Store.JobTransition(ctx, t)
+	s.written.Add(1)
+	return err
+}
+
+// TestWorkerSlotFreedBeforeResult: at concurrency 1, the next job runs
+// while the first one's result is being written, and a third waits until
+// a write lands (at most as many jobs wait for their write as may run).
+func TestWorkerSlotFreedBeforeResult(t *testing.T) {
+	base := openStore(t)
+	s := &heldWrites{Store: base, held: make(chan int64, 3), open: make(chan struct{})}
+	c := queue.NewClient(base, queue.ClientConfig{})
+	cfg := fastConfig()
+	cfg.Queues = map[string]int{queue.DefaultQueue: 1}
+	w := newWorker(t, s, cfg)
+	started := make(chan int32, 3) // writes landed when each handler started
+	queue.Handle(w, "k", func(ctx context.Context, job *queue.Job, _ msg) error {
+		started <- s.written.Load()
+		return nil
+	})
+	var ids []int64
+	for range 3 {
+		ids = append(ids, enqueue(t, c, "k", nil, queue.EnqueueOptions{}).ID)
+	}
+	start(t, w)
+	timeout := time.After(15 * time.Second)
+	for i := range 2 {
+		select {
+		case <-s.held: // job i's result waits
+		case <-timeout:
+			t.Fatalf("%d results held, want 2", i)
+		}
+	}
+	for i := range 2 {
+		if n := <-started; n != 0 {
+			t.Fatalf("handler %d started after %d writes, want 0 (its slot freed before the write)", i+1, n)
+		}
+	}
+	close(s.open)
+	select {
+	case n := <-started:
+		if n == 0 {
+			t.Errorf("the third handler started with two results unwritten, want at most one")
+		}
+	case <-timeout:
+		t.Fatal("the third job did not start")
+	}
+	waitFinal(t, base, ids...)
+}
+
 func TestWorkerAttemptTimeout(t *testing.T) {
 	s := openStore(t)
 	c := queue.NewClient(s, queue.ClientConfig{})
@@ -471,7 +537,7 @@ func TestWorkerConfigInvalid(t *testing.T) {
 	for name, cfg := range map[string]queue.WorkerConfig{
 		"WorkerConfig.Queues": {Queues: map[string]int{"a": 0}},
 		"WorkerConfig.Lease":  {Lease: -1},
-		"WorkerConfig.Policy": {Policy: retry.Policy{Attempts: -5}},
+		"WorkerConfig.Policy": {Policy: retry.Policy{MaxPushback: -time.Second}},
 	} {
 		_, err := queue.NewWorker(s, cfg)
 		if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), name) {

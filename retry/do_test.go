@@ -193,7 +193,7 @@ func TestDoValue(t *testing.T) {
 }
 
 func TestDoInvalidPolicy(t *testing.T) {
-	err := Do(context.Background(), Policy{Attempts: -3}, func(context.Context) error { return errFlaky })
+	err := Do(context.Background(), Policy{MaxPushback: -time.Second}, func(context.Context) error { return errFlaky })
 	if err == nil || errors.Is(err, ErrExhausted) {
 		t.Fatalf("err = %v", err)
 	}

@@ -46,11 +46,11 @@ const (
 	DefaultMinAttemptTime = 10 * time.Millisecond
 )
 
-// Unlimited as Policy.Attempts removes the attempt limit (heed's
-// convention: zero is the documented default, a negative number or
-// duration turns a limit off); the call then
-// ends only on success, a permanent error, the time budget or the caller's
-// deadline. Pair it with TimeBudget or a context deadline.
+// Unlimited as Policy.Attempts removes the attempt limit. It is the
+// documented name of any negative Attempts (heed's convention: zero is the
+// documented default, a negative number or duration turns a limit off);
+// the call then ends only on success, a permanent error, the time budget
+// or the caller's deadline. Pair it with TimeBudget or a context deadline.
 const Unlimited = -1
 
 // Policy says when and how a call is retried.
@@ -62,7 +62,8 @@ const Unlimited = -1
 // is the point of them.
 type Policy struct {
 	// Attempts is the number of attempts in total, the first included
-	// (default 3; 1 means no retries; Unlimited means no limit).
+	// (default 3; 1 means no retries; negative, such as Unlimited, means
+	// no limit).
 	Attempts int
 
 	// Backoff is the schedule of delays between attempts (default:
@@ -139,8 +140,6 @@ type Policy struct {
 // Validate when a policy is built catches a mistake earlier.
 func (p *Policy) Validate() error {
 	switch {
-	case p.Attempts < Unlimited:
-		return fmt.Errorf("retry: Policy.Attempts is %d, must be at least 0 (or Unlimited)", p.Attempts)
 	case p.MinAttemptTime < 0:
 		return fmt.Errorf("retry: Policy.MinAttemptTime is %v, must not be negative", p.MinAttemptTime)
 	case p.MaxPushback < 0:
@@ -153,7 +152,7 @@ func (p *Policy) Validate() error {
 }
 
 // MaxAttempts returns the attempt limit after defaults: Attempts, or
-// DefaultAttempts when it is zero, or 0 for Unlimited.
+// DefaultAttempts when it is zero, or 0 (no limit) when it is negative.
 func (p *Policy) MaxAttempts() int {
 	switch {
 	case p.Attempts == 0:

@@ -29,7 +29,7 @@ type chain struct {
 func newChain(t *testing.T, ownership, block bool) *chain {
 	t.Helper()
 	ch := &chain{seen: map[string][]time.Duration{}, cDone: make(chan error, 10)}
-	mw := deadline.Middleware{Limit: 10 * time.Second, IgnoreRetryAttempt: !ownership}
+	mw := deadline.Middleware{Limit: 10 * time.Second, OwnershipOff: !ownership}
 	record := func(hop string, r *http.Request) {
 		if left, ok := deadline.Remaining(r.Context()); ok {
 			ch.mu.Lock()

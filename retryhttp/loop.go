@@ -61,7 +61,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.genKey = newKey()
 		c.key = c.genKey
 	}
-	repeatable := idempotent || c.key != "" && !t.NoKeyedRetries
+	repeatable := idempotent || c.key != "" && !t.KeyedRetriesOff
 	// Ownership is claimed (Retry-Attempt sent) only by a call that will
 	// retry this request itself, or that passes on an owner's claim from
 	// upstream: a call that will not retry leaves the retries to the layer

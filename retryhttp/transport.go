@@ -105,12 +105,17 @@ const (
 	DefaultAttemptShare = retry.DefaultAttemptShare
 )
 
+// RetryStatusOff as Transport.RetryStatus retries no status (heed's
+// convention: the zero value is the default, a negative number turns a
+// setting off).
+var RetryStatusOff = []int{-1}
+
 // IdempotencyKeyHeader is the header that makes a request with any method
 // safe to repeat, when the server honours it (IETF httpapi draft).
 const IdempotencyKeyHeader = "Idempotency-Key"
 
 // DefaultRetryStatus lists the response statuses retried when
-// Transport.RetryStatus is nil: 408, 429, 500, 502, 503 and 504.
+// Transport.RetryStatus is empty: 408, 429, 500, 502, 503 and 504.
 var DefaultRetryStatus = []int{
 	http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
 	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
@@ -142,15 +147,16 @@ type Transport struct {
 	// by all hosts instead of the per-host ones.
 	Policy retry.Policy
 
-	// RetryStatus lists the statuses retried (nil: DefaultRetryStatus;
-	// an empty, non-nil slice: none).
+	// RetryStatus lists the statuses retried (empty: DefaultRetryStatus).
+	// [RetryStatusOff], or any list with a negative number in it, retries
+	// no status: only transport errors are retried.
 	RetryStatus []int
 
-	// NoKeyedRetries stops requests with an unsafe method (POST, PATCH)
+	// KeyedRetriesOff stops requests with an unsafe method (POST, PATCH)
 	// from being repeated just because they carry an Idempotency-Key
 	// (default: keyed retries are allowed). Use it for servers not known
 	// to honour the header.
-	NoKeyedRetries bool
+	KeyedRetriesOff bool
 
 	// GenerateKey adds an Idempotency-Key to every request with an unsafe
 	// method that has none, the same for all its attempts: a random UUID,
@@ -271,9 +277,13 @@ func (t *Transport) init() {
 			tr.TLSHandshakeTimeout = ct
 			t.base = tr
 		}
-		t.retrySet = t.RetryStatus
-		if t.retrySet == nil {
+		switch {
+		case len(t.RetryStatus) == 0:
 			t.retrySet = slices.Clone(DefaultRetryStatus)
+		case slices.ContainsFunc(t.RetryStatus, func(c int) bool { return c < 0 }):
+			t.retrySet = nil // off
+		default:
+			t.retrySet = slices.Clone(t.RetryStatus)
 		}
 	})
 }
@@ -293,7 +303,7 @@ func (t *Transport) keyedConflict(c *call, resp *http.Response) bool {
 
 // keyedWait is the rest of keyedConflict, for a 409.
 func (t *Transport) keyedWait(c *call, resp *http.Response) bool {
-	return !t.NoKeyedRetries && c.idempotencyKey() != "" && resp.Header.Get("Retry-After") != ""
+	return !t.KeyedRetriesOff && c.idempotencyKey() != "" && resp.Header.Get("Retry-After") != ""
 }
 
 // policy returns the policy of a request to u: the host's copy when each

@@ -191,15 +191,29 @@ func TestRetryStatusConfigurable(t *testing.T) {
 	srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	tr := newTransport(t, fast(3))
-	tr.RetryStatus = []int{}
-	resp, err := do(t, tr, context.Background(), "GET", srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readAll(t, resp)
-	if srv.requests.Load() != 1 {
-		t.Errorf("%d requests, want 1 with no retryable status", srv.requests.Load())
+	for _, tc := range []struct {
+		name   string
+		status []int
+		want   int64
+	}{
+		{"nil: the default", nil, 3},
+		{"empty: the default", []int{}, 3},
+		{"RetryStatusOff", retryhttp.RetryStatusOff, 1},
+		{"a negative entry", []int{503, -1}, 1},
+		{"a list without 503", []int{500}, 1},
+		{"a list with 503", []int{503}, 3},
+	} {
+		srv.requests.Store(0)
+		tr := newTransport(t, fast(3))
+		tr.RetryStatus = tc.status
+		resp, err := do(t, tr, context.Background(), "GET", srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if n := srv.requests.Load(); n != tc.want {
+			t.Errorf("%s: %d requests, want %d", tc.name, n, tc.want)
+		}
 	}
 }
 
@@ -620,7 +634,7 @@ func TestAmbiguousPOSTRetriedWithKey(t *testing.T) {
 func TestKeyedRetriesCanBeTurnedOff(t *testing.T) {
 	addr, received := resetAfterReceiving(t)
 	tr := newTransport(t, fast(3))
-	tr.NoKeyedRetries = true
+	tr.KeyedRetriesOff = true
 	_, err := do(t, tr, context.Background(), "POST", "http://"+addr+"/pay", strings.NewReader("pay 10"), "Idempotency-Key", `"k"`)
 	if !errors.Is(err, retry.ErrExhausted) || received.Load() != 1 {
 		t.Errorf("error %v after %d requests, want 1", err, received.Load())

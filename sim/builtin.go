@@ -85,8 +85,8 @@ func layersScenario() Scenario {
 				Backoff:        backoff.Schedule{Base: 50 * time.Millisecond, Cap: time.Second},
 				AttemptTimeout: 2 * time.Second,
 			},
-			IgnoreRetryAttempt: ignore,
-			Budget:             b,
+			OwnershipOff: ignore,
+			Budget:       b,
 		}
 	}
 	off := budget.Config{Ratio: -1}
@@ -160,11 +160,11 @@ func brownoutScenario() Scenario {
 func chainScenario(name string, f Fault) Scenario {
 	f.Start, f.End = 20*time.Second, 40*time.Second
 	heed := []Layer{{}, {}, {}}
-	ownershipOff := []Layer{{}, {IgnoreRetryAttempt: true}, {IgnoreRetryAttempt: true}}
+	ownershipOff := []Layer{{}, {OwnershipOff: true}, {OwnershipOff: true}}
 	off := budget.Config{Ratio: -1}
 	noBudget := []Layer{{Budget: off}, {Budget: off}, {Budget: off}}
 	naiveLayer := Layer{Retry: retry.Policy{Attempts: 4, Backoff: backoff.Schedule{Kind: backoff.Immediate}},
-		Budget: off, AttemptShare: -1, IgnoreRetryAttempt: true}
+		Budget: off, AttemptShare: -1, OwnershipOff: true}
 	what := "answers every call with an error"
 	if f.Rate < 1 {
 		what = fmt.Sprintf("fails %.0f%% of the calls at random", 100*f.Rate)

@@ -207,7 +207,7 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 	e.lanes = make([]lane, len(p.Layers))
 	claimed := false // the layer above sends Retry-Attempt
 	for _, l := range p.Layers {
-		rt := layerRT{policy: l.Retry, owned: claimed && !l.IgnoreRetryAttempt}
+		rt := layerRT{policy: l.Retry, owned: claimed && !l.OwnershipOff}
 		if rt.policy.Budget == nil { // set only by the conformance test
 			rt.policy.Budget, _ = budget.New(l.Budget) // validated; nil when off
 		}

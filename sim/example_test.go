@@ -16,7 +16,7 @@ import (
 // owns the retries and its budget keeps them near 1.1.
 func Example() {
 	layer := retry.Policy{Attempts: 4, Backoff: backoff.Schedule{Kind: backoff.Immediate}}
-	naive := sim.Layer{Retry: layer, Budget: budget.Config{Ratio: -1}, IgnoreRetryAttempt: true}
+	naive := sim.Layer{Retry: layer, Budget: budget.Config{Ratio: -1}, OwnershipOff: true}
 	heed := sim.Layer{Retry: layer}
 	s := sim.Scenario{
 		Name:    "outage",

@@ -30,7 +30,7 @@ func TestSimMatchesRealChain(t *testing.T) {
 	}{
 		{"outage", chaintest.Config{}, []sim.Layer{{}, {}, {}}, 1},
 		{"ownership off", chaintest.Config{OwnershipOff: true},
-			[]sim.Layer{{}, {IgnoreRetryAttempt: true}, {IgnoreRetryAttempt: true}}, 1},
+			[]sim.Layer{{}, {OwnershipOff: true}, {OwnershipOff: true}}, 1},
 		{"no budget", chaintest.Config{Budget: off}, []sim.Layer{{Budget: off}, {Budget: off}, {Budget: off}}, 1},
 		// 50 user requests/s: at 20, how fast retries earn more when the
 		// fault begins is a matter of luck (the simulator's seeds range

@@ -306,9 +306,9 @@ func (f *fileScenario) scenario() (Scenario, error) {
 		for j, fl := range fp.Layers {
 			lp := fmt.Sprintf("%s.layers[%d]", p, j)
 			l := Layer{
-				Name:               fl.Name,
-				IgnoreRetryAttempt: j <= firstOwner,
-				Budget:             budget.Config{Ratio: -1}, // a file without budget: none
+				Name:         fl.Name,
+				OwnershipOff: j <= firstOwner,
+				Budget:       budget.Config{Ratio: -1}, // a file without budget: none
 				Retry: retry.Policy{
 					Attempts:       fl.Attempts,
 					AttemptTimeout: d.parse(lp+".attempt_timeout", fl.Timeout),

@@ -75,7 +75,7 @@ func TestParseScenario(t *testing.T) {
 		t.Fatalf("parsed %+v", s)
 	}
 	owner := s.Chains[1]
-	if !owner.PropagateDeadline || len(owner.Layers) != 2 || !owner.Layers[0].IgnoreRetryAttempt || owner.Layers[1].IgnoreRetryAttempt || owner.Layers[0].Budget.Off() ||
+	if !owner.PropagateDeadline || len(owner.Layers) != 2 || !owner.Layers[0].OwnershipOff || owner.Layers[1].OwnershipOff || owner.Layers[0].Budget.Off() ||
 		owner.Layers[0].Breaker == nil || owner.Layers[0].Breaker.Cooldown != 2*time.Second ||
 		owner.Layers[0].Retry.AttemptTimeout != 500*time.Millisecond || owner.Layers[0].Retry.Backoff.Cap != 100*time.Millisecond {
 		t.Errorf("owner + budget: %+v", owner)

@@ -271,12 +271,12 @@ type Layer struct {
 	// and a retry may follow, as retryhttp.Transport.AttemptShare (zero:
 	// retry.DefaultAttemptShare, half; negative: none).
 	AttemptShare float64
-	// IgnoreRetryAttempt turns ownership off at this layer, as
-	// deadline.Middleware.IgnoreRetryAttempt does: it retries on its own
+	// OwnershipOff turns ownership off at this layer, as
+	// deadline.Middleware.OwnershipOff does: it retries on its own
 	// even when the layer above claims the retries. (A layer claims them,
 	// as retryhttp does, when it may retry: Retry allows more than one
 	// attempt, or a layer above it claimed them.)
-	IgnoreRetryAttempt bool
+	OwnershipOff bool
 }
 
 // ErrInvalid is matched (with errors.Is) by every error

@@ -19,13 +19,13 @@ import (
 // no budget, no attempt share, and ownership off.
 func immediate(attempts int) Layer {
 	return Layer{Retry: retry.Policy{Attempts: attempts, Backoff: backoff.Schedule{Kind: backoff.Immediate}},
-		Budget: budget.Config{Ratio: -1}, AttemptShare: -1, IgnoreRetryAttempt: true}
+		Budget: budget.Config{Ratio: -1}, AttemptShare: -1, OwnershipOff: true}
 }
 
 // owned is immediate with ownership on: it honours a claim from above.
 func owned(attempts int) Layer {
 	l := immediate(attempts)
-	l.IgnoreRetryAttempt = false
+	l.OwnershipOff = false
 	return l
 }
 

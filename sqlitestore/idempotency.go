@@ -156,8 +156,9 @@ const keyExtendSQL = `UPDATE heed_idempotency_keys
 	WHERE scope = ?2 AND key = ?3 AND token = ?4 AND state = 'running'`
 
 // KeyExtend implements idempotency.Store.
-func (s *Store) KeyExtend(ctx context.Context, scope, key, token string, leaseUntil time.Time) error {
-	if err := idempotency.ValidateExtend(scope, key, token, leaseUntil); err != nil {
+func (s *Store) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+	scope, key, token, leaseUntil := ext.Scope, ext.Key, ext.Token, ext.LeaseUntil
+	if err := ext.Validate(); err != nil {
 		return err
 	}
 	st, err := s.prepared(ctx, keyExtendSQL)
@@ -172,8 +173,9 @@ const keyReleaseSQL = `DELETE FROM heed_idempotency_keys
 	WHERE scope = ? AND key = ? AND token = ? AND state = 'running'`
 
 // KeyRelease implements idempotency.Store.
-func (s *Store) KeyRelease(ctx context.Context, scope, key, token string) error {
-	if err := idempotency.ValidateRelease(scope, key, token); err != nil {
+func (s *Store) KeyRelease(ctx context.Context, rel idempotency.Release) error {
+	scope, key, token := rel.Scope, rel.Key, rel.Token
+	if err := rel.Validate(); err != nil {
 		return err
 	}
 	st, err := s.prepared(ctx, keyReleaseSQL)

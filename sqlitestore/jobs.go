@@ -488,7 +488,7 @@ func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.J
 
 // DeadRequeue implements queue.Store. A dead job whose unique key is taken
 // by a live job is skipped (UPDATE OR IGNORE).
-func (s *Store) DeadRequeue(ctx context.Context, p queue.RequeueParams) (int, error) {
+func (s *Store) DeadRequeue(ctx context.Context, p queue.OpParams) (int, error) {
 	f, now, entry := p.Filter, p.Now, p.Entry
 	if err := f.Validate(); err != nil {
 		return 0, err

@@ -19,20 +19,20 @@ import (
 func previousVersion(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	raw, err := OpenWith(ctx, path, OpenOptions{NoMigrate: true, CreateEmpty: true, stopAt: SchemaVersion() - 1})
+	raw, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: SchemaVersion() - 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
 }
 
-func TestOpenNoMigrate(t *testing.T) {
+func TestOpenMigrateOff(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	previousVersion(t, path)
 	last := migrations[len(migrations)-1].Name
 
-	for _, o := range []OpenOptions{{NoMigrate: true}, {NoMigrate: true, CreateEmpty: true}, {ReadOnly: true}} {
+	for _, o := range []OpenOptions{{MigrateOff: true}, {MigrateOff: true, CreateEmpty: true}, {ReadOnly: true}} {
 		s, err := OpenWith(ctx, path, o)
 		var behind *queue.SchemaBehindError
 		if s != nil || !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
@@ -79,7 +79,7 @@ func TestOpenErrorsNameTheCause(t *testing.T) {
 		{"mysql://heed:s3cret@db.internal/heed", OpenOptions{}, `unsupported database URL scheme "mysql"`, queue.ErrInvalid},
 		{dir, OpenOptions{}, "is a directory, not a database file", queue.ErrInvalid},
 		{filepath.Join(dir, "no", "such", "heed.db"), OpenOptions{}, "directory " + filepath.Join(dir, "no", "such") + " does not exist", fs.ErrNotExist},
-		{filepath.Join(dir, "missing.db"), OpenOptions{NoMigrate: true}, "does not exist (nothing was created)", fs.ErrNotExist},
+		{filepath.Join(dir, "missing.db"), OpenOptions{MigrateOff: true}, "does not exist (nothing was created)", fs.ErrNotExist},
 		{filepath.Join(dir, "missing.db"), OpenOptions{ReadOnly: true}, "does not exist (nothing was created)", fs.ErrNotExist},
 	} {
 		s, err := OpenWith(ctx, tc.dsn, tc.o)

@@ -41,7 +41,8 @@ func opArgs(ferr error, f *queue.JobFilter, now time.Time, entry queue.Attempt, 
 // JobCancel implements queue.JobOps. Workers of this process that run a
 // cancelled job hear of it through JobCancelNotify; those of other
 // processes at their next lease renewal.
-func (s *Store) JobCancel(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
+func (s *Store) JobCancel(ctx context.Context, params queue.OpParams) (int, error) {
+	f, now, entry := params.Filter, params.Now, params.Entry
 	all, w, err := opArgs(queue.CancelFilter(f), &f, now, entry, "cancel")
 	if err != nil {
 		return 0, err
@@ -73,7 +74,8 @@ func (s *Store) JobCancel(ctx context.Context, f queue.JobFilter, now time.Time,
 }
 
 // JobRunNow implements queue.JobOps.
-func (s *Store) JobRunNow(ctx context.Context, f queue.JobFilter, now time.Time, entry queue.Attempt) (int, error) {
+func (s *Store) JobRunNow(ctx context.Context, params queue.OpParams) (int, error) {
+	f, now, entry := params.Filter, params.Now, params.Entry
 	all, w, err := opArgs(queue.RunNowFilter(f), &f, now, entry, "run now")
 	if err != nil {
 		return 0, err
@@ -126,7 +128,8 @@ func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
 
 // JobPrune implements queue.JobOps: one DELETE of at most limit rows,
 // found through the state's partial index on finished_at.
-func (s *Store) JobPrune(ctx context.Context, state queue.State, before time.Time, limit int) (int, error) {
+func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, error) {
+	state, before, limit := params.State, params.Before, params.Limit
 	if !state.Finished() {
 		return 0, &queue.InputError{Field: "state", Reason: fmt.Sprintf("is %q, not a finished state", state)}
 	}

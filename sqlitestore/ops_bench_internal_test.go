@@ -30,7 +30,7 @@ func BenchmarkPrune(b *testing.B) {
 	before := old.Add(time.Hour)
 	b.ResetTimer()
 	for range b.N {
-		got, err := s.JobPrune(ctx, queue.StateSucceeded, before, queue.RetentionBatch)
+		got, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: before, Limit: queue.RetentionBatch})
 		if err != nil || got != queue.RetentionBatch {
 			b.Fatalf("JobPrune = %d, %v", got, err)
 		}

@@ -15,7 +15,7 @@ import (
 func TestMigrateCancelledKeepsJobs(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := OpenWith(ctx, path, OpenOptions{NoMigrate: true, CreateEmpty: true, stopAt: 5})
+	old, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestMigrateCancelledKeepsJobs(t *testing.T) {
 	if err != nil || j.ID <= jobs[2].ID {
 		t.Errorf("new job's ID %d after the migration, want above %d (deleted)", j.ID, jobs[2].ID)
 	}
-	if n, err := s.JobCancel(ctx, queue.JobFilter{}, now, queue.Attempt{Outcome: queue.OutcomeCancelled}); err != nil || n != 3 {
+	if n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: queue.Attempt{Outcome: queue.OutcomeCancelled}}); err != nil || n != 3 {
 		t.Errorf("JobCancel after the migration = %d, %v", n, err)
 	}
 }

@@ -29,7 +29,7 @@
 // The schema is created and upgraded by embedded, numbered migrations
 // recorded in the table heed_schema_migrations; every table is prefixed
 // heed_. Open applies pending migrations; [OpenWith] can open without
-// creating or migrating anything (NoMigrate), or read-only (ReadOnly), and
+// creating or migrating anything (MigrateOff), or read-only (ReadOnly), and
 // then names missing migrations in a [*queue.SchemaBehindError].
 package sqlitestore
 
@@ -107,21 +107,21 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 
 // OpenOptions configures [OpenWith]. The zero value opens as [Open] does.
 type OpenOptions struct {
-	// NoMigrate opens without creating the file or changing the schema,
+	// MigrateOff opens without creating the file or changing the schema,
 	// as a program that only reads (or a fleet that upgrades with an
 	// explicit step) wants: a newer binary must not upgrade a database
 	// under older workers. A file that does not exist is an error matching
 	// fs.ErrNotExist (and none is created); a schema behind the binary's
 	// is refused with a [*queue.SchemaBehindError] naming the missing
 	// migrations.
-	NoMigrate bool
-	// CreateEmpty, with NoMigrate, still creates a database that does not
+	MigrateOff bool
+	// CreateEmpty, with MigrateOff, still creates a database that does not
 	// exist yet, or the schema in a file that has no heed tables: nothing
 	// older can be using it.
 	CreateEmpty bool
 	// ReadOnly opens the file read-only (SQLite's mode=ro), which works on
 	// a file the process may not write; every write fails. It implies
-	// NoMigrate without CreateEmpty.
+	// MigrateOff without CreateEmpty.
 	ReadOnly bool
 
 	// Clock is the time of the few writes whose time no argument gives:
@@ -141,11 +141,11 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 		return nil, err
 	}
 	if o.ReadOnly {
-		o.NoMigrate, o.CreateEmpty = true, false
+		o.MigrateOff, o.CreateEmpty = true, false
 	}
 	fresh := false // the file does not exist yet: Open creates it
 	if path != ":memory:" {
-		if fresh, err = checkPath(path, !o.NoMigrate || o.CreateEmpty, o.ReadOnly); err != nil {
+		if fresh, err = checkPath(path, !o.MigrateOff || o.CreateEmpty, o.ReadOnly); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +218,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 	}
 	err = s.Check(ctx)
 	var behind *queue.SchemaBehindError
-	if errors.As(err, &behind) && (!o.NoMigrate || o.CreateEmpty && behind.Database == 0) {
+	if errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0) {
 		err = s.migrate(ctx, o.stopAt)
 	}
 	if err != nil {

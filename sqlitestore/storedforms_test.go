@@ -21,7 +21,7 @@ import (
 func TestStoredFormsMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := OpenWith(ctx, path, OpenOptions{NoMigrate: true, CreateEmpty: true, stopAt: 4})
+	old, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestStoredFormsMigration(t *testing.T) {
 func TestOutcomeWordsMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := OpenWith(ctx, path, OpenOptions{NoMigrate: true, CreateEmpty: true, stopAt: 7})
+	old, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ var _ queue.Inspector = (*Store)(nil)
 // JobSearch implements queue.Inspector. The text is matched with instr on
 // lower-cased text: a scan of the jobs f selects, in ID order, that stops
 // at f.Limit matches.
-func (s *Store) JobSearch(ctx context.Context, f queue.JobFilter, text string, inArgs bool) ([]*queue.Job, error) {
+func (s *Store) JobSearch(ctx context.Context, params queue.SearchParams) ([]*queue.Job, error) {
+	f, text, inArgs := params.Filter, params.Text, params.InArgs
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
 		if o.PoolSize > 0 {
 			rawURL = withPoolSize(rawURL, o.PoolSize)
 		}
-		st, err := pgstore.OpenWith(ctx, rawURL, pgstore.OpenOptions{NoMigrate: o.Mode != Migrate, CreateEmpty: o.Mode == Create})
+		st, err := pgstore.OpenWith(ctx, rawURL, pgstore.OpenOptions{MigrateOff: o.Mode != Migrate, CreateEmpty: o.Mode == Create})
 		if err != nil {
 			if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "3F000" {
 				// invalid_schema_name
@@ -109,7 +109,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
 		return d, nil
 	}
 	st, err := sqlitestore.OpenWith(ctx, rawURL, sqlitestore.OpenOptions{
-		NoMigrate: o.Mode != Migrate, CreateEmpty: o.Mode == Create, ReadOnly: o.Mode == Read})
+		MigrateOff: o.Mode != Migrate, CreateEmpty: o.Mode == Create, ReadOnly: o.Mode == Read})
 	if err != nil {
 		return nil, err
 	}

@@ -221,7 +221,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		f.Newest = newest
 	}
 	v.SearchedArgs = h.authed(r)
-	list, err := h.inspect.JobSearch(r.Context(), f, v.Text, v.SearchedArgs)
+	list, err := h.inspect.JobSearch(r.Context(), queue.SearchParams{Filter: f, Text: v.Text, InArgs: v.SearchedArgs})
 	if err != nil {
 		h.internal(w, r, "list the jobs", err)
 		return

@@ -295,7 +295,7 @@ func testLeaseExpiryReclaim(t *testing.T, s idempotency.Store) {
 	if !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("complete under a lapsed claim: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyRelease(ctx, "sc", "k", "dead"); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "dead"}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("release under a lapsed claim: %v, want ErrLeaseLost", err)
 	}
 	complete(t, s, "sc", "k", "second", resp, later.Add(time.Hour))
@@ -309,30 +309,30 @@ func testLeaseExtend(t *testing.T, s idempotency.Store) {
 	c.ExpiresAt = c.LeaseUntil.Add(time.Minute) // expiry t0+2m
 	mustClaim(t, s, c, true)
 	// Renewed at t0+30s for another 5 minutes: past the expiry too.
-	if err := s.KeyExtend(ctx, "sc", "k", "tok", t0.Add(5*time.Minute)); err != nil {
+	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: t0.Add(5 * time.Minute)}); err != nil {
 		t.Fatalf("KeyExtend: %v", err)
 	}
 	rec := mustClaim(t, s, claim("sc", "k", "fp", "other", t0.Add(4*time.Minute)), false)
 	if !rec.LeaseUntil.Equal(t0.Add(5*time.Minute)) || rec.ExpiresAt.Before(rec.LeaseUntil) {
 		t.Errorf("after KeyExtend: lease until %v, expires %v; want lease t0+5m and expiry not before it", rec.LeaseUntil, rec.ExpiresAt)
 	}
-	if err := s.KeyExtend(ctx, "sc", "k", "other", t0.Add(time.Hour)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "other", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("extend with another token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyExtend(ctx, "sc", "absent", "tok", t0.Add(time.Hour)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "absent", Token: "tok", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("extend an absent key: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyExtend(ctx, "sc", "k", "tok", time.Time{}); !errors.Is(err, idempotency.ErrInvalid) {
+	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: time.Time{}}); !errors.Is(err, idempotency.ErrInvalid) {
 		t.Errorf("extend to a zero time: %v, want ErrInvalid", err)
 	}
 	// Once the lease lapses and another claim takes the key, the old token
 	// cannot extend it.
 	mustClaim(t, s, claim("sc", "k", "fp", "taker", t0.Add(5*time.Minute)), true)
-	if err := s.KeyExtend(ctx, "sc", "k", "tok", t0.Add(time.Hour)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("extend a lapsed claim: %v, want ErrLeaseLost", err)
 	}
 	complete(t, s, "sc", "k", "taker", idempotency.Response{Status: 200}, t0.Add(time.Hour))
-	if err := s.KeyExtend(ctx, "sc", "k", "taker", t0.Add(2*time.Hour)); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "taker", LeaseUntil: t0.Add(2 * time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("extend a completed key: %v, want ErrLeaseLost", err)
 	}
 }
@@ -409,18 +409,18 @@ func testScopeIsolation(t *testing.T, s idempotency.Store) {
 
 func testRelease(t *testing.T, s idempotency.Store) {
 	mustClaim(t, s, claim("sc", "k", "fp", "tok", t0), true)
-	if err := s.KeyRelease(ctx, "sc", "k", "other"); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "other"}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("release with another token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyRelease(ctx, "sc", "k", "tok"); err != nil {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "tok"}); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if err := s.KeyRelease(ctx, "sc", "k", "tok"); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "tok"}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("release twice: %v, want ErrLeaseLost", err)
 	}
 	mustClaim(t, s, claim("sc", "k", "fp-new", "tok2", t0.Add(time.Second)), true)
 	complete(t, s, "sc", "k", "tok2", idempotency.Response{Status: 200}, t0.Add(time.Hour))
-	if err := s.KeyRelease(ctx, "sc", "k", "tok2"); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "tok2"}); !errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Errorf("release a completed key: %v, want ErrLeaseLost", err)
 	}
 	mustClaim(t, s, claim("sc", "k", "fp-new", "tok3", t0.Add(2*time.Second)), false)
@@ -437,7 +437,7 @@ func testOversized(t *testing.T, s idempotency.Store) {
 	// Nothing changed: the key is still running under the claim, which
 	// the middleware then releases.
 	mustClaim(t, s, claim("sc", "big", "fp", "probe", t0.Add(time.Second)), false)
-	if err := s.KeyRelease(ctx, "sc", "big", "tok"); err != nil {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "big", Token: "tok"}); err != nil {
 		t.Fatalf("release after an oversized response: %v", err)
 	}
 	// The largest body allowed is kept whole.
@@ -493,10 +493,10 @@ func testBadInput(t *testing.T, s idempotency.Store) {
 			t.Errorf("complete with %s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if err := s.KeyRelease(ctx, "", "k", "tok"); !errors.Is(err, idempotency.ErrInvalid) {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "", Key: "k", Token: "tok"}); !errors.Is(err, idempotency.ErrInvalid) {
 		t.Errorf("release with empty scope: %v", err)
 	}
-	if err := s.KeyRelease(ctx, "sc", "k", ""); !errors.Is(err, idempotency.ErrInvalid) {
+	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: ""}); !errors.Is(err, idempotency.ErrInvalid) {
 		t.Errorf("release with empty token: %v", err)
 	}
 	if _, err := s.KeyReap(ctx, time.Time{}, 10); !errors.Is(err, idempotency.ErrInvalid) {

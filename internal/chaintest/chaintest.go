@@ -58,7 +58,7 @@ type Config struct {
 	ErrorRate float64
 	// Deadline is each user request's deadline (default 2 s).
 	Deadline time.Duration
-	// OwnershipOff sets IgnoreRetryAttempt on A's and B's middleware.
+	// OwnershipOff sets OwnershipOff on A's and B's middleware.
 	OwnershipOff bool
 	// Budget is every client's Transport.Budget (zero: the defaults).
 	Budget budget.Config
@@ -179,7 +179,7 @@ func Run(t testing.TB, cfg Config) Result {
 		attempts[sec(time.Since(start))].Add(1)
 		return base.RoundTrip(r)
 	})
-	mw := deadline.Middleware{IgnoreRetryAttempt: cfg.OwnershipOff}
+	mw := deadline.Middleware{OwnershipOff: cfg.OwnershipOff}
 	forward := func(next string, base http.RoundTripper) (*httptest.Server, *retryhttp.Transport) {
 		tr := transport()
 		tr.Base = base

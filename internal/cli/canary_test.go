@@ -16,13 +16,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
+
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
-	"github.com/jackc/pgx/v5"
-	_ "modernc.org/sqlite"
+	"github.com/heed-go/heed/storeurl"
 )
 
 // canary is planted wherever a secret can be; it must come out nowhere.
@@ -204,7 +206,7 @@ func runCanary(t *testing.T, db string) {
 	host := strings.TrimPrefix(failing.URL, "http://")
 
 	// A service behind idempotency middleware on the store under test.
-	d, err := openDB(ctx, db, openMigrate)
+	d, err := openDB(ctx, db, storeurl.Migrate)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,3 +161,32 @@ func versionMain(_ context.Context, s streams, args []string) int {
 	fmt.Fprintf(s.stdout, "heed %s (%s)\n", version, goVersion)
 	return exitOK
 }
+
+// dispatch runs the subcommand of heed NAME (jobs, jobs dead) that args
+// name, or prints NAME's usage: for "help" or --help on stdout, with no
+// argument on stderr (exit 2). "help CMD" prints CMD's help.
+func dispatch(ctx context.Context, s streams, args []string, name string, cmds []command) int {
+	file := strings.ReplaceAll(name, " ", "-")
+	if len(args) == 0 {
+		writeUsage(s.stderr, file, cmds)
+		return exitUsage
+	}
+	sub, help := args[0], false
+	switch sub {
+	case "help", "-h", "-help", "--help":
+		if len(args) == 1 {
+			writeUsage(s.stdout, file, cmds)
+			return exitOK
+		}
+		sub, help = args[1], true
+	}
+	for _, c := range cmds {
+		if c.name == sub && help {
+			return c.run(ctx, s, []string{"--help"})
+		} else if c.name == sub {
+			return c.run(ctx, s, args[1:])
+		}
+	}
+	fmt.Fprintf(s.stderr, "heed %s: unknown command %q\nRun 'heed %s --help' for a list of commands.\n", name, sub, name)
+	return exitUsage
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/internal/jobrun"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/storeurl"
@@ -118,7 +118,7 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 			}
 		}
 	}
-	d, err := openDB(ctx, dsn, openMigrate)
+	d, err := openDB(ctx, dsn, storeurl.Migrate)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/heed-go/heed/queue"
 	"io"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -322,4 +322,26 @@ func parseNoArgs(fs *flag.FlagSet, args []string, s streams, d helpDoc) (code in
 		return usageError(s, strings.TrimPrefix(fs.Name(), "heed "), fmt.Errorf("unexpected argument %q", fs.Arg(0))), true
 	}
 	return 0, false
+}
+
+// parseInterleaved parses args into fs, allowing flags after positional
+// arguments (heed jobs enqueue fail '{}' --in 1m), and returns the
+// positional arguments. Everything after "--" is positional. When it is
+// done (--help, or an error) it has printed what is needed; see parseFlags.
+func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (pos []string, code int, done bool) {
+	for {
+		if code, done := parseFlags(fs, args, s, d); done {
+			return nil, code, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		// flag stops at "--" (and consumes it) or at the first positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), 0, false
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }

@@ -152,37 +152,13 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		es.stderr = io.Discard
 	}
 	st := &curl.Stats{Start: time.Now(), Method: req.Method, URL: u.String()}
-	var last retry.Decision
-	var done *retry.Decision // the last attempt of a hop, said once its status is known
-	p.Observe = func(_ context.Context, e retry.Event) {
-		last = e.Decision
-		st.Attempts++
-		if !*verbose {
-			return
-		}
-		if e.Action == retry.Done {
-			done = &e.Decision
-			return
-		}
-		fmt.Fprintf(s.stderr, "heed: %s\n", redact.ErrorText(workerDecision(e.Decision), u))
+	trace := &curl.Trace{Stats: st, Line: func(d retry.Decision) string { return redact.ErrorText(workerDecision(d), u) }}
+	if *verbose {
+		trace.W = s.stderr
 	}
+	p.Observe = trace.Observe
 	tr.Policy = p
-	// hops sees each hop's final response, to say what the last attempt
-	// of each got: "ok", or the status that is final without being ok.
-	hops := curl.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
-		st.Hops++
-		resp, err := tr.RoundTrip(r)
-		if done != nil {
-			line := redact.ErrorText(workerDecision(*done), u)
-			if resp != nil && resp.StatusCode >= 400 {
-				line = fmt.Sprintf("attempt %d: %s, not retried (a status that is not retryable)", done.Attempt, resp.Status)
-			}
-			fmt.Fprintf(s.stderr, "heed: %s\n", line)
-			done = nil
-		}
-		return resp, err
-	})
-	client := curl.Client(hops, *location, st)
+	client := curl.Client(trace.RoundTripper(tr), *location, st)
 
 	code = func() int {
 		resp, err := client.Do(req)
@@ -229,7 +205,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 				}
 			}
 		}
-		if code, ok := reasonExit(last.Reason); ok && last.Action == retry.GiveUp {
+		if code, ok := reasonExit(trace.Last.Reason); ok && trace.Last.Action == retry.GiveUp {
 			return code
 		}
 		if resp.StatusCode >= 400 {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"github.com/heed-go/heed/internal/jobtext"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"

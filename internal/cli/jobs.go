@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/storeurl"
 )
@@ -65,35 +65,6 @@ func jobsMain(ctx context.Context, s streams, args []string) int {
 	return dispatch(ctx, s, args, "jobs", jobsCommands)
 }
 
-// dispatch runs the subcommand of heed NAME (jobs, jobs dead) that args
-// name, or prints NAME's usage: for "help" or --help on stdout, with no
-// argument on stderr (exit 2). "help CMD" prints CMD's help.
-func dispatch(ctx context.Context, s streams, args []string, name string, cmds []command) int {
-	file := strings.ReplaceAll(name, " ", "-")
-	if len(args) == 0 {
-		writeUsage(s.stderr, file, cmds)
-		return exitUsage
-	}
-	sub, help := args[0], false
-	switch sub {
-	case "help", "-h", "-help", "--help":
-		if len(args) == 1 {
-			writeUsage(s.stdout, file, cmds)
-			return exitOK
-		}
-		sub, help = args[1], true
-	}
-	for _, c := range cmds {
-		if c.name == sub && help {
-			return c.run(ctx, s, []string{"--help"})
-		} else if c.name == sub {
-			return c.run(ctx, s, args[1:])
-		}
-	}
-	fmt.Fprintf(s.stderr, "heed %s: unknown command %q\nRun 'heed %s --help' for a list of commands.\n", name, sub, name)
-	return exitUsage
-}
-
 // addDBFlag registers --db on fs.
 func addDBFlag(fs *flag.FlagSet) *string {
 	return fs.String("db", "", "the `DATABASE`: a SQLite file or sqlite: URL, or a postgres:// URL (default $HEED_DB, else ./heed.db)")
@@ -117,16 +88,6 @@ const openTimeout = 15 * time.Second
 // the mode may not create one.
 var errNoDatabase = errors.New("no such database")
 
-// Open modes: see storeurl.Mode. openRead: ls, show, stats, dead ls and
-// show; openWrite: requeue, delete, purge; openCreate: enqueue;
-// openMigrate: migrate, work, demo and bench.
-const (
-	openRead    = storeurl.Read
-	openWrite   = storeurl.Write
-	openCreate  = storeurl.Create
-	openMigrate = storeurl.Migrate
-)
-
 // openDB opens the database dsn as mode allows, with a PostgreSQL pool of
 // poolSize connections when given.
 func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int) (*storeurl.DB, error) {
@@ -145,7 +106,7 @@ func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int
 			return nil, err
 		case errors.Is(err, storeurl.ErrNoSchema):
 			return nil, fmt.Errorf("cannot open %s: %w (create the schema of search_path first)", name, err)
-		case isFile && mode < openCreate && errors.Is(err, fs.ErrNotExist):
+		case isFile && mode < storeurl.Create && errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("%w: %s does not exist, and nothing was created (heed jobs migrate or enqueue creates it; set --db or $%s)", errNoDatabase, "sqlite "+path, envDB)
 		}
 		return nil, fmt.Errorf("cannot open %s: %w%s", name, err, migrateHint(err))
@@ -193,28 +154,6 @@ func jobsParseID(arg string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a job ID (a positive integer)", arg)
 	}
 	return id, nil
-}
-
-// parseInterleaved parses args into fs, allowing flags after positional
-// arguments (heed jobs enqueue fail '{}' --in 1m), and returns the
-// positional arguments. Everything after "--" is positional. When it is
-// done (--help, or an error) it has printed what is needed; see parseFlags.
-func parseInterleaved(fs *flag.FlagSet, args []string, s streams, d helpDoc) (pos []string, code int, done bool) {
-	for {
-		if code, done := parseFlags(fs, args, s, d); done {
-			return nil, code, true
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, 0, false
-		}
-		// flag stops at "--" (and consumes it) or at the first positional.
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), 0, false
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
 }
 
 // poolSizeFor is the pool size for a worker running conc jobs at once in

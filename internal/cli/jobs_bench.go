@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/heed-go/heed/internal/jobbench"
+	"github.com/heed-go/heed/internal/textfmt"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsBenchDoc = helpDoc{
@@ -61,7 +62,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		defer os.RemoveAll(dir)
 		dsn = filepath.Join(dir, "bench.db")
 	}
-	d, err := openDB(ctx, dsn, openMigrate, poolSizeFor(*conc+*inserters))
+	d, err := openDB(ctx, dsn, storeurl.Migrate, poolSizeFor(*conc+*inserters))
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"time"
 
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 // deadCommands are the subcommands of heed jobs dead.
@@ -59,7 +60,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	if f.OlderThan < 0 || f.Limit < 0 {
 		return usageError(s, name, errors.New("--older-than and --limit must not be negative"))
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}
@@ -153,7 +154,7 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 	if *older <= 0 {
 		return usageError(s, name, errors.New("--older-than is required and must be positive, such as 720h"))
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Write)
 	if d == nil {
 		return code
 	}

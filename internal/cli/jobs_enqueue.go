@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
-	"github.com/heed-go/heed/internal/textfmt"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsEnqueueDoc = helpDoc{
@@ -95,7 +96,7 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, name, err)
 	}
 
-	d, c, code := openJobs(ctx, s, name, *db, openCreate)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Create)
 	if d == nil {
 		return code
 	}

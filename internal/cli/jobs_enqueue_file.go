@@ -3,14 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobkinds"
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 // maxFileErrors is how many bad lines enqueue --file reports one by one.
@@ -47,7 +48,7 @@ func jobsEnqueueFile(ctx context.Context, s streams, name, file, db string, defa
 	if len(items) == 0 {
 		return usageError(s, name, fmt.Errorf("%s has no jobs", src))
 	}
-	d, c, code := openJobs(ctx, s, name, db, openCreate)
+	d, c, code := openJobs(ctx, s, name, db, storeurl.Create)
 	if d == nil {
 		return code
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
 	"time"
 
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsLsDoc = helpDoc{
@@ -58,7 +59,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	case f.AfterID < 0 || f.BeforeID < 0:
 		return usageError(s, name, errors.New("--after and --before take a job ID, 1 or more"))
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}
@@ -122,7 +123,7 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 	if err != nil {
 		return usageError(s, name, err)
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}

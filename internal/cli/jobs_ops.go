@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 // jobsOp is one of heed jobs cancel, run and delete: an operator's change
@@ -146,7 +147,7 @@ func (op *jobsOp) main(ctx context.Context, s streams, args []string) int {
 		}
 		f.IDs = append(f.IDs, id)
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Write)
 	if d == nil {
 		return code
 	}
@@ -261,7 +262,7 @@ func pauseResume(ctx context.Context, s streams, args []string, name string, doc
 	if len(pos) == 0 {
 		return usageError(s, name, errors.New("name the queues"))
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Write)
 	if d == nil {
 		return code
 	}

@@ -2,10 +2,11 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/heed-go/heed/internal/jobtext"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/heed-go/heed/internal/jobtext"
 )
 
 // The operator's commands end to end: cancel, run now, delete, by ID and

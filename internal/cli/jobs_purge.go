@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/heed-go/heed/internal/textfmt"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsPurgeDoc = helpDoc{
@@ -24,7 +26,7 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 	if *older <= 0 {
 		return usageError(s, name, errors.New("--succeeded-older-than is required and must be positive, such as 168h"))
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openWrite)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Write)
 	if d == nil {
 		return code
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 // heed jobs purge deletes succeeded jobs older than the age given, and
@@ -30,7 +31,7 @@ func TestJobsPurgeSucceeded(t *testing.T) {
 		t.Errorf("second purge: %q", out)
 	}
 
-	d, err := openDB(context.Background(), path, openWrite)
+	d, err := openDB(context.Background(), path, storeurl.Write)
 	if err != nil {
 		t.Fatal(err)
 	}

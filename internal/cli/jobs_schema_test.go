@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heed-go/heed/sqlitestore"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/heed-go/heed/sqlitestore"
 )
 
 // migrationFiles returns the SQL files of a store's migrations directory,

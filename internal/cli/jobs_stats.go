@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
 	"time"
+
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsStatsDoc = helpDoc{
@@ -21,7 +23,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	if code, done := parseNoArgs(fs, args, s, jobsStatsDoc); done {
 		return code
 	}
-	d, c, code := openJobs(ctx, s, name, *db, openRead)
+	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}
@@ -57,7 +59,7 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	// Opening migrates.
-	d, _, code := openJobs(ctx, s, name, *db, openMigrate)
+	d, _, code := openJobs(ctx, s, name, *db, storeurl.Migrate)
 	if d == nil {
 		return code
 	}

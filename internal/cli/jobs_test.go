@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/heed-go/heed/internal/jobtext"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,10 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
+
+	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 // jobsDB points HEED_DB at a new SQLite file for t and returns its path.
@@ -287,7 +288,7 @@ func jobsTour(t *testing.T, dsn string) {
 		t.Errorf("delete: %q", out)
 	}
 
-	d, err := openDB(context.Background(), dsn, openWrite)
+	d, err := openDB(context.Background(), dsn, storeurl.Write)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heed-go/heed/internal/jobtext"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +13,9 @@ import (
 	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/internal/jobkinds"
 	"github.com/heed-go/heed/internal/jobrun"
+	"github.com/heed-go/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsWorkDoc = helpDoc{
@@ -28,34 +28,6 @@ var jobsWorkDoc = helpDoc{
 		{"Lease and timing flags", []string{"lease", "poll", "grace"}},
 		{"Database flags", []string{"db", "no-migrate"}},
 	},
-}
-
-// parseQueues parses "a,b=5" into a map of queue to concurrency.
-func parseQueues(list string, def int) (map[string]int, error) {
-	qs := map[string]int{}
-	for part := range strings.SplitSeq(list, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, n, hasN := strings.Cut(part, "=")
-		c := def
-		if hasN {
-			v, err := strconv.Atoi(n)
-			if err != nil || v < 1 {
-				return nil, fmt.Errorf("queue %q: concurrency %q must be a whole number of at least 1", name, n)
-			}
-			c = v
-		}
-		if name == "" {
-			return nil, fmt.Errorf("empty queue name in %q", list)
-		}
-		qs[name] = c
-	}
-	if len(qs) == 0 {
-		return nil, errors.New("no queue named")
-	}
-	return qs, nil
 }
 
 // jobsWorkMain is "heed jobs work".
@@ -93,7 +65,7 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if *conc < 1 {
 		return usageError(s, name, flagError("concurrency", "%d, must be at least 1", *conc))
 	}
-	qs, err := parseQueues(*queues, *conc)
+	qs, err := jobrun.ParseQueues(*queues, *conc)
 	if err != nil {
 		return usageError(s, name, flagError("queues", "%v", err))
 	}
@@ -123,9 +95,9 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	for _, n := range qs {
 		total += n
 	}
-	workMode := openMigrate
+	workMode := storeurl.Migrate
 	if *noMigrate {
-		workMode = openWrite
+		workMode = storeurl.Write
 	}
 	d, err := openDB(ctx, resolveDB(*db), workMode, poolSizeFor(total))
 	if err != nil {

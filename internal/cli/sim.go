@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/heed-go/heed/internal/textfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/sim"
 	"github.com/heed-go/heed/sim/chart"
 )

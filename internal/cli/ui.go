@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/storeurl"
 	"github.com/heed-go/heed/ui"
 )
 
@@ -58,9 +59,9 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 			return usageError(s, "ui", fmt.Errorf("the token has %d bytes; it needs at least %d", len(token), ui.MinToken))
 		}
 	}
-	mode := openWrite
+	mode := storeurl.Write
 	if *readOnly {
-		mode = openRead
+		mode = storeurl.Read
 	}
 	d, _, code := openJobs(ctx, s, "ui", *dbFlag, mode)
 	if d == nil {

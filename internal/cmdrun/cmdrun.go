@@ -175,6 +175,7 @@ type ExitError struct {
 	err  error  // the *exec.ExitError
 }
 
+// Error is the exit status, or how a timed-out attempt was stopped.
 func (e *ExitError) Error() string {
 	if e.msg != "" {
 		return e.msg
@@ -203,6 +204,7 @@ type StartError struct {
 	Err  error  // why
 }
 
+// Error names the command and why it could not run.
 func (e *StartError) Error() string {
 	cause := e.Err
 	var ee *exec.Error

@@ -30,6 +30,7 @@ func newReplayStdin(src io.Reader, max int) *replayStdin {
 // than [MaxReplayStdin] of it was read.
 type StdinTooLargeError struct{ max int }
 
+// Error says how much was read and what to do instead.
 func (e StdinTooLargeError) Error() string {
 	return fmt.Sprintf("cannot give a retry the same stdin: more than %d MiB of it was read (give the input as a file instead)", e.max>>20)
 }

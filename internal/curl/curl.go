@@ -10,8 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/heed-go/heed/internal/redact"
-	"github.com/heed-go/heed/retryhttp"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/retryhttp"
 )
 
 // SplitShortFlags rewrites curl's combined one-letter flags as the flag
@@ -258,6 +260,7 @@ type Output struct {
 	N int64 // bytes written
 }
 
+// Write writes p to W and counts it.
 func (o *Output) Write(p []byte) (int, error) {
 	n, err := o.W.Write(p)
 	o.N += int64(n)
@@ -383,4 +386,48 @@ func WriteBody(out io.Writer, resp *http.Response, include, fail bool) (int64, e
 		return cw.N, err // a *WriteError: only out fails a flush
 	}
 	return cw.N, copyErr
+}
+
+// Trace follows a call's decisions: it counts attempts and hops (requests
+// sent: 1 + redirects followed) in Stats and keeps the last decision. With
+// W set, it writes "heed: " and Line of each decision to W, the last
+// attempt of a hop once its status is known: Line's "ok", or, for a status
+// of 400 or more that is final without being retried, that status.
+type Trace struct {
+	Stats *Stats
+	W     io.Writer                   // nil: no lines
+	Line  func(retry.Decision) string // a decision as a line
+	Last  retry.Decision              // the last decision made
+
+	done *retry.Decision // the last attempt of a hop, said once its status is known
+}
+
+// Observe is the retry policy's observer.
+func (t *Trace) Observe(_ context.Context, e retry.Event) {
+	t.Last = e.Decision
+	t.Stats.Attempts++
+	switch {
+	case t.W == nil:
+	case e.Action == retry.Done:
+		t.done = &e.Decision
+	default:
+		fmt.Fprintf(t.W, "heed: %s\n", t.Line(e.Decision))
+	}
+}
+
+// RoundTripper returns rt, seen by t: each call through it is one hop.
+func (t *Trace) RoundTripper(rt http.RoundTripper) http.RoundTripper {
+	return RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+		t.Stats.Hops++
+		resp, err := rt.RoundTrip(r)
+		if t.done != nil {
+			line := t.Line(*t.done)
+			if resp != nil && resp.StatusCode >= 400 {
+				line = fmt.Sprintf("attempt %d: %s, not retried (a status that is not retryable)", t.done.Attempt, resp.Status)
+			}
+			fmt.Fprintf(t.W, "heed: %s\n", line)
+			t.done = nil
+		}
+		return resp, err
+	})
 }

@@ -32,6 +32,7 @@ type LineError struct {
 	Err  error // what is wrong with it
 }
 
+// Error is "line N: " and what is wrong.
 func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 
 // ReadLines reads a jobs file (heed jobs enqueue --file): one JSON object

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,3 +188,32 @@ var errGraceOver = errors.New("the shutdown grace ran out")
 // ErrInterruptedAgain is returned by [Runner.Run] when a second signal
 // ended the shutdown grace.
 var ErrInterruptedAgain = errors.New("interrupted again: stopped at once")
+
+// ParseQueues parses a worker's queues, "a,b=5", into a map of queue to
+// concurrency: def for a queue without its own.
+func ParseQueues(list string, def int) (map[string]int, error) {
+	qs := map[string]int{}
+	for part := range strings.SplitSeq(list, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, n, hasN := strings.Cut(part, "=")
+		c := def
+		if hasN {
+			v, err := strconv.Atoi(n)
+			if err != nil || v < 1 {
+				return nil, fmt.Errorf("queue %q: concurrency %q must be a whole number of at least 1", name, n)
+			}
+			c = v
+		}
+		if name == "" {
+			return nil, fmt.Errorf("empty queue name in %q", list)
+		}
+		qs[name] = c
+	}
+	if len(qs) == 0 {
+		return nil, errors.New("no queue named")
+	}
+	return qs, nil
+}

@@ -105,7 +105,7 @@ func testDeadRequeue(t *testing.T, s queue.Store) {
 	now := t0.Add(time.Minute)
 	note := queue.Attempt{StartedAt: now, FinishedAt: now, Outcome: queue.OutcomeRequeued, Action: "requeue", Worker: "operator"}
 
-	n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{IDs: []int64{d1.ID, ok.ID}}, Now: now, Entry: note})
+	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{d1.ID, ok.ID}}, Now: now, Entry: note})
 	if err != nil || n != 1 {
 		t.Fatalf("requeue by IDs: %d, %v; want 1 (the live job is not dead)", n, err)
 	}
@@ -115,14 +115,14 @@ func testDeadRequeue(t *testing.T, s queue.Store) {
 		!g.StartedAt.IsZero() || !g.AvailableAt.Equal(now) || !reflect.DeepEqual(g.History, wantHist) {
 		t.Errorf("requeued job %+v\nwant history %+v", g, wantHist)
 	}
-	n, err = s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{Kind: "email"}, Now: now, Entry: note})
+	n, err = s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{Kind: "email"}, Now: now, Entry: note})
 	if err != nil || n != 1 {
 		t.Fatalf("requeue by kind: %d, %v; want 1", n, err)
 	}
 	if get(t, s, d2.ID).State != queue.StateAvailable || get(t, s, d3.ID).State != queue.StateDead {
 		t.Error("requeue by kind touched the wrong jobs")
 	}
-	n, err = s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{}, Now: now, Entry: note})
+	n, err = s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: note})
 	if err != nil || n != 1 {
 		t.Fatalf("requeue all: %d, %v; want 1", n, err)
 	}
@@ -140,7 +140,7 @@ func testDeadRequeueUnique(t *testing.T, s queue.Store) {
 	if live.ID == d.ID {
 		t.Fatal("a dead job blocked its unique key")
 	}
-	n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
+	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
 	if err != nil || n != 0 {
 		t.Fatalf("requeue of a dead job whose key is live: %d, %v; want 0, nil", n, err)
 	}

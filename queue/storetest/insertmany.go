@@ -124,7 +124,7 @@ func testInsertManyUnique(t *testing.T, s queue.Store) {
 	done := insert(t, s, "k", queue.EnqueueOptions{UniqueKey: "done", Queue: "other"})
 	c := claimOne(t, s, "other", t0)
 	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
-		Attempt: 1, FinishedAt: t0, Entry: entry(1, "ok", "done", "success", t0)}); err != nil {
+		Attempt: 1, FinishedAt: t0, Entry: entry(1, "success", "done", "success", t0)}); err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{"", "held", "new", "", "new", "done", "held"}

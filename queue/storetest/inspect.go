@@ -83,7 +83,7 @@ func testJobSearch(t *testing.T, s queue.Store, in queue.Inspector) {
 	c := insertArgs(t, s, "sms", "mail", `{"to":"+15550100","note":"reset"}`, 0)
 	search := func(f queue.JobFilter, text string, inArgs bool) []int64 {
 		t.Helper()
-		jobs, err := in.JobSearch(ctx, f, text, inArgs)
+		jobs, err := in.JobSearch(ctx, queue.SearchParams{Filter: f, Text: text, InArgs: inArgs})
 		if err != nil {
 			t.Fatalf("JobSearch(%+v, %q, %v): %v", f, text, inArgs, err)
 		}
@@ -112,7 +112,7 @@ func testJobSearch(t *testing.T, s queue.Store, in queue.Inspector) {
 			t.Errorf("JobSearch(%+v, %q, inArgs %v) = %v, want %v", tc.f, tc.text, tc.inArgs, got, tc.want)
 		}
 	}
-	if _, err := in.JobSearch(ctx, queue.JobFilter{Limit: -1}, "", false); err == nil {
+	if _, err := in.JobSearch(ctx, queue.SearchParams{Filter: queue.JobFilter{Limit: -1}, Text: "", InArgs: false}); err == nil {
 		t.Errorf("JobSearch with Limit -1: no error")
 	}
 }

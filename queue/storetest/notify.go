@@ -61,7 +61,7 @@ func testNotify(t *testing.T, s queue.Store) {
 	expect("retry due now", "n1")
 
 	kill(t, s, "k", "n2", "permanent", t0, "")
-	if n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{Queue: "n2"}, Now: t0,
+	if n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{Queue: "n2"}, Now: t0,
 		Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: queue.ActionRequeue}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue = %d, %v", n, err)
 	}

@@ -50,7 +50,7 @@ func retrying(t *testing.T, s queue.Store, q string, at time.Time) *queue.Job {
 func cancelled(t *testing.T, s queue.Store, q string, at time.Time) *queue.Job {
 	t.Helper()
 	j := insert(t, s, "k", queue.EnqueueOptions{Queue: q})
-	if n, err := s.JobCancel(ctx, queue.JobFilter{IDs: []int64{j.ID}}, at, opEntry(queue.OutcomeCancelled, queue.ActionCancel, at)); err != nil || n != 1 {
+	if n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{j.ID}}, Now: at, Entry: opEntry(queue.OutcomeCancelled, queue.ActionCancel, at)}); err != nil || n != 1 {
 		t.Fatalf("JobCancel(%d) = %d, %v; want 1", j.ID, n, err)
 	}
 	return get(t, s, j.ID)
@@ -68,7 +68,7 @@ func testCancel(t *testing.T, s queue.Store) {
 
 	// By state: only the running job.
 	e := opEntry(queue.OutcomeCancelled, queue.ActionCancel, now)
-	n, err := s.JobCancel(ctx, queue.JobFilter{State: queue.StateRunning}, now, e)
+	n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{State: queue.StateRunning}, Now: now, Entry: e})
 	if err != nil || n != 1 {
 		t.Fatalf("JobCancel(running) = %d, %v; want 1", n, err)
 	}
@@ -85,7 +85,7 @@ func testCancel(t *testing.T, s queue.Store) {
 		t.Errorf("renew after cancel: %v, want ErrLeaseLost", err)
 	}
 	if err := s.JobTransition(ctx, queue.Transition{ID: run.ID, LeaseToken: run.LeaseToken, State: queue.StateSucceeded,
-		Attempt: 1, FinishedAt: now, Entry: entry(1, "ok", "done", "success", now)}); !errors.Is(err, queue.ErrLeaseLost) {
+		Attempt: 1, FinishedAt: now, Entry: entry(1, "success", "done", "success", now)}); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Errorf("transition after cancel: %v, want ErrLeaseLost", err)
 	}
 	if g := get(t, s, run.ID); g.State != queue.StateCancelled || len(g.History) != 1 {
@@ -93,7 +93,7 @@ func testCancel(t *testing.T, s queue.Store) {
 	}
 
 	// Everything else that has not finished.
-	n, err = s.JobCancel(ctx, queue.JobFilter{}, now, e)
+	n, err = s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e})
 	if err != nil || n != 3 {
 		t.Fatalf("JobCancel(all) = %d, %v; want 3 (due, later, retry)", n, err)
 	}
@@ -111,7 +111,7 @@ func testCancel(t *testing.T, s queue.Store) {
 			t.Errorf("finished job %d changed by cancel: %+v", id, g)
 		}
 	}
-	if n, err := s.JobCancel(ctx, queue.JobFilter{}, now, e); err != nil || n != 0 {
+	if n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e}); err != nil || n != 0 {
 		t.Errorf("JobCancel again = %d, %v; want 0", n, err)
 	}
 	// Cancelled jobs are never claimed, and free their unique key.
@@ -145,10 +145,10 @@ func testCancelInvalid(t *testing.T, s queue.Store) {
 	j := insert(t, s, "k", queue.EnqueueOptions{})
 	e := opEntry(queue.OutcomeCancelled, queue.ActionCancel, t0)
 	for _, st := range []queue.State{queue.StateSucceeded, queue.StateDead, queue.StateCancelled, "nope"} {
-		if _, err := s.JobCancel(ctx, queue.JobFilter{State: st}, t0, e); !errors.Is(err, queue.ErrInvalid) {
+		if _, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{State: st}, Now: t0, Entry: e}); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("JobCancel(state %s): %v, want ErrInvalid", st, err)
 		}
-		if _, err := s.JobRunNow(ctx, queue.JobFilter{State: st}, t0, e); !errors.Is(err, queue.ErrInvalid) {
+		if _, err := s.JobRunNow(ctx, queue.OpParams{Filter: queue.JobFilter{State: st}, Now: t0, Entry: e}); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("JobRunNow(state %s): %v, want ErrInvalid", st, err)
 		}
 	}
@@ -156,11 +156,11 @@ func testCancelInvalid(t *testing.T, s queue.Store) {
 		if _, err := s.JobDelete(ctx, queue.JobFilter{State: st}); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("JobDelete(state %s): %v, want ErrInvalid", st, err)
 		}
-		if _, err := s.JobPrune(ctx, st, t0, 10); !errors.Is(err, queue.ErrInvalid) {
+		if _, err := s.JobPrune(ctx, queue.PruneParams{State: st, Before: t0, Limit: 10}); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("JobPrune(state %s): %v, want ErrInvalid", st, err)
 		}
 	}
-	if _, err := s.JobPrune(ctx, queue.StateSucceeded, t0, 0); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: t0, Limit: 0}); !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("JobPrune(limit 0): %v, want ErrInvalid", err)
 	}
 	if _, err := s.QueuePause(ctx, "", t0); !errors.Is(err, queue.ErrInvalid) {
@@ -184,7 +184,7 @@ func testCancelNotify(t *testing.T, s queue.Store) {
 	}
 	insert(t, s, "k", queue.EnqueueOptions{})
 	run := claimOne(t, s, queue.DefaultQueue, t0)
-	if n, err := s.JobCancel(ctx, queue.JobFilter{IDs: []int64{run.ID}}, t0, opEntry(queue.OutcomeCancelled, queue.ActionCancel, t0)); err != nil || n != 1 {
+	if n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{run.ID}}, Now: t0, Entry: opEntry(queue.OutcomeCancelled, queue.ActionCancel, t0)}); err != nil || n != 1 {
 		t.Fatalf("JobCancel = %d, %v", n, err)
 	}
 	select {
@@ -211,14 +211,14 @@ func testRunNow(t *testing.T, s queue.Store) {
 
 	e := opEntry(queue.OutcomeRunNow, queue.ActionRunNow, now)
 	// By kind first: only "j".
-	if n, err := s.JobRunNow(ctx, queue.JobFilter{Kind: "j"}, now, e); err != nil || n != 1 {
+	if n, err := s.JobRunNow(ctx, queue.OpParams{Filter: queue.JobFilter{Kind: "j"}, Now: now, Entry: e}); err != nil || n != 1 {
 		t.Fatalf("JobRunNow(kind j) = %d, %v; want 1", n, err)
 	}
 	if g := get(t, s, other.ID); !g.AvailableAt.Equal(now) || g.State != queue.StateAvailable || len(g.History) != 1 ||
 		g.History[0].Outcome != queue.OutcomeRunNow {
 		t.Errorf("run-now job: %+v", g)
 	}
-	n, err := s.JobRunNow(ctx, queue.JobFilter{}, now, e)
+	n, err := s.JobRunNow(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e})
 	if err != nil || n != 2 {
 		t.Fatalf("JobRunNow(all) = %d, %v; want 2 (later, retry)", n, err)
 	}
@@ -235,7 +235,7 @@ func testRunNow(t *testing.T, s queue.Store) {
 	if jobs := claim(t, s, "a", 10, now); !slices.Equal(ids(jobs), []int64{due.ID, later.ID}) {
 		t.Errorf("claim after run now: %v, want %v", ids(jobs), []int64{due.ID, later.ID})
 	}
-	if n, err := s.JobRunNow(ctx, queue.JobFilter{}, now, e); err != nil || n != 0 {
+	if n, err := s.JobRunNow(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e}); err != nil || n != 0 {
 		t.Errorf("JobRunNow again = %d, %v; want 0", n, err)
 	}
 }
@@ -286,7 +286,7 @@ func testPrune(t *testing.T, s queue.Store) {
 	avail := insert(t, s, "k", queue.EnqueueOptions{Queue: "q"})
 
 	// Oldest first, at most limit per call.
-	if n, err := s.JobPrune(ctx, queue.StateSucceeded, t0.Add(-time.Hour), 2); err != nil || n != 2 {
+	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: t0.Add(-time.Hour), Limit: 2}); err != nil || n != 2 {
 		t.Fatalf("JobPrune(succeeded, 2) = %d, %v; want 2", n, err)
 	}
 	for i, j := range old {
@@ -295,17 +295,17 @@ func testPrune(t *testing.T, s queue.Store) {
 			t.Errorf("succeeded job %d (finished %v): deleted %v, want %v", j.ID, j.FinishedAt, gone, i < 2)
 		}
 	}
-	if n, err := s.JobPrune(ctx, queue.StateSucceeded, t0.Add(-time.Hour), 100); err != nil || n != 3 {
+	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: t0.Add(-time.Hour), Limit: 100}); err != nil || n != 3 {
 		t.Fatalf("JobPrune(succeeded, 100) = %d, %v; want 3", n, err)
 	}
-	if n, err := s.JobPrune(ctx, queue.StateSucceeded, t0.Add(-time.Hour), 100); err != nil || n != 0 {
+	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: t0.Add(-time.Hour), Limit: 100}); err != nil || n != 0 {
 		t.Fatalf("JobPrune(succeeded) again = %d, %v; want 0", n, err)
 	}
 	if g := get(t, s, recent.ID); g.State != queue.StateSucceeded {
 		t.Errorf("recent job: %+v", g)
 	}
 	for _, st := range []queue.State{queue.StateDead, queue.StateCancelled} {
-		if n, err := s.JobPrune(ctx, st, t0, 100); err != nil || n != 1 {
+		if n, err := s.JobPrune(ctx, queue.PruneParams{State: st, Before: t0, Limit: 100}); err != nil || n != 1 {
 			t.Errorf("JobPrune(%s) = %d, %v; want 1", st, n, err)
 		}
 	}

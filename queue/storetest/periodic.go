@@ -220,7 +220,7 @@ func testTickMemory(t *testing.T, s queue.Store) {
 		Attempt: c.Attempt, FinishedAt: tick.Add(2 * time.Second), Entry: entry(1, retry.OutcomeSuccess.Key(), "succeed", "", tick)}); err != nil {
 		t.Fatalf("JobTransition(succeeded): %v", err)
 	}
-	if n, err := s.JobPrune(ctx, queue.StateSucceeded, tick.Add(48*time.Hour), queue.RetentionBatch); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: tick.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want 1 job deleted", n, err)
 	}
 	if j, err := s.JobGet(ctx, j.ID); err == nil {
@@ -312,7 +312,7 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.JobPrune(ctx, queue.StateSucceeded, first.Add(48*time.Hour), queue.RetentionBatch); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: first.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want the tick's job deleted", n, err)
 	}
 

@@ -144,7 +144,7 @@ func testTransitionBatch(t *testing.T, s queue.Store) {
 		t.Fatalf("claimed %d", len(jobs))
 	}
 	ok1 := queue.Transition{ID: jobs[0].ID, LeaseToken: jobs[0].LeaseToken, State: queue.StateSucceeded, Attempt: 1,
-		FinishedAt: t0, Entry: entry(1, "ok", "done", "success", t0)}
+		FinishedAt: t0, Entry: entry(1, "success", "done", "success", t0)}
 	stale := queue.Transition{ID: jobs[1].ID, LeaseToken: "stale", State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0}
 	bad := queue.Transition{ID: jobs[2].ID, LeaseToken: jobs[2].LeaseToken, State: queue.StateRunning}
 	ok2 := queue.Transition{ID: jobs[3].ID, LeaseToken: jobs[3].LeaseToken, State: queue.StateAvailable, Attempt: 1,
@@ -243,7 +243,7 @@ func testHistoryCap(t *testing.T, s queue.Store) {
 		t.Fatal(err)
 	}
 	check(total + 1)
-	if n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{IDs: []int64{j.ID}}, Now: at, Entry: queue.Attempt{Attempt: total + 2, Outcome: queue.OutcomeRequeued,
+	if n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{j.ID}}, Now: at, Entry: queue.Attempt{Attempt: total + 2, Outcome: queue.OutcomeRequeued,
 		Worker: "w1", StartedAt: at.Add(time.Second), FinishedAt: at.Add(2 * time.Second), Error: "boom", Action: "retry", Reason: "transient"}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue: %d, %v", n, err)
 	}

@@ -31,7 +31,7 @@ func finishJob(t *testing.T, s queue.Store, j *queue.Job, state queue.State) {
 		t.Fatalf("claimed job %d, want %d", c.ID, j.ID)
 	}
 	tr := queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: state, Attempt: 1, FinishedAt: c.AvailableAt,
-		Entry: entry(1, "ok", "done", "success", c.AvailableAt)}
+		Entry: entry(1, "success", "done", "success", c.AvailableAt)}
 	if state == queue.StateDead {
 		tr.DeadReason, tr.Entry = "permanent", entry(1, "permanent", "give up", "permanent", c.AvailableAt)
 	}
@@ -119,7 +119,7 @@ func testUniqueByState(t *testing.T, s queue.Store) {
 	if j, ok := insertUnique(t, s, "k", `{}`, dead, t0); ok || j.ID != d.ID {
 		t.Errorf("while dead: job %d inserted %v, want job %d", j.ID, ok, d.ID)
 	}
-	n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{IDs: []int64{d.ID}}, Now: t0,
+	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{d.ID}}, Now: t0,
 		Entry: queue.Attempt{Worker: "op", StartedAt: t0, FinishedAt: t0, Outcome: queue.OutcomeRequeued, Action: queue.ActionRequeue}})
 	if err != nil || n != 1 {
 		t.Fatalf("DeadRequeue of the job holding its own key: %d, %v; want 1", n, err)
@@ -138,7 +138,7 @@ func testUniqueByState(t *testing.T, s queue.Store) {
 		t.Fatal("a new job while the old one is dead (default states): not inserted")
 	}
 	finishJob(t, s, y, queue.StateSucceeded)
-	if n, err := s.DeadRequeue(ctx, queue.RequeueParams{Filter: queue.JobFilter{IDs: []int64{x.ID}}, Now: t0,
+	if n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{x.ID}}, Now: t0,
 		Entry: queue.Attempt{Worker: "op", StartedAt: t0, FinishedAt: t0, Outcome: queue.OutcomeRequeued, Action: queue.ActionRequeue}}); err != nil || n != 0 {
 		t.Errorf("DeadRequeue of a job whose key a succeeded job holds: %d, %v; want 0", n, err)
 	}
