@@ -12,8 +12,11 @@ package compare
 //
 // It reports p50_ms, p99_ms and max_ms of the latency, the p99 of the
 // Enqueue calls themselves (enq_p99_ms: the insert and its commit, which
-// the latency includes), and the rate the jobs were enqueued at (jobs/s,
-// below 500 when enqueueing fell behind).
+// the latency includes), the rate the jobs were enqueued at (jobs/s,
+// below 500 when enqueueing fell behind), and how late a goroutine that
+// sleeps 1 ms in a loop meanwhile wakes (sleep_late_p99_ms): on a loaded
+// machine, the time a ready goroutine waits for a core, which no queue
+// can beat.
 // The PostgreSQL run skips without HEED_TEST_POSTGRES_URL.
 
 import (
@@ -67,6 +70,23 @@ func steady(b *testing.B, s queue.Store) {
 			b.Error(err)
 		}
 	}()
+	// The machine's share: how late a goroutine that sleeps 1 ms wakes,
+	// measured throughout (on a loaded machine it waits for a core).
+	var late []time.Duration
+	probeStop, probeDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		for {
+			select {
+			case <-probeStop:
+				return
+			default:
+			}
+			t := time.Now()
+			time.Sleep(time.Millisecond)
+			late = append(late, time.Since(t)-time.Millisecond)
+		}
+	}()
 	b.ResetTimer()
 	enq := make([]time.Duration, 0, b.N) // each Enqueue call: the insert and its commit
 	interval := time.Second / steadyRate
@@ -88,6 +108,9 @@ func steady(b *testing.B, s queue.Store) {
 		b.Fatalf("%d of %d jobs started within a minute of the last enqueue", len(lat), b.N)
 	}
 	b.StopTimer()
+	close(probeStop)
+	<-probeDone
+	b.ReportMetric(quantileMS(late, 0.99), "sleep_late_p99_ms")
 	mu.Lock()
 	defer mu.Unlock()
 	b.ReportMetric(quantileMS(lat, 0.50), "p50_ms")
@@ -98,8 +121,11 @@ func steady(b *testing.B, s queue.Store) {
 }
 
 // quantileMS returns the q-quantile of ds (q = 1: the largest), in
-// milliseconds, sorting ds.
+// milliseconds, sorting ds (0 when ds is empty).
 func quantileMS(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
 	slices.Sort(ds)
 	return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))]) / float64(time.Millisecond)
 }

@@ -4,7 +4,8 @@ package compare
 // pure-Go modernc.org/sqlite), each on a fresh SQLite file in WAL mode,
 // with no-op jobs: the batch insert (heed's Client.EnqueueMany, River's
 // InsertMany, 1,000 jobs a call) and the drain of a full queue (heed's
-// Worker at its default concurrency, River's client with 100 workers).
+// Worker at its default concurrency, River's client with 100 workers, with
+// River's default fetch settings and with the ones its own bench uses).
 // River's SQLite pool has one connection, as its driver's documentation
 // advises; heed's store opens its own writer and readers.
 //
@@ -46,10 +47,10 @@ func openHeedSQLite(b *testing.B) *sqlitestore.Store {
 	return s
 }
 
-// openRiverSQLite returns a River client over a fresh, migrated SQLite
-// file, and its pool; with workers set it works the default queue with
-// maxWorkers workers.
-func openRiverSQLite(b *testing.B, maxWorkers int, workers *river.Workers) (*river.Client[*sql.Tx], *sql.DB) {
+// openRiverSQLite returns a River client with cfg (its fetch settings)
+// over a fresh, migrated SQLite file, and its pool; with workers set it
+// works the default queue with maxWorkers workers.
+func openRiverSQLite(b *testing.B, maxWorkers int, workers *river.Workers, cfg *river.Config) (*river.Client[*sql.Tx], *sql.DB) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "river.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
@@ -66,7 +67,7 @@ func openRiverSQLite(b *testing.B, maxWorkers int, workers *river.Workers) (*riv
 	if _, err := m.Migrate(b.Context(), rivermigrate.DirectionUp, nil); err != nil {
 		b.Fatal(err)
 	}
-	cfg := &river.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if workers != nil {
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}}
 		cfg.Workers = workers
@@ -92,7 +93,7 @@ func BenchmarkQueueSQLiteInsert(b *testing.B) {
 			}
 		}},
 		{"river-InsertMany", func(b *testing.B, n int) func() func() {
-			c, _ := openRiverSQLite(b, 0, nil)
+			c, _ := openRiverSQLite(b, 0, nil, &river.Config{})
 			return func() func() {
 				inBatches(b, n, insertBatch, func(n int) error {
 					_, err := c.InsertMany(ctx, riverParams(n))
@@ -141,40 +142,50 @@ func BenchmarkQueueSQLiteDrain(b *testing.B) {
 				}
 			}
 		}},
-		{"river-100", func(b *testing.B, n int) func() func() {
-			workers := river.NewWorkers()
-			river.AddWorker(workers, &noopWorker{})
-			c, db := openRiverSQLite(b, 100, workers)
-			inBatches(b, n, fillBatch, func(n int) error {
-				// A transaction per call: River's SQLite InsertMany
-				// inserts row by row.
-				tx, err := db.BeginTx(ctx, nil)
-				if err != nil {
-					return err
-				}
-				defer tx.Rollback()
-				if _, err := c.InsertManyTx(ctx, tx, riverParams(n)); err != nil {
-					return err
-				}
-				return tx.Commit()
-			})
-			events, cancelSub := c.SubscribeConfig(&river.SubscribeConfig{ChanSize: n + 1, Kinds: []river.EventKind{river.EventKindJobCompleted}})
-			b.Cleanup(cancelSub)
-			return func() func() {
-				if err := c.Start(ctx); err != nil {
-					b.Fatal(err)
-				}
-				for range n {
-					<-events
-				}
-				return func() {
-					sctx, cancel := context.WithTimeout(ctx, time.Minute)
-					defer cancel()
-					if err := c.Stop(sctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+		{"river-100", func(b *testing.B, n int) func() func() { return riverSQLiteDrain(b, n, &river.Config{}) }},
+		// River's bench (cmd/river/riverbench) fetches with these.
+		{"river-100-fastfetch", func(b *testing.B, n int) func() func() {
+			return riverSQLiteDrain(b, n, &river.Config{FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond})
 		}},
 	})
+}
+
+// riverSQLiteDrain is the drain of n jobs by a River client with 100
+// workers over SQLite, with the fetch settings in cfg (zero: River's
+// defaults).
+func riverSQLiteDrain(b *testing.B, n int, cfg *river.Config) func() func() {
+	ctx := context.Background()
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &noopWorker{})
+	c, db := openRiverSQLite(b, 100, workers, cfg)
+	inBatches(b, n, fillBatch, func(n int) error {
+		// A transaction per call: River's SQLite InsertMany
+		// inserts row by row.
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := c.InsertManyTx(ctx, tx, riverParams(n)); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	events, cancelSub := c.SubscribeConfig(&river.SubscribeConfig{ChanSize: n + 1, Kinds: []river.EventKind{river.EventKindJobCompleted}})
+	b.Cleanup(cancelSub)
+	return func() func() {
+		if err := c.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for range n {
+			<-events
+		}
+		return func() {
+			sctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := c.Stop(sctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
