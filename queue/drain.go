@@ -92,7 +92,9 @@ type DrainResult struct {
 }
 
 // Drain runs w until no job of its queues is due now (or within
-// opts.Within) and none it claimed is still running, then shuts it down
+// opts.Within) and none it claimed is still running, nor any running on
+// another worker whose lease ends by then (it may come back: a killed
+// worker's job once its lease expires, or a retry), then shuts it down
 // and reports what was left: jobs due later, paused queues, jobs in queues
 // it does not serve. It is Start, [Worker.WaitEmpty] and Shutdown: a
 // program (a test, a batch run) runs the work there is and goes on. Jobs
@@ -201,12 +203,13 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 		if err != nil {
 			return false, err
 		}
-		if len(jobs) == 0 && opts.WaitScheduled {
-			if jobs, err = w.store.JobList(ctx, JobFilter{State: StateRunning, Queue: q, Limit: 1}); err != nil {
+		due := len(jobs) > 0
+		if !due {
+			if due, err = w.runningDue(ctx, q, now.Add(opts.Within), opts.WaitScheduled); err != nil {
 				return false, err
 			}
 		}
-		if len(jobs) > 0 {
+		if due {
 			empty = false
 			select {
 			case w.wake[q] <- struct{}{}:
@@ -218,6 +221,36 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 	// missed: look again after it.
 	after, idle, _ := w.active.snapshot()
 	return empty && idle && after == claims, nil
+}
+
+// runningDue reports whether queue q has a job running on another worker
+// that may come back by by: one whose lease ends by then (a killed
+// worker's job is rescued once its lease has expired, a retry may follow
+// any attempt), or, with all, any running job.
+func (w *Worker) runningDue(ctx context.Context, q string, by time.Time, all bool) (bool, error) {
+	const page = 500
+	f := JobFilter{State: StateRunning, Queue: q, Limit: page}
+	if all {
+		f.Limit = 1
+	}
+	for {
+		jobs, err := w.store.JobList(ctx, f)
+		if err != nil {
+			return false, err
+		}
+		if all {
+			return len(jobs) > 0, nil
+		}
+		for _, j := range jobs {
+			if !j.LeaseUntil.After(by) {
+				return true, nil
+			}
+		}
+		if len(jobs) < page {
+			return false, nil
+		}
+		f.AfterID = jobs[len(jobs)-1].ID
+	}
 }
 
 // drainResult describes what a drain left behind.

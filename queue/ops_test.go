@@ -122,6 +122,44 @@ func TestWorkerResumeWakes(t *testing.T) {
 	}
 }
 
+// A drain waits for a job that a killed worker left running once its lease
+// ends within Within: the job comes back when the lease expires, and the
+// drain runs it. A lease that ends later is not waited for.
+func TestWorkerDrainWaitsForLeases(t *testing.T) {
+	s := openStore(t)
+	c := queue.NewClient(s, queue.ClientConfig{})
+	j := enqueue(t, c, "ok", nil, queue.EnqueueOptions{})
+	now := time.Now()
+	if claimed, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
+		LeaseUntil: now.Add(100 * time.Millisecond), Worker: "killed"}); err != nil || len(claimed) != 1 {
+		t.Fatal(claimed, err)
+	}
+	w := newWorker(t, s, fastConfig())
+	queue.Handle(w, "ok", func(ctx context.Context, job *queue.Job, _ msg) error { return nil })
+	if res, err := w.Drain(ctx, queue.DrainOptions{Within: time.Minute}); err != nil || res.Claimed != 1 {
+		t.Errorf("Drain(Within 1m) = %+v, %v; want the killed worker's job claimed", res, err)
+	}
+	if got, _ := c.Job(ctx, j.ID); got.State != queue.StateSucceeded {
+		t.Errorf("the killed worker's job is %s after Drain, want succeeded", got.State)
+	}
+
+	// A lease ending in an hour: Drain(Within 1m) does not wait for it.
+	j = enqueue(t, c, "ok", nil, queue.EnqueueOptions{})
+	now = time.Now()
+	if claimed, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
+		LeaseUntil: now.Add(time.Hour), Worker: "busy"}); err != nil || len(claimed) != 1 {
+		t.Fatal(claimed, err)
+	}
+	w = newWorker(t, s, fastConfig())
+	queue.Handle(w, "ok", func(ctx context.Context, job *queue.Job, _ msg) error { return nil })
+	if res, err := w.Drain(ctx, queue.DrainOptions{Within: time.Minute}); err != nil || res.Claimed != 0 {
+		t.Errorf("Drain(Within 1m) = %+v, %v; want nothing claimed", res, err)
+	}
+	if got, _ := c.Job(ctx, j.ID); got.State != queue.StateRunning {
+		t.Errorf("the job leased for an hour is %s after Drain, want running", got.State)
+	}
+}
+
 // Drain runs what is due now in the worker's queues, including jobs that
 // become due again while it runs (a snooze of 0), and reports what it
 // leaves: jobs scheduled later, paused queues, and other queues' jobs.
