@@ -85,7 +85,9 @@ package heedgrpc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -199,6 +201,17 @@ type Client struct {
 	// target's breaker, with the target, after Breaker.OnStateChange.
 	OnBreakerChange func(target string, from, to breaker.State, at time.Time)
 
+	// AttemptShare is the share of the time left before the caller's
+	// deadline that one attempt of a unary call takes when the policy sets
+	// no AttemptTimeout and the call may still be retried (the method is
+	// repeatable, attempts are left, no layer above owns the retries):
+	// default 0.5 ([retry.DefaultAttemptShare]), as for
+	// retryhttp.Transport, so that a server that accepts the call and
+	// never answers leaves time for a retry. Negative: none (an attempt
+	// may take all the time left). It must be at most 1. Streams are not
+	// cut: a stream's attempt lasts as long as the stream.
+	AttemptShare float64
+
 	// MaxReplay is how many sent messages a stream keeps to send again on
 	// a retry (default [DefaultMaxReplay]; negative: streams that send
 	// messages are never retried).
@@ -221,6 +234,7 @@ type Client struct {
 	initOnce  sync.Once
 	initErr   error
 	maxReplay int      // MaxReplay after its default
+	share     float64  // AttemptShare after its default (negative: none)
 	targets   dest.Set // per target: the policy with its budget and breaker
 	// fast: a unary call's first attempt needs none of the call
 	// protocol's state (real time, no time limits of the policy's own, no
@@ -265,6 +279,14 @@ func (c *Client) init() {
 			Breaker: c.Breaker, OnBreakerChange: c.OnBreakerChange}); err != nil {
 			c.initErr = err
 			return
+		}
+		if math.IsNaN(c.AttemptShare) || c.AttemptShare > 1 {
+			c.initErr = fmt.Errorf("heedgrpc: AttemptShare is %v, must be at most 1 (negative: none)", c.AttemptShare)
+			return
+		}
+		c.share = c.AttemptShare
+		if c.share == 0 {
+			c.share = retry.DefaultAttemptShare
 		}
 		c.maxReplay = c.MaxReplay
 		if c.maxReplay == 0 {
@@ -592,7 +614,7 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 		// (the caller's deadline is its only limit, there is no breaker
 		// to ask), without the protocol's state: a success needs none.
 		now = monoNow()
-		if dl, ok := ctx.Deadline(); !ok || now.Before(dl) {
+		if dl, ok := ctx.Deadline(); !ok || now.Before(dl) && !cs.shared() {
 			if b := cs.p.Budget; b != nil {
 				b.RequestAt(now)
 			}
@@ -635,6 +657,11 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 			}
 			start = now
 			n := cs.rc.History.Attempts + 1
+			if cs.shared() {
+				// The default share of the time left, so that a retry
+				// fits (ShareLimit leaves the last attempt all of it).
+				lim = cs.rc.ShareLimit(lim, now, cs.c.share)
+			}
 			actx, cancel := cs.attemptContext(ctx, n, now, lim)
 			err = invoker(actx, cs.method, req, reply, cc, cs.callOptions(opts)...)
 			timedOut = err != nil && cancel != nil && ctx.Err() == nil && actx.Err() == context.DeadlineExceeded
@@ -672,6 +699,14 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 		}
 		now = clock.Now(clk)
 	}
+}
+
+// shared reports whether the call's attempts take a share of the time
+// left before the caller's deadline: it is repeatable, the Client has a
+// share and the policy no AttemptTimeout of its own ([retry.Call.ShareLimit]
+// checks the rest: attempts left, no owner above, a deadline).
+func (cs *call) shared() bool {
+	return cs.repeatable && cs.c.share > 0 && cs.c.share < 1 && cs.p.AttemptTimeout <= 0
 }
 
 // monoBase anchors monoNow.

@@ -188,7 +188,9 @@ func TestCallerDeadline(t *testing.T) {
 		<-ctx.Done()
 		return "", status.FromContextError(ctx.Err()).Err()
 	}}
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
+	// AttemptShare -1: the first attempt may take all the time left (by
+	// default it takes half, and TestAttemptShare shows the retry).
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}, AttemptShare: -1}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	_, err := invoke(ctxTimeout(t, 200*time.Millisecond), cc, mGet, "x")
 	if status.Code(err) != codes.DeadlineExceeded {
@@ -228,6 +230,44 @@ func TestAttemptTimeout(t *testing.T) {
 	}
 	if len(reasons) != 2 || reasons[0] != retry.ReasonTimeout {
 		t.Errorf("reasons %v, want [attempt timed out, success]", reasons)
+	}
+}
+
+// TestAttemptShare: with the caller's deadline and no AttemptTimeout, an
+// attempt of a repeatable call takes half the time left by default, so
+// that a server that accepts the call and never answers leaves time for a
+// retry; a call that is not repeatable, or AttemptShare -1, gives its one
+// attempt all of it.
+func TestAttemptShare(t *testing.T) {
+	e := &echo{unary: func(ctx context.Context, _ string, n int64, _ string) (string, error) {
+		if n == 1 {
+			<-ctx.Done() // a black hole: accepted, never answered
+			return "", status.FromContextError(ctx.Err()).Err()
+		}
+		return "ok", nil
+	}}
+	p := fast(3)
+	var reasons []retry.Reason
+	p.Observe = func(_ context.Context, ev retry.Event) { reasons = append(reasons, ev.Reason) }
+	hc := &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}}
+	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
+	if _, err := invoke(ctxTimeout(t, 4*time.Second), cc, mGet, "x"); err != nil {
+		t.Fatalf("err = %v, want a success on the retry", err)
+	}
+	if len(reasons) != 2 || reasons[0] != retry.ReasonTimeout {
+		t.Errorf("reasons %v, want [attempt timed out, success]", reasons)
+	}
+
+	// Post is not repeatable: its one attempt keeps all the time left.
+	_, err := invoke(ctxTimeout(t, 300*time.Millisecond), cc, mPost, "x")
+	if status.Code(err) != codes.DeadlineExceeded || e.Calls(mPost) != 1 {
+		t.Errorf("Post: err %v after %d calls, want the caller's DEADLINE_EXCEEDED after 1", err, e.Calls(mPost))
+	}
+
+	bad := &heedgrpc.Client{AttemptShare: 1.5}
+	cc = dial(t, "passthrough:///bufnet", append(bad.DialOptions(), bufServer(t, e))...)
+	if _, err := invoke(ctxTimeout(t, time.Second), cc, mGet, "x"); err == nil || !strings.Contains(err.Error(), "AttemptShare is 1.5") {
+		t.Errorf("AttemptShare 1.5: err = %v, want one naming it", err)
 	}
 }
 
