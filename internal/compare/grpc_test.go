@@ -36,8 +36,11 @@ import (
 //     retry budget per target, Check declared idempotent, so that every
 //     call carries retry-attempt (ownership), and the trailer asked for
 //     (pushback).
-//   - heed-nopropagate: the same with Propagate off, as for a target that
-//     is not a heed service: no retry-attempt metadata.
+//     The call's context has a deadline, so its first attempt gets half
+//     the time left (AttemptShare's default): an attempt context.
+//   - heed-noshare: the same with AttemptShare -1: no attempt context.
+//   - heed-nopropagate: the same as heed with Propagate off, as for a
+//     target that is not a heed service: no retry-attempt metadata.
 //   - go-grpc-middleware: interceptors/retry with WithMax(3) and no
 //     backoff; it sends no metadata on a first attempt.
 //   - failsafe-go: failsafegrpc.NewUnaryClientInterceptor with its gRPC
@@ -49,6 +52,7 @@ func grpcInterceptors() []struct {
 	p := retry.Policy{Attempts: 3, Backoff: heedbackoff.Schedule{Kind: heedbackoff.Immediate}}
 	idem := []string{healthpb.Health_Check_FullMethodName}
 	heed := &heedgrpc.Client{Policy: p, Idempotent: idem}
+	noshare := &heedgrpc.Client{Policy: p, Idempotent: idem, AttemptShare: -1}
 	off := &heedgrpc.Client{Policy: p, Idempotent: idem, Propagate: func(string, string) bool { return false }}
 	ggm := grpcretry.UnaryClientInterceptor(grpcretry.WithMax(3), grpcretry.WithBackoff(func(context.Context, uint) time.Duration { return 0 }))
 	fs := failsafegrpc.NewUnaryClientInterceptor[any](failsafegrpc.NewRetryPolicyBuilder[any]().WithMaxAttempts(3).Build())
@@ -64,6 +68,7 @@ func grpcInterceptors() []struct {
 			return invoker(metadata.NewOutgoingContext(ctx, attempt1), method, req, reply, cc, opts...)
 		}},
 		{"heed", heed.UnaryInterceptor()},
+		{"heed-noshare", noshare.UnaryInterceptor()},
 		{"heed-nopropagate", off.UnaryInterceptor()},
 		{"go-grpc-middleware", ggm},
 		{"failsafe-go", fs},
