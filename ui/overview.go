@@ -279,10 +279,3 @@ func stamp(t time.Time) string {
 	}
 	return t.UTC().Format("2006-01-02 15:04:05.000Z")
 }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 )
 
@@ -39,7 +40,7 @@ func (h *Handler) parseTemplates() error {
 		"ago":    ago,
 		"stamp":  stamp,
 		"dur":    Duration,
-		"plural": plural,
+		"plural": textfmt.Plural,
 		"u":      h.u,
 		"cut": func(n int, s string) string {
 			if len(s) <= n {
@@ -136,7 +137,7 @@ func flashOf(q url.Values) string {
 	switch done {
 	case "requeue", "delete", "cancel", "run-now":
 		verb := map[string]string{"requeue": "Requeued", "delete": "Deleted", "cancel": "Cancelled", "run-now": "Made due now:"}[done]
-		return verb + " " + plural(count, "job", "jobs") + "."
+		return verb + " " + textfmt.Plural(count, "job", "jobs") + "."
 	case "pause", "resume":
 		q := q.Get("queue")
 		if count == 0 {

@@ -23,6 +23,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/heed-go/heed/internal/duration"
 	"github.com/heed-go/heed/sim"
 )
 
@@ -239,7 +240,7 @@ func drawCaption(c draw.Canvas, peaks []peak) {
 	for _, p := range peaks {
 		att = append(att, fmt.Sprintf("%s %s/s", p.policy, thousands(int(math.Round(p.attempts)))))
 		inf = append(inf, fmt.Sprintf("%s %s", p.policy, thousands(p.inFlight)))
-		p99 = append(p99, fmt.Sprintf("%s %v", p.policy, roundDuration(p.p99)))
+		p99 = append(p99, fmt.Sprintf("%s %v", p.policy, duration.Round(p.p99)))
 	}
 	lines := []string{
 		"Each panel is scaled to its own data; the highest value of an interval, side by side:",
@@ -406,16 +407,6 @@ func thousands(n int) string {
 		s = "-" + s
 	}
 	return s
-}
-
-// roundDuration rounds d to three significant digits.
-func roundDuration(d time.Duration) time.Duration {
-	for unit := time.Nanosecond; unit < time.Hour; unit *= 10 {
-		if d < 1000*unit {
-			return d.Round(unit)
-		}
-	}
-	return d.Round(time.Second)
 }
 
 // addSummary puts the run's summary in the plot's x-axis label.
