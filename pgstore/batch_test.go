@@ -38,7 +38,7 @@ func TestTransitionBatch(t *testing.T) {
 	wants := make([]want, 0, n+10)
 	for i, j := range jobs {
 		tr := queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0,
-			Entry: queue.Attempt{Attempt: 1, Outcome: "ok", Action: "done", Error: "e\x00rr"}}
+			Entry: queue.Attempt{Attempt: 1, Outcome: "success", Action: "done", Error: "e\x00rr"}}
 		w := ok
 		switch {
 		case i%10 == 3:
@@ -178,7 +178,7 @@ func TestJobTransitions(t *testing.T) {
 	}
 	done := func(j *queue.Job) queue.Transition {
 		return queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0,
-			Entry: queue.Attempt{Attempt: 1, Outcome: "ok", Action: "done"}}
+			Entry: queue.Attempt{Attempt: 1, Outcome: "success", Action: "done"}}
 	}
 	nul := done(jobs[1])
 	nul.State, nul.DeadReason = queue.StateDead, "nul\x00"

@@ -89,7 +89,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 							jobsWG.Go(func() {
 								err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
 									State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
-									Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "ok", Action: "done", Reason: "success"}})
+									Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}})
 								if err != nil {
 									b.Error(err)
 								}
@@ -136,7 +136,7 @@ func BenchmarkClaimTransitions(b *testing.B) {
 				ts := make([]queue.Transition, len(jobs))
 				for i, j := range jobs {
 					ts[i] = queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
-						Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "ok", Action: "done", Reason: "success"}}
+						Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}}
 				}
 				errs, err := s.JobTransitions(ctx, ts)
 				if err == nil {

@@ -48,7 +48,7 @@ func Example() {
 	for _, j := range jobs {
 		err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
 			State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: time.Now(),
-			Entry: queue.Attempt{Attempt: j.Attempt, Outcome: "ok", Action: "done"}})
+			Entry: queue.Attempt{Attempt: j.Attempt, Outcome: "success", Action: "done"}})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	entry := queue.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "ok", Action: "done", Reason: "success"}
+	entry := queue.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done", Reason: "success"}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
@@ -78,7 +78,7 @@ func BenchmarkClaimTransitions(b *testing.B) {
 	if _, err := s.JobInsertMany(ctx, ins); err != nil {
 		b.Fatal(err)
 	}
-	entry := queue.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "ok", Action: "done", Reason: "success"}
+	entry := queue.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done", Reason: "success"}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
