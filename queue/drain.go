@@ -224,22 +224,20 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 }
 
 // runningDue reports whether queue q has a job running on another worker
-// that may come back by by: one whose lease ends by then (a killed
-// worker's job is rescued once its lease has expired, a retry may follow
-// any attempt), or, with all, any running job.
+// that may be due again by the time by: one whose lease ends by then (a
+// killed worker's job is rescued once its lease has expired, and a retry
+// may follow any attempt), or, with all, any running job.
 func (w *Worker) runningDue(ctx context.Context, q string, by time.Time, all bool) (bool, error) {
+	if all {
+		jobs, err := w.store.JobList(ctx, JobFilter{State: StateRunning, Queue: q, Limit: 1})
+		return len(jobs) > 0, err
+	}
 	const page = 500
 	f := JobFilter{State: StateRunning, Queue: q, Limit: page}
-	if all {
-		f.Limit = 1
-	}
 	for {
 		jobs, err := w.store.JobList(ctx, f)
 		if err != nil {
 			return false, err
-		}
-		if all {
-			return len(jobs) > 0, nil
 		}
 		for _, j := range jobs {
 			if !j.LeaseUntil.After(by) {
