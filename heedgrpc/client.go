@@ -236,9 +236,9 @@ type Client struct {
 	maxReplay int      // MaxReplay after its default
 	share     float64  // AttemptShare after its default (negative: none)
 	targets   dest.Set // per target: the policy with its budget and breaker
-	// fast: a unary call's first attempt needs none of the call
-	// protocol's state (real time, no time limits of the policy's own, no
-	// one told about attempts), unless its target has a breaker.
+	// fast: a unary call's first attempt may do without the call
+	// protocol's state (no one is told about attempts), when
+	// retry.Policy.AdmitFirst admits it under its target's policy.
 	fast bool
 	// methods says whether a method is repeatable by Idempotent or its
 	// descriptor: read with one atomic load, copied on write (once per
@@ -293,8 +293,7 @@ func (c *Client) init() {
 			c.maxReplay = DefaultMaxReplay
 		}
 		p := &c.Policy
-		c.fast = p.Clock == nil && p.AttemptTimeout <= 0 && p.TimeBudget <= 0 &&
-			p.Observe == nil && c.OnAttempt == nil && c.Logger == nil
+		c.fast = p.Observe == nil && c.OnAttempt == nil && c.Logger == nil
 		m := make(map[string]*method, len(c.Idempotent))
 		for _, name := range c.Idempotent {
 			m[name] = &method{name: name, idempotent: true}
@@ -582,8 +581,13 @@ const maxMethods = 1024
 // see that status, so a handler that returns the error passes the code on.
 //
 // A first attempt that succeeds costs one reading of the monotonic clock
-// (for the retry budget and the deadline), the budget's lock, and, when
-// the call carries retry-attempt, one allocation for its context.
+// (for the retry budget and the deadline), the budget's lock, when the
+// call carries retry-attempt one allocation for its context, and when the
+// attempt takes a share of the caller's deadline (AttemptShare) a
+// context.WithDeadline: retry.Policy.AdmitFirst admits it, and the call
+// protocol's state is built only if it fails. A breaker, policy time
+// limits or anyone told of attempts (Policy.Observe, OnAttempt, Logger)
+// make the call go through the protocol from its first attempt.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		c.init()
@@ -609,20 +613,23 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 		timedOut bool
 		made     bool // the first attempt was made without the call protocol
 	)
-	if cs.c.fast && cs.p.Breaker == nil {
-		// The first attempt as the call protocol's Admit would admit it
-		// (the caller's deadline is its only limit, there is no breaker
-		// to ask), without the protocol's state: a success needs none.
+	if cs.c.fast {
+		// The first attempt admitted without the call protocol's state
+		// (the policy has no breaker and no time limits of its own; no
+		// one is told of attempts): a success needs none.
 		now = monoNow()
-		if dl, ok := ctx.Deadline(); !ok || now.Before(dl) && !cs.shared() {
-			if b := cs.p.Budget; b != nil {
-				b.RequestAt(now)
-			}
-			actx := ctx
-			if cs.claim {
-				actx = withAttempt(ctx, 1)
-			}
+		dl, _ := ctx.Deadline()
+		share := 0.0
+		if cs.shared() {
+			share = cs.c.share
+		}
+		if lim, ok := cs.p.AdmitFirst(now, dl, share, share > 0 && cs.upstreamOwns(ctx)); ok {
+			actx, cancel := cs.attemptContext(ctx, 1, now, lim)
 			err = invoker(actx, cs.method, req, reply, cc, cs.callOptions(opts)...)
+			if cancel != nil {
+				timedOut = err != nil && ctx.Err() == nil && actx.Err() == context.DeadlineExceeded
+				cancel()
+			}
 			if err == nil {
 				return nil
 			}
@@ -738,7 +745,12 @@ func monoNow() time.Time {
 func (cs *call) attemptContext(ctx context.Context, n int, now time.Time, lim retry.Limit) (context.Context, context.CancelFunc) {
 	actx := ctx
 	var cancel context.CancelFunc
-	if !lim.At.IsZero() && lim.Reason != retry.ReasonDeadline {
+	switch {
+	case lim.At.IsZero() || lim.Reason == retry.ReasonDeadline:
+	case cs.p.Clock == nil:
+		// lim.At is a time on the real clock: no second reading of it.
+		actx, cancel = context.WithDeadline(ctx, lim.At)
+	default:
 		actx, cancel = context.WithTimeout(ctx, lim.At.Sub(now))
 	}
 	if cs.claim {
