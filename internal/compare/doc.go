@@ -13,11 +13,13 @@
 //
 // BenchmarkGRPCInterceptor, BenchmarkGRPCOverhead and BenchmarkGRPCUnary
 // compare unary client interceptors (heed's heedgrpc with and without its
-// retry-attempt metadata, go-grpc-middleware's retry, failsafe-go's
-// failsafegrpc, beside a no-op interceptor and one that only adds
+// retry-attempt metadata and its attempt share, go-grpc-middleware's retry
+// and failsafe-go's failsafegrpc with and without a timeout on each
+// attempt, beside a no-op interceptor and one that only adds
 // retry-attempt) on a first attempt that succeeds: alone around an invoker
 // that succeeds at once, and over bufconn, paired with a bare connection
-// to the same server:
+// to the same server, for a call with a deadline and one that carries a
+// traceparent too:
 //
 //	cd internal/compare && go test -run x -bench 'GRPCInterceptor|GRPCOverhead' -count 5 -benchtime 2s
 package compare
