@@ -421,21 +421,8 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 	if cc != nil {
 		name = cc.Target()
 	}
-	// A pooled call most often served the same Client, target and
-	// method: what is unchanged is not written again (a pointer written
-	// while the garbage collector runs costs a write barrier).
-	if cs.c != c {
-		cs.c = c
-	}
-	if cs.target != name {
-		cs.target = name
-	}
-	if cs.method != method {
-		cs.method = method
-	}
-	if p := &c.targets.Get(name, nil).Policy; cs.p != p {
-		cs.p = p
-	}
+	cs.c, cs.target, cs.method = c, name, method
+	cs.p = &c.targets.Get(name, nil).Policy
 	cs.repeatable = c.idempotent(method)
 	if !cs.repeatable || c.Logger != nil {
 		cs.key = outgoingKey(ctx)
@@ -476,30 +463,22 @@ func (cs *call) start(ctx context.Context) {
 // release returns cs to the pool, cleared: all of it when the call
 // protocol had it, otherwise what the first attempt got from the caller
 // and from gRPC (the Client, its policy and the names, which live as long
-// as the Client or its connection, are left for the next call to compare,
-// and opts' first two point into cs itself).
+// as the Client or its connection, are overwritten by the next call, and
+// opts' first two point into cs itself).
 func (cs *call) release() {
 	if cs.started {
 		*cs = call{}
 	} else {
 		cs.clearAttempt()
 		clear(cs.opts[2 : 2+cs.nopts])
-		if cs.key != "" {
-			cs.key = ""
-		}
-		cs.nopts = 0
+		cs.key, cs.nopts = "", 0
 	}
 	callPool.Put(cs)
 }
 
 // clearAttempt clears what gRPC filled in after an attempt.
 func (cs *call) clearAttempt() {
-	if cs.trailer != nil {
-		cs.trailer = nil
-	}
-	if p := &cs.peer; p.Addr != nil || p.LocalAddr != nil || p.AuthInfo != nil {
-		*p = peer.Peer{}
-	}
+	cs.trailer, cs.peer = nil, peer.Peer{}
 }
 
 // callOptions returns opts with the options that make gRPC fill in the
