@@ -603,12 +603,7 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 			share = cs.c.share
 		}
 		if lim, ok := cs.p.AdmitFirst(now, dl, share, share > 0 && cs.upstreamOwns(ctx)); ok {
-			actx, cancel := cs.attemptContext(ctx, 1, now, lim)
-			err = invoker(actx, cs.method, req, reply, cc, cs.callOptions(opts)...)
-			if cancel != nil {
-				timedOut = err != nil && ctx.Err() == nil && actx.Err() == context.DeadlineExceeded
-				cancel()
-			}
+			timedOut, err = cs.attemptUnary(ctx, 1, now, lim, req, reply, cc, invoker, opts)
 			if err == nil {
 				return nil
 			}
@@ -648,12 +643,7 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 				// fits (ShareLimit leaves the last attempt all of it).
 				lim = cs.rc.ShareLimit(lim, now, cs.c.share)
 			}
-			actx, cancel := cs.attemptContext(ctx, n, now, lim)
-			err = invoker(actx, cs.method, req, reply, cc, cs.callOptions(opts)...)
-			timedOut = err != nil && cancel != nil && ctx.Err() == nil && actx.Err() == context.DeadlineExceeded
-			if cancel != nil {
-				cancel()
-			}
+			timedOut, err = cs.attemptUnary(ctx, n, now, lim, req, reply, cc, invoker, opts)
 			if err == nil && p.Breaker == nil && !cs.observed() {
 				// Success, and nothing needs the time it ended at (no
 				// breaker to tell, no one to report to): the call ends
@@ -717,6 +707,18 @@ func monoNow() time.Time {
 		return monoBase.Add(d)
 	}
 	return time.Now()
+}
+
+// attemptUnary makes unary attempt n, which must end by lim, and reports
+// whether lim, not the caller's context, cut it off.
+func (cs *call) attemptUnary(ctx context.Context, n int, now time.Time, lim retry.Limit, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) (timedOut bool, err error) {
+	actx, cancel := cs.attemptContext(ctx, n, now, lim)
+	err = invoker(actx, cs.method, req, reply, cc, cs.callOptions(opts)...)
+	if cancel != nil {
+		timedOut = err != nil && ctx.Err() == nil && actx.Err() == context.DeadlineExceeded
+		cancel()
+	}
+	return timedOut, err
 }
 
 // attemptContext returns the context of attempt n, which must end by lim,
