@@ -50,8 +50,9 @@ type Config struct {
 	// worker's machine.
 	AllowExec bool
 	// OnExecRefused, when set, is called for every exec job such a worker
-	// gives back (it snoozes for ExecRefusedSnooze, its attempt not
-	// counted), to warn whoever runs it.
+	// gives back (queue.Decline: it waits ExecRefusedSnooze, its attempt
+	// not counted, and a drain of this worker does not wait for it), to
+	// warn whoever runs it.
 	OnExecRefused func(job *queue.Job)
 	// HTTP is the base transport under the retryhttp.Transport that http
 	// jobs make their requests through (default: a clone of
@@ -407,7 +408,7 @@ func registerExec(w *queue.Worker, cfg *Config) {
 			if refused != nil {
 				refused(job)
 			}
-			return queue.Snooze(ExecRefusedSnooze)
+			return queue.Decline(ExecRefusedSnooze, ErrExecDisabled)
 		}
 		return runExec(ctx, a)
 	})
