@@ -142,9 +142,9 @@ func (h *Policy) process(ctx context.Context, t *asynq.Task, next asynq.Handler)
 		return &decided{errGaveUp, d}
 	}
 
-	actx, cancel, timedOut := h.attemptContext(ctx, lim, start)
+	actx, cancel := h.attemptContext(ctx, lim, start)
 	err, panicked, pv := run(actx, t, next)
-	timeout := err != nil && ctx.Err() == nil && (timedOut() || errors.Is(err, context.DeadlineExceeded))
+	timeout := err != nil && ctx.Err() == nil && (errors.Is(context.Cause(actx), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded))
 	cancel()
 	end := h.now()
 	if ctx.Err() != nil && err != nil {
@@ -228,14 +228,14 @@ func (h *Policy) now() time.Time { return clock.Now(h.p.Clock) }
 
 // attemptContext limits an attempt to lim. With the policy's own Clock (a
 // fake one, in tests) the limit is a timer of that clock; otherwise a
-// context deadline. timedOut reports whether the limit ended the attempt.
-func (h *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.Time) (actx context.Context, cancel func(), timedOut func() bool) {
-	if lim.At.IsZero() {
-		return ctx, func() {}, func() bool { return false }
-	}
-	if h.p.Clock == nil {
-		actx, cancel := context.WithDeadline(ctx, lim.At)
-		return actx, cancel, func() bool { return errors.Is(actx.Err(), context.DeadlineExceeded) }
+// context deadline. Either way the context's cause is
+// context.DeadlineExceeded once the limit has passed.
+func (h *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.Time) (context.Context, context.CancelFunc) {
+	switch {
+	case lim.At.IsZero():
+		return ctx, func() {}
+	case h.p.Clock == nil:
+		return context.WithDeadline(ctx, lim.At)
 	}
 	cctx, cancelCause := context.WithCancelCause(ctx)
 	t := h.p.Clock.NewTimer(lim.At.Sub(now))
@@ -248,10 +248,8 @@ func (h *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.T
 		}
 	}()
 	return cctx, func() {
-			t.Stop()
-			close(stop)
-			cancelCause(context.Canceled)
-		}, func() bool {
-			return errors.Is(context.Cause(cctx), context.DeadlineExceeded)
-		}
+		t.Stop()
+		close(stop)
+		cancelCause(context.Canceled)
+	}
 }

@@ -68,9 +68,9 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 		return errGaveUp
 	}
 
-	actx, cancel, timedOut := p.attemptContext(ctx, lim, start)
+	actx, cancel := p.attemptContext(ctx, lim, start)
 	err, panicked, pv := run(actx, doInner)
-	timeout := err != nil && ctx.Err() == nil && (timedOut() || errors.Is(err, context.DeadlineExceeded))
+	timeout := err != nil && ctx.Err() == nil && (errors.Is(context.Cause(actx), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded))
 	cancel()
 	end := p.now()
 	if ctx.Err() != nil && err != nil {
@@ -164,14 +164,14 @@ func (p *Policy) now() time.Time { return clock.Now(p.p.Clock) }
 
 // attemptContext limits an attempt to lim. With the policy's own Clock (a
 // fake one, in tests) the limit is a timer of that clock; otherwise a
-// context deadline. timedOut reports whether the limit ended the attempt.
-func (p *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.Time) (actx context.Context, cancel func(), timedOut func() bool) {
-	if lim.At.IsZero() {
-		return ctx, func() {}, func() bool { return false }
-	}
-	if p.p.Clock == nil {
-		actx, cancel := context.WithDeadline(ctx, lim.At)
-		return actx, cancel, func() bool { return errors.Is(actx.Err(), context.DeadlineExceeded) }
+// context deadline. Either way the context's cause is
+// context.DeadlineExceeded once the limit has passed.
+func (p *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.Time) (context.Context, context.CancelFunc) {
+	switch {
+	case lim.At.IsZero():
+		return ctx, func() {}
+	case p.p.Clock == nil:
+		return context.WithDeadline(ctx, lim.At)
 	}
 	cctx, cancelCause := context.WithCancelCause(ctx)
 	t := p.p.Clock.NewTimer(lim.At.Sub(now))
@@ -184,10 +184,8 @@ func (p *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.T
 		}
 	}()
 	return cctx, func() {
-			t.Stop()
-			close(stop)
-			cancelCause(context.Canceled)
-		}, func() bool {
-			return errors.Is(context.Cause(cctx), context.DeadlineExceeded)
-		}
+		t.Stop()
+		close(stop)
+		cancelCause(context.Canceled)
+	}
 }

@@ -1,0 +1,117 @@
+package heedasynq_test
+
+import (
+	"context"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/heedasynq"
+	"github.com/heed-go/heed/retry"
+)
+
+// benchPolicy is heed's policy as a user would have it: a retry budget, a
+// breaker and an attempt timeout.
+func benchPolicy(b *testing.B, opt asynq.RedisConnOpt) *heedasynq.Policy {
+	bu, _ := budget.New(budget.Config{})
+	br, _ := breaker.New(breaker.Config{})
+	return newPolicy(b, retry.Policy{Budget: bu, Breaker: br, AttemptTimeout: time.Minute}, opt)
+}
+
+// drainRounds is how many times BenchmarkDrain runs each variant, one after
+// the other, so that a busy machine weighs on both alike.
+const drainRounds = 3
+
+// BenchmarkDrain is asynq's per-task cost in a drain of no-op tasks,
+// without and with heed's middleware, RetryDelay and IsFailure, side by
+// side, in drainRounds alternating rounds: each op is one task, from the
+// server's start until it has shut down with every task processed.
+// cpu-ns/op is the process's CPU time (user and system) per task, which a
+// busy machine disturbs less than the wall time. Run it with a fixed count
+// of tasks:
+//
+//	go test -run '^$' -bench Drain -benchtime 10000x -cpu 2
+func BenchmarkDrain(b *testing.B) {
+	for range drainRounds {
+		for _, heed := range []bool{false, true} {
+			name := "asynq"
+			if heed {
+				name = "asynq+heed"
+			}
+			b.Run(name, func(b *testing.B) {
+				opt, q := openQueue(b)
+				var h *heedasynq.Policy
+				if heed {
+					h = benchPolicy(b, opt)
+				}
+				c := asynq.NewClient(opt)
+				for i := range b.N {
+					if _, err := c.Enqueue(asynq.NewTask(taskType, nil), asynq.Queue(q)); err != nil {
+						b.Fatalf("task %d: %v", i, err)
+					}
+				}
+				c.Close()
+				var done atomic.Int64
+				all := make(chan struct{})
+				n := int64(b.N)
+				cfg := asynq.Config{
+					Queues:            map[string]int{q: 1},
+					Concurrency:       20,
+					TaskCheckInterval: 20 * time.Millisecond,
+					Logger:            quiet{},
+					LogLevel:          asynq.FatalLevel,
+				}
+				mux := asynq.NewServeMux()
+				if h != nil {
+					cfg.RetryDelayFunc, cfg.IsFailure = h.RetryDelay, h.IsFailure
+					mux.Use(h.Middleware)
+				}
+				mux.HandleFunc(taskType, func(context.Context, *asynq.Task) error {
+					if done.Add(1) == n {
+						close(all)
+					}
+					return nil
+				})
+				srv := asynq.NewServer(opt, cfg)
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				if err := srv.Start(mux); err != nil {
+					b.Fatal(err)
+				}
+				<-all
+				srv.Shutdown()
+				b.StopTimer()
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
+
+// cpuTime is the process's CPU time so far (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkMiddleware is the middleware's own cost per task: one
+// successful attempt of a no-op handler, outside asynq, under benchPolicy.
+func BenchmarkMiddleware(b *testing.B) {
+	h := benchPolicy(b, nil)
+	ctx := context.Background()
+	task := asynq.NewTask(taskType, nil)
+	handler := h.Middleware(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil }))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := handler.ProcessTask(ctx, task); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
