@@ -20,7 +20,7 @@ import (
 // handlers and asynqmon stay as they are.
 func Example() {
 	redis := asynq.RedisClientOpt{Addr: "127.0.0.1:6379"}
-	b, _ := budget.New(budget.Config{})   // retries at most 10% of the tasks' attempts, more while they succeed
+	b, _ := budget.New(budget.Config{})    // retries at most 10% of the tasks' attempts, more while they succeed
 	br, _ := breaker.New(breaker.Config{}) // shared by every task that calls the same dependency
 	h, err := heedasynq.New(retry.Policy{
 		Attempts:       10,

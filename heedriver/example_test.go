@@ -20,7 +20,7 @@ import (
 // policy and a worker middleware. Jobs, workers and River UI stay as they
 // are.
 func Example() {
-	b, _ := budget.New(budget.Config{})   // retries at most 10% of the jobs' attempts, more while they succeed
+	b, _ := budget.New(budget.Config{})    // retries at most 10% of the jobs' attempts, more while they succeed
 	br, _ := breaker.New(breaker.Config{}) // shared by every job that calls the same dependency
 	h, err := heedriver.New(retry.Policy{
 		Attempts:       10,
