@@ -37,7 +37,7 @@ const drainRounds = 5
 // busy machine disturbs less than the wall time. Run it with a fixed count
 // of tasks:
 //
-//	go test -run '^$' -bench Drain -benchtime 10000x -cpu 2
+//	go test -run '^$' -bench . -benchtime 5000x -cpu 2 -v .
 func BenchmarkDrain(b *testing.B) {
 	wall, cpu := map[bool][]float64{}, map[bool][]float64{}
 	for range drainRounds {

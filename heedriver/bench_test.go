@@ -43,7 +43,7 @@ const drainRounds = 5
 // process's CPU time (user and system) per job, which a busy machine
 // disturbs less than the wall time. Run it with a fixed count of jobs:
 //
-//	go test -run '^$' -bench Drain -benchtime 10000x -cpu 2
+//	go test -run '^$' -bench . -benchtime 5000x -cpu 2 -v .
 func BenchmarkDrain(b *testing.B) {
 	pool, schema := openSchema(b)
 	ctx := context.Background()
