@@ -13,13 +13,13 @@ import (
 // with the zero Policy and one default budget for the process (what
 // retryhttp and heedgrpc give each destination), in virtual time.
 func TestOverTime(t *testing.T) {
-	overtimetest.Run(t, overtimetest.Calls(func(t *testing.T) overtimetest.Client {
+	overtimetest.Run(t, overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
 		b, err := budget.New(budget.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := retry.Policy{Budget: b}
-		return func(ctx context.Context, dep *overtimetest.Dependency, user int) bool {
+		return func(ctx context.Context, user int) bool {
 			return retry.Do(ctx, p, func(ctx context.Context) error {
 				return overtimetest.Err(ctx, dep.Attempt(ctx, user))
 			}) == nil

@@ -61,6 +61,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -157,6 +158,26 @@ type Executor interface {
 	Run(t *testing.T, s Scenario) Trace
 }
 
+// Skip returns ex with the scenarios named in reasons (by name or by a
+// prefix of it, such as "outage") skipped, each with its reason: what it
+// waits for, and the figure measured when it last failed. A skipped
+// scenario is a finding, not a pass: say so where it is used.
+func Skip(ex Executor, reasons map[string]string) Executor { return skip{ex, reasons} }
+
+type skip struct {
+	ex      Executor
+	reasons map[string]string
+}
+
+func (x skip) Run(t *testing.T, s Scenario) Trace {
+	for name, why := range x.reasons {
+		if strings.HasPrefix(s.Name, name) {
+			t.Skip(why)
+		}
+	}
+	return x.ex.Run(t, s)
+}
+
 // Offsets is the number of sub-second offsets the outage starts at.
 const Offsets = 10
 
@@ -245,7 +266,7 @@ func Check(t *testing.T, s Scenario, tr Trace, peer *Trace) {
 		}
 	}
 	if b.FaultWindow > 0 {
-		worst, at := worstWindow(tr, s.Down-time.Second+step, s.Up)
+		worst, at := worstWindow(tr, s.Down-time.Second+step, s.Up-time.Second)
 		check(fmt.Sprintf("worst 1 s window of the fault (from %v)", at), worst, b.FaultWindow, true)
 	}
 	if b.HealWindow > 0 {
@@ -279,9 +300,9 @@ func load(tr Trace, a, b time.Duration) float64 {
 }
 
 // worstWindow returns the highest load of the 1 s windows starting from
-// a, every step, while they start before b, and where it starts.
+// a, every step, up to b, and where it starts.
 func worstWindow(tr Trace, a, b time.Duration) (worst float64, at time.Duration) {
-	for w := max(a, 0); w < b; w += step {
+	for w := max(a, 0); w <= b; w += step {
 		if l := load(tr, w, w+time.Second); l > worst {
 			worst, at = l, w
 		}
@@ -383,29 +404,31 @@ func Err(ctx context.Context, o Outcome) error {
 }
 
 // Client makes one user's call in one process: each of its attempts calls
-// dep.Attempt(ctx, user) and turns the outcome into the executor's own
-// terms (an error, a status); it reports whether the call succeeded.
-type Client func(ctx context.Context, dep *Dependency, user int) bool
+// the run's Dependency.Attempt(ctx, user) and turns the outcome into the
+// executor's own terms (an error, a status); it reports whether the call
+// succeeded. It is called from many goroutines at once.
+type Client func(ctx context.Context, user int) bool
 
 // Calls returns an Executor that runs each scenario in a testing/synctest
-// bubble, its users calling the client newClient makes in the bubble (a
-// fresh process: make its budgets and registries there). newClient may
-// register cleanups with t; they run in the bubble when the run ends.
-func Calls(newClient func(t *testing.T) Client) Executor { return calls(newClient) }
+// bubble, its users calling the client newClient makes in the bubble for
+// the run's dependency (a fresh process: make its budgets and registries
+// there). newClient may register cleanups with t; they run in the bubble
+// when the run ends, before it waits for its goroutines.
+func Calls(newClient func(t *testing.T, dep *Dependency) Client) Executor { return calls(newClient) }
 
-type calls func(t *testing.T) Client
+type calls func(t *testing.T, dep *Dependency) Client
 
 func (newClient calls) Run(t *testing.T, s Scenario) Trace {
 	var tr Trace
 	synctest.Test(t, func(t *testing.T) {
-		c := newClient(t)
 		dep := newDependency(&s)
+		c := newClient(t, dep)
 		var mu sync.Mutex
 		user := func(i int) {
 			at := dep.Since()
 			ctx, cancel := context.WithTimeout(context.Background(), s.Deadline)
 			defer cancel()
-			ok := c(ctx, dep, i)
+			ok := c(ctx, i)
 			mu.Lock()
 			defer mu.Unlock()
 			tr.Users = append(tr.Users, at)
@@ -433,10 +456,14 @@ func (newClient calls) Run(t *testing.T, s Scenario) Trace {
 	return tr
 }
 
-// Peer is the plain retry loop the overload scenario compares with: up to
-// 3 attempts, 100 ms apart, no budget, each attempt given all the time
-// left, as a naive loop or most retry libraries do.
-func Peer(ctx context.Context, dep *Dependency, user int) bool {
+// Peer returns the plain retry loop the overload scenario compares with:
+// up to 3 attempts, 100 ms apart, no budget, each attempt given all the
+// time left, as a naive loop or most retry libraries do.
+func Peer(_ *testing.T, dep *Dependency) Client {
+	return func(ctx context.Context, user int) bool { return peer(ctx, dep, user) }
+}
+
+func peer(ctx context.Context, dep *Dependency, user int) bool {
 	for n := range 3 {
 		if dep.Attempt(ctx, user) == OK {
 			return true
@@ -458,7 +485,7 @@ func peerTrace(t *testing.T, s Scenario) Trace {
 	if tr, ok := peers.Load(s.Name); ok {
 		return tr.(Trace)
 	}
-	tr := Calls(func(*testing.T) Client { return Peer }).Run(t, s)
+	tr := Calls(Peer).Run(t, s)
 	peers.Store(s.Name, tr)
 	return tr
 }
