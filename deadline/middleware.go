@@ -39,7 +39,7 @@ type reqState struct {
 	owned   bool
 	attempt int // the Retry-Attempt received; 0: none
 	mu      sync.Mutex
-	hdr   http.Header // the response's; nil outside the middleware
+	hdr     http.Header // the response's; nil outside the middleware
 }
 
 type stateKey struct{}
