@@ -186,6 +186,20 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "ui-overview.png")
 
+	// A queue's scheduled count links to its scheduled jobs.
+	later, _, err := e.client.Enqueue(context.Background(), "report", nil, queue.EnqueueOptions{Queue: "later", In: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "scheduled jobs",
+		chromedp.Navigate(u+"/"),
+		chromedp.Click(css(`tr[data-queue="later"] a[href*="state=scheduled"]`)),
+		chromedp.WaitVisible(css(fmt.Sprintf(`a[href="/jobs/%d"]`, later.ID))),
+	)
+	if sel := value(t, ctx, "state filter", chromedp.Evaluate[string](`document.querySelector("select[name=state]").value`)); sel != "scheduled" {
+		t.Errorf("the scheduled jobs' page filters by %q", sel)
+	}
+
 	// A dead job's decision timeline, opened from the jobs list.
 	run(t, ctx, "open a dead job",
 		chromedp.Navigate(u+"/jobs?state=dead&kind=charge&q=429"),
