@@ -34,7 +34,8 @@ const drainRounds = 7
 // start until its handler has run for every task (the shutdown, which waits
 // for asynq's background loops, is not counted). cpu-ns/op is the process's
 // CPU time (user and system) per task, which a busy machine disturbs less
-// than the wall time. Run it with a fixed count of tasks:
+// than the wall time. The log at the end gives each variant's median and
+// least (its least disturbed round). Run it with a fixed count of tasks:
 //
 //	go test -run '^$' -bench Drain -benchtime 10000x -cpu 2 -v .
 func BenchmarkDrain(b *testing.B) {
