@@ -42,7 +42,9 @@ const drainRounds = 7
 // worker has run for every job (the stop is not counted). cpu-ns/op is the
 // process's CPU time (user and system) per job, which a busy machine
 // disturbs less than the wall time. The log at the end gives each variant's
-// median and least (its least disturbed round). Run it with a fixed count of
+// median and least (its least disturbed round), and
+// heed's own work per job measured between the rounds beside the engine's
+// CPU per job. Run it with a fixed count of
 // jobs:
 //
 //	go test -run '^$' -bench Drain -benchtime 10000x -cpu 2 -v .
@@ -50,7 +52,9 @@ func BenchmarkDrain(b *testing.B) {
 	pool, schema := openSchema(b)
 	ctx := context.Background()
 	wall, cpu := map[bool][]float64{}, map[bool][]float64{}
+	var own []float64 // heed's own work per job, measured after each round
 	for range drainRounds {
+		own = append(own, float64(testing.Benchmark(BenchmarkWork).NsPerOp()))
 		for _, heed := range []bool{false, true} {
 			name := "river"
 			if heed {
@@ -106,6 +110,8 @@ func BenchmarkDrain(b *testing.B) {
 		}
 	}
 	if len(wall[true]) > 0 {
+		b.Logf("heed's own work per job (BenchmarkWork, once a round): median %.0f ns, %.1f%% of River's median CPU per job",
+			median(own), 100*median(own)/median(cpu[false]))
 		for _, st := range []struct {
 			name string
 			f    func([]float64) float64
