@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -146,10 +147,19 @@ func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (Transi
 }
 
 // refused records an attempt of job that the call protocol did not admit
-// (decision d): deferred by the breaker or the retry budget (available
-// again at d.At, the attempt not counted), or given up because the time
-// budget ended before it could start (dead, outcome "expired").
-func refused(job *Job, d retry.Decision, worker string, now time.Time) Transition {
+// (decision d): deferred by the breaker or the retry budget, or given up
+// because the time budget ended before it could start (dead, outcome
+// "expired"). It returns the transition and the decision as applied.
+//
+// A deferred job is available again at a time drawn uniformly (from r)
+// between d.At, when the breaker or the budget may admit it, and as long
+// again after it (d.Delay: the rest of the cooldown, or the wait for the
+// budget's refill), so that the jobs one refusal wave defers do not all
+// come back at one instant. Its attempt is not counted. A deferral that
+// follows a deferral of the same attempt for the same reason replaces that
+// history entry (Transition.ReplaceLast), its Count one more: a run of
+// deferrals is one entry, however many waves it took.
+func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.Source) (Transition, retry.Decision) {
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now,
 		Action: d.Action.Key(), Reason: d.Reason.Key()}
 	if d.Err != nil {
@@ -157,14 +167,21 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time) Transitio
 	}
 	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
 	if d.Action == retry.Defer {
+		spread := backoff.Uniform(r, d.Delay)
+		d.At, d.Delay = d.At.Add(spread), d.Delay+spread
 		e.Outcome, e.Delay = OutcomeDeferred, d.Delay
 		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)
+		if n := len(job.History); n > 0 {
+			if last := job.History[n-1]; last.Outcome == OutcomeDeferred && last.Reason == e.Reason && last.Attempt == e.Attempt {
+				e.StartedAt, e.Count, t.ReplaceLast = last.StartedAt, max(last.Count, 1)+1, true
+			}
+		}
 	} else {
 		e.Outcome = OutcomeExpired
 		t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
 	}
 	t.Entry = e
-	return t
+	return t, d
 }
 
 // decideRelease hands a job back at shutdown without using its attempt.
