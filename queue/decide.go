@@ -171,10 +171,8 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.So
 		d.At, d.Delay = d.At.Add(spread), d.Delay+spread
 		e.Outcome, e.Delay = OutcomeDeferred, d.Delay
 		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)
-		if n := len(job.History); n > 0 {
-			if last := job.History[n-1]; last.Outcome == OutcomeDeferred && last.Reason == e.Reason && last.Attempt == e.Attempt {
-				e.StartedAt, e.Count, t.ReplaceLast = last.StartedAt, max(last.Count, 1)+1, true
-			}
+		if n := len(job.History); n > 0 && sameRun(job.History[n-1], e) {
+			e, t.ReplaceLast = joinRun(job.History[n-1], e), true
 		}
 	} else {
 		e.Outcome = OutcomeExpired
@@ -182,6 +180,38 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.So
 	}
 	t.Entry = e
 	return t, d
+}
+
+// sameRun reports whether the deferral e continues the run of deferrals
+// that last (the history's last entry) is or ends: a deferral of the same
+// attempt for the same reason.
+func sameRun(last, e Attempt) bool {
+	return last.Outcome == OutcomeDeferred && e.Outcome == OutcomeDeferred &&
+		last.Attempt == e.Attempt && last.Reason == e.Reason
+}
+
+// joinRun returns the one entry of the run of deferrals last and then e:
+// e's, counting both, since last's start.
+func joinRun(last, e Attempt) Attempt {
+	e.StartedAt, e.Count = last.StartedAt, max(last.Count, 1)+max(e.Count, 1)
+	return e
+}
+
+// CompactHistory returns h with every run of consecutive deferrals of one
+// attempt for one reason as the one entry with a count that a worker now
+// writes ([Attempt].Count; for store implementers: the stores' migration
+// 10 rewrites histories written before counts with it). It reuses h's
+// array; a history without such runs is returned as it is.
+func CompactHistory(h []Attempt) []Attempt {
+	out := h[:0]
+	for _, e := range h {
+		if n := len(out); n > 0 && sameRun(out[n-1], e) {
+			out[n-1] = joinRun(out[n-1], e)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // decideRelease hands a job back at shutdown without using its attempt.
