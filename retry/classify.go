@@ -2,8 +2,11 @@ package retry
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"io"
 	"net"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -126,9 +129,23 @@ func (m *marks) walk(err error) {
 //   - marked with [Transient] or [After];
 //   - having a Transient() bool method that returns true (checked with
 //     errors.As, so wrapped errors count);
-//   - a network timeout (net.Error whose Timeout() is true);
-//   - a refused, reset or aborted connection (ECONNREFUSED, ECONNRESET,
-//     ECONNABORTED), or a temporary DNS failure;
+//   - a network timeout (net.Error whose Timeout() is true), which includes
+//     net/http's TLS handshake timeout;
+//   - a refused, reset or aborted connection or a broken pipe
+//     (ECONNREFUSED, ECONNRESET, ECONNABORTED, EPIPE), or a temporary DNS
+//     failure;
+//   - a connection that ended early: io.EOF or io.ErrUnexpectedEOF inside
+//     a *url.Error (what net/http's Client returns, for a server that
+//     closed without answering or cut the headers) or a *net.OpError (a
+//     read or write on a connection), and io.ErrUnexpectedEOF anywhere
+//     (see below);
+//   - a connection the server ended or a request it refused over HTTP/2
+//     (a GOAWAY frame, a stream reset with REFUSED_STREAM) or HTTP/1 (a
+//     kept-alive connection closed under the request), recognised by the
+//     text of golang.org/x/net/http2's and net/http's errors, so that
+//     x/net is not imported;
+//   - driver.ErrBadConn (database/sql gives it back when its own retries
+//     on a fresh connection failed too);
 //   - a transient database error, recognised by behaviour so that no
 //     driver is imported: an error with a SQLState() string method (pgx's
 //     *pgconn.PgError) whose code is in class 08 (connection exception),
@@ -138,10 +155,27 @@ func (m *marks) walk(err error) {
 //     Code() int method (modernc.org/sqlite's *sqlite.Error) whose primary
 //     result code is SQLITE_BUSY (5) or SQLITE_LOCKED (6).
 //
+// io.EOF is how every reader says its input ended, so a bare io.EOF (a
+// decoder given an empty input, a handler returning its reader's error) is
+// not transient: only an EOF that a transport wrapped, as net/http and net
+// do, is. io.ErrUnexpectedEOF says that input ended in the middle of
+// something; net/http returns it bare from the Read of a response body the
+// server cut, so it is transient wherever it is found. A truncated local
+// file gives it too and spends the retries the policy allows before it
+// fails: mark such an error with [Permanent].
+//
+// Whether an error is transient is not whether the work is safe to repeat:
+// a reset after a POST was sent is transient, and only its executor knows
+// it must not be repeated. retryhttp and heedgrpc decide that themselves;
+// when one gives up because the request was not safe to repeat
+// ([ReasonNotRepeatable]), the *ExhaustedError it returns is not transient
+// either, so a job queue that runs the call does not repeat it.
+//
 // Anything else, including context.Canceled and context.DeadlineExceeded
 // that did not come from the attempt's own timeout, is not retried by
 // default: a failure that will fail the same way again must not be repeated.
-// An error marked with [Permanent] is never transient.
+// A plain error with none of these traits is permanent. An error marked with
+// [Permanent] is never transient.
 func IsTransient(err error) bool {
 	if err == nil {
 		return false
@@ -157,6 +191,9 @@ func IsTransient(err error) bool {
 	}](err); ok {
 		return tr.Transient()
 	}
+	if ex, ok := errors.AsType[*ExhaustedError](err); ok && ex.Reason == ReasonNotRepeatable {
+		return false
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -169,9 +206,69 @@ func IsTransient(err error) bool {
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return true
 	}
-	return errors.Is(err, syscall.ECONNREFUSED) ||
+	if errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNABORTED)
+		errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, driver.ErrBadConn) {
+		return true
+	}
+	return transportEOF(err) || connectionEnded(err)
+}
+
+// transportEOF reports whether err holds an io.EOF that a transport
+// wrapped: inside a *url.Error or a *net.OpError.
+func transportEOF(err error) bool {
+	if !errors.Is(err, io.EOF) {
+		return false
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok && errors.Is(ue.Err, io.EOF) {
+		return true
+	}
+	oe, ok := errors.AsType[*net.OpError](err)
+	return ok && errors.Is(oe.Err, io.EOF)
+}
+
+// connectionEnded reports whether an error in err's tree is one by which
+// net/http or golang.org/x/net/http2 says that the server ended the
+// connection under the request or refused its stream: HTTP/2's GOAWAY
+// (http2.GoAwayError, "server sent GOAWAY and closed the connection", and
+// the graceful-shutdown error of a request that found its connection
+// going away), a stream reset with REFUSED_STREAM (http2.StreamError,
+// also quoted by net/http's "cannot retry err [...]" when it could not
+// resend a body), and HTTP/1's "server closed idle connection". The types
+// are unexported in net/http and would need x/net here, so they are
+// recognised by the start of each error's own message, never by text a
+// caller could put in a wrapper (a URL, say).
+func connectionEnded(err error) bool {
+	for err != nil {
+		msg := err.Error()
+		switch {
+		case strings.HasPrefix(msg, "http2: server sent GOAWAY"),
+			strings.HasPrefix(msg, "http2: Transport received Server's graceful shutdown GOAWAY"),
+			strings.HasPrefix(msg, "http: server closed idle connection"):
+			return true
+		case strings.HasPrefix(msg, "stream error: ") || strings.HasPrefix(msg, "http2: Transport: cannot retry err [stream error: "):
+			if strings.Contains(msg, "; REFUSED_STREAM") {
+				return true
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if connectionEnded(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // Outcome is the class of an attempt's result, as the policy sees it.

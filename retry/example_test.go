@@ -2,9 +2,12 @@ package retry_test
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"time"
 
@@ -222,4 +225,23 @@ func ExampleCall() {
 	// defer for breaker_open until 12:00:20
 	// attempt 2 must end by 12:00:22
 	// done success 0s
+}
+
+// The default classifier knows the network: an EOF that net/http returns
+// for a server that closed without answering is transient, the same EOF
+// returned by the application's own reader is not, and neither is a plain
+// error that says nothing of itself.
+func ExampleIsTransient() {
+	closed := &url.Error{Op: "Get", URL: "http://inventory/items", Err: io.EOF}
+	fmt.Println(retry.IsTransient(closed))
+	fmt.Println(retry.IsTransient(fmt.Errorf("decode config: %w", io.EOF)))
+	fmt.Println(retry.IsTransient(io.ErrUnexpectedEOF)) // a cut response body
+	fmt.Println(retry.IsTransient(driver.ErrBadConn))
+	fmt.Println(retry.IsTransient(errors.New("invoice 42 is closed")))
+	// Output:
+	// true
+	// false
+	// true
+	// true
+	// false
 }

@@ -594,16 +594,40 @@ func resetAfterReceiving(t *testing.T) (addr string, received *atomic.Int64) {
 	return addr, received
 }
 
+// A POST without a key that may have reached the server is sent once,
+// whatever ended it: a reset, a close without an answer, cut headers (all
+// transient by retry.IsTransient, and all ambiguous).
 func TestAmbiguousPOSTNotRetriedWithoutKey(t *testing.T) {
-	addr, received := resetAfterReceiving(t)
-	tr := newTransport(t, fast(3))
-	_, err := do(t, tr, context.Background(), "POST", "http://"+addr+"/pay", strings.NewReader("pay 10"))
-	var ex *retry.ExhaustedError
-	if !errors.As(err, &ex) || ex.Reason != retry.ReasonNotRepeatable || ex.Attempts != 1 {
-		t.Fatalf("error %v, want 1 attempt, not safe to repeat", err)
-	}
-	if n := received.Load(); n != 1 {
-		t.Errorf("server received %d requests, want 1", n)
+	for _, tc := range []struct {
+		name string
+		end  func(c net.Conn)
+	}{
+		{"reset", func(c net.Conn) { c.(*net.TCPConn).SetLinger(0) }},
+		{"closed without answering", func(net.Conn) {}},
+		{"headers cut", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: te") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			received := new(atomic.Int64)
+			addr, _ := rawServer(t, func(c net.Conn, _ int64) {
+				if readRequest(c) == "pay 10" {
+					received.Add(1)
+				}
+				tc.end(c)
+				c.Close()
+			})
+			tr := newTransport(t, fast(3))
+			_, err := do(t, tr, context.Background(), "POST", "http://"+addr+"/pay", strings.NewReader("pay 10"))
+			var ex *retry.ExhaustedError
+			if !errors.As(err, &ex) || ex.Reason != retry.ReasonNotRepeatable || ex.Attempts != 1 {
+				t.Fatalf("error %v, want 1 attempt, not safe to repeat", err)
+			}
+			if n := received.Load(); n != 1 {
+				t.Errorf("server received %d requests, want 1", n)
+			}
+			if retry.IsTransient(err) {
+				t.Errorf("retry.IsTransient(%v) = true: a job queue running this call would send it again", err)
+			}
+		})
 	}
 }
 

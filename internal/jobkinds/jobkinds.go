@@ -50,13 +50,16 @@ type Config struct {
 	// worker's machine.
 	AllowExec bool
 	// OnExecRefused, when set, is called for every exec job such a worker
-	// gives back (it snoozes for ExecRefusedSnooze, its attempt not
-	// counted), to warn whoever runs it.
+	// gives back (queue.Decline: it waits ExecRefusedSnooze, its attempt
+	// not counted, and a drain of this worker does not wait for it), to
+	// warn whoever runs it.
 	OnExecRefused func(job *queue.Job)
 	// HTTP is the base transport under the retryhttp.Transport that http
-	// jobs make their requests through (default: retryhttp's own). That
-	// transport makes one attempt per job attempt, so that the queue alone
-	// owns retries, and its classification is passed on unchanged.
+	// jobs make their requests through (default: a clone of
+	// http.DefaultTransport, shared by all of them). That transport makes
+	// one attempt per job attempt, limited by the job's timeout_ms, so that
+	// the queue alone owns retries, and its classification is passed on
+	// unchanged.
 	HTTP http.RoundTripper
 }
 
@@ -274,10 +277,14 @@ func registerHTTP(w *queue.Worker, cfg *Config) {
 
 // httpClient makes an http job's request through retryhttp, one attempt
 // per job attempt (the queue owns retries: one owner per chain, and its
-// backoff, attempts and time budget apply), and keeps retryhttp's decision
-// about that attempt, so that what retryhttp would not repeat (a request
-// not safe to repeat, a permanent error) the queue does not repeat either.
-type httpClient struct{ client *http.Client }
+// backoff, attempts and time budget apply), with the job's timeout_ms as
+// that attempt's limit (retry.Policy.AttemptTimeout), and keeps retryhttp's
+// decision about that attempt, so that what retryhttp would not repeat (a
+// request not safe to repeat, a permanent error, an unkeyed POST that timed
+// out after it was sent) the queue does not repeat either.
+type httpClient struct {
+	base http.RoundTripper // shared by every request, for its connections
+}
 
 // decisionKey is the context key of the *retry.Decision an http job's
 // request records retryhttp's decision in. It stays the zero Decision
@@ -286,15 +293,25 @@ type httpClient struct{ client *http.Client }
 type decisionKey struct{}
 
 func newHTTPClient(base http.RoundTripper) *httpClient {
-	tr := &retryhttp.Transport{Base: base, Budget: budget.Config{Ratio: -1}, Policy: retry.Policy{
-		Attempts: 1,
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	return &httpClient{base: base}
+}
+
+// transport returns the retryhttp.Transport of one request whose attempt
+// may take timeout. A Transport is cheap to make; the connections are the
+// base's.
+func (hc *httpClient) transport(timeout time.Duration) *retryhttp.Transport {
+	return &retryhttp.Transport{Base: hc.base, Budget: budget.Config{Ratio: -1}, Policy: retry.Policy{
+		Attempts:       1,
+		AttemptTimeout: timeout,
 		Observe: func(ctx context.Context, e retry.Event) {
 			if d, ok := ctx.Value(decisionKey{}).(*retry.Decision); ok {
 				*d = e.Decision
 			}
 		},
 	}}
-	return &httpClient{client: &http.Client{Transport: tr}}
 }
 
 func runHTTP(ctx context.Context, hc *httpClient, a httpArgs) error {
@@ -302,9 +319,6 @@ func runHTTP(ctx context.Context, hc *httpClient, a httpArgs) error {
 	if a.TimeoutMS > 0 {
 		timeout = time.Duration(a.TimeoutMS) * time.Millisecond
 	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	method := a.Method
 	if method == "" {
 		method = http.MethodGet
@@ -315,16 +329,14 @@ func runHTTP(ctx context.Context, hc *httpClient, a httpArgs) error {
 		return retry.Permanent(fmt.Errorf("http: %s", redact.Text(err.Error())))
 	}
 	safe := retryhttp.RedactURL(req.URL)
-	resp, err := hc.client.Do(req)
+	resp, err := (&http.Client{Transport: hc.transport(timeout)}).Do(req)
 	if err != nil {
 		err = fmt.Errorf("http %s %s: %s", method, safe, causeText(req.URL, err))
 		switch {
 		case d.Action == retry.GiveUp && notRetryable(d.Reason):
-			return retry.Permanent(err)
+			return retry.Permanent(err) // a timed-out unkeyed POST too
 		case d.Action == retry.GiveUp:
 			return retry.Transient(err) // only the one-attempt limit stopped it
-		case ctx.Err() != nil && parent.Err() == nil:
-			return retry.Transient(err) // the job's own timeout_ms
 		}
 		return err // the attempt's context ended: the queue knows why
 	}
@@ -396,7 +408,7 @@ func registerExec(w *queue.Worker, cfg *Config) {
 			if refused != nil {
 				refused(job)
 			}
-			return queue.Snooze(ExecRefusedSnooze)
+			return queue.Decline(ExecRefusedSnooze, ErrExecDisabled)
 		}
 		return runExec(ctx, a)
 	})

@@ -152,6 +152,33 @@ func TestHTTPClassificationIsRetryhttps(t *testing.T) {
 	}
 }
 
+// timeout_ms is retryhttp's attempt limit: a POST without a key that a
+// server read and never answered may have been processed, so the job is not
+// sent again; a GET that timed out is retried.
+func TestHTTPTimeoutOfUnkeyedPOSTIsNotRepeated(t *testing.T) {
+	var received atomic.Int64
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		received.Add(1)
+		<-r.Context().Done() // read the request, never answer
+	}))
+	defer hung.Close()
+	client := newHTTPClient(nil)
+	for _, tc := range []struct {
+		method    string
+		permanent bool
+	}{
+		{"POST", true},
+		{"GET", false},
+	} {
+		received.Store(0)
+		err := runHTTP(context.Background(), client, httpArgs{URL: hung.URL, Method: tc.method, TimeoutMS: 30})
+		if err == nil || retry.IsPermanent(err) != tc.permanent || received.Load() != 1 {
+			t.Errorf("%s cut by timeout_ms: %v after %d requests, want permanent=%v after 1", tc.method, err, received.Load(), tc.permanent)
+		}
+	}
+}
+
 func TestExec(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("uses sh")
