@@ -79,8 +79,11 @@ type WorkerConfig struct {
 	// (retry.Call) as durable calls: each job's first attempt counts as a
 	// request in Budget; Breaker is asked before every attempt and told its
 	// outcome; a refusal by either defers the job (rescheduled, its attempt
-	// not counted, the reason in its history) instead of killing it. Its
-	// Observe is not used (see Observe below).
+	// not counted, the reason in its history) instead of killing it, and
+	// while the breaker is open (or the budget refuses retries) the worker
+	// claims none of the jobs (no retried ones) it would defer. The Breaker
+	// and Budget govern every kind the worker runs. Its Observe is not used
+	// (see Observe below).
 	Policy retry.Policy
 	// Lease is how long a claimed job stays leased without renewal
 	// (default DefaultLease). It is renewed every third of it.
