@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,7 +128,7 @@ func TestBudgetDefersRetries(t *testing.T) {
 // counting a retry, and completes once the breaker lets calls through.
 func TestOpenBreakerRunsNoAttempt(t *testing.T) {
 	opt, q := openQueue(t)
-	br, err := breaker.New(breaker.Config{MinCalls: 1, Cooldown: 2 * time.Second})
+	br, err := breaker.New(breaker.Config{MinCalls: 1, Cooldown: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,18 +148,25 @@ func TestOpenBreakerRunsNoAttempt(t *testing.T) {
 	const n = 20
 	ids := enqueue(t, opt, q, n)
 
-	time.Sleep(time.Until(readyAt) - 200*time.Millisecond)
+	// While the breaker is open every task is deferred, none run and none
+	// archived.
+	for _, id := range ids {
+		for {
+			info, r := taskInfo(t, opt, q, id)
+			if r["action"] == "defer" && r["reason"] == "breaker_open" {
+				if info.State == asynq.TaskStateArchived || info.Retried != 0 {
+					t.Errorf("task %s: %v, retried %d while the breaker was open", id, info.State, info.Retried)
+				}
+				break
+			}
+			if time.Now().After(readyAt) {
+				t.Fatalf("task %s was not deferred before the breaker's cooldown ended: %v, record %v", id, info.State, r)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	if r := runs.Load(); r != 0 {
 		t.Fatalf("%d attempts ran while the breaker was open", r)
-	}
-	for _, id := range ids {
-		info, r := taskInfo(t, opt, q, id)
-		if info.State == asynq.TaskStateArchived || info.Retried != 0 {
-			t.Errorf("task %s: %v, retried %d while the breaker was open", id, info.State, info.Retried)
-		}
-		if r["action"] != "defer" || r["reason"] != "breaker_open" {
-			t.Errorf("task %s: heed's record %v, want defer/breaker_open", id, r)
-		}
 	}
 
 	qi := waitFinal(t, opt, q, n, time.Minute)
@@ -345,4 +353,80 @@ func equal(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// A task retried by another server resumes heed's record there: the second
+// server has never seen the task, reads the record the first one wrote to
+// Redis, and counts the time budget from the first attempt's start.
+func TestRecordResumedByAnotherServer(t *testing.T) {
+	opt, q := openQueue(t)
+	start := func(h *heedasynq.Policy, work asynq.HandlerFunc) *asynq.Server {
+		mux := asynq.NewServeMux()
+		mux.Use(h.Middleware)
+		mux.Handle(taskType, work)
+		srv := asynq.NewServer(opt, asynq.Config{
+			Queues: map[string]int{q: 1}, Concurrency: 1, TaskCheckInterval: 20 * time.Millisecond,
+			DelayedTaskCheckInterval: 100 * time.Millisecond, Logger: quiet{}, LogLevel: asynq.FatalLevel,
+			RetryDelayFunc: h.RetryDelay, IsFailure: h.IsFailure,
+		})
+		if err := srv.Start(mux); err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	p := retry.Policy{Backoff: short, TimeBudget: time.Hour}
+
+	// The first server fails the first attempt and stops.
+	first := newEvents()
+	pa := p
+	pa.Observe = first.observe
+	a := start(newPolicy(t, pa, opt), func(context.Context, *asynq.Task) error { return retry.Transient(errFlaky) })
+	ids := enqueue(t, opt, q, 1)
+	for len(first.decisions()) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	a.Shutdown() // waits for the retry to be stored
+	d0 := first.decisions()[0]
+	began := d0.At.Add(-d0.Delay - d0.Elapsed) // the first attempt's start
+
+	// The second server runs the retry.
+	second := newEvents()
+	pb := p
+	pb.Observe = second.observe
+	b := start(newPolicy(t, pb, opt), func(context.Context, *asynq.Task) error { return nil })
+	defer b.Shutdown()
+	select {
+	case <-second.final:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the retry did not run on the second server")
+	}
+	d := second.decisions()[0]
+	if d.Action != retry.Done || d.Attempt != 2 || !near(d.At.Add(-d.Elapsed), began) {
+		t.Errorf("second server: %v at attempt %d, %v after a start at %v; want done at attempt 2, counted from the first attempt's start %v",
+			d.Action, d.Attempt, d.Elapsed, d.At.Add(-d.Elapsed), began)
+	}
+	_, r := taskInfo(t, opt, q, ids[0])
+	if s, _ := r["start"].(string); r["action"] != "done" || s == "" {
+		t.Errorf("record %v, want done with the first attempt's start", r)
+	} else if st, err := time.Parse(time.RFC3339Nano, s); err != nil || !near(st, began) {
+		t.Errorf("record's start %s, want %v", s, began)
+	}
+}
+
+// near reports whether a and b are the same instant but for the
+// nanoseconds that the monotonic and the wall clock readings disagree by.
+func near(a, b time.Time) bool { return a.Sub(b).Abs() < time.Microsecond }
+
+// A handler's panic is classified like any error: not transient by
+// default, so the task is archived after one attempt.
+func TestPanicArchived(t *testing.T) {
+	opt, q := openQueue(t)
+	h := newPolicy(t, retry.Policy{Backoff: short}, opt)
+	serve(t, opt, q, h, func(ctx context.Context, task *asynq.Task) error { panic("nil map") }, 1)
+	ids := enqueue(t, opt, q, 1)
+	waitFinal(t, opt, q, 1, 30*time.Second)
+	info, r := taskInfo(t, opt, q, ids[0])
+	if info.State != asynq.TaskStateArchived || info.Retried != 0 || r["reason"] != "permanent" || !strings.Contains(info.LastErr, "panicked: nil map") {
+		t.Errorf("task %v retried %d, record %v, last error %q; want archived at once, permanent, the panic", info.State, info.Retried, r, info.LastErr)
+	}
 }

@@ -77,7 +77,7 @@ func TestFailOnceUnderDefaultBudget(t *testing.T) {
 // using an attempt, and completes once the breaker lets calls through.
 func TestOpenBreakerRunsNoAttempt(t *testing.T) {
 	pool, schema := openSchema(t)
-	br, err := breaker.New(breaker.Config{MinCalls: 1, Cooldown: 2 * time.Second})
+	br, err := breaker.New(breaker.Config{MinCalls: 1, Cooldown: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,22 +101,31 @@ func TestOpenBreakerRunsNoAttempt(t *testing.T) {
 	const n = 20
 	insert(t, c, n)
 
-	// While the breaker is open: snoozed, not run.
-	time.Sleep(time.Until(readyAt) - 200*time.Millisecond)
-	js := jobs(t, c)
+	// While the breaker is open every job is deferred (snoozed), none run
+	// and none given up.
+	deferred := func(j *rivertype.JobRow) bool {
+		r := record(t, j)
+		return r["action"] == "defer" && r["reason"] == "breaker_open"
+	}
+	var js map[rivertype.JobState][]*rivertype.JobRow
+	for all := false; !all; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(readyAt) {
+			t.Fatalf("not every job was deferred before the breaker's cooldown ended: %s", summary(js))
+		}
+		js, all = jobs(t, c), true
+		for _, l := range js {
+			for _, j := range l {
+				all = all && deferred(j)
+			}
+		}
+	}
 	if r := runs.Load(); r != 0 {
 		t.Fatalf("%d attempts ran while the breaker was open", r)
 	}
-	if len(js[rivertype.JobStateDiscarded])+len(js[rivertype.JobStateCancelled]) != 0 {
-		t.Fatalf("jobs given up while the breaker was open: %s", summary(js))
-	}
 	for _, l := range js {
 		for _, j := range l {
-			if j.Attempt != 0 {
-				t.Errorf("job %d: attempt %d while deferred, want 0", j.ID, j.Attempt)
-			}
-			if r := record(t, j); r["action"] != "defer" || r["reason"] != "breaker_open" {
-				t.Errorf("job %d: heed's record %v, want defer/breaker_open", j.ID, r)
+			if j.Attempt != 0 || j.FinalizedAt != nil {
+				t.Errorf("job %d: %s at attempt %d while deferred, want attempt 0, not finalized", j.ID, j.State, j.Attempt)
 			}
 		}
 	}
@@ -336,4 +345,72 @@ func equal(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// A worker's panic is classified like any error: not transient by default,
+// so River discards the job and keeps the panic's trace; a policy that
+// retries every error retries it, at heed's time.
+func TestPanic(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		retryable func(error) bool
+		state     rivertype.JobState
+		attempt   int
+	}{
+		{"default classifier", nil, rivertype.JobStateDiscarded, 1},
+		{"retry every error", func(error) bool { return true }, rivertype.JobStateCompleted, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, schema := openSchema(t)
+			h, err := heedriver.New(retry.Policy{Backoff: short, Retryable: tc.retryable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newClient(t, pool, schema, h, func(ctx context.Context, job *river.Job[scriptArgs]) error {
+				if job.Attempt == 1 {
+					panic("nil map")
+				}
+				return nil
+			}, nil)
+			start(t, c)
+			insert(t, c, 1)
+			js := waitFinal(t, c, 1, 30*time.Second)
+			l := js[tc.state]
+			if len(l) != 1 || l[0].Attempt != tc.attempt {
+				t.Fatalf("want the job %s at attempt %d: %s", tc.state, tc.attempt, summary(js))
+			}
+			if j := l[0]; len(j.Errors) != 1 || j.Errors[0].Trace == "" {
+				t.Errorf("errors %+v, want the panic with its trace", j.Errors)
+			}
+		})
+	}
+}
+
+// A server's pushback is a River snooze, which River does not count; heed
+// counts it, so the policy's Attempts still bound a job the server keeps
+// pushing back.
+func TestPushbackCountsAsAttempt(t *testing.T) {
+	pool, schema := openSchema(t)
+	h, err := heedriver.New(retry.Policy{Backoff: short, Attempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	c := newClient(t, pool, schema, h, func(ctx context.Context, job *river.Job[scriptArgs]) error {
+		if runs.Add(1) == 1 {
+			return retry.After(time.Second, errors.New("429 too many requests"))
+		}
+		return retry.Transient(errFlaky)
+	}, nil)
+	start(t, c)
+	insert(t, c, 1)
+	js := waitFinal(t, c, 1, 30*time.Second)
+	d := js[rivertype.JobStateDiscarded]
+	if len(d) != 1 {
+		t.Fatalf("want the job discarded: %s", summary(js))
+	}
+	r := record(t, d[0])
+	if runs.Load() != 2 || r["reason"] != "attempts" || r["attempt"] != 2.0 || r["pushbacks"] != 1.0 {
+		t.Errorf("%d runs, record %v; want 2 runs and give_up/attempts at heed's attempt 2 with 1 pushback", runs.Load(), r)
+	}
 }

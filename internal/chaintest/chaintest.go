@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retryhttp"
 )
 
@@ -42,6 +44,11 @@ const (
 	// dials go to 127.0.0.1:1, where nothing listens: C's own listener is
 	// never closed, so no other test can take its port.)
 	Refused
+	// HalfCapacity: C is a pool of Workers workers, each call one job of
+	// Service, queued first in, first out; during the fault half the
+	// workers are gone. The pool runs every job it queued, whether its
+	// caller is still waiting or not, as most pools do.
+	HalfCapacity
 )
 
 // Config is one run. Zero fields take the defaults named.
@@ -64,6 +71,14 @@ type Config struct {
 	Budget budget.Config
 	// Seed seeds C's random failures.
 	Seed uint64
+
+	// Workers and Service are C's pool, for HalfCapacity (defaults 24
+	// and 200 ms: 120 calls/s, 60 during the fault).
+	Workers int
+	Service time.Duration
+	// Protect puts C behind an overload.Limiter with its zero Config,
+	// inside C's deadline.Middleware.
+	Protect bool
 }
 
 func (c *Config) defaults() {
@@ -85,6 +100,12 @@ func (c *Config) defaults() {
 	if c.Deadline == 0 {
 		c.Deadline = 2 * time.Second
 	}
+	if c.Workers == 0 {
+		c.Workers = 24
+	}
+	if c.Service == 0 {
+		c.Service = 200 * time.Millisecond
+	}
 }
 
 // Second is one second of a run, counted by when things happened.
@@ -103,10 +124,28 @@ type Summary struct {
 	Mean, Worst, ServedShare float64
 }
 
+// Pool is what C's pool did (HalfCapacity).
+type Pool struct {
+	// Capacity is the pool's capacity during the fault, jobs per second.
+	Capacity float64
+	// ServedRate is the users started during the fault who were served,
+	// per second of the fault.
+	ServedRate float64
+	// P50 and P99 are the latencies of those users.
+	P50, P99 time.Duration
+	// Finished is the jobs the pool finished during the fault, and Wasted
+	// those whose caller had gone by then.
+	Finished, Wasted int64
+	// RecoveredAfter is how long after the fault's end every 250 ms of
+	// users (by start) was served at 95% or more; -1 if never in the run.
+	RecoveredAfter time.Duration
+}
+
 // Result is a run's outcome.
 type Result struct {
 	Seconds []Second
 	Fault   Summary
+	Pool    Pool
 	// HealthyServed is the share of the user requests started before the
 	// fault that succeeded: below 1, the machine could not carry the load,
 	// and the figures do not describe heed.
@@ -139,7 +178,8 @@ func Run(t testing.TB, cfg Config) Result {
 		defer mu.Unlock()
 		return rnd.Float64() < cfg.ErrorRate
 	}
-	cHandler := deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var finished, wasted atomic.Int64
+	var cInner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inFault(time.Since(start)) && cfg.Fault != Refused && fail() {
 			if cfg.Fault == BlackHole {
 				<-r.Context().Done()
@@ -149,13 +189,43 @@ func Run(t testing.TB, cfg Config) Result {
 			return
 		}
 		io.WriteString(w, "ok")
-	}))
+	})
+	var stopPool func()
+	if cfg.Fault == HalfCapacity {
+		workers := func() int {
+			if inFault(time.Since(start)) {
+				return cfg.Workers / 2
+			}
+			return cfg.Workers
+		}
+		var p *pool
+		p, stopPool = newPool(cfg.Workers, cfg.Service, workers, func(gone bool) {
+			if inFault(time.Since(start)) {
+				finished.Add(1)
+				if gone {
+					wasted.Add(1)
+				}
+			}
+		})
+		cInner = p
+	}
+	if cfg.Protect {
+		lim, err := overload.New(overload.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cInner = lim.Wrap(cInner)
+	}
+	cHandler := deadline.Middleware{}.Wrap(cInner)
 	c := httptest.NewUnstartedServer(cHandler)
 	if cfg.Fault == Refused {
 		c.Config.SetKeepAlivesEnabled(false)
 	}
 	c.Start()
 	defer c.Close()
+	if stopPool != nil {
+		defer stopPool()
+	}
 	// One registry per run: budgets do not carry over between runs that
 	// happen to get the same ports.
 	reg := &budget.Registry{}
@@ -191,6 +261,11 @@ func Run(t testing.TB, cfg Config) Result {
 				return
 			}
 			defer resp.Body.Close()
+			// A service that passes its dependency's answer on passes
+			// on when to come back too.
+			if v := resp.Header.Get("Retry-After"); v != "" {
+				w.Header().Set("Retry-After", v)
+			}
 			w.WriteHeader(resp.StatusCode)
 			io.Copy(w, io.LimitReader(resp.Body, 1<<10))
 		})))
@@ -205,6 +280,12 @@ func Run(t testing.TB, cfg Config) Result {
 	user := transport()
 	defer user.CloseIdleConnections()
 
+	type userRec struct {
+		began, took time.Duration
+		ok          bool
+	}
+	var recMu sync.Mutex
+	recs := make([]userRec, 0, int(cfg.Rate*total.Seconds())+1)
 	n := int(cfg.Rate * total.Seconds())
 	gap := time.Duration(float64(time.Second) / cfg.Rate)
 	var wg sync.WaitGroup
@@ -223,14 +304,18 @@ func Run(t testing.TB, cfg Config) Result {
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", a.URL, nil)
 			resp, err := user.RoundTrip(req)
-			if err != nil {
-				return
+			ok := false
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				ok = resp.StatusCode == http.StatusOK
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if ok {
 				good[k].Add(1)
 			}
+			recMu.Lock()
+			recs = append(recs, userRec{began, time.Since(start) - began, ok})
+			recMu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -264,7 +349,107 @@ func Run(t testing.TB, cfg Config) Result {
 		f.Mean = float64(f.Attempts) / float64(f.Users)
 		f.ServedShare = float64(f.Served) / float64(f.Users)
 	}
+	if cfg.Fault == HalfCapacity {
+		res.Pool = poolResult(cfg, recs, finished.Load(), wasted.Load(), func(r userRec) (time.Duration, time.Duration, bool) {
+			return r.began, r.took, r.ok
+		})
+	}
 	return res
+}
+
+// poolResult sums up a HalfCapacity run from its users' records.
+func poolResult[R any](cfg Config, recs []R, finished, wasted int64, get func(R) (began, took time.Duration, ok bool)) Pool {
+	p := Pool{
+		Capacity: float64(cfg.Workers/2) / cfg.Service.Seconds(),
+		Finished: finished, Wasted: wasted, RecoveredAfter: -1,
+	}
+	faultEnd := cfg.Healthy + cfg.FaultFor
+	var lat []time.Duration
+	const bin = 250 * time.Millisecond
+	nb := int(cfg.After / bin)
+	users, served := make([]int, nb), make([]int, nb)
+	for _, r := range recs {
+		began, took, ok := get(r)
+		if began >= cfg.Healthy && began < faultEnd && ok {
+			lat = append(lat, took)
+		}
+		if b := int((began - faultEnd) / bin); began >= faultEnd && b < nb {
+			users[b]++
+			if ok {
+				served[b]++
+			}
+		}
+	}
+	p.ServedRate = float64(len(lat)) / cfg.FaultFor.Seconds()
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		p.P50 = lat[len(lat)/2]
+		p.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	for b := nb - 1; b >= 0; b-- {
+		if users[b] == 0 || float64(served[b]) < 0.95*float64(users[b]) {
+			break
+		}
+		p.RecoveredAfter = time.Duration(b) * bin
+	}
+	return p
+}
+
+// pool is C's worker pool: jobs queue first in, first out, and each
+// takes a worker for service. Only workers() of its workers take jobs at
+// any time.
+type pool struct {
+	jobs chan *job
+}
+
+type job struct {
+	ctx  context.Context
+	done chan struct{}
+}
+
+// newPool starts n workers; stop ends them. finish is told of every job
+// done, and whether its caller had gone.
+func newPool(n int, service time.Duration, workers func() int, finish func(gone bool)) (*pool, func()) {
+	p := &pool{jobs: make(chan *job, 1<<16)}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			for {
+				if i >= workers() {
+					select {
+					case <-quit:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+					continue
+				}
+				select {
+				case <-quit:
+					return
+				case j := <-p.jobs:
+					time.Sleep(service)
+					finish(j.ctx.Err() != nil)
+					close(j.done)
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		})
+	}
+	return p, func() { close(quit); wg.Wait() }
+}
+
+// ServeHTTP queues the call's job and answers when it is done, or gives
+// up when the caller goes (the job still runs).
+func (p *pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	j := &job{ctx: r.Context(), done: make(chan struct{})}
+	p.jobs <- j
+	select {
+	case <-j.done:
+		io.WriteString(w, "ok")
+	case <-r.Context().Done():
+		http.Error(w, "gone", http.StatusServiceUnavailable)
+	}
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)

@@ -228,10 +228,12 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 		return nil
 	})
 	// await waits until cond holds over the counts, each time the events
-	// change them.
-	await := func(what string, cond func(deferred, retried, finished int) bool) {
+	// change them. With nudge, a second without an event calls it: a store
+	// call that failed under load (a busy database) is tried again at the
+	// worker's next poll, on the fake clock.
+	await := func(what string, cond func(deferred, retried, finished int) bool, nudge func()) {
 		t.Helper()
-		timeout := time.After(time.Minute)
+		timeout := time.After(2 * time.Minute)
 		for {
 			mu.Lock()
 			ok := cond(deferred, retried, finished)
@@ -240,8 +242,14 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 			if ok {
 				return
 			}
+			var idle <-chan time.Time
+			if nudge != nil {
+				idle = time.After(time.Second)
+			}
 			select {
 			case <-changed:
+			case <-idle:
+				nudge()
 			case <-timeout:
 				t.Fatalf("waiting for %s: %d deferred, %d retried, %d finished", what, d, r, f)
 			}
@@ -254,7 +262,7 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 
 	// The first claim takes 500 jobs; the breaker opens before any
 	// attempt starts, so each is deferred.
-	await("the first claim's deferrals", func(d, _, _ int) bool { return d == claimed })
+	await("the first claim's deferrals", func(d, _, _ int) bool { return d == claimed }, nil)
 	list, err := s.JobList(ctx, queue.JobFilter{State: queue.StateAvailable, Retried: false})
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +301,7 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 	for at := t0.Add(cooldown); at.Before(t0.Add(down)); at = at.Add(cooldown) {
 		clk.Set(at)
 		probes++
-		await(fmt.Sprintf("probe %d", probes), func(_, r, _ int) bool { return r == probes })
+		await(fmt.Sprintf("probe %d", probes), func(_, r, _ int) bool { return r == probes }, nil)
 	}
 	clk.Set(t0.Add(down))
 	writes := cs.writes.Load()
@@ -310,7 +318,7 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 	// The dependency is back: the next probe closes the breaker and
 	// every job succeeds.
 	clk.Set(t0.Add(down + cooldown))
-	await("every job to succeed", func(_, _, f int) bool { return f == jobs })
+	await("every job to succeed", func(_, _, f int) bool { return f == jobs }, func() { clk.Advance(1200 * time.Millisecond) })
 	all, err := s.JobList(ctx, queue.JobFilter{})
 	if err != nil {
 		t.Fatal(err)
