@@ -76,9 +76,9 @@ type Config struct {
 	// and 200 ms: 120 calls/s, 60 during the fault).
 	Workers int
 	Service time.Duration
-	// Protect puts C behind an overload.Limiter with its zero Config,
-	// inside C's deadline.Middleware.
-	Protect bool
+	// Overload, when set, puts C behind an overload.Limiter with this
+	// Config, inside C's deadline.Middleware.
+	Overload *overload.Config
 }
 
 func (c *Config) defaults() {
@@ -120,8 +120,13 @@ type Second struct {
 type Summary struct {
 	Users, Served, Attempts int64
 	// Mean is Attempts / Users; Worst the highest attempts / users of a
-	// second wholly inside the fault; ServedShare is Served / Users.
+	// second wholly inside the fault (seconds counted from the run's
+	// start); ServedShare is Served / Users.
 	Mean, Worst, ServedShare float64
+	// WorstWindow is the highest attempts / users of any 1 s window
+	// wholly inside the fault, sliding by 10 ms from the fault's start:
+	// the onset's window included, wherever in a second the fault starts.
+	WorstWindow float64
 }
 
 // Pool is what C's pool did (HalfCapacity).
@@ -167,8 +172,13 @@ func Run(t testing.TB, cfg Config) Result {
 	users := make([]atomic.Int64, nsec)
 	good := make([]atomic.Int64, nsec)
 	attempts := make([]atomic.Int64, nsec)
+	// The same counts in steps of 10 ms, for WorstWindow.
+	nfine := nsec * 100
+	fineUsers := make([]atomic.Int64, nfine)
+	fineAttempts := make([]atomic.Int64, nfine)
 	var start time.Time
 	sec := func(d time.Duration) int { return min(max(int(d/time.Second), 0), nsec-1) }
+	fine := func(d time.Duration) int { return min(max(int(d/(10*time.Millisecond)), 0), nfine-1) }
 	inFault := func(d time.Duration) bool { return d >= cfg.Healthy && d < cfg.Healthy+cfg.FaultFor }
 
 	var mu sync.Mutex
@@ -209,8 +219,8 @@ func Run(t testing.TB, cfg Config) Result {
 		})
 		cInner = p
 	}
-	if cfg.Protect {
-		lim, err := overload.New(overload.Config{})
+	if cfg.Overload != nil {
+		lim, err := overload.New(*cfg.Overload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +256,9 @@ func Run(t testing.TB, cfg Config) Result {
 		}
 	}
 	toC := roundTripper(func(r *http.Request) (*http.Response, error) {
-		attempts[sec(time.Since(start))].Add(1)
+		d := time.Since(start)
+		attempts[sec(d)].Add(1)
+		fineAttempts[fine(d)].Add(1)
 		return base.RoundTrip(r)
 	})
 	mw := deadline.Middleware{OwnershipOff: cfg.OwnershipOff}
@@ -300,6 +312,7 @@ func Run(t testing.TB, cfg Config) Result {
 			began := time.Since(start)
 			k := sec(began)
 			users[k].Add(1)
+			fineUsers[fine(began)].Add(1)
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", a.URL, nil)
@@ -344,6 +357,17 @@ func Run(t testing.TB, cfg Config) Result {
 	}
 	if hu > 0 {
 		res.HealthyServed = float64(hs) / float64(hu)
+	}
+	from, to := fine(cfg.Healthy), fine(cfg.Healthy+cfg.FaultFor)
+	for a := from; a+100 <= to; a++ {
+		var u, n int64
+		for i := a; i < a+100; i++ {
+			u += fineUsers[i].Load()
+			n += fineAttempts[i].Load()
+		}
+		if u > 0 {
+			f.WorstWindow = max(f.WorstWindow, float64(n)/float64(u))
+		}
 	}
 	if f.Users > 0 {
 		f.Mean = float64(f.Attempts) / float64(f.Users)
