@@ -42,6 +42,14 @@ const (
 	// dials go to 127.0.0.1:1, where nothing listens: C's own listener is
 	// never closed, so no other test can take its port.)
 	Refused
+	// Overload serves every call through a pool of Config.Workers workers
+	// in front of a first-in first-out queue, each call taking Config.Work
+	// of a worker: a server at a fraction of the load's capacity. A call
+	// whose caller went away (its deadline passed, or the connection was
+	// closed) while it waited is dropped with a 503 when its turn comes; a
+	// call a worker took is finished whatever happens to its caller, as a
+	// server's work is.
+	Overload
 )
 
 // Config is one run. Zero fields take the defaults named.
@@ -64,6 +72,18 @@ type Config struct {
 	Budget budget.Config
 	// Seed seeds C's random failures.
 	Seed uint64
+	// Workers and Work are C's pool in an Overload (defaults 5 and 100 ms:
+	// 50 calls a second).
+	Workers int
+	Work    time.Duration
+	// Client, when set, makes the clients of every hop (the user's, A's
+	// and B's) over base (nil for the user's: net/http's default) instead
+	// of zero retryhttp.Transports: for other libraries.
+	Client func(base http.RoundTripper) http.RoundTripper
+	// Transport, when set, is called with each hop's retryhttp.Transport
+	// before its first request, to change its settings: hop is "user",
+	// "A" (A's client, which calls B) or "B".
+	Transport func(hop string, tr *retryhttp.Transport)
 }
 
 func (c *Config) defaults() {
@@ -85,6 +105,12 @@ func (c *Config) defaults() {
 	if c.Deadline == 0 {
 		c.Deadline = 2 * time.Second
 	}
+	if c.Workers == 0 {
+		c.Workers = 5
+	}
+	if c.Work == 0 {
+		c.Work = 100 * time.Millisecond
+	}
 }
 
 // Second is one second of a run, counted by when things happened.
@@ -101,6 +127,9 @@ type Summary struct {
 	// Mean is Attempts / Users; Worst the highest attempts / users of a
 	// second wholly inside the fault; ServedShare is Served / Users.
 	Mean, Worst, ServedShare float64
+	// Worked is the calls C's workers finished during the fault (an
+	// Overload), Wasted those of them whose caller had gone by then.
+	Worked, Wasted int64
 }
 
 // Result is a run's outcome.
@@ -139,7 +168,35 @@ func Run(t testing.TB, cfg Config) Result {
 		defer mu.Unlock()
 		return rnd.Float64() < cfg.ErrorRate
 	}
+	var worked, wasted atomic.Int64
+	pool := make(chan struct{}, cfg.Workers)
 	cHandler := deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cfg.Fault == Overload {
+			if !inFault(time.Since(start)) {
+				io.WriteString(w, "ok")
+				return
+			}
+			// Channel senders wait in order: a FIFO queue.
+			select {
+			case pool <- struct{}{}:
+			case <-r.Context().Done():
+				http.Error(w, "C dropped the call: its caller went away", http.StatusServiceUnavailable)
+				return
+			}
+			if r.Context().Err() != nil { // both were ready
+				<-pool
+				http.Error(w, "C dropped the call: its caller went away", http.StatusServiceUnavailable)
+				return
+			}
+			time.Sleep(cfg.Work)
+			<-pool
+			worked.Add(1)
+			if r.Context().Err() != nil {
+				wasted.Add(1)
+			}
+			io.WriteString(w, "ok")
+			return
+		}
 		if inFault(time.Since(start)) && cfg.Fault != Refused && fail() {
 			if cfg.Fault == BlackHole {
 				<-r.Context().Done()
@@ -159,8 +216,20 @@ func Run(t testing.TB, cfg Config) Result {
 	// One registry per run: budgets do not carry over between runs that
 	// happen to get the same ports.
 	reg := &budget.Registry{}
-	transport := func() *retryhttp.Transport {
-		return &retryhttp.Transport{Budget: cfg.Budget, Budgets: reg}
+	transport := func(hop string, base http.RoundTripper) http.RoundTripper {
+		if cfg.Client != nil {
+			return cfg.Client(base)
+		}
+		tr := &retryhttp.Transport{Base: base, Budget: cfg.Budget, Budgets: reg}
+		if cfg.Transport != nil {
+			cfg.Transport(hop, tr)
+		}
+		return tr
+	}
+	closeIdle := func(rt http.RoundTripper) {
+		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
 	}
 	// The load on C is counted where B sends it, attempt by attempt, so
 	// that refused connections count as well as answered requests.
@@ -180,9 +249,8 @@ func Run(t testing.TB, cfg Config) Result {
 		return base.RoundTrip(r)
 	})
 	mw := deadline.Middleware{OwnershipOff: cfg.OwnershipOff}
-	forward := func(next string, base http.RoundTripper) (*httptest.Server, *retryhttp.Transport) {
-		tr := transport()
-		tr.Base = base
+	forward := func(hop, next string, base http.RoundTripper) (*httptest.Server, http.RoundTripper) {
+		tr := transport(hop, base)
 		srv := httptest.NewServer(mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			req, _ := http.NewRequestWithContext(r.Context(), "GET", next, nil)
 			resp, err := tr.RoundTrip(req)
@@ -196,14 +264,14 @@ func Run(t testing.TB, cfg Config) Result {
 		})))
 		return srv, tr
 	}
-	b, trB := forward(c.URL, toC)
+	b, trB := forward("B", c.URL, toC)
 	defer b.Close()
-	defer trB.CloseIdleConnections()
-	a, trA := forward(b.URL, nil)
+	defer closeIdle(trB)
+	a, trA := forward("A", b.URL, nil)
 	defer a.Close()
-	defer trA.CloseIdleConnections()
-	user := transport()
-	defer user.CloseIdleConnections()
+	defer closeIdle(trA)
+	user := transport("user", nil)
+	defer closeIdle(user)
 
 	n := int(cfg.Rate * total.Seconds())
 	gap := time.Duration(float64(time.Second) / cfg.Rate)
@@ -260,6 +328,7 @@ func Run(t testing.TB, cfg Config) Result {
 	if hu > 0 {
 		res.HealthyServed = float64(hs) / float64(hu)
 	}
+	f.Worked, f.Wasted = worked.Load(), wasted.Load()
 	if f.Users > 0 {
 		f.Mean = float64(f.Attempts) / float64(f.Users)
 		f.ServedShare = float64(f.Served) / float64(f.Users)
