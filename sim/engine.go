@@ -104,6 +104,7 @@ type call struct {
 	dl      int64      // deadline, virtual; never for none
 	parent  int32      // index of the caller, or -1 for a user request
 	layer   int16      // the layer; nlayers for a job at the bottom
+	aend    int64      // the end of the attempt in flight, virtual; never for none
 	endKind uint8
 	waiting bool // an attempt is in flight
 	fault   bool // a user request that arrived during a fault
@@ -469,6 +470,7 @@ func (e *engine) attempt(idx int32, c *call) {
 	tok := e.token()
 	c.tok = tok
 	c.waiting = true
+	c.aend = end
 	c.endKind = kind
 	cdl := int64(never)
 	if e.propagate {
@@ -531,6 +533,14 @@ func (e *engine) expireWith(idx int32, c *call, kind uint8) {
 func (e *engine) deliver(parent int32, ptok uint64, err error) {
 	p := e.pool.at(parent)
 	if p.tok != ptok || !p.waiting {
+		return
+	}
+	if err == errCtx && p.aend <= e.now {
+		// The layer below ran out of the time this attempt gave it: this
+		// attempt's own limit, whose timer fires at this instant. Over
+		// HTTP the layer below answers a hair before it (its header
+		// margin), and the caller cuts the attempt all the same.
+		e.expire(parent, p)
 		return
 	}
 	p.waiting = false

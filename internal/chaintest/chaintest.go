@@ -48,7 +48,8 @@ const (
 	// whose caller went away (its deadline passed, or the connection was
 	// closed) while it waited is dropped with a 503 when its turn comes; a
 	// call a worker took is finished whatever happens to its caller, as a
-	// server's work is.
+	// server's work is. A call whose turn comes after the fault is served at
+	// once.
 	Overload
 )
 
@@ -188,7 +189,9 @@ func Run(t testing.TB, cfg Config) Result {
 				http.Error(w, "C dropped the call: its caller went away", http.StatusServiceUnavailable)
 				return
 			}
-			time.Sleep(cfg.Work)
+			if inFault(time.Since(start)) { // its turn came before the fault ended
+				time.Sleep(cfg.Work)
+			}
 			<-pool
 			worked.Add(1)
 			if r.Context().Err() != nil {
