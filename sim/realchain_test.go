@@ -56,12 +56,12 @@ func TestSimMatchesRealChain(t *testing.T) {
 		// share of the users).
 		{"black hole, attempt share 0.5", chaintest.Config{Fault: chaintest.BlackHole, Transport: shareAll},
 			[]sim.Layer{{AttemptShare: 0.5}, {AttemptShare: 0.5}, {AttemptShare: 0.5}}, blackHole, sim.Service{}, true},
-		// C's capacity halves under 100 user requests/s with a 5 s
-		// deadline: a FIFO pool of 5 workers, 100 ms a call (1 ms outside
-		// the fault).
-		{"2× overload", chaintest.Config{Rate: 100, Deadline: 5 * time.Second, Fault: chaintest.Overload},
+		// C serves half of 100 user requests/s with a 5 s deadline for
+		// 15 s: a FIFO pool of 5 workers, 100 ms a call (1 ms outside the
+		// fault), long enough for its queue to outgrow the deadline.
+		{"2× overload", chaintest.Config{Rate: 100, Deadline: 5 * time.Second, Fault: chaintest.Overload, FaultFor: 15 * time.Second},
 			[]sim.Layer{{}, {}, {}},
-			[]sim.Fault{{Kind: sim.CapacityDrop, Factor: 0.01, Start: 2 * time.Second, End: 10 * time.Second}},
+			[]sim.Fault{{Kind: sim.CapacityDrop, Factor: 0.01, Start: 2 * time.Second, End: 17 * time.Second}},
 			sim.Service{Concurrency: 5, ServiceTime: time.Millisecond}, false},
 	}
 	for _, tt := range tests {
@@ -87,7 +87,7 @@ func TestSimMatchesRealChain(t *testing.T) {
 			}
 			s := sim.Scenario{
 				Name:    tt.name,
-				Horizon: 11*time.Second + dl, // the users of the fault's end finish
+				Horizon: 3*time.Second + cmp.Or(tt.real.FaultFor, 8*time.Second) + dl, // the users of the fault's end finish
 				Seed:    1,
 				Load:    sim.Load{Rate: max(tt.real.Rate, 20), Arrival: sim.Constant, Deadline: dl},
 				Service: svc,

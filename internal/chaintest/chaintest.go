@@ -170,32 +170,54 @@ func Run(t testing.TB, cfg Config) Result {
 		return rnd.Float64() < cfg.ErrorRate
 	}
 	var worked, wasted atomic.Int64
-	pool := make(chan struct{}, cfg.Workers)
+	// C's pool in an Overload: workers take calls from jobs in the order
+	// they came (channel senders wait in order), each keeping its own
+	// schedule, so that the pool serves exactly Workers/Work calls a second
+	// whatever the handoffs cost.
+	type job struct {
+		ctx  context.Context
+		done chan bool // true: served; false: dropped, its caller gone
+	}
+	jobs := make(chan job)
+	if cfg.Fault == Overload {
+		defer close(jobs)
+		for range cfg.Workers {
+			go func() {
+				free := time.Now()
+				for j := range jobs {
+					if j.ctx.Err() != nil {
+						j.done <- false
+						continue
+					}
+					if inFault(time.Since(start)) { // its turn came before the fault ended
+						free = later(free, time.Now()).Add(cfg.Work)
+						time.Sleep(time.Until(free))
+					}
+					worked.Add(1)
+					if j.ctx.Err() != nil {
+						wasted.Add(1)
+					}
+					j.done <- true
+				}
+			}()
+		}
+	}
 	cHandler := deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cfg.Fault == Overload {
 			if !inFault(time.Since(start)) {
 				io.WriteString(w, "ok")
 				return
 			}
-			// Channel senders wait in order: a FIFO queue.
+			j := job{r.Context(), make(chan bool, 1)}
 			select {
-			case pool <- struct{}{}:
+			case jobs <- j:
 			case <-r.Context().Done():
 				http.Error(w, "C dropped the call: its caller went away", http.StatusServiceUnavailable)
 				return
 			}
-			if r.Context().Err() != nil { // both were ready
-				<-pool
+			if !<-j.done {
 				http.Error(w, "C dropped the call: its caller went away", http.StatusServiceUnavailable)
 				return
-			}
-			if inFault(time.Since(start)) { // its turn came before the fault ended
-				time.Sleep(cfg.Work)
-			}
-			<-pool
-			worked.Add(1)
-			if r.Context().Err() != nil {
-				wasted.Add(1)
 			}
 			io.WriteString(w, "ok")
 			return
@@ -337,6 +359,13 @@ func Run(t testing.TB, cfg Config) Result {
 		f.ServedShare = float64(f.Served) / float64(f.Users)
 	}
 	return res
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
