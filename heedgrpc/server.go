@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -38,7 +40,12 @@ import (
 //     server is healthy, its dependency is not, and heed clients that
 //     receive it neither retry the call nor count it against this server
 //     in their own breakers, so breakers do not open one after another up
-//     a chain of healthy services.
+//     a chain of healthy services;
+//   - with a Limiter, admit each unary call through it (see
+//     overload.Limiter.Acquire; retry-attempt 2 or more is a retry, refused
+//     before first attempts): a refused call is answered UNAVAILABLE at
+//     once, without calling the handler, with grpc-retry-pushback-ms saying
+//     when to come back, which heed clients honour.
 //
 // Per-step budgets (deadline.Step, deadline.Plan) in the handler work
 // under the clamped deadline. The zero Server is usable: no own limit, the
@@ -66,6 +73,11 @@ type Server struct {
 	// OwnershipOff turns ownership off: retry-attempt is neither
 	// checked nor acted on.
 	OwnershipOff bool
+
+	// Limiter, when set, limits the unary calls in the handler and queues
+	// or refuses the rest (default nil: none). Streams are not limited: a
+	// stream's lifetime is no sample of the handler's latency.
+	Limiter *overload.Limiter
 }
 
 // TrustPrivate is the default trust predicate of [Server]: it trusts peers
@@ -184,6 +196,13 @@ func (s Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if cancel != nil {
 			defer cancel()
 		}
+		if s.Limiter != nil {
+			p, err := s.Limiter.Acquire(ctx, callAttempt(ctx))
+			if err != nil {
+				return nil, overloadStatus(ctx, err)
+			}
+			defer p.Release()
+		}
 		resp, err := handler(ctx, req)
 		if s.upstreamOpen(ctx, err) {
 			grpc.SetTrailer(ctx, upstreamOpenMD)
@@ -212,6 +231,30 @@ func (s Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		}
 		return err
 	}
+}
+
+// callAttempt is the call's attempt number from retry-attempt (0 when it
+// has none or a malformed one).
+func callAttempt(ctx context.Context) int {
+	v := metadata.ValueFromIncomingContext(ctx, RetryAttemptMetadata)
+	if len(v) == 0 {
+		return 0
+	}
+	n, _ := deadline.ParseRetryAttempt(v[0])
+	return n
+}
+
+// overloadStatus is the status of a call the limiter refused: UNAVAILABLE with
+// grpc-retry-pushback-ms in the trailer, or the context's own status when
+// the caller has gone.
+func overloadStatus(ctx context.Context, err error) error {
+	var re *overload.RefusedError
+	if !errors.As(err, &re) || re.Reason == overload.ReasonGone {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	ms := (re.RetryAfter + time.Millisecond - 1) / time.Millisecond
+	grpc.SetTrailer(ctx, metadata.Pairs(PushbackMetadata, strconv.FormatInt(int64(ms), 10)))
+	return status.Error(codes.Unavailable, "heedgrpc: "+err.Error())
 }
 
 // serverStream is a ServerStream with the prepared context.

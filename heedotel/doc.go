@@ -20,6 +20,8 @@
 //	brkCfg.OnStateChange = m.BreakerObserver("payments")       // breaker.Config
 //	reg, err = m.ObserveBreaker("payments", brk)               // breaker state
 //	reg, err = m.ObserveBudget("payments", bud)                // budget window
+//	limCfg.Observe = m.OverloadObserver("api")                 // overload.Config
+//	reg, err = m.ObserveOverload("api", lim)                   // limit, in flight, queued
 //
 // Package heedotel/promexport serves a Metrics in the Prometheus text
 // format, for programs without an SDK of their own (heed jobs work
@@ -71,6 +73,14 @@
 //	heed.queue.job.duration      s           heed.job.kind, heed.job.result
 //	heed.queue.jobs              {job}       heed.job.state (gauge)
 //	heed.queue.dead_letter.oldest_age s      (no attributes; gauge)
+//
+//	overload (OverloadObserver,            attributes: heed.overload.name and
+//	ObserveOverload)
+//	heed.overload.refused        {request}   heed.overload.reason
+//	heed.overload.queue.duration s           -
+//	heed.overload.limit          {request}   (gauge)
+//	heed.overload.in_flight      {request}   (gauge)
+//	heed.overload.queued         {request}   (gauge)
 //
 // The package's README lists what each one means.
 //

@@ -52,6 +52,13 @@ const (
 	// event (queue.EventKind.String()): "succeeded", "retried",
 	// "snoozed", "dead", "released" or "lease_lost".
 	KeyJobResult = attribute.Key("heed.job.result")
+	// KeyOverload names the limiter given to [Metrics.OverloadObserver]
+	// and [Metrics.ObserveOverload].
+	KeyOverload = attribute.Key("heed.overload.name")
+	// KeyOverloadReason is why a limiter refused a request,
+	// overload.Reason.Key(): "queue_full", "queue_time", "deadline",
+	// "retry" or "caller_gone".
+	KeyOverloadReason = attribute.Key("heed.overload.reason")
 )
 
 // Bucket boundaries, in seconds, of heed's histograms. Change them with an
@@ -123,6 +130,13 @@ type Metrics struct {
 	jobsGauge     metric.Int64ObservableGauge
 	deadOldest    metric.Float64ObservableGauge
 
+	// overload (OverloadObserver, ObserveOverload)
+	overloadRefused  metric.Int64Counter
+	overloadWait     metric.Float64Histogram
+	overloadLimit    metric.Int64ObservableGauge
+	overloadInFlight metric.Int64ObservableGauge
+	overloadQueued   metric.Int64ObservableGauge
+
 	hosts  hostTable  // per-destination attribute sets of the HTTP instruments
 	jobs   sync.Map   // jobKey -> *jobSets
 	jobsMu sync.Mutex // serialises adding to jobs
@@ -174,6 +188,11 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.jobDur = b.histogram("heed.queue.job.duration", "s", "Duration of a job's attempt (its handler's run), by result.", jobBuckets)
 	m.jobsGauge = b.gauge("heed.queue.jobs", "{job}", "Jobs in the store, by queue and state (dead: the dead-letter's size).")
 	m.deadOldest = b.floatGauge("heed.queue.dead_letter.oldest_age", "s", "Age of the oldest job in the dead-letter (since it died), all queues together; absent when empty.")
+	m.overloadRefused = b.counter("heed.overload.refused", "{request}", "Requests an overload.Limiter refused, by reason.")
+	m.overloadWait = b.histogram("heed.overload.queue.duration", "s", "Time a request admitted by an overload.Limiter waited in its queue (0 when admitted at once).", delayBuckets)
+	m.overloadLimit = b.gauge("heed.overload.limit", "{request}", "An overload.Limiter's concurrency limit.")
+	m.overloadInFlight = b.gauge("heed.overload.in_flight", "{request}", "Requests in the handlers behind an overload.Limiter.")
+	m.overloadQueued = b.gauge("heed.overload.queued", "{request}", "Requests waiting in an overload.Limiter's queue.")
 	if b.err != nil {
 		return nil, b.err
 	}

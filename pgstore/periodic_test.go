@@ -37,3 +37,15 @@ func TestPeriodicAfterRetention(t *testing.T) {
 	defer s.Close()
 	storetest.RunPeriodicAfterRetention(t, clocktest.New(time.Time{}), s)
 }
+
+// TestDrain: a drain with the zero options waits for a retry due within
+// a minute and not for a job its handler declines, over a fake clock.
+func TestDrain(t *testing.T) {
+	_, u := testSchema(t)
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.RunDrain(t, clocktest.New(time.Time{}), s)
+}

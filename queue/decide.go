@@ -16,13 +16,38 @@ import (
 // end after the job's time budget sends the job to the dead-letter with
 // reason "time_budget".
 func Snooze(d time.Duration) error {
-	return &snoozeError{max(d, 0)}
+	return &snoozeError{d: max(d, 0)}
 }
 
-type snoozeError struct{ d time.Duration }
+// Decline returns an error that, returned by a handler, gives the job back
+// for another worker, one that may run it (this one lacks a permission, a
+// credential, a tool): as [Snooze](d), the job runs again after d without
+// using an attempt, and reason is kept in its history. A drain of this
+// worker ([Worker.Drain], [Worker.WaitEmpty]) does not wait for a job it
+// declined: it reports it in [DrainResult].Declined. A nil reason reads
+// "declined".
+func Decline(d time.Duration, reason error) error {
+	if reason == nil {
+		reason = errors.New("declined")
+	}
+	return &snoozeError{d: max(d, 0), declined: reason}
+}
 
-// Error says how long the job snoozes.
-func (e *snoozeError) Error() string { return "queue: snooze " + e.d.String() }
+type snoozeError struct {
+	d        time.Duration
+	declined error // set by Decline
+}
+
+// Error says how long the job snoozes, and why a declined job was.
+func (e *snoozeError) Error() string {
+	if e.declined != nil {
+		return "queue: declined (" + e.declined.Error() + "); available again in " + e.d.String()
+	}
+	return "queue: snooze " + e.d.String()
+}
+
+// Unwrap returns the reason a job was declined.
+func (e *snoozeError) Unwrap() error { return e.declined }
 
 // PanicError is the error a handler's panic becomes. It is classified like
 // any other error (see [WorkerConfig]'s Policy), and its stack is kept in

@@ -34,7 +34,8 @@
 // A handler steers with its error: nil succeeds; retry.Permanent(err) gives
 // up at once; retry.After(d, err) retries no sooner than d (a durable job
 // honours any wait within its time budget); [Snooze](d) runs the job again
-// after d without using an attempt; anything else is classified as
+// after d without using an attempt; [Decline](d, reason) does too, for a
+// worker that may run it, and a drain does not wait for it; anything else is classified as
 // retry.Do classifies it: errors marked retry.Transient, network and
 // timeout errors and transient database errors are retried, and an error
 // that says nothing goes to the dead-letter at once (set
@@ -73,7 +74,7 @@
 //
 // Enqueue with a [Client] ([ClientConfig], [EnqueueOptions], per-job
 // [JobPolicy]); run jobs with a [Worker] ([WorkerConfig], [Handle],
-// [Snooze], [RetryAll], [DefaultPolicy], events through [Event] and
+// [Snooze], [Decline], [Worker.Drain], [RetryAll], [DefaultPolicy], events through [Event] and
 // [LogObserver]); read jobs as [Job] with their [State] and history of
 // [Attempt] entries; operate the dead-letter with [DeadFilter] and
 // [Stats]. Errors: [ErrNotFound], [ErrInvalid] (an [*InputError] names the

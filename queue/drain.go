@@ -1,9 +1,9 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -60,13 +60,82 @@ func (a *activity) snapshot() (claims uint64, idle bool, claimed int) {
 	return a.claims, a.inflight == 0, a.claimed
 }
 
+// declines remembers the jobs a worker declined (see [Decline]) until it
+// runs them or another outcome replaces the decline, so that a drain does
+// not wait for them. The zero value is ready to use.
+type declines struct {
+	mu   sync.Mutex
+	jobs map[int64]DeclinedJob
+}
+
+// maxDeclines bounds the jobs a worker remembers declining; past it, a
+// drain waits for the others as for any due job.
+const maxDeclines = 10_000
+
+func (d *declines) set(j DeclinedJob) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.jobs == nil {
+		d.jobs = map[int64]DeclinedJob{}
+	}
+	if _, ok := d.jobs[j.ID]; ok || len(d.jobs) < maxDeclines {
+		d.jobs[j.ID] = j
+	}
+}
+
+func (d *declines) remove(id int64) {
+	d.mu.Lock()
+	delete(d.jobs, id)
+	d.mu.Unlock()
+}
+
+func (d *declines) has(id int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.jobs[id]
+	return ok
+}
+
+func (d *declines) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.jobs)
+}
+
+// all returns the jobs declined, by ID.
+func (d *declines) all() []DeclinedJob {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]DeclinedJob, 0, len(d.jobs))
+	for _, j := range d.jobs {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b DeclinedJob) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// DeclinedJob is a job a worker gave back with [Decline], as a drain
+// reports it.
+type DeclinedJob struct {
+	ID     int64
+	Queue  string
+	Kind   string
+	Reason string // the reason given to Decline, as the history keeps it
+}
+
+// DefaultDrainWithin is how far ahead a drain looks for due jobs by
+// default (DrainOptions.Within): a retry with a short backoff is waited
+// for, one scheduled further ahead is reported.
+const DefaultDrainWithin = time.Minute
+
 // DrainOptions configures [Worker.Drain] and [Worker.WaitEmpty]. The
-// zero value drains what is due now.
+// zero value runs what is due now and within DefaultDrainWithin, and
+// returns when only jobs this worker will not run are left.
 type DrainOptions struct {
 	// Within also waits for the jobs of the worker's queues that are due
 	// within this long (a retry with a short backoff, a job enqueued with
-	// a short delay), checking again as they come due. Zero waits only
-	// for jobs due now; it must not be negative.
+	// a short delay), checking again as they come due. Zero is
+	// DefaultDrainWithin; a negative value waits only for jobs due now.
 	Within time.Duration
 	// WaitScheduled waits for every job of the worker's queues, however
 	// far ahead it is scheduled, and for those running on other workers:
@@ -80,7 +149,7 @@ type DrainResult struct {
 	// (attempts it started or deferred).
 	Claimed int
 	// Scheduled is how many jobs of the worker's queues are available but
-	// due later.
+	// due later (those in Declined not counted).
 	Scheduled int
 	// Paused lists the worker's queues that are paused and have jobs
 	// waiting: a drain does not wait for them.
@@ -89,27 +158,30 @@ type DrainResult struct {
 	// not serve (those with at least one available, scheduled or running
 	// job), sorted by queue: jobs no drain of this worker will run.
 	Elsewhere []QueueStats
+	// Declined lists the jobs of the worker's queues that it gave back
+	// with [Decline] and that still wait, by ID: a drain does not wait for
+	// them, since this worker will not run them.
+	Declined []DeclinedJob
 }
 
-// Drain runs w until no job of its queues is due now (or within
-// opts.Within) and none it claimed is still running, nor any running on
-// another worker whose lease ends by then (it may come back: a killed
-// worker's job once its lease expires, or a retry), then shuts it down
-// and reports what was left: jobs due later, paused queues, jobs in queues
-// it does not serve. It is Start, [Worker.WaitEmpty] and Shutdown: a
-// program (a test, a batch run) runs the work there is and goes on. Jobs
-// that become due while Drain runs (a release, a snooze, a retry due
-// before it looks again) are run too; jobs due later are reported, not
-// waited for, unless opts asks. Paused queues are not waited for.
+// Drain runs w until no job of its queues is due within opts.Within (by
+// default DefaultDrainWithin) and none it claimed is still running, nor
+// any running on another worker whose lease ends by then (it may come
+// back: a killed worker's job once its lease expires, or a retry), then
+// shuts it down and reports what was left: jobs due later, paused queues,
+// jobs it declined, jobs in queues it does not serve. It is Start,
+// [Worker.WaitEmpty] and Shutdown: a program (a test, a batch run, a cron
+// drain) runs the work there is and goes on. Jobs that become due while
+// Drain runs (a release, a snooze, a retry due before it looks again) are
+// run too; jobs due later are reported, not waited for, unless opts asks.
+// Jobs this worker will not run are not waited for: those of paused
+// queues, and those its handlers gave back with [Decline] (a job whose
+// kind has no handler goes to the dead-letter at once).
 //
 // When ctx ends first, Drain shuts down (letting running jobs finish for
 // up to ShutdownGrace) and returns ctx.Err() with the result. It returns
-// ErrStopped when w was already started, and an error matching
-// ErrInvalid when opts is invalid.
+// ErrStopped when w was already started.
 func (w *Worker) Drain(ctx context.Context, opts DrainOptions) (DrainResult, error) {
-	if err := opts.validate(); err != nil {
-		return DrainResult{}, err
-	}
 	if err := w.Start(ctx); err != nil {
 		return DrainResult{}, err
 	}
@@ -128,22 +200,23 @@ func (w *Worker) Drain(ctx context.Context, opts DrainOptions) (DrainResult, err
 	return res, runErr
 }
 
-func (o *DrainOptions) validate() error {
-	if o.Within < 0 {
-		return &InputError{"DrainOptions.Within", fmt.Sprintf("is %v, must not be negative", o.Within)}
+// within returns how far ahead a drain waits for due jobs.
+func (o *DrainOptions) within() time.Duration {
+	switch {
+	case o.Within == 0:
+		return DefaultDrainWithin
+	case o.Within < 0:
+		return 0
 	}
-	return nil
+	return o.Within
 }
 
-// WaitEmpty waits, on a started worker, until no job of its queues is
-// due now (or within opts.Within; with opts.WaitScheduled, until they
-// have no unfinished job) and none it claimed is running, and returns what
+// WaitEmpty waits, on a started worker, until no job of its queues that
+// it will run is due within opts.Within (with opts.WaitScheduled, until
+// they have no such unfinished job) and none it claimed is running, and returns what
 // was left, as [Worker.Drain] does, without stopping w. It returns
 // ctx.Err() when ctx ends first, and ErrStopped when w is not running.
 func (w *Worker) WaitEmpty(ctx context.Context, opts DrainOptions) (DrainResult, error) {
-	if err := opts.validate(); err != nil {
-		return DrainResult{}, err
-	}
 	w.mu.Lock()
 	state := w.state
 	w.mu.Unlock()
@@ -195,17 +268,17 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 		if slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == q }) {
 			continue
 		}
-		f := JobFilter{State: StateAvailable, Queue: q, AvailableBy: now.Add(opts.Within), Limit: 1}
+		by := now.Add(opts.within())
+		f := JobFilter{State: StateAvailable, Queue: q, AvailableBy: by}
 		if opts.WaitScheduled {
 			f.AvailableBy = time.Time{}
 		}
-		jobs, err := w.store.JobList(ctx, f)
+		due, err := w.undeclined(ctx, f)
 		if err != nil {
 			return false, err
 		}
-		due := len(jobs) > 0
 		if !due {
-			if due, err = w.runningDue(ctx, q, now.Add(opts.Within), opts.WaitScheduled); err != nil {
+			if due, err = w.runningDue(ctx, q, by, opts.WaitScheduled); err != nil {
 				return false, err
 			}
 		}
@@ -221,6 +294,30 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 	// missed: look again after it.
 	after, idle, _ := w.active.snapshot()
 	return empty && idle && after == claims, nil
+}
+
+// undeclined reports whether f lists a job that w has not declined.
+func (w *Worker) undeclined(ctx context.Context, f JobFilter) (bool, error) {
+	page := 500
+	if w.declined.len() == 0 {
+		page = 1
+	}
+	f.Limit = page
+	for {
+		jobs, err := w.store.JobList(ctx, f)
+		if err != nil {
+			return false, err
+		}
+		for _, j := range jobs {
+			if !w.declined.has(j.ID) {
+				return true, nil
+			}
+		}
+		if len(jobs) < page {
+			return false, nil
+		}
+		f.AfterID = jobs[len(jobs)-1].ID
+	}
 }
 
 // runningDue reports whether queue q has a job running on another worker
@@ -255,7 +352,8 @@ func (w *Worker) runningDue(ctx context.Context, q string, by time.Time, all boo
 func (w *Worker) drainResult(ctx context.Context) (DrainResult, error) {
 	_, _, claimed := w.active.snapshot()
 	res := DrainResult{Claimed: claimed}
-	st, err := w.store.Stats(ctx, w.now())
+	now := w.now()
+	st, err := w.store.Stats(ctx, now)
 	if err != nil {
 		return res, err
 	}
@@ -273,6 +371,26 @@ func (w *Worker) drainResult(ctx context.Context) (DrainResult, error) {
 		res.Scheduled += qs.Scheduled
 		if qs.Available > 0 && slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == qs.Queue }) {
 			res.Paused = append(res.Paused, qs.Queue)
+		}
+	}
+	if declined := w.declined.all(); len(declined) > 0 {
+		ids := make([]int64, len(declined))
+		for i, d := range declined {
+			ids[i] = d.ID
+		}
+		waiting, err := w.store.JobList(ctx, JobFilter{IDs: ids, State: StateAvailable})
+		if err != nil {
+			return res, err
+		}
+		for _, d := range declined {
+			i := slices.IndexFunc(waiting, func(j *Job) bool { return j.ID == d.ID })
+			if i < 0 {
+				continue
+			}
+			res.Declined = append(res.Declined, d)
+			if waiting[i].AvailableAt.After(now) && res.Scheduled > 0 {
+				res.Scheduled-- // reported as declined instead
+			}
 		}
 	}
 	return res, nil

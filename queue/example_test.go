@@ -308,3 +308,38 @@ func ExampleSchemaTooNewError() {
 	// pgstore: database schema version 7 is newer than this binary knows (version 3): upgrade heed
 	// true
 }
+
+// A worker that lacks what a kind needs gives its jobs back with Decline,
+// for a worker that has it: the attempt is not counted, and a drain
+// reports the job instead of waiting for it.
+func ExampleDecline() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+
+	w, err := queue.NewWorker(st, queue.WorkerConfig{ID: "small-box"})
+	if err != nil {
+		panic(err)
+	}
+	queue.Handle(w, "render", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+		return queue.Decline(time.Minute, errors.New("no GPU on this worker"))
+	})
+	c := queue.NewClient(st, queue.ClientConfig{})
+	c.Enqueue(ctx, "render", nil, queue.EnqueueOptions{})
+
+	res, err := w.Drain(ctx, queue.DrainOptions{})
+	if err != nil {
+		panic(err)
+	}
+	for _, d := range res.Declined {
+		fmt.Printf("%s job %d not run: %s\n", d.Kind, d.ID, d.Reason)
+	}
+	j, _ := c.Job(ctx, 1)
+	fmt.Println(j.State, "attempts:", j.Attempt)
+	// Output:
+	// render job 1 not run: no GPU on this worker
+	// available attempts: 0
+}

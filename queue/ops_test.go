@@ -234,8 +234,12 @@ func TestWorkerDrain(t *testing.T) {
 	if j, _ := c.Job(ctx, soon.ID); j.State != queue.StateSucceeded {
 		t.Errorf("the job due in 50 ms is %s after Drain(Within 1m)", j.State)
 	}
-	if _, err := newWorker(t, s, cfg).Drain(ctx, queue.DrainOptions{Within: -1}); !errors.Is(err, queue.ErrInvalid) {
-		t.Errorf("Drain(Within -1): %v, want ErrInvalid", err)
+	// A negative Within waits for nothing scheduled, however soon.
+	enqueue(t, c, "ok", nil, queue.EnqueueOptions{Queue: "b", In: 30 * time.Second})
+	w4 := newWorker(t, s, cfg)
+	queue.Handle(w4, "ok", func(ctx context.Context, job *queue.Job, _ msg) error { return nil })
+	if res, err := w4.Drain(ctx, queue.DrainOptions{Within: -1}); err != nil || res.Claimed != 0 || res.Scheduled != 2 {
+		t.Errorf("Drain(Within -1) = %+v, %v; want none claimed, 2 scheduled", res, err)
 	}
 	if _, err := newWorker(t, s, cfg).WaitEmpty(ctx, queue.DrainOptions{}); !errors.Is(err, queue.ErrStopped) {
 		t.Errorf("WaitEmpty on a worker not started: %v, want ErrStopped", err)

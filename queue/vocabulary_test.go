@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
@@ -55,6 +56,10 @@ func TestStoredWords(t *testing.T) {
 		{string(queue.StateSucceeded), "succeeded"}, {string(queue.StateDead), "dead"},
 		{string(queue.StateCancelled), "cancelled"},
 		{breaker.Closed.Key(), "closed"}, {breaker.Open.Key(), "open"}, {breaker.HalfOpen.Key(), "half_open"},
+		// overload.Reason.Key: a server's refusals, as metric values.
+		{overload.ReasonQueueFull.Key(), "queue_full"}, {overload.ReasonQueueTime.Key(), "queue_time"},
+		{overload.ReasonDeadline.Key(), "deadline"}, {overload.ReasonRetry.Key(), "retry"},
+		{overload.ReasonGone.Key(), "caller_gone"},
 	} {
 		if c.got != c.want {
 			t.Errorf("word %q, pinned %q", c.got, c.want)

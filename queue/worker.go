@@ -175,8 +175,9 @@ type Worker struct {
 
 	outage outage // failing store calls, for the log
 
-	cancels cancels  // running jobs, for cancellations (cancel.go)
-	active  activity // claims and jobs in flight, for Drain (drain.go)
+	cancels  cancels  // running jobs, for cancellations (cancel.go)
+	active   activity // claims and jobs in flight, for Drain (drain.go)
+	declined declines // jobs declined, for Drain (drain.go)
 
 	batcher   TransitionBatcher // the store, when it batches
 	complete  chan completion   // to the completer
@@ -631,6 +632,11 @@ func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Durat
 			w.log(fmt.Sprintf("store the result of job %d", job.ID), err)
 		}
 		return
+	}
+	if se, ok := errors.AsType[*snoozeError](d.Err); ok && se.declined != nil && t.State == StateAvailable {
+		w.declined.set(DeclinedJob{ID: job.ID, Queue: job.Queue, Kind: job.Kind, Reason: errorText(se.declined)})
+	} else {
+		w.declined.remove(job.ID)
 	}
 	if t.State == StateAvailable {
 		// A retry due before the next poll: tell the claim loop, so that

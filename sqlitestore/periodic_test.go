@@ -36,3 +36,11 @@ func TestPeriodicAfterRetention(t *testing.T) {
 	defer s.Close()
 	storetest.RunPeriodicAfterRetention(t, clocktest.New(time.Time{}), s)
 }
+
+// TestDrain: a drain with the zero options waits for a retry due within
+// a minute and not for a job its handler declines, over a fake clock.
+func TestDrain(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	storetest.RunDrain(t, clocktest.New(time.Time{}), s)
+}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -85,28 +84,30 @@ func demoServer(fails int64) (url string, stop func(), err error) {
 	return "http://" + ln.Addr().String() + "/hook", func() { srv.Close() }, nil
 }
 
+// dbArg is the --db flag that names db in a suggested command: none when
+// the demo used the database heed's commands use by default (the flag was
+// not given), so that the commands read as the README shows them.
+func dbArg(flagValue, db string) string {
+	if flagValue == "" {
+		return ""
+	}
+	return " --db " + db
+}
+
 // demoMain is "heed demo".
 func demoMain(ctx context.Context, s streams, args []string) int {
 	const name = "demo"
 	fs := newFlagSet(name)
-	dbFlag := fs.String("db", "", "the `DATABASE` to use: a SQLite file or a postgres:// URL; it must be empty (default: a new temporary SQLite file)")
-	reset := fs.Bool("reset", false, "delete the SQLite file given by --db first, if it exists")
+	dbFlag := fs.String("db", "", "the `DATABASE` to use: a SQLite file or a postgres:// URL; it must be empty (default: $HEED_DB, else ./heed.db, where heed jobs and heed ui look)")
+	reset := fs.Bool("reset", false, "delete the demo's SQLite file first, if it exists (a second run)")
 	quiet := fs.Bool("quiet", false, "print only the final table")
 	if code, done := parseNoArgs(fs, args, s, demoDoc); done {
 		return code
 	}
-	dsn := *dbFlag
+	dsn := resolveDB(*dbFlag)
 	switch {
-	case *reset && dsn == "":
-		return usageError(s, name, errors.New("--reset needs --db (the default is a new file anyway)"))
 	case *reset && storeurl.IsPostgres(dsn):
 		return usageError(s, name, errors.New("--reset works on SQLite files only; give an empty PostgreSQL schema instead"))
-	case dsn == "":
-		dir, err := os.MkdirTemp("", "heed-demo-")
-		if err != nil {
-			return jobsFail(ctx, s, name, err)
-		}
-		dsn = filepath.Join(dir, "demo.db")
 	case *reset:
 		path, ok := storeurl.File(dsn)
 		if !ok {
@@ -129,7 +130,8 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 		return jobsFail(ctx, s, name, err)
 	}
 	if len(st.Queues) > 0 {
-		fmt.Fprintf(s.stderr, "heed demo: %s already has jobs; the demo needs an empty database (use --reset to delete a SQLite file first, or leave out --db)\n", d.Name())
+		fmt.Fprintf(s.stderr, "heed demo: %s already has jobs; the demo needs an empty database: heed demo --reset%s deletes it first, or give another --db\n",
+			d.Name(), dbArg(*dbFlag, dsn))
 		return exitFailure
 	}
 
@@ -165,7 +167,11 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 
 	start := time.Now()
 	stamp := func(t time.Time) string { return fmt.Sprintf("+%.3fs", t.Sub(start).Seconds()) }
-	fmt.Fprintf(s.stdout, "heed demo: a job queue in %s\n", d.Name())
+	where := d.Name()
+	if *dbFlag == "" {
+		where += ", where heed jobs and heed ui look by default"
+	}
+	fmt.Fprintf(s.stdout, "heed demo: a job queue in %s\n", where)
 	fmt.Fprintf(s.stdout, "worker policy: %d attempts, backoff 50ms..500ms with full jitter, time budget 30s\n\n", demoPolicy.Attempts)
 	for i, dj := range jobs {
 		raw, _ := json.Marshal(dj.args)
@@ -235,14 +241,15 @@ func demoMain(ctx context.Context, s streams, args []string) int {
 	if d.Postgres() != nil {
 		db = "'" + d.Name()[len("postgres "):] + "'" // never the password
 	}
+	flag := dbArg(*dbFlag, db)
 	fmt.Fprintf(s.stdout, "\nThe dead-letter keeps %d jobs with their whole history, in %s. Look and requeue:\n", st.Dead, d.Name())
-	fmt.Fprintf(s.stdout, "  heed jobs dead ls --db %s\n", db)
-	fmt.Fprintf(s.stdout, "  heed jobs show %d --db %s\n", jobs[3].job.ID, db)
+	fmt.Fprintf(s.stdout, "  heed jobs dead ls%s\n", flag)
+	fmt.Fprintf(s.stdout, "  heed jobs show %d%s\n", jobs[3].job.ID, flag)
 	// Job 3 gave up on a transient error, so it may pass once its upstream
 	// is back; job 2's error is permanent and would only fail again.
-	fmt.Fprintf(s.stdout, "  heed jobs dead requeue %d --db %s   # its error was transient; job %d's is permanent and would fail again\n",
-		jobs[2].job.ID, db, jobs[1].job.ID)
-	fmt.Fprintf(s.stdout, "Or in a browser (the five jobs, their decision timelines, the dead-letter by cause):\n  heed ui --db %s\n", db)
+	fmt.Fprintf(s.stdout, "  heed jobs dead requeue %d%s   # its error was transient; job %d's is permanent and would fail again\n",
+		jobs[2].job.ID, flag, jobs[1].job.ID)
+	fmt.Fprintf(s.stdout, "Or in a browser (the five jobs, their decision timelines, the dead-letter by cause):\n  heed ui%s\n", flag)
 	if !allOK {
 		fmt.Fprintln(s.stdout, "\nSome jobs did not end as their script intends (see UNEXPECTED above).")
 		return exitFailure

@@ -99,12 +99,8 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 		if err != nil {
 			return jobsFail(ctx, s, name, err)
 		}
-		batch := ", one per transaction"
-		if d.Postgres() != nil {
-			batch = fmt.Sprintf(", %d per transaction", jobbench.PGBatch)
-		}
-		fmt.Fprintf(s.stdout, "burn-down: inserted %d no-op jobs in %.2fs (%.0f jobs/s, %d inserters%s)\n",
-			*n, ins.Seconds(), float64(*n)/ins.Seconds(), *inserters, batch)
+		fmt.Fprintf(s.stdout, "burn-down: inserted %d no-op jobs in %.2fs (%.0f jobs/s, %d inserters, EnqueueMany of %d)\n",
+			*n, ins.Seconds(), float64(*n)/ins.Seconds(), *inserters, jobbench.InsertBatch)
 		stop = showProgress(term, func() string {
 			return fmt.Sprintf("burn-down: drained %s of %s jobs", textfmt.Group(float64(bench.Drained.Load())), textfmt.Group(float64(*n)))
 		})

@@ -3,8 +3,11 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,17 +21,21 @@ import (
 	"github.com/heed-go/heed/sqlitestore"
 )
 
-// The README's main-job command, as a user runs it: a fresh temporary
-// database, under a minute (about 2 s), exit 0.
-func TestE2EDemo(t *testing.T) {
-	r := runHeed(t, t.TempDir(), "demo")
-	if m := regexp.MustCompile(`--db (\S+heed-demo-\d+)/demo\.db`).FindStringSubmatch(r.stdout); m != nil {
-		defer os.RemoveAll(m[1])
-	} else {
-		t.Errorf("the demo does not say where its database is:\n%s", r.stdout)
-	}
+// The README's first steps, as a user runs them on a fresh clone, in one
+// directory: heed demo (about 2 s, exit 0) writes ./heed.db, where the
+// commands it suggests, the README's jobs tour and heed ui look without
+// --db; the tour's drain does not wait for its job scheduled later.
+func TestE2EReadmeFirstSteps(t *testing.T) {
+	dir := t.TempDir()
+	r := runHeed(t, dir, "demo")
 	if r.code != 0 || r.stderr != "" {
-		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+		t.Fatalf("demo: exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+	}
+	if !strings.HasPrefix(r.stdout, "heed demo: a job queue in sqlite heed.db, where heed jobs and heed ui look by default\n") {
+		t.Errorf("the demo does not say it writes ./heed.db:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "heed.db")); err != nil {
+		t.Errorf("no ./heed.db after the demo: %v", err)
 	}
 	if n := strings.Count(r.stdout, "  ok\n"); n != 5 {
 		t.Errorf("%d jobs ok, want 5:\n%s", n, r.stdout)
@@ -51,25 +58,111 @@ func TestE2EDemo(t *testing.T) {
 	if len(suggested) != 4 {
 		t.Fatalf("%d suggested commands, want 4:\n%s", len(suggested), r.stdout)
 	}
-	// The last opens the dashboard on the same database (it serves until
-	// interrupted: TestUIServes runs it).
-	if ui := suggested[3]; len(ui) != 3 || ui[0] != "ui" || ui[1] != "--db" || ui[2] != suggested[0][len(suggested[0])-1] {
-		t.Errorf("last suggestion is %q, want heed ui --db on the demo's database", ui)
+	if ui := suggested[3]; len(ui) != 1 || ui[0] != "ui" {
+		t.Errorf("last suggestion is %q, want heed ui", ui)
 	}
-	suggested = suggested[:3]
 	requeue := suggested[2]
-	if len(requeue) < 4 || requeue[0] != "jobs" || requeue[1] != "dead" || requeue[2] != "requeue" {
-		t.Fatalf("last suggestion is %q, want a requeue", requeue)
+	if len(requeue) != 4 || requeue[0] != "jobs" || requeue[1] != "dead" || requeue[2] != "requeue" {
+		t.Fatalf("third suggestion is %q, want a requeue", requeue)
 	}
-	show := runHeed(t, t.TempDir(), "jobs", "show", requeue[3], "--db", requeue[len(requeue)-1])
+	show := runHeed(t, dir, "jobs", "show", requeue[3])
 	if show.code != 0 || !strings.Contains(show.stdout, "state      dead (attempts)") {
 		t.Errorf("the demo suggests requeueing job %s, which is not dead by its attempts:\n%s%s", requeue[3], show.stdout, show.stderr)
 	}
-	for _, args := range suggested {
-		if got := runHeed(t, t.TempDir(), args...); got.code != 0 {
+	for _, args := range suggested[:3] {
+		if got := runHeed(t, dir, args...); got.code != 0 {
 			t.Errorf("heed %s: exit %d\n%s%s", strings.Join(args, " "), got.code, got.stdout, got.stderr)
 		}
 	}
+
+	// The README's jobs tour, in the same directory.
+	tour := readmeBlock(t, "heed jobs enqueue fail '{\"times\": 2}'")
+	if len(tour) < 5 {
+		t.Fatalf("the README's jobs tour has %d commands", len(tour))
+	}
+	for _, args := range tour {
+		got := runHeed(t, dir, args...)
+		if got.code != 0 {
+			t.Errorf("heed %s: exit %d\n%s%s", strings.Join(args, " "), got.code, got.stdout, got.stderr)
+		}
+		if args[0] == "jobs" && args[1] == "work" {
+			if got.took > 20*time.Second || !strings.Contains(got.stderr, "1 job of these queues scheduled for later, not waited for") {
+				t.Errorf("heed %s took %v:\n%s", strings.Join(args, " "), got.took, got.stderr)
+			}
+		}
+	}
+
+	// heed ui serves the same database.
+	cmd := exec.Command(heedBinary(t), "ui", "--addr", "127.0.0.1:0", "--read-only")
+	cmd.Dir = dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	m := regexp.MustCompile(`serving sqlite heed\.db on (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("heed ui: %q, %v", line, err)
+	}
+	resp, err := http.Get(m[1] + "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "invalid email address") {
+		t.Errorf("heed ui: GET /dead: %d\n%.400s", resp.StatusCode, b)
+	}
+}
+
+// readmeBlock returns the commands of the README's sh block that starts
+// with the line first, split as the shell would (single quotes kept
+// together, comments dropped), without the leading "heed".
+func readmeBlock(t *testing.T, first string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "```sh\n"+first)
+	if !ok {
+		t.Fatalf("README.md has no sh block starting with %s", first)
+	}
+	block, _, _ = strings.Cut(first+block, "```")
+	var cmds [][]string
+	for line := range strings.Lines(block) {
+		var args []string
+		var cur strings.Builder
+		quoted, inArg := false, false
+		for _, c := range line {
+			switch {
+			case c == '\'':
+				quoted, inArg = !quoted, true
+			case !quoted && (c == ' ' || c == '\n'):
+				if inArg {
+					args, inArg = append(args, cur.String()), false
+					cur.Reset()
+				}
+			case !quoted && c == '#':
+				goto done
+			default:
+				cur.WriteRune(c)
+				inArg = true
+			}
+		}
+	done:
+		if inArg {
+			args = append(args, cur.String())
+		}
+		if len(args) > 1 && args[0] == "heed" {
+			cmds = append(cmds, args[1:])
+		}
+	}
+	return cmds
 }
 
 // waitState waits until job id is in state.

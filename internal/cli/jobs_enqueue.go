@@ -68,7 +68,8 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 	if !json.Valid(raw) {
 		return usageError(s, name, fmt.Errorf("arguments are not valid JSON: %s", textfmt.Shorten(pos[1], 60)))
 	}
-	if err := jobkinds.Validate(kind, raw); err != nil {
+	raw, err := jobkinds.Prepare(kind, raw)
+	if err != nil {
 		return usageError(s, name, err)
 	}
 	if *at != "" {

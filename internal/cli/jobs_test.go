@@ -112,7 +112,7 @@ func TestJobsBadInput(t *testing.T) {
 		{[]string{"jobs", "work", "--lease", "0s"}, 2, "--lease"},
 		{[]string{"jobs", "work", "--lease", "500ms"}, 2, "below the minimum of 1s"},
 		{[]string{"jobs", "bench", "--jobs", "0"}, 2, "--jobs"},
-		{[]string{"demo", "--reset"}, 2, "--reset needs --db"},
+		{[]string{"demo", "--reset", "--db", "postgres://127.0.0.1:1/x"}, 2, "--reset works on SQLite files only"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -358,9 +358,12 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
 	}
-	// Not on a database with jobs.
+	// Not on a database with jobs, unless --reset.
 	code, _, stderr = heed(t, "", "demo", "--db", db, "--quiet")
-	if code != 1 || !strings.Contains(stderr, "already has jobs") {
+	if code != 1 || !strings.Contains(stderr, "already has jobs; the demo needs an empty database: heed demo --reset --db "+db+" deletes it first") {
 		t.Errorf("second run: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr = heed(t, "", "demo", "--db", db, "--quiet", "--reset"); code != 0 {
+		t.Errorf("second run with --reset: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -162,6 +162,12 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	sort.Strings(names)
 	log.Info(fmt.Sprintf("worker %s on %s", w.ID(), d.Name()),
 		"queues", strings.Join(names, ", "), "policy", pf.describe(p), "lease", *lease)
+	switch {
+	case *untilEmpty && *waitScheduled:
+		log.Info("until empty: runs every job of its queues, however far ahead (--wait-scheduled), then stops")
+	case *untilEmpty:
+		log.Info(fmt.Sprintf("until empty: runs the jobs due now or within %v (--wait-within), then stops and reports what is left", *waitWithin))
+	}
 
 	rctx := ctx
 	var cancel context.CancelFunc = func() {}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // workUntil runs heed with args in-process until one of its lines (stdout
@@ -120,6 +121,37 @@ func TestJobsWorkExecNotAllowed(t *testing.T) {
 	}
 	if out := mustHeed(t, 0, "jobs", "ls", "--state", "dead"); out != "" {
 		t.Errorf("dead jobs:\n%s", out)
+	}
+}
+
+// --until-empty with an exec job this worker may not run (no
+// --allow-exec) returns at once, naming the job, instead of waiting for it
+// every minute for ever; the job stays for a worker that allows it.
+func TestJobsWorkUntilEmptyExecNotAllowed(t *testing.T) {
+	jobsTestDB(t)
+	mustHeed(t, 0, "jobs", "enqueue", "exec", `{"argv": ["true"]}`)
+	mustHeed(t, 0, "jobs", "enqueue", "noop", `{}`)
+	start := time.Now()
+	code, stdout, stderr := heed(t, "", "jobs", "work", "--until-empty", "--for", "30s")
+	if took := time.Since(start); code != 0 || took >= 30*time.Second {
+		t.Fatalf("exit %d after %v (the limit is 30s); stderr:\n%s", code, took, stderr)
+	}
+	for _, want := range []string{
+		"exec job 1 (queue default) not run: exec jobs are disabled on this worker (start it with heed jobs work --allow-exec); it stays available for another worker",
+		"stopped: 2 attempts",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "scheduled for later") {
+		t.Errorf("the declined job is counted as scheduled too:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "job 2 noop: attempt 1: ok") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	if out := mustHeed(t, 0, "jobs", "show", "1"); !strings.Contains(out, "attempts   0") {
+		t.Errorf("the exec job:\n%s", out)
 	}
 }
 

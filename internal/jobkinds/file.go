@@ -42,7 +42,7 @@ func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.
 //
 // with the fields kind (required), args, queue, priority, key, attempts,
 // in and at; defaults gives the options of the fields a line leaves out.
-// Blank lines are skipped. Each job is checked as [Validate] and the queue
+// Blank lines are skipped. Each job is checked and prepared as [Prepare] and the queue
 // check it; now is the time "in" counts from. It returns the jobs, the bad
 // lines (each a [LineError]), and an error when r cannot be read.
 func ReadLines(r io.Reader, defaults queue.EnqueueOptions, now time.Time) ([]queue.EnqueueItem, []error, error) {
@@ -91,9 +91,11 @@ func parseLine(line []byte, defaults queue.EnqueueOptions, now time.Time) (queue
 	if len(j.Args) == 0 || string(j.Args) == "null" {
 		j.Args = json.RawMessage("{}")
 	}
-	if err := Validate(j.Kind, j.Args); err != nil {
+	args, err := Prepare(j.Kind, j.Args)
+	if err != nil {
 		return queue.EnqueueItem{}, err
 	}
+	j.Args = args
 	o := defaults
 	if j.Queue != nil {
 		o.Queue = *j.Queue

@@ -13,6 +13,8 @@ package jobkinds
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,8 +52,9 @@ type Config struct {
 	// worker's machine.
 	AllowExec bool
 	// OnExecRefused, when set, is called for every exec job such a worker
-	// gives back (it snoozes for ExecRefusedSnooze, its attempt not
-	// counted), to warn whoever runs it.
+	// gives back (queue.Decline: it waits ExecRefusedSnooze, its attempt
+	// not counted, and a drain of this worker does not wait for it), to
+	// warn whoever runs it.
 	OnExecRefused func(job *queue.Job)
 	// HTTP is the base transport under the retryhttp.Transport that http
 	// jobs make their requests through (default: a clone of
@@ -89,8 +92,8 @@ var kinds = []Kind{
 		register: func(w *queue.Worker, _ *Config) { queue.Handle(w, "fail", runFail) },
 	},
 	{
-		Name: "http", Example: `{"url": "https://example.com/", "method": "GET", "timeout_ms": 10000}`,
-		Doc:      "one request per attempt, through retryhttp; 2xx/3xx succeed, 408, 429, 500, 502, 503, 504 and transient network errors are retried (honouring Retry-After) when the request is safe to repeat (GET, HEAD, PUT, DELETE, OPTIONS), other statuses and errors fail permanently",
+		Name: "http", Example: `{"url": "https://example.com/hook", "method": "POST", "body": "{\"id\": 7}", "headers": {"Content-Type": "application/json"}, "timeout_ms": 10000}`,
+		Doc:      "one request per attempt, through retryhttp, with body (sent as is) and headers (secret ones redacted wherever the job is shown); 2xx/3xx succeed, 408, 429, 500, 502, 503, 504 and transient network errors are retried (honouring Retry-After) when the request is safe to repeat (GET, HEAD, PUT, DELETE, OPTIONS, or a POST or PATCH with its Idempotency-Key: one is made at enqueue and sent on every attempt; keyed_retries_off for servers that ignore keys), other statuses and errors fail permanently",
 		validate: strict[httpArgs],
 		register: registerHTTP,
 	},
@@ -143,6 +146,21 @@ func Validate(kind string, args json.RawMessage) error {
 		return fmt.Errorf("invalid arguments for %s job: %w (example: %s)", kind, err, k.Example)
 	}
 	return nil
+}
+
+// Prepare checks kind and args as [Validate] does and returns the
+// arguments to store: those of an http job with method POST or PATCH gain
+// an Idempotency-Key header (a random UUID) when they have none, so that
+// every attempt of the job sends the same key and retryhttp may repeat it
+// (unless keyed_retries_off). Other arguments are returned as they are.
+func Prepare(kind string, args json.RawMessage) (json.RawMessage, error) {
+	if err := Validate(kind, args); err != nil {
+		return nil, err
+	}
+	if kind != "http" {
+		return args, nil
+	}
+	return prepareHTTP(args)
 }
 
 // Register registers a handler for every built-in kind on w. It must be
@@ -244,10 +262,20 @@ func runFail(ctx context.Context, job *queue.Job, a failArgs) error {
 }
 
 type httpArgs struct {
-	URL       string `json:"url"`
-	Method    string `json:"method"`
-	TimeoutMS int64  `json:"timeout_ms"`
+	URL     string            `json:"url"`
+	Method  string            `json:"method"`
+	Body    string            `json:"body"`
+	Headers map[string]string `json:"headers"`
+	// KeyedRetriesOff: the server is not known to honour Idempotency-Key,
+	// so a POST or PATCH is not repeated because it carries one
+	// (retryhttp.Transport.KeyedRetriesOff).
+	KeyedRetriesOff bool  `json:"keyed_retries_off"`
+	TimeoutMS       int64 `json:"timeout_ms"`
 }
+
+// headersManaged are the request headers net/http and retryhttp write
+// themselves: a job may not set them.
+var headersManaged = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Retry-Attempt", "Timeout-Remaining"}
 
 func (a *httpArgs) check() error {
 	u, err := url.Parse(a.URL)
@@ -264,7 +292,91 @@ func (a *httpArgs) check() error {
 	default:
 		return fmt.Errorf(`"method" %q is not one of GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS`, a.Method)
 	}
+	for name, v := range a.Headers {
+		if !validHeaderName(name) {
+			return fmt.Errorf(`"headers": %q is not a header name`, name)
+		}
+		if slices.Contains(headersManaged, http.CanonicalHeaderKey(name)) {
+			return fmt.Errorf(`"headers": %s is set by the request itself, not by a job`, http.CanonicalHeaderKey(name))
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf(`"headers": the value of %s has a line break or NUL`, name)
+		}
+	}
 	return checkMillis("timeout_ms", a.TimeoutMS, MaxSleep)
+}
+
+// validHeaderName reports whether name is an HTTP token (RFC 9110 §5.6.2).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// keyed reports whether an http job with method gets an Idempotency-Key at
+// enqueue: the methods retryhttp repeats only with one.
+func keyed(method string) bool { return method == http.MethodPost || method == http.MethodPatch }
+
+// headerIn returns the value of the header name in h, matched without
+// regard to case, and whether it is there.
+func headerIn(h map[string]string, name string) (string, bool) {
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// prepareHTTP returns the arguments of an http job as they are stored: a
+// POST or PATCH without an Idempotency-Key header gets one, a random UUID
+// quoted as the IETF draft's sf-string, so that every attempt of the job
+// sends the same key.
+func prepareHTTP(raw json.RawMessage) (json.RawMessage, error) {
+	var a httpArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, err
+	}
+	if !keyed(a.Method) {
+		return raw, nil
+	}
+	if _, ok := headerIn(a.Headers, retryhttp.IdempotencyKeyHeader); ok {
+		return raw, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, err
+	}
+	if a.Headers == nil {
+		a.Headers = map[string]string{}
+	}
+	a.Headers[retryhttp.IdempotencyKeyHeader] = newKey()
+	h, err := json.Marshal(a.Headers)
+	if err != nil {
+		return nil, err
+	}
+	top["headers"] = h
+	return json.Marshal(top)
+}
+
+// newKey returns a random UUID (version 4) quoted as an sf-string.
+func newKey() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return `"` + h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:] + `"`
 }
 
 func registerHTTP(w *queue.Worker, cfg *Config) {
@@ -323,12 +435,21 @@ func runHTTP(ctx context.Context, hc *httpClient, a httpArgs) error {
 		method = http.MethodGet
 	}
 	var d retry.Decision
-	req, err := http.NewRequestWithContext(context.WithValue(ctx, decisionKey{}, &d), method, a.URL, nil)
+	var body io.Reader
+	if a.Body != "" {
+		body = strings.NewReader(a.Body) // sent again as is: GetBody is set
+	}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, decisionKey{}, &d), method, a.URL, body)
 	if err != nil {
 		return retry.Permanent(fmt.Errorf("http: %s", redact.Text(err.Error())))
 	}
+	for k, v := range a.Headers {
+		req.Header.Set(k, v)
+	}
 	safe := retryhttp.RedactURL(req.URL)
-	resp, err := (&http.Client{Transport: hc.transport(timeout)}).Do(req)
+	tr := hc.transport(timeout)
+	tr.KeyedRetriesOff = a.KeyedRetriesOff
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		err = fmt.Errorf("http %s %s: %s", method, safe, causeText(req.URL, err))
 		switch {
@@ -407,7 +528,7 @@ func registerExec(w *queue.Worker, cfg *Config) {
 			if refused != nil {
 				refused(job)
 			}
-			return queue.Snooze(ExecRefusedSnooze)
+			return queue.Decline(ExecRefusedSnooze, ErrExecDisabled)
 		}
 		return runExec(ctx, a)
 	})

@@ -92,8 +92,9 @@ func PausedLine(ps []queue.PausedQueue, now time.Time) string {
 }
 
 // DrainReport describes what --until-empty left behind, for the worker's
-// log: jobs scheduled later, paused queues, and jobs in queues the worker
-// does not serve.
+// log: jobs scheduled later, paused queues, jobs the worker declined (an
+// exec job without --allow-exec), and jobs in queues the worker does not
+// serve.
 func DrainReport(res queue.DrainResult) []string {
 	var lines []string
 	if res.Scheduled > 0 {
@@ -102,6 +103,14 @@ func DrainReport(res queue.DrainResult) []string {
 	}
 	if len(res.Paused) > 0 {
 		lines = append(lines, "paused queues with jobs waiting, not run: "+strings.Join(res.Paused, ", ")+" (heed jobs resume QUEUE)")
+	}
+	const maxDeclined = 10 // lines, the rest counted
+	for i, d := range res.Declined {
+		if i == maxDeclined {
+			lines = append(lines, fmt.Sprintf("and %s not run", textfmt.Plural(len(res.Declined)-i, "more job", "more jobs")))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("%s job %d (queue %s) not run: %s; it stays available for another worker", d.Kind, d.ID, d.Queue, d.Reason))
 	}
 	if len(res.Elsewhere) > 0 {
 		parts := make([]string, len(res.Elsewhere))

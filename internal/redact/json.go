@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 )
 
 // JSON returns the JSON document raw with its secrets redacted: the value
 // of every member whose name looks secret ([SecretName]), whatever its
-// type, becomes "REDACTED", and every string is redacted as [Text] redacts
+// type, becomes "REDACTED", as does, in an object that is the value of a
+// member named "headers", every member that is a secret header
+// ([SecretHeader]: Cookie, Idempotency-Key, ...); every string is redacted as [Text] redacts
 // it (URLs lose their secrets, credential-like words go). Members keep
 // their order. When nothing is redacted, raw itself is returned, byte for
 // byte; otherwise the result is compact. raw that is not valid JSON is
@@ -17,7 +20,7 @@ func JSON(raw []byte) []byte {
 	var b bytes.Buffer
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	changed, err := jsonValue(dec, &b, false)
+	changed, err := jsonValue(dec, &b, false, false)
 	if err == nil {
 		if _, err2 := dec.Token(); err2 != io.EOF {
 			err = errTrailing
@@ -39,8 +42,9 @@ func (e jsonError) Error() string { return string(e) }
 
 const errTrailing = jsonError("redact: trailing data after JSON")
 
-// jsonValue copies one value from dec to b, redacting it all when secret.
-func jsonValue(dec *json.Decoder, b *bytes.Buffer, secret bool) (changed bool, err error) {
+// jsonValue copies one value from dec to b, redacting it all when secret;
+// headers says it is the value of a member named "headers".
+func jsonValue(dec *json.Decoder, b *bytes.Buffer, secret, headers bool) (changed bool, err error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return false, err
@@ -76,7 +80,7 @@ func jsonValue(dec *json.Decoder, b *bytes.Buffer, secret bool) (changed bool, e
 				b.WriteByte(',')
 			}
 			first = false
-			sec := false
+			sec, hdrs := false, false
 			if open == '{' {
 				kt, err := dec.Token()
 				if err != nil {
@@ -85,9 +89,10 @@ func jsonValue(dec *json.Decoder, b *bytes.Buffer, secret bool) (changed bool, e
 				k, _ := kt.(string)
 				writeString(b, k)
 				b.WriteByte(':')
-				sec = SecretName(k)
+				sec = SecretName(k) || headers && SecretHeader(k)
+				hdrs = strings.EqualFold(k, "headers")
 			}
-			c, err := jsonValue(dec, b, sec)
+			c, err := jsonValue(dec, b, sec, hdrs)
 			if err != nil {
 				return false, err
 			}

@@ -208,6 +208,10 @@ func TestJSON(t *testing.T) {
 		{`["a","` + canary + `"]`, `["a","REDACTED"]`},
 		{`{"html":"<b>&</b>","secret":1}`, `{"html":"<b>&</b>","secret":"REDACTED"}`},
 		{`{"a":`, `"{\"a\":"`},
+		// An http job's headers: secret headers by the header rule.
+		{`{"headers":{"Content-Type":"application/json","Cookie":"s=1","Idempotency-Key":"\"k\"","X-Api-Key":"k1"}}`,
+			`{"headers":{"Content-Type":"application/json","Cookie":"REDACTED","Idempotency-Key":"REDACTED","X-Api-Key":"REDACTED"}}`},
+		{`{"other":{"Cookie":"s=1"}}`, `{"other":{"Cookie":"s=1"}}`},
 	}
 	for _, tt := range tests {
 		if got := string(JSON([]byte(tt.in))); got != tt.want {
