@@ -77,5 +77,11 @@ func errorText(err error) string {
 	return redact.Cut(redact.Text(redact.Cut(err.Error(), MaxErrorText)), MaxErrorText)
 }
 
-// panicText is a panic's stack as a history entry keeps it.
-func panicText(stack string) string { return redact.Cut(stack, MaxPanicText) }
+// panicText is a panic's value and stack as a history entry keeps it:
+// redacted (a panic's value may quote a secret), and cut at MaxPanicText.
+func panicText(stack string) string {
+	if stack == "" {
+		return ""
+	}
+	return redact.Cut(redact.Text(redact.Cut(stack, MaxPanicText)), MaxPanicText)
+}

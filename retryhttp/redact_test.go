@@ -89,7 +89,7 @@ func TestErrorsAreRedacted(t *testing.T) {
 			t.Errorf("%s has the canary: %s", name, text)
 		}
 	}
-	if !strings.Contains(ue.URL, "/hooks/T000/B000/REDACTED?") {
+	if !strings.Contains(ue.URL, "/hooks/REDACTED/B000/REDACTED?") {
 		t.Errorf("URL %s", ue.URL)
 	}
 	if retryhttp.RedactError(nil) != nil {

@@ -15,39 +15,8 @@ type loginView struct {
 	Error string
 }
 
-// safeNext returns next when it is a page of this dashboard, else the
-// overview: sign-in never redirects off the dashboard.
-func (h *Handler) safeNext(next string) string {
-	if !strings.HasPrefix(next, h.cfg.Path) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return h.cfg.Path
-	}
-	return next
-}
-
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, "login", "Sign in", loginView{Next: h.safeNext(r.URL.Query().Get("next"))})
-}
-
-func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, http.StatusBadRequest, "Bad request: the form could not be read.")
-		return
-	}
-	next := h.safeNext(r.PostForm.Get("next"))
-	if !equal(r.PostForm.Get("token"), h.cfg.Token) {
-		h.renderStatus(w, r, http.StatusForbidden, "login", "Sign in", loginView{Next: next, Error: "That is not the dashboard's token."}, "")
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: h.session, Path: h.cfg.Path, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 12 * 3600})
-	http.Redirect(w, r, next, http.StatusSeeOther)
-}
-
-func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: h.cfg.Path, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: -1})
-	http.Redirect(w, r, h.cfg.Path, http.StatusSeeOther)
 }
 
 // done redirects to page after an action, saying what it did.

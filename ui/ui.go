@@ -2,11 +2,9 @@ package ui
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -36,11 +34,24 @@ type Config struct {
 	// Token is the secret every state-changing request (and revealing a
 	// job's arguments) must carry: as "Authorization: Bearer TOKEN", or
 	// through the session cookie that signing in on the dashboard's
-	// sign-in page sets (the cookie holds a MAC derived from the token,
-	// never the token). At least [MinToken] bytes; required unless
-	// ReadOnly. Pages that only read need no token: mount the handler
-	// behind your own authentication when they should.
+	// sign-in page sets. The cookie holds a random session ID that the
+	// handler keeps in memory: signing out ends the session on the
+	// server (a copied cookie stops working), a session lasts at most 12
+	// hours however the browser keeps the cookie, and a new
+	// Handler (a restart, a changed token) knows no earlier session. At
+	// least [MinToken] bytes; required unless ReadOnly. Pages that only
+	// read need no token: mount the handler behind your own authentication
+	// when they should.
 	Token string
+	// Hosts are the host names (without a port) that requests may name in
+	// their Host header, beside loopback names ("localhost", names under
+	// ".localhost", loopback addresses); a request naming another is
+	// answered 421 Misdirected Request. It stops DNS rebinding: a web page
+	// whose name its owner points at 127.0.0.1 cannot read the dashboard.
+	// IP addresses are accepted when one of Hosts is an unspecified
+	// address ("0.0.0.0", "::"). Empty: any Host (a dashboard behind a
+	// proxy that checks it).
+	Hosts []string
 	// ReadOnly removes every action: no requeue, delete, cancel, run now,
 	// pause or resume, no sign-in and no reveal of arguments. The pages
 	// show no buttons for them and the routes do not exist.
@@ -84,8 +95,10 @@ type Handler struct {
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
 	root    http.Handler
-	session string // the session cookie's value: a MAC of the token
 	count   *counter
+	hosts   map[string]bool // Config.Hosts, lower-case; nil: any
+	anyIP   bool            // an unspecified address is among Config.Hosts
+	session sessions
 }
 
 // New returns a dashboard over c. It returns an error when c's store does
@@ -117,10 +130,8 @@ func New(c *queue.Client, cfg Config) (*Handler, error) {
 		cfg.Log = slog.Default()
 	}
 	h := &Handler{client: c, inspect: in, cfg: cfg}
-	if !cfg.ReadOnly {
-		mac := hmac.New(sha256.New, []byte(cfg.Token))
-		mac.Write([]byte("heed ui session v1"))
-		h.session = hex.EncodeToString(mac.Sum(nil))
+	if err := h.setHosts(cfg.Hosts); err != nil {
+		return nil, err
 	}
 	if err := h.parseTemplates(); err != nil {
 		return nil, err
@@ -151,6 +162,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
+	if !h.hostAllowed(r.Host) {
+		http.Error(w, "421 misdirected request: this dashboard does not answer to that host name", http.StatusMisdirectedRequest)
+		return
+	}
 	h.root.ServeHTTP(w, r)
 }
 
@@ -197,10 +212,7 @@ func staticHandler(fsys fs.FS) http.Handler {
 	})
 }
 
-// sessionCookie is the name of the cookie signing in sets.
-const sessionCookie = "heed_ui_session"
-
-// authed reports whether r carries the token or the session cookie.
+// authed reports whether r carries the token or a live session's cookie.
 func (h *Handler) authed(r *http.Request) bool {
 	if h.cfg.ReadOnly {
 		return false
@@ -210,7 +222,7 @@ func (h *Handler) authed(r *http.Request) bool {
 		return ok && equal(tok, h.cfg.Token)
 	}
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && equal(c.Value, h.session)
+	return err == nil && h.session.valid(c.Value, h.now())
 }
 
 // equal compares secrets in constant time (for their length too).

@@ -31,6 +31,11 @@ import (
 // It looks like a credential (long, mixed classes) as real tokens do.
 const canary = "CANARYx7Qp2Lm9Zr4Tv8Wb3N"
 
+// shortCanary is a secret that does not look like one: short, as
+// passwords are. Only the structure around it (a secret key, a scheme)
+// says it is secret.
+const shortCanary = "Hu7ter2"
+
 // canaryURL has the canary in the user information, in every query name
 // of the documented list, in a fragment and in a webhook-style path
 // segment, and a character (") that Go quotes in its error messages.
@@ -291,7 +296,7 @@ func runCanary(t *testing.T, db string) {
 	if id == nil {
 		t.Fatalf("enqueue printed no job ID: %q", stdout)
 	}
-	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "--json", "fail", `{"permanent": true, "message": "token=`+canary+`"}`)
+	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "--json", "fail", `{"permanent": true, "message": "token=`+canary+` login failed: pwd=`+shortCanary+` password: `+shortCanary+` Authorization: Bearer `+shortCanary+` X-Api-Key: `+shortCanary+` https://h/cb#access_token=`+shortCanary+`"}`)
 	record("heed jobs enqueue --json", code, stdout, stderr)
 
 	addrLine := regexp.MustCompile(`metrics at (http://127\.0\.0\.1:\d+/metrics)`)
@@ -348,6 +353,9 @@ func runCanary(t *testing.T, db string) {
 	for name, text := range outputs {
 		if strings.Contains(text, canary) {
 			t.Errorf("%s has the canary:\n%s", name, text)
+		}
+		if strings.Contains(text, shortCanary) {
+			t.Errorf("%s has the short canary:\n%s", name, text)
 		}
 	}
 }

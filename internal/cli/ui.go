@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -69,7 +70,7 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	}
 	defer d.Close()
 	h, err := ui.New(queue.NewClient(d.Jobs(), queue.ClientConfig{Operator: "heed ui"}),
-		ui.Config{Token: token, ReadOnly: *readOnly, TimeBudget: *budget})
+		ui.Config{Token: token, ReadOnly: *readOnly, TimeBudget: *budget, Hosts: []string{cmp.Or(host, "0.0.0.0")}})
 	if err != nil {
 		fmt.Fprintf(s.stderr, "heed ui: %v\n", err)
 		return exitFailure

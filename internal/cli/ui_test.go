@@ -77,6 +77,17 @@ func TestUIServes(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		// A page whose name was rebound to 127.0.0.1 is refused.
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Host = "rebound.evil.example"
+		if r, err := client.Do(req); err != nil {
+			t.Error(err)
+		} else {
+			r.Body.Close()
+			if r.StatusCode != http.StatusMisdirectedRequest {
+				t.Errorf("heed ui %v: GET / with Host %s: %d, want 421", args, req.Host, r.StatusCode)
+			}
+		}
 		client.CloseIdleConnections()
 		body := string(b)
 		if resp.StatusCode != 200 || !strings.Contains(body, `data-queue="mail"`) {

@@ -188,9 +188,9 @@ func RedactAll(jobs []*queue.Job, reveal bool) []*queue.Job {
 }
 
 // Redact returns j as commands print it: its arguments redacted
-// (redact.JSON) unless reveal, and history texts longer than the queue
-// keeps today (rows written before the caps) cut as it would cut them.
-// j is not modified.
+// (redact.JSON) unless reveal, and its history texts redacted (redact.Text)
+// and cut as the queue keeps them today, for rows written by older
+// versions, before the redaction and the caps. j is not modified.
 func Redact(j *queue.Job, reveal bool) *queue.Job {
 	if j == nil {
 		return nil
@@ -201,12 +201,13 @@ func Redact(j *queue.Job, reveal bool) *queue.Job {
 	}
 	copied := false
 	for i, a := range j.History {
-		if len(a.Error) > queue.MaxErrorText || len(a.Panic) > queue.MaxPanicText {
+		e := redact.Cut(redact.Text(redact.Cut(a.Error, queue.MaxErrorText)), queue.MaxErrorText)
+		p := redact.Cut(redact.Text(redact.Cut(a.Panic, queue.MaxPanicText)), queue.MaxPanicText)
+		if e != a.Error || p != a.Panic {
 			if !copied {
 				c.History, copied = append([]queue.Attempt(nil), j.History...), true
 			}
-			c.History[i].Error = redact.Cut(a.Error, queue.MaxErrorText)
-			c.History[i].Panic = redact.Cut(a.Panic, queue.MaxPanicText)
+			c.History[i].Error, c.History[i].Panic = e, p
 		}
 	}
 	return &c

@@ -31,27 +31,34 @@ import (
 // Mark replaces every secret.
 const Mark = "REDACTED"
 
-// SecretWords are the names of query parameters (and fragment pairs) whose
-// values are redacted, lower-case. A name is secret when, lower-cased and
-// with "-" read as "_", it is one of them or ends in one of them:
-// "X-Amz-Signature", "oauth_token", "githubToken" and "client-secret" are
-// secret. The suffix rule has false positives ("zipcode", "bypass",
-// "monkey"): their values are hidden too, which costs only some detail in a
-// log.
+// SecretWords are the names whose values are redacted, lower-case: of
+// query parameters, of header lines, of "name=value" and "name: value"
+// pairs in text, of JSON members and of libpq keywords. A name is secret
+// when, lower-cased and with "-" and "." read as "_", it is one of them or
+// ends in one of them: "X-Amz-Signature", "oauth_token", "githubToken",
+// "client-secret", "Set-Cookie" and "db.password" are secret. The suffix
+// rule has false positives ("bypass", "monkey"): their values are hidden
+// too, which costs only some detail in a log. This is the one maintained
+// list: add a word here and every output hides it.
 var SecretWords = []string{
 	"token", "access_token", "id_token", "refresh_token", "api_key", "apikey", "key",
-	"secret", "client_secret", "password", "pass", "passwd", "pwd", "jwt", "bearer",
-	"auth", "authorization", "signature", "sig", "session", "sessionid", "session_id",
-	"code", "credential", "credentials",
+	"secret", "client_secret", "password", "pass", "passwd", "pwd", "passphrase", "jwt", "bearer",
+	"auth", "authorization", "signature", "sig", "session", "sessionid", "session_id", "sid",
+	"cookie", "credential", "credentials", "private", "otp",
 }
 
+// queryWords are secret only as the whole name of a query parameter or
+// fragment pair: OAuth's authorization "code". In text, "exit code: 1" and
+// "status_code=503" are kept.
+var queryWords = map[string]bool{"code": true}
+
 // SecretName reports whether a query parameter (or header, or fragment
-// pair) called name carries a secret: see [SecretWords].
+// pair, or key in text) called name carries a secret: see [SecretWords].
 func SecretName(name string) bool {
 	if name == "" {
 		return false
 	}
-	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
+	n := normName(name)
 	for _, w := range SecretWords {
 		if strings.HasSuffix(n, w) {
 			return true
@@ -60,62 +67,83 @@ func SecretName(name string) bool {
 	return false
 }
 
-// secretHeaders are header names whose values are always secret, beside
-// those [SecretName] matches.
-var secretHeaders = map[string]bool{
-	"cookie": true, "set_cookie": true, "proxy_authorization": true, "idempotency_key": true,
-	"x_idempotency_key": true, "x_csrf_token": true, "x_xsrf_token": true,
+// normName is name lower-cased, with "-" and "." read as "_".
+func normName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 'A' && c <= 'Z' || c == '-' || c == '.' {
+			return strings.Map(func(r rune) rune {
+				switch {
+				case r >= 'A' && r <= 'Z':
+					return r + 'a' - 'A'
+				case r == '-' || r == '.':
+					return '_'
+				}
+				return r
+			}, name)
+		}
+	}
+	return name
+}
+
+// secretQueryName is SecretName, and the names secret only in a query.
+func secretQueryName(name string) bool {
+	return SecretName(name) || queryWords[normName(name)]
 }
 
 // SecretHeader reports whether the value of the header called name must
 // not be shown: Authorization, Proxy-Authorization, Cookie, Set-Cookie,
-// Idempotency-Key, and every name [SecretName] matches (X-Api-Key,
-// X-Auth-Token, ...).
-func SecretHeader(name string) bool {
-	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
-	return secretHeaders[n] || SecretName(name)
-}
+// Idempotency-Key, X-Api-Key, X-Auth-Token: every name [SecretName]
+// matches.
+func SecretHeader(name string) bool { return SecretName(name) }
 
 // Header returns "Name: value" with the value redacted when the header is
-// secret ([SecretHeader]).
+// secret ([SecretHeader]), and otherwise redacted as [Text] redacts text.
 func Header(name, value string) string {
 	if SecretHeader(name) {
 		return name + ": " + Mark
 	}
-	return name + ": " + value
+	return name + ": " + Text(value)
 }
 
 // MinCredential is the shortest path segment [Credential] can take for a
 // credential.
 const MinCredential = 16
 
-// Credential reports whether s, a path segment (unescaped) or a bare
-// fragment, looks like a credential: a long, random-looking token, as in a
-// webhook URL (/services/T0/B0/<token>) or a bot API path
+// Credential reports whether s, a path segment (unescaped), a word or a
+// bare fragment, looks like a credential: a long, random-looking token, as
+// in a webhook URL (/services/T0/B0/<token>) or a bot API path
 // (/bot<id>:<token>/).
 //
-// The rule: s is at least [MinCredential] bytes long, is made only of
-// letters, digits and - _ . ~ + = : (the alphabets of hex, base64,
-// base64url and JWTs), and changes character class often: counting each
-// adjacent pair where a digit meets a letter, or a lower-case letter is
-// followed by an upper-case one, there is at least one such change per four
-// bytes. Random tokens change about every other byte; words, slugs
+// The rule: s is made only of letters, digits and - _ . ~ + = : (the
+// alphabets of hex, base64, base64url and JWTs), and somewhere in it a
+// run of [MinCredential] bytes changes character class often: counting
+// each adjacent pair where a digit meets a letter, or a lower-case letter
+// is followed by an upper-case one, there are at least four such changes
+// in those 16 bytes. Random tokens change about every other byte, also
+// when text is glued to them ("<token>.json", "id:<token>"); words, slugs
 // ("how-to-retry"), camel-case names ("CreateOrderRequest"), dates and
 // plain numbers hardly ever, and are kept.
 //
-// False positives: long hex identifiers (commit hashes, content digests)
+// A UUID (8-4-4-4-12 hex digits) is an identifier, not a credential, and
+// is kept. False positives: long hex identifiers (commit hashes, content digests)
 // and base64 IDs are taken for credentials and hidden; a log then shows
 // REDACTED where the ID was. False negatives: a secret shorter than 16
 // bytes, one made of a single class of characters (all digits, all
-// lower-case letters), and most UUIDs (whose short hex groups change class
-// too rarely) are kept. Secrets belong in headers, which are never logged;
-// this rule is a safety net for URLs that embed them anyway.
+// lower-case letters), and UUIDs are kept. Secrets belong in headers, which are never logged;
+// this rule is a safety net for URLs and text that embed them anyway, and
+// the structure of text ([Text]) finds the values of secret keys whatever
+// they look like.
 func Credential(s string) bool {
-	if len(s) < MinCredential {
+	if len(s) < MinCredential || isUUID(s) {
 		return false
 	}
+	// change[i] is 1 when the pair (s[i-1], s[i]) changes class; the
+	// window of MinCredential bytes ending at i holds the changes of its
+	// MinCredential-1 pairs.
+	var ring [MinCredential]uint8
 	changes := 0
 	prev := byte(0) // 'd' digit, 'l' lower, 'u' upper, 's' symbol
+	found := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		var k byte
@@ -131,12 +159,37 @@ func Credential(s string) bool {
 		default:
 			return false
 		}
+		var ch uint8
 		if (prev == 'd' && (k == 'l' || k == 'u')) || ((prev == 'l' || prev == 'u') && k == 'd') || (prev == 'l' && k == 'u') {
-			changes++
+			ch = 1
 		}
 		prev = k
+		// Slide: the pair that left the window is MinCredential-1 back.
+		changes += int(ch) - int(ring[i%(MinCredential-1)])
+		ring[i%(MinCredential-1)] = ch
+		if i >= MinCredential-1 && changes*4 >= MinCredential {
+			found = true
+		}
 	}
-	return changes*4 >= len(s)
+	return found
+}
+
+// isUUID reports whether s is a UUID in its canonical text form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // URL returns u as a string with its secrets redacted (see the package
@@ -155,15 +208,10 @@ func URL(u *url.URL) string {
 	if c.RawQuery != "" {
 		c.RawQuery = pairs(c.RawQuery)
 	}
-	if c.Fragment != "" {
-		frag := c.EscapedFragment()
-		if strings.Contains(frag, "=") {
-			frag = pairs(frag)
-		} else if Credential(c.Fragment) {
-			frag = Mark
-		}
-		c.Fragment, _ = url.PathUnescape(frag)
-		c.RawFragment = frag
+	if c.Fragment != "" || c.RawFragment != "" {
+		// A fragment is never sent to a server: it holds what a browser
+		// keeps to itself, OAuth's implicit tokens among them.
+		c.Fragment, c.RawFragment = Mark, ""
 	}
 	if c.Path != "" {
 		p := c.EscapedPath()
@@ -186,19 +234,53 @@ func opaque(s string) string {
 	return np
 }
 
-// path redacts the credential-like segments of an escaped path.
+// secretSegment reports whether the path segment seg (unescaped) is to be
+// redacted, after the segment prev: see the package documentation.
+func secretSegment(prev, seg string) bool {
+	if seg == "" || seg == Mark {
+		return false
+	}
+	if Credential(seg) {
+		return true
+	}
+	if name, v, ok := strings.Cut(seg, "="); ok && v != "" && SecretName(name) {
+		return true // a matrix parameter: /p;token=x or /token=x
+	}
+	if i := strings.IndexByte(seg, ';'); i >= 0 {
+		for part := range strings.SplitSeq(seg[i+1:], ";") {
+			if name, v, ok := strings.Cut(part, "="); ok && v != "" && SecretName(name) {
+				return true
+			}
+		}
+	}
+	// After /hooks/, /webhook/, /token/, /secret/ and the like, a segment
+	// that is not a plain lower-case word ("list", "new") is the secret.
+	p := normName(prev)
+	if p == "hooks" || p == "hook" || p == "webhook" || p == "webhooks" || SecretName(p) {
+		for i := 0; i < len(seg); i++ {
+			if c := seg[i]; c < 'a' || c > 'z' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// path redacts the secret segments of an escaped path ([secretSegment]).
 func path(p string) (string, bool) {
 	changed := false
 	segs := strings.Split(p, "/")
+	prev := ""
 	for i, seg := range segs {
 		un, err := url.PathUnescape(seg)
 		if err != nil {
 			un = seg
 		}
-		if Credential(un) {
+		if secretSegment(prev, un) {
 			segs[i] = Mark
 			changed = true
 		}
+		prev = un
 	}
 	if !changed {
 		return p, false
@@ -227,7 +309,7 @@ func pairs(q string) string {
 			un = name
 		}
 		switch {
-		case hasValue && SecretName(un):
+		case hasValue && secretQueryName(un):
 			b.WriteString(name)
 			b.WriteString("=" + Mark)
 		case !hasValue && Credential(un):
@@ -284,6 +366,10 @@ func Secrets(u *url.URL) []string {
 			add(pw)
 		}
 	}
+	if u.Fragment != "" {
+		add(u.Fragment)
+		add(u.EscapedFragment())
+	}
 	for _, raw := range []string{u.RawQuery, u.EscapedFragment()} {
 		for part := range strings.FieldsFuncSeq(raw, func(r rune) bool { return r == '&' || r == ';' }) {
 			name, v, ok := strings.Cut(part, "=")
@@ -292,7 +378,7 @@ func Secrets(u *url.URL) []string {
 			if err != nil {
 				uv = v
 			}
-			if ok && (SecretName(un) || Credential(uv)) {
+			if ok && (secretQueryName(un) || Credential(uv)) {
 				add(v)
 				add(uv)
 			} else if !ok && Credential(un) {
@@ -301,14 +387,14 @@ func Secrets(u *url.URL) []string {
 			}
 		}
 	}
-	if Credential(u.Fragment) {
-		add(u.Fragment)
-	}
+	prev := ""
 	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
-		if un, err := url.PathUnescape(seg); err == nil && Credential(un) {
+		un, err := url.PathUnescape(seg)
+		if err == nil && secretSegment(prev, un) {
 			add(seg)
 			add(un)
 		}
+		prev = un
 	}
 	return out
 }
@@ -367,13 +453,48 @@ func replaceAll(msg string, secrets []string) string {
 	return msg
 }
 
-// Text redacts the URLs it finds in s (words starting with a scheme such as
-// "https://", up to a space or a quote), and every other word, between
-// spaces, quotes or "/" "?" "&" "=" "#" ",", that looks like a credential
-// ([Credential]). It is the last line of defence for text whose URLs are
-// not known, such as a handler's error message or a command's usage error.
+// Text redacts what looks secret in s, by its structure, whatever the
+// secret's length:
+//
+//   - URLs (words starting with a scheme such as "https://", up to a space,
+//     a quote or a bracket), as [URL] redacts them: user information,
+//     fragments, secret query values and credential-like path segments;
+//   - the value of every secret key ([SecretName]) in "key=value",
+//     "key: value", "key = 'value'", JSON's "key": "value" (escaped or
+//     not) and Go's key:value: a quoted or bracketed value up to its
+//     closing quote or bracket, a header line (the key first on its line,
+//     or an Authorization or Cookie anywhere) up to the end of the line,
+//     any other value up to a space or a separator (, ; & and quotes and
+//     brackets), an authentication scheme ("Bearer x") with its
+//     credential;
+//   - the credential after "Bearer" and "Basic" (when base64, not a plain
+//     lower-case word);
+//   - the value after a command-line flag named by a secret key
+//     ("--password x");
+//   - the password of user information without a scheme
+//     ("root:pw@tcp(db:3306)");
+//   - every other word, between spaces, quotes or "/" "?" "&" "=" "#" ",",
+//     that looks like a credential ([Credential]).
+//
+// Redacted parts read "REDACTED". Text is what
+// every output of heed applies to text that comes from outside (error
+// messages, panics, arguments, command lines) before it is logged, stored
+// or shown.
 func Text(s string) string {
 	if !mayHaveSecrets(s) {
+		return s
+	}
+	s = urls(s)
+	s = keyed(s)
+	s = schemes(s)
+	s = flags(s)
+	s = userinfo(s)
+	return words(s)
+}
+
+// urls redacts the URLs of s: see [Text].
+func urls(s string) string {
+	if !strings.Contains(s, "://") {
 		return s
 	}
 	var b strings.Builder
@@ -381,7 +502,7 @@ func Text(s string) string {
 	for len(s) > 0 {
 		i := strings.Index(s, "://")
 		if i < 0 {
-			b.WriteString(words(s))
+			b.WriteString(s)
 			break
 		}
 		// The scheme: letters before "://".
@@ -389,15 +510,20 @@ func Text(s string) string {
 		for start > 0 && isSchemeByte(s[start-1]) {
 			start--
 		}
+		for start < i && !(s[start] >= 'a' && s[start] <= 'z' || s[start] >= 'A' && s[start] <= 'Z') {
+			start++ // a scheme starts with a letter
+		}
 		end := i + 3
-		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>()[]{}", rune(s[end])) {
+		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>()[]{}\\", rune(s[end])) {
 			end++
 		}
-		b.WriteString(words(s[:start]))
+		b.WriteString(s[:start])
 		if start == i { // "://" without a scheme
-			b.WriteString(words(s[i:end]))
+			b.WriteString(s[i:end])
 		} else if u, err := url.Parse(s[start:end]); err == nil {
-			b.WriteString(URL(u))
+			// net/url lower-cases the scheme: keep it as written.
+			b.WriteString(s[start:i])
+			b.WriteString(strings.TrimPrefix(URL(u), u.Scheme))
 		} else {
 			b.WriteString(roughURL(s[start:end]))
 		}
@@ -407,20 +533,34 @@ func Text(s string) string {
 }
 
 // mayHaveSecrets is a cheap test that lets most text through unchanged:
-// Text can change s only if it has "://" or a word of MinCredential bytes.
+// Text can change s only if it has a separator ("=", ":", "@", "-"), a
+// word of MinCredential bytes, or an authentication scheme's name.
 func mayHaveSecrets(s string) bool {
-	if strings.Contains(s, "://") {
-		return true
-	}
 	run := 0
 	for i := 0; i < len(s); i++ {
-		if isWordByte(s[i]) {
+		c := s[i]
+		switch c {
+		case '=', ':', '@', '-':
+			return true
+		}
+		if isWordByte(c) {
 			run++
 			if run >= MinCredential {
 				return true
 			}
 		} else {
 			run = 0
+		}
+	}
+	return containsFold(s, "bearer") || containsFold(s, "basic")
+}
+
+// containsFold reports whether s contains the lower-case ASCII word w in
+// any case.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(w)], w) {
+			return true
 		}
 	}
 	return false
@@ -432,6 +572,314 @@ func isSchemeByte(c byte) bool {
 
 func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.~+=:", c) >= 0
+}
+
+// isKeyByte reports whether c may be part of a key: letters, digits and
+// "_", "-", ".".
+func isKeyByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// keyed redacts the values of secret keys: see [Text].
+func keyed(s string) string {
+	var b strings.Builder
+	out := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '=' && c != ':' {
+			continue
+		}
+		// The key: a word before the separator, maybe quoted (escaped or
+		// not), maybe followed by spaces.
+		k := i
+		for k > out && (s[k-1] == ' ' || s[k-1] == '\t') {
+			k--
+		}
+		for k > out && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '\\' || s[k-1] == '`') {
+			k--
+		}
+		ks := k
+		for ks > out && isKeyByte(s[ks-1]) {
+			ks--
+		}
+		if ks == k || !SecretName(s[ks:k]) {
+			continue
+		}
+		j := i + 1
+		if c == ':' && strings.HasPrefix(s[j:], "//") {
+			continue // a URL's scheme
+		}
+		if j < len(s) && (c == '=' && s[j] == '>' || c == ':' && s[j] == '=') {
+			j++ // "=>", ":="
+		}
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+		n := normName(s[ks:k])
+		line := c == ':' && (lineStart(s, ks) || strings.HasSuffix(n, "authorization") || strings.HasSuffix(n, "cookie"))
+		start, end := value(s, j, line)
+		if start >= end || s[start:end] == Mark {
+			continue
+		}
+		b.WriteString(s[out:start])
+		b.WriteString(Mark)
+		out = end
+		i = end - 1
+	}
+	if out == 0 {
+		return s
+	}
+	b.WriteString(s[out:])
+	return b.String()
+}
+
+// lineStart reports whether only spaces and the markers of a header dump
+// ("> ", "< ", "* ") come before position i on its line.
+func lineStart(s string, i int) bool {
+	for i > 0 {
+		switch s[i-1] {
+		case '\n':
+			return true
+		case ' ', '\t', '>', '<', '*':
+			i--
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// lineEnd is the index of the end of the line that holds position i.
+func lineEnd(s string, i int) int {
+	if e := strings.IndexAny(s[i:], "\r\n"); e >= 0 {
+		return i + e
+	}
+	return len(s)
+}
+
+// tokenEnd is the end of the token that starts at i: the first space,
+// quote, bracket, backslash or separator (, ; &).
+func tokenEnd(s string, i int) int {
+	for i < len(s) && !strings.ContainsRune(" \t\r\n\"'`,;&<>()[]{}\\", rune(s[i])) {
+		i++
+	}
+	return i
+}
+
+// authSchemes are the HTTP authentication schemes whose credential follows
+// their name after a space.
+var authSchemes = []string{"bearer", "basic", "token", "digest", "negotiate", "ntlm", "hoba", "mutual", "apikey", "aws4-hmac-sha256", "dpop", "mac", "oauth"}
+
+func isAuthScheme(w string) bool {
+	for _, a := range authSchemes {
+		if strings.EqualFold(w, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// value returns the bounds of the value that starts at j: between quotes
+// (escaped ones too), inside brackets, to the end of the line when line,
+// or else one token (two after an authentication scheme's name).
+func value(s string, j int, line bool) (start, end int) {
+	if j >= len(s) {
+		return j, j
+	}
+	q := j
+	for q < len(s) && s[q] == '\\' {
+		q++
+	}
+	if q < len(s) && (s[q] == '"' || s[q] == '\'' || s[q] == '`') {
+		start = q + 1
+		if q > j { // an escaped quote closes it: \"...\"
+			if e := strings.Index(s[start:], s[j:q+1]); e >= 0 {
+				return start, start + e
+			}
+			return start, lineEnd(s, start)
+		}
+		for e := start; e < len(s); e++ {
+			switch s[e] {
+			case '\\':
+				e++
+			case s[q], '\n':
+				return start, e
+			}
+		}
+		return start, len(s)
+	}
+	if open := s[j]; open == '[' || open == '{' || open == '(' {
+		close := map[byte]byte{'[': ']', '{': '}', '(': ')'}[open]
+		depth := 0
+		for e := j; e < len(s); e++ {
+			switch s[e] {
+			case open:
+				depth++
+			case close:
+				if depth--; depth == 0 {
+					return j + 1, e
+				}
+			}
+		}
+		return j + 1, len(s)
+	}
+	if line {
+		end = lineEnd(s, j)
+		for end > j && (s[end-1] == ' ' || s[end-1] == '\t') {
+			end--
+		}
+		return j, end
+	}
+	end = tokenEnd(s, j)
+	if isAuthScheme(s[j:end]) {
+		k := end
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+			k++
+		}
+		if k > end {
+			if e := tokenEnd(s, k); e > k {
+				end = e
+			}
+		}
+	}
+	return j, end
+}
+
+// schemes redacts the credential after "Bearer" and "Basic": see [Text].
+func schemes(s string) string {
+	var b strings.Builder
+	out := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != 'b' && s[i] != 'B' || i > 0 && isAlnum(s[i-1]) {
+			continue
+		}
+		n := 0
+		basic := false
+		switch {
+		case len(s)-i > 6 && strings.EqualFold(s[i:i+6], "bearer"):
+			n = 6
+		case len(s)-i > 5 && strings.EqualFold(s[i:i+5], "basic"):
+			n, basic = 5, true
+		default:
+			continue
+		}
+		k := i + n
+		if k >= len(s) || s[k] != ' ' && s[k] != '\t' {
+			continue
+		}
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+			k++
+		}
+		e := tokenEnd(s, k)
+		tok := s[k:e]
+		if tok == "" || tok == Mark || basic && !base64ish(tok) {
+			continue
+		}
+		b.WriteString(s[out:k])
+		b.WriteString(Mark)
+		out = e
+		i = e - 1
+	}
+	if out == 0 {
+		return s
+	}
+	b.WriteString(s[out:])
+	return b.String()
+}
+
+// base64ish reports whether w could be a Basic credential: anything but
+// a plain lower-case word ("auth", "checks").
+func base64ish(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c < 'a' || c > 'z' {
+			return true
+		}
+	}
+	return false
+}
+
+// flags redacts the value after a command-line flag named by a secret key
+// ("--password x", "-token x"): see [Text].
+func flags(s string) string {
+	var b strings.Builder
+	out := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '-' || i > 0 && s[i-1] != ' ' && s[i-1] != '\t' && s[i-1] != '"' && s[i-1] != '\'' {
+			continue
+		}
+		k := i + 1
+		if k < len(s) && s[k] == '-' {
+			k++
+		}
+		e := k
+		for e < len(s) && isKeyByte(s[e]) {
+			e++
+		}
+		if e == k || e >= len(s) || s[e] != ' ' || !SecretName(s[k:e]) {
+			continue
+		}
+		v := e
+		for v < len(s) && s[v] == ' ' {
+			v++
+		}
+		if v >= len(s) || s[v] == '-' {
+			continue
+		}
+		start, end := value(s, v, false)
+		if start >= end || s[start:end] == Mark {
+			continue
+		}
+		b.WriteString(s[out:start])
+		b.WriteString(Mark)
+		out = end
+		i = end - 1
+	}
+	if out == 0 {
+		return s
+	}
+	b.WriteString(s[out:])
+	return b.String()
+}
+
+// userinfo redacts the password of user information without a scheme
+// ("root:pw@tcp(db)", ":pw@host"): see [Text].
+func userinfo(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	out := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '@' {
+			continue
+		}
+		t := i
+		for t > out && !strings.ContainsRune(" \t\r\n\"'`<>()[]{},;/\\", rune(s[t-1])) {
+			t--
+		}
+		colon := strings.IndexByte(s[t:i], ':')
+		if colon < 0 {
+			continue
+		}
+		name := s[t : t+colon]
+		start := t + colon + 1
+		if start >= i || s[start:i] == Mark || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.%") != "" {
+			continue
+		}
+		b.WriteString(s[out:start])
+		b.WriteString(Mark)
+		out = i
+	}
+	if out == 0 {
+		return s
+	}
+	b.WriteString(s[out:])
+	return b.String()
 }
 
 // words replaces every credential-like word of s by Mark.
@@ -454,7 +902,7 @@ func words(s string) string {
 		}
 		w := s[i:j]
 		// "name=value": judge the value by its name too.
-		if name, v, ok := strings.Cut(w, "="); ok && v != "" && (SecretName(name) || Credential(v)) {
+		if name, v, ok := strings.Cut(w, "="); ok && v != "" && v != Mark && (SecretName(name) || Credential(v)) {
 			b.WriteString(name + "=" + Mark)
 		} else if Credential(strings.TrimRight(w, ".:")) {
 			b.WriteString(Mark + w[len(strings.TrimRight(w, ".:")):])
@@ -467,10 +915,13 @@ func words(s string) string {
 }
 
 // roughURL redacts a URL that net/url cannot parse: its user information
-// goes (everything before the last "@" of its authority), and so do the
-// values of secret query names and credential-like words.
+// goes (everything before the last "@" of its authority), its fragment,
+// and the values of secret query names and credential-like words.
 func roughURL(s string) string {
 	scheme, rest, _ := strings.Cut(s, "://")
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest = rest[:i+1] + Mark
+	}
 	auth := rest
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		auth = rest[:i]
@@ -478,10 +929,15 @@ func roughURL(s string) string {
 	if at := strings.LastIndex(auth, "@"); at >= 0 {
 		rest = Mark + rest[at:]
 	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		rest = rest[:i+1] + pairs(rest[i+1:])
+	query := ""
+	if i := strings.IndexAny(rest, "?"); i >= 0 {
+		rest, query = rest[:i], "?"+pairs(rest[i+1:])
 	}
-	return scheme + "://" + words(rest)
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		p, _ := path(rest[i:])
+		rest = rest[:i] + p
+	}
+	return scheme + "://" + words(rest+query)
 }
 
 // DSN returns a database connection string fit for messages: a URL

@@ -11,13 +11,13 @@ const canary = "CANARYx7Qp2Lm9Zr4Tv8Wb3N"
 func TestSecretName(t *testing.T) {
 	for _, n := range []string{"token", "access_token", "id_token", "refresh_token", "api_key", "apikey", "key",
 		"secret", "client_secret", "password", "pass", "pwd", "jwt", "bearer", "auth", "authorization",
-		"signature", "sig", "session", "code", "X-Amz-Signature", "oauth_token", "githubToken", "client-secret",
-		"X-API-KEY", "sessionid", "passwd", "AWSAccessKey", "zipcode"} {
+		"signature", "sig", "session", "X-Amz-Signature", "oauth_token", "githubToken", "client-secret",
+		"X-API-KEY", "sessionid", "passwd", "AWSAccessKey", "monkey", "Set-Cookie", "sid", "db.password", "private"} {
 		if !SecretName(n) {
 			t.Errorf("SecretName(%q) = false", n)
 		}
 	}
-	for _, n := range []string{"", "page", "q", "limit", "id", "user", "sort", "keyword", "codec", "passage"} {
+	for _, n := range []string{"", "page", "q", "limit", "id", "user", "sort", "keyword", "codec", "passage", "code", "status_code"} {
 		if SecretName(n) {
 			t.Errorf("SecretName(%q) = true", n)
 		}
@@ -40,7 +40,7 @@ func TestCredential(t *testing.T) {
 		"", "short1A", "how-to-retry-requests-in-go", "CreateOrderRequest", "IncomingWebhook",
 		"2026-12-01T21-30-00", "12345678901234567890", "order-12345678901234", "XXXXXXXXXXXXXXXXXXXXXXXX",
 		"has space 1a2b3c4d5e6f7g", "v1.2.3-release-candidate",
-		"550e8400-e29b-41d4-a716-446655440000", // UUIDs: mostly kept (short hex groups), see the doc
+		"550e8400-e29b-41d4-a716-446655440000", // UUIDs are kept, see the doc
 
 	} {
 		if Credential(s) {
@@ -56,8 +56,11 @@ func TestURL(t *testing.T) {
 		{"https://tok@example.com/", "https://REDACTED@example.com/"},
 		{"https://h/p?access_token=abc&page=2&X-Amz-Signature=ff", "https://h/p?access_token=REDACTED&page=2&X-Amz-Signature=REDACTED"},
 		{"https://h/p?jwt=a&bearer=b&pass=c&key=d&sig=e;code=f", "https://h/p?jwt=REDACTED&bearer=REDACTED&pass=REDACTED&key=REDACTED&sig=REDACTED;code=REDACTED"},
-		{"https://h/cb#access_token=abc&token_type=bearer&state=xyz", "https://h/cb#access_token=REDACTED&token_type=bearer&state=xyz"},
-		{"https://h/doc#section-2", "https://h/doc#section-2"},
+		{"https://h/cb#access_token=abc&token_type=bearer&state=xyz", "https://h/cb#REDACTED"},
+		{"https://h/doc#section-2", "https://h/doc#REDACTED"},
+		{"https://h/cb?code=abc&page=2", "https://h/cb?code=REDACTED&page=2"},
+		{"https://h/hooks/T0KEN/x", "https://h/hooks/REDACTED/x"},
+		{"https://h/api/token/new", "https://h/api/token/new"},
 		{"https://h/cb#" + canary, "https://h/cb#REDACTED"},
 		{"https://hooks.example.com/services/T000/B000/" + canary, "https://hooks.example.com/services/T000/B000/REDACTED"},
 		{"https://api.example.com/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe", "https://api.example.com/REDACTED/getMe"},
@@ -211,7 +214,7 @@ func TestJSON(t *testing.T) {
 		// An http job's headers: secret headers by the header rule.
 		{`{"headers":{"Content-Type":"application/json","Cookie":"s=1","Idempotency-Key":"\"k\"","X-Api-Key":"k1"}}`,
 			`{"headers":{"Content-Type":"application/json","Cookie":"REDACTED","Idempotency-Key":"REDACTED","X-Api-Key":"REDACTED"}}`},
-		{`{"other":{"Cookie":"s=1"}}`, `{"other":{"Cookie":"s=1"}}`},
+		{`{"other":{"Cookie":"s=1"}}`, `{"other":{"Cookie":"REDACTED"}}`}, // cookie is a secret key anywhere
 	}
 	for _, tt := range tests {
 		if got := string(JSON([]byte(tt.in))); got != tt.want {
