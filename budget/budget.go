@@ -1,47 +1,74 @@
-// Package budget limits the retries sent to one destination to a share of the
-// requests sent to it, and lets retries that work earn more.
+// Package budget limits the retries sent to one destination: a bucket of
+// retries that requests and time fill and retries empty.
 //
-// A [Budget] counts first attempts ("requests"), granted retries and retries
-// that succeeded over a sliding window, which moves in steps of a tenth of
-// its length. A retry is allowed while
+// A [Budget] holds up to Burst retries (default 5) and starts full, so that
+// a new process may retry its first failures. Each request (a first
+// attempt) adds Ratio of a retry (0.1); time adds MinPerSecond retries per
+// second (1) as a floor, not on top: while requests add at least that,
+// time adds nothing. A retry is allowed while the bucket holds a whole
+// one, and takes it. A retry that succeeds puts Earn retries back (3: its
+// own and two more), and may fill the bucket to three times Burst, while
+// the attempts of the last Window (10 s) stay under (1 + Ceiling) times
+// the demand, the requests plus the retries that succeeded; past that it
+// puts back only its own. Nothing follows wall-clock steps: the only burst
+// is the bucket.
 //
-//	retries in window + 1 <= limit
-//	limit = max(min(Ratio × requests + Earn × succeeded retries, Ceiling × requests), floor)
+// What this does to the load of a dependency, at the defaults (r is one
+// process's requests per second to it):
 //
-// (the ratio part alone when Ceiling × requests is below it), floor being
-// MinPerSecond × Window, and while the current step has spent less than its
-// share: Burst (15%) of the ratio part (or of the floor, or one retry,
-// whichever is more) plus what succeeded retries earned. The window then
-// refills smoothly, one step at a time, instead of letting an outage spend
-// a whole window's allowance in its first second.
-//
-// What this does to the load of a dependency, at the defaults:
-//
-//   - In a total outage no retry succeeds, so nothing is earned: the
-//     dependency sees at most 1 + Ratio times its normal load (1.1×), and
-//     1 + 1.5 × Ratio (1.15×) in any one second, instead of the 3× that a
-//     per-call limit of 3 attempts alone permits.
+//   - A new process: its first 5 failures may be retried at once, and each
+//     retry that succeeds pays for itself and two more, so that a fresh
+//     client calling endpoints that answer 503, 503, 200 gets all of its
+//     calls through.
+//   - A total outage, where no retry succeeds: the bucket is spent, then
+//     refills at max(Ratio × r, MinPerSecond) retries per second. Over an
+//     outage of T seconds the dependency sees at most
+//     1 + Ratio + Burst/(r × T) times its load (1.1× in the long run;
+//     1.106× for 8 s at 100 requests/s), and in any one second at most
+//     1 + Ratio + Burst/r (1.15× at 100 requests/s), wherever in a second
+//     the outage starts. Below MinPerSecond / Ratio requests per second
+//     (10) the floor rules: MinPerSecond retries per second after the
+//     burst.
+//   - A fleet of N processes: at most N × Burst retries at the onset, then
+//     the sum of max(Ratio × r_i, MinPerSecond) per second. Short-lived
+//     processes (commands, functions): at most Burst retries per process
+//     start, plus MinPerSecond per second of its life: the per-call
+//     attempt limit, not the budget, is what bounds a loop of short runs.
 //   - When half of the calls fail at random, retries succeed half of the
-//     time, each success earns two more, and the budget grows to what the
-//     calls' attempt limits ask for (1.75× for 3 attempts), so most users
-//     are served (87.5% at 3 attempts instead of 55%). It never grows past
-//     Ceiling (1 retry per request, 2×), and retries that keep failing earn
-//     nothing: an overload whose retries mostly fail gets back to the ratio
-//     part within a window.
-//   - The floor is a minimum, not an addition: above Floor / Ratio requests
-//     per window (1 request per second at the defaults) the ratio holds
-//     exactly; below it, the destination sees at most 1 retry per 10 s from
-//     the process, so that a client that sends a request a minute can still
-//     retry it.
+//     time, each success puts three back, and the budget grants what the
+//     calls' attempt limits ask for (1.75× for 3 attempts, 87% served
+//     instead of 55%). Retries pay for themselves while one in three
+//     succeeds; retries that fail more often than that earn nothing on
+//     balance, and an overload whose retries mostly fail gets the ratio
+//     alone. An outage that follows a partial one may spend what
+//     successes put by: at most 3 × Burst at its onset.
+//   - Recovery: the bucket refills at Ratio × r as soon as requests flow
+//     (10 retries a second at 100 requests/s), and a durable backlog whose
+//     retries succeed drains at once: its succeeded retries count as
+//     demand, so each earns more than it spent, with no new requests at
+//     all.
+//
+// The model, and the designs it was chosen from: gRPC's retry throttling
+// (gRFC A6) and the AWS SDKs' retry quota keep a bucket per destination
+// that starts full, which is what lets a new client retry; but gRPC fills
+// it only from successes (a total outage at low traffic then never
+// retries again) and AWS's 500 tokens are a burst of 100 retries.
+// Finagle's RetryBudget deposits a share of each request, as here, but
+// adds its 10 retries per second on top of the share (6× the load at 2
+// requests per second); here the floor is a minimum. Envoy's budget bounds
+// concurrent retries to 20% of active requests (min_retry_concurrency 3),
+// which bounds work in flight, not the rate a failing dependency sees. The
+// Google SRE book's per-client limit of 10% is the Ratio.
 //
 // Share one Budget between every call to the same destination (one per
-// process and dependency, not one per call or per client object: budgets that
-// each start full add up to no budget at all). [For] returns the process's
-// Budget for a destination, which is what retryhttp does by default; or
-// create one with [New] and set it as a retry.Policy's Budget. The retry
-// package calls [Budget.RequestAt] before each first attempt,
-// [Budget.AllowRetryAt] before each retry and [Budget.RetrySucceededAt] when a
-// retry succeeds. [Budget.StatsAt] reports the window for metrics.
+// process and dependency, not one per call or per client object: buckets
+// that each start full add up to no budget at all). [For] returns the
+// process's Budget for a destination, which is what retryhttp does by
+// default; or create one with [New] and set it as a retry.Policy's Budget.
+// The retry package calls [Budget.RequestAt] before each first attempt,
+// [Budget.AllowRetryAt] before each retry and [Budget.RetrySucceededAt]
+// when a retry succeeds; a durable job refused a retry is rescheduled for
+// [Budget.RefillAt]. [Budget.StatsAt] reports the window for metrics.
 //
 // The methods ending in At take the time as an argument and read no clock;
 // the wrappers without At read the Budget's Clock.
@@ -59,37 +86,45 @@ import (
 
 // Defaults used for a zero [Config] field and by the zero [Budget].
 const (
-	// DefaultRatio is 0.1: retries may add 10% to the requests. This is the
+	// DefaultRatio is 0.1: each request adds a tenth of a retry, so retries
+	// add at most 10% to the requests of a long outage. This is the
 	// per-client limit of the Google SRE book ("Handling Overload"), which
 	// bounds the load of an outage to about 1.1× the normal load.
 	DefaultRatio = 0.1
 	// DefaultWindow is 10 s: long enough to hold a meaningful sample of a
-	// busy client's traffic, short enough that the budget refills soon after
-	// an outage ends. Finagle's retry budget uses the same 10 s.
+	// busy client's traffic, short enough to follow a change of it.
+	// Finagle's retry budget uses the same 10 s.
 	DefaultWindow = 10 * time.Second
-	// DefaultBurst is 0.15: one step of the window (a tenth of it, 1 s by
-	// default) may spend 15% of the window's ratio part (or the floor, or
-	// one retry, when that is more), one and a half times an even share. In
-	// an outage of a steady load no second then sees more than
-	// 1 + 1.5 × Ratio times the requests (1.15× at the default 10%), where
-	// a plain sliding window lets the first second of the outage spend the
-	// whole window's allowance (2.1×).
-	DefaultBurst = 0.15
-	// DefaultMinPerSecond is 0.1, so a floor of 1 retry per default window:
-	// a client that sends a request a minute can still retry it. The floor
-	// is a minimum, not an addition, so from 1 request per second on it
-	// changes nothing and the ratio holds. (Finagle adds 10 retries per
-	// second to its ratio, which at 2 requests per second is a 6× load.)
-	DefaultMinPerSecond = 0.1
-	// DefaultEarn is 2: a retry that succeeds earns two more. When retries
-	// succeed at least half of the time (a partial outage: a retry is as
-	// likely to work as a first attempt) the budget grows to Ceiling; when
-	// they succeed less often, it settles at Ratio / (1 - Earn × success)
-	// of the requests; when none succeed (a total outage), at Ratio.
-	DefaultEarn = 2.0
-	// DefaultCeiling is 1: however much is earned, retries stay at most
-	// one per request in the window (a 2× load), so an overload whose
-	// retries still half succeed cannot grow its own load further.
+	// DefaultBurst is 5: a new process may retry its first 5 failures at
+	// once, and no outage sees more than 5 retries beyond the fill rate
+	// in any second: 1.15× in its worst second at 100 requests per
+	// second (1 + Ratio + Burst/100), with room under 1.2× for arrivals
+	// that bunch up.
+	DefaultBurst = 5.0
+	// DefaultMinPerSecond is 1: however few requests a process sends, its
+	// bucket refills at least one retry a second, so that a process whose
+	// calls are rare (a command, a worker draining a backlog with no new
+	// requests) is not held to one retry per ten seconds. It is a
+	// minimum, not an addition: from 10 requests a second on (Floor /
+	// Ratio) it changes nothing and the ratio holds. (Finagle adds 10
+	// retries per second to its ratio, which at 2 requests per second is
+	// a 6× load.)
+	DefaultMinPerSecond = 1.0
+	// DefaultEarn is 3: a retry that succeeds puts three retries back in
+	// the bucket, its own and two more. When retries succeed at least a
+	// third of the time (a partial outage: a retry is as likely to work as
+	// a first attempt) the bucket stays full; when they succeed less
+	// often, retries settle at Ratio / (1 - Earn × success) of the
+	// requests; when none succeed (a total outage), at Ratio. (2 is
+	// break-even at exactly the 50% failures of a partial outage: the
+	// bucket is then a random walk that runs dry in its bad runs, 82%
+	// served instead of 87% in sim.)
+	DefaultEarn = 3.0
+	// DefaultCeiling is 1: a retry that succeeds earns more than its own
+	// only while the window's attempts stay under 2× its demand (the
+	// requests plus the retries that succeeded), so an overload whose
+	// retries fail at least as often as calls are served cannot grow its
+	// own load.
 	DefaultCeiling = 1.0
 )
 
@@ -133,41 +168,48 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // Config describes a [Budget]; pass it to [New] or [For]. It is a plain
 // value, safe to copy. The zero Config is the default budget, and what most
-// callers want: 10% of the requests, more while retries succeed, at least 1
-// retry per 10 s.
+// callers want: a bucket of 5 retries that starts full, refilled by 10% of
+// the requests or 1 retry a second, whichever is more, and by retries
+// that succeed.
 //
 // Zero fields take their defaults; a negative number turns a part off, as
 // everywhere in heed.
 type Config struct {
-	// Ratio is the number of retries allowed per request in the window
+	// Ratio is the part of a retry each request adds to the bucket
 	// (default 0.1, see [DefaultRatio]); at most [MaxRatio]. Negative: no
 	// budget at all, every retry is allowed ([New] and [For] then return
 	// a nil *Budget, which a retry.Policy reads as no budget).
 	Ratio float64
-	// Window is the length of the sliding window (default 10 s, see
-	// [DefaultWindow]). It must be in [MinWindow, MaxWindow]. The window slides
-	// in steps of Window/10 (1 s by default): a request or retry stops
-	// counting between 0.9 × Window and Window after it was counted.
+	// Window is the span over which requests, retries and successes are
+	// counted (default 10 s, see [DefaultWindow]), for [Budget.StatsAt],
+	// for the ceiling on earning and for the fill rate [Budget.RefillAt]
+	// expects. It must be in [MinWindow, MaxWindow]. It slides in steps of
+	// Window/10: a count leaves it between 0.9 × Window and Window after
+	// it was made. It does not limit retries itself.
 	Window time.Duration
-	// MinPerSecond is the floor: the window allows at least
-	// MinPerSecond × Window.Seconds() retries however few requests there
-	// were (default 0.1, so 1 per default window, see
-	// [DefaultMinPerSecond]). It must be finite. Negative: no floor.
+	// MinPerSecond is the floor: the bucket refills at least this many
+	// retries per second however few requests there are (default 1, see
+	// [DefaultMinPerSecond]), as a minimum, not on top of what requests
+	// add. It must be finite. Negative: no floor.
 	MinPerSecond float64
-	// Burst is the share of the window's ratio part (or floor) that one
-	// step may spend, in (0, 1] (default 0.15, see [DefaultBurst]); a step
-	// may always spend one retry, and what succeeded retries earned. 1
-	// turns the step limit off: one step may then spend the whole window's
-	// allowance, as in a plain sliding window.
+	// Burst is the size of the bucket, in retries (default 5, see
+	// [DefaultBurst]): a new Budget starts with Burst retries, and no
+	// outage spends more than Burst beyond the fill rate. It must be at
+	// least 1 and finite. (Until this release it was a share from 0 to 1
+	// of the window one step might spend; such a value is an error.)
+	// Negative: no burst: the bucket holds one retry and starts empty.
 	Burst float64
-	// Earn is the number of retries a retry that succeeded adds to the
-	// window's allowance (default 2, see [DefaultEarn]). Negative: retries
-	// earn nothing, and the budget is the ratio part and the floor alone.
+	// Earn is the number of retries a retry that succeeded puts back in
+	// the bucket, its own included (default 3, see [DefaultEarn]), while
+	// the window is under Ceiling; past it, a success puts back at most
+	// its own. Successes may fill the bucket to three times Burst.
+	// Negative: retries that succeed put nothing back, and the budget is
+	// the ratio, the floor and the burst alone.
 	Earn float64
-	// Ceiling bounds what earning can reach: retries per request in the
-	// window (default 1, see [DefaultCeiling]); at most [MaxRatio]. Below
-	// Ratio it has no effect. Negative: no ceiling, so earning is bounded
-	// only by the attempts of each call.
+	// Ceiling bounds earning: a success earns Earn only while the window's
+	// attempts (requests and retries) are under 1 + Ceiling times its
+	// demand (requests and retries that succeeded) (default 1, see
+	// [DefaultCeiling]); at most [MaxRatio]. Negative: no ceiling.
 	Ceiling float64
 	// Clock is read by the convenience wrappers ([Budget.Request],
 	// [Budget.AllowRetry], [Budget.RetrySucceeded], [Budget.Stats]) only;
@@ -195,8 +237,10 @@ func (c Config) Validate() error {
 		return &InvalidError{"MinPerSecond", "is +Inf, must be finite"}
 	case math.IsNaN(c.Burst):
 		return &InvalidError{"Burst", "is NaN, must be a number"}
-	case c.Burst < 0 || c.Burst > 1:
-		return &InvalidError{"Burst", fmt.Sprintf("is %v, must be from 0 to 1", c.Burst)}
+	case math.IsInf(c.Burst, 1):
+		return &InvalidError{"Burst", "is +Inf, must be finite"}
+	case c.Burst > 0 && c.Burst < 1:
+		return &InvalidError{"Burst", fmt.Sprintf("is %v, must be at least 1: it is the number of retries the bucket holds (default %v), no longer a share of the window", c.Burst, DefaultBurst)}
 	case math.IsNaN(c.Earn):
 		return &InvalidError{"Earn", "is NaN, must be a number"}
 	case math.IsInf(c.Earn, 1):
@@ -214,12 +258,13 @@ func (c Config) Off() bool { return c.Ratio < 0 }
 
 // params are a Config after defaults, as a Budget uses them.
 type params struct {
-	width   int64   // bucket width in ns
-	ratio   float64 // retries per request
-	floor   float64 // retries per window granted regardless of requests
-	burst   float64 // share of the ratio part one step may spend
-	earn    float64 // retries earned per retry that succeeded
-	ceiling float64 // retries per request earning may reach; +Inf: none
+	width   int64   // window step in ns
+	ratio   float64 // retries added per request
+	floor   float64 // retries added per second at least; 0: none
+	size    float64 // retries the bucket holds
+	empty   bool    // the bucket starts empty (no burst)
+	earn    float64 // retries a success puts back
+	ceiling float64 // earning stops at attempts >= (1+ceiling) × demand; +Inf: never
 }
 
 // resolve applies the defaults.
@@ -240,10 +285,13 @@ func (c Config) resolve() params {
 	p := params{
 		width:   int64(w / numBuckets),
 		ratio:   pick(c.Ratio, DefaultRatio),
-		floor:   pick(c.MinPerSecond, DefaultMinPerSecond) * w.Seconds(),
-		burst:   pick(c.Burst, DefaultBurst),
+		floor:   pick(c.MinPerSecond, DefaultMinPerSecond),
+		size:    pick(c.Burst, DefaultBurst),
 		earn:    pick(c.Earn, DefaultEarn),
 		ceiling: pick(c.Ceiling, DefaultCeiling),
+	}
+	if c.Burst < 0 {
+		p.size, p.empty = 1, true
 	}
 	if c.Ceiling < 0 {
 		p.ceiling = math.Inf(1)
@@ -267,8 +315,16 @@ type Stats struct {
 const (
 	// numBuckets is the number of steps in a window.
 	numBuckets = 10
-	// eps absorbs float rounding in Ratio × requests (0.29 × 100 is
-	// 28.999999999999996 in float64, and must still allow 29 retries).
+	// earnedFill is how full, in multiples of Burst, retries that succeed
+	// may fill the bucket (requests and time fill it to Burst). A
+	// partial outage whose retries succeed half of the time is a random
+	// walk of -1 and +2 per retry: a bucket of 5 runs dry in its bad runs
+	// (79% served at 50% failures, 3 attempts, in sim), one that
+	// successes may fill to 15 does not (87%, of 87.5% possible). Only
+	// an outage that follows a partial one can spend the reserve.
+	earnedFill = 3
+	// eps absorbs float rounding in sums of Ratio (ten deposits of 0.1
+	// make 0.9999999999999999 in float64, and must still be a retry).
 	eps = 1e-9
 	// Times without a monotonic reading are clamped to ±2^32 s around 1970
 	// (years 1833 to 2106), so that Unix nanoseconds, and the difference of
@@ -281,10 +337,10 @@ const (
 	maxSpan = 1 << 61
 )
 
-// base anchors the bucket epochs of times that carry a monotonic clock
-// reading (those from time.Now): such a time is placed at
-// baseNs + now.Sub(base), which Sub computes from the monotonic readings,
-// so steps of the system's wall clock do not move the window.
+// base anchors the times that carry a monotonic clock reading (those from
+// time.Now): such a time is placed at baseNs + now.Sub(base), which Sub
+// computes from the monotonic readings, so steps of the system's wall
+// clock do not move the budget.
 var (
 	base   = time.Now()
 	baseNs = base.UnixNano()
@@ -304,29 +360,34 @@ type bucket struct {
 // Budget must not be copied after first use.
 //
 // A Budget is safe for concurrent use by any number of goroutines: a mutex
-// guards its counts, held for a few nanoseconds per call. Its methods never
+// guards its state, held for a few nanoseconds per call. Its methods never
 // allocate. (Until v0.x it was lock-free with per-processor stripes of
 // counters; on a path that wraps a network call the mutex costs a few
 // nanoseconds more and is far easier to change: see the benchmarks.)
 //
-// Time: buckets are keyed by Unix time in multiples of the bucket width. A
-// time from time.Now (as the wrappers and the retry package use) is placed
-// by its monotonic clock reading, so steps of the system's wall clock do not
-// disturb the window; other times (time.Date, time.Unix, a fake clock) are
-// placed by their wall-clock value. The window ends at the newest bucket any
-// call has seen, and every call counts in that bucket. A time before it (a
-// caller that read the clock a moment before another, a stale or zero
-// time.Time) is treated as the newest bucket's time, so the window never
-// moves backwards and old times cannot reset live buckets. A time far in the
-// future moves the window there, and until time catches up every call
-// counts in that one bucket: only an explicit wrong time can do this.
+// Time: a time from time.Now (as the wrappers and the retry package use) is
+// placed by its monotonic clock reading, so steps of the system's wall
+// clock do not disturb the budget; other times (time.Date, time.Unix, a
+// fake clock) are placed by their wall-clock value. Time only moves
+// forward: a time before the latest one any call has seen (a caller that
+// read the clock a moment before another, a stale or zero time.Time) is
+// treated as that latest time, so it neither refills the bucket nor resets
+// the window. A time far in the future moves the budget there, and until
+// time catches up nothing refills with time: only an explicit wrong time
+// can do this.
 type Budget struct {
-	mu      sync.Mutex
-	p       params // zero width in the zero value: defaults
-	clk     clock.Clock
-	newest  int64 // epoch of the newest bucket; valid when started
-	started bool
-	b       [numBuckets]bucket // by epoch mod numBuckets
+	mu sync.Mutex
+	p  params // zero width in the zero value: defaults
+	// The bucket: spent is how far below full it is, so that the zero
+	// value is full; prepaid is what requests added in the last second
+	// that the floor has not yet consumed (the floor is a minimum, so
+	// time adds only what requests did not).
+	spent, prepaid float64
+	last           int64 // ns of the latest time seen; valid when started
+	clk            clock.Clock
+	newest         int64 // epoch of the newest bucket; valid when started
+	started        bool
+	b              [numBuckets]bucket // by epoch mod numBuckets
 }
 
 // New returns a Budget for cfg, or an [*InvalidError] matching [ErrInvalid]
@@ -341,7 +402,17 @@ func New(cfg Config) (*Budget, error) {
 	if cfg.Off() {
 		return nil, nil
 	}
-	return &Budget{p: cfg.resolve(), clk: cfg.Clock}, nil
+	return newBudget(cfg.resolve(), cfg.Clock), nil
+}
+
+// newBudget returns a Budget with parameters p, its bucket full unless p
+// says it starts empty.
+func newBudget(p params, clk clock.Clock) *Budget {
+	b := &Budget{p: p, clk: clk}
+	if p.empty {
+		b.spent = p.size
+	}
+	return b
 }
 
 // params returns the budget's parameters, or the defaults for the zero
@@ -375,12 +446,34 @@ func epochOf(ns, width int64) int64 {
 	return e
 }
 
-// cur returns the bucket a call at now counts in, moving the window forward
-// when now is past its newest bucket. b.mu must be held.
-func (b *Budget) cur(now time.Time, width int64) *bucket {
-	if e := epochOf(unixNano(now), width); !b.started || e > b.newest {
-		b.newest, b.started = e, true
+// floorAdds returns what the floor adds to the bucket from the latest time
+// seen to ns, and what is then left of prepaid: the floor's
+// retries per second, less what requests already added.
+func (b *Budget) floorAdds(p *params, ns int64) (add, prepaid float64) {
+	prepaid = b.prepaid
+	if !b.started || ns <= b.last || p.floor == 0 {
+		return 0, prepaid
 	}
+	add = p.floor * float64(ns-b.last) / 1e9
+	used := min(prepaid, add)
+	return add - used, prepaid - used
+}
+
+// advance moves the budget to ns: the floor's refill, and the window's
+// newest bucket, which it returns. b.mu must be held.
+func (b *Budget) advance(p *params, ns int64) *bucket {
+	add, prepaid := b.floorAdds(p, ns)
+	if b.spent > 0 {
+		b.spent = max(b.spent-add, 0)
+	}
+	b.prepaid = prepaid
+	if !b.started || ns > b.last {
+		b.last = ns
+	}
+	if e := epochOf(ns, p.width); !b.started || e > b.newest {
+		b.newest = e
+	}
+	b.started = true
 	k := b.newest % numBuckets
 	if k < 0 {
 		k += numBuckets
@@ -407,14 +500,22 @@ func (b *Budget) window(end int64) (s Stats) {
 	return s
 }
 
-// RequestAt records one request (a first attempt) at time now. Call it once
-// per call to the destination, before the first attempt; retries are
-// counted by AllowRetryAt instead. It is safe for concurrent use and does not
+// RequestAt records one request (a first attempt) at time now, which adds
+// Ratio of a retry to the bucket. Call it once per call to the
+// destination, before the first attempt; retries are counted by
+// AllowRetryAt instead. It is safe for concurrent use and does not
 // allocate.
 func (b *Budget) RequestAt(now time.Time) {
 	p := b.params()
 	b.mu.Lock()
-	b.cur(now, p.width).reqs++
+	b.advance(p, unixNano(now)).reqs++
+	if b.spent > 0 {
+		// What requests add counts towards the floor for the next
+		// second (what a full bucket lost does not).
+		add := min(p.ratio, b.spent)
+		b.spent -= add
+		b.prepaid = min(b.prepaid+add, p.floor)
+	}
 	b.mu.Unlock()
 }
 
@@ -423,13 +524,28 @@ func (b *Budget) RequestAt(now time.Time) {
 func (b *Budget) Request() { b.RequestAt(clock.Now(b.clk)) }
 
 // RetrySucceededAt records that a retry granted by AllowRetryAt succeeded,
-// at time now: it earns Earn more retries for the rest of the window. The
-// retry package calls it; it is safe for concurrent use and does not
-// allocate.
+// at time now: it puts Earn retries back in the bucket (up to three times
+// Burst) while the window's
+// attempts are under 1 + Ceiling times its demand (the requests and the
+// retries that succeeded, this one included), and at most its own retry
+// past that. The retry package calls it; it is safe for concurrent use and
+// does not allocate.
 func (b *Budget) RetrySucceededAt(now time.Time) {
 	p := b.params()
 	b.mu.Lock()
-	b.cur(now, p.width).wins++
+	b.advance(p, unixNano(now)).wins++
+	if p.earn > 0 {
+		w := b.window(b.newest)
+		back := min(p.earn, 1)
+		// attempts < (1+ceiling) × demand, with attempts = requests +
+		// retries and demand = requests + succeeded retries.
+		if float64(w.Retries-w.Succeeded) < p.ceiling*float64(w.Requests+w.Succeeded) {
+			back = p.earn
+		}
+		// Successes may fill the bucket beyond its size, to earnedFill
+		// times it.
+		b.spent = min(b.spent, max(b.spent-back, -(earnedFill-1)*p.size))
+	}
 	b.mu.Unlock()
 }
 
@@ -437,58 +553,71 @@ func (b *Budget) RetrySucceededAt(now time.Time) {
 // the Budget's Clock (real time by default).
 func (b *Budget) RetrySucceeded() { b.RetrySucceededAt(clock.Now(b.clk)) }
 
-// AllowRetryAt reports whether a retry at time now fits the budget (see the
-// package documentation for the rule), over the window ending at now's
-// step. If it does, the retry is counted as spent and AllowRetryAt returns
-// true; if not, a denial is counted and it returns false. Ask once per
-// retry, just before making it. It is safe for concurrent use and does not
-// allocate.
+// AllowRetryAt reports whether a retry at time now fits the budget: whether
+// the bucket holds a whole retry (see the package documentation for how it
+// fills). If it does, the retry takes it and AllowRetryAt returns true; if
+// not, a denial is counted and it returns false. Ask once per retry, just
+// before making it. It is safe for concurrent use and does not allocate.
 func (b *Budget) AllowRetryAt(now time.Time) bool {
 	p := b.params()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bk := b.cur(now, p.width)
-	w := b.window(b.newest)
-	reqs := float64(w.Requests)
-	// The ratio part, raised to the floor; then what succeeded retries
-	// earned, up to the ceiling.
-	own := max(p.ratio*reqs, p.floor)
-	limit := own
-	if earned := p.earn * float64(w.Succeeded); earned > 0 {
-		limit = max(min(own+earned, p.ceiling*reqs), own)
-	}
-	// One step may spend the Burst share of its own part (at least one
-	// retry) and all that was earned: an outage does not spend a whole
-	// window in its first step, while a partial outage, whose retries
-	// succeed, is not slowed down by it.
-	step := max(own*p.burst, 1) + (limit - own)
-	if float64(w.Retries+1) > limit*(1+eps) || float64(bk.rets+1) > step*(1+eps) {
+	bk := b.advance(p, unixNano(now))
+	if p.size-b.spent < 1-eps {
 		bk.deny++
 		return false
 	}
+	b.spent++
 	bk.rets++
 	return true
-}
-
-// RefillAt returns when, as of now, a retry the budget denied may next be
-// granted: the start of the window's next step, when both the window's
-// allowance and the step's share are renewed. It changes nothing. A durable
-// job deferred by an empty budget is rescheduled for then.
-func (b *Budget) RefillAt(now time.Time) time.Time {
-	p := b.params()
-	ns := unixNano(now)
-	e := epochOf(ns, p.width)
-	b.mu.Lock()
-	if b.started {
-		e = max(e, b.newest)
-	}
-	b.mu.Unlock()
-	return now.Add(time.Duration((e+1)*p.width - ns))
 }
 
 // AllowRetry is shorthand for AllowRetryAt(now) with now read from the
 // Budget's Clock (real time by default).
 func (b *Budget) AllowRetry() bool { return b.AllowRetryAt(clock.Now(b.clk)) }
+
+// RefillAt returns when, as of now, the bucket will next hold a whole
+// retry: now if it does; otherwise when the missing part arrives at the
+// current fill rate, the window's requests times Ratio per second or the
+// floor, whichever is more (exact for the floor; for requests, an estimate
+// from the window's rate). With neither it returns now + Window, when the
+// window will have moved on. It changes nothing. A durable job deferred by
+// an empty budget is rescheduled for then.
+func (b *Budget) RefillAt(now time.Time) time.Time {
+	p := b.params()
+	ns := unixNano(now)
+	b.mu.Lock()
+	add, prepaid := b.floorAdds(p, ns)
+	spent := b.spent
+	if spent > 0 {
+		spent = max(spent-add, 0)
+	}
+	need := spent - p.size + 1
+	end := epochOf(ns, p.width)
+	if b.started {
+		end = max(end, b.newest)
+	}
+	reqs := b.window(end).Requests
+	b.mu.Unlock()
+	if need <= eps {
+		return now
+	}
+	win := float64(p.width*numBuckets) / 1e9
+	var secs float64
+	switch byReqs := p.ratio * float64(reqs) / win; {
+	case byReqs > p.floor:
+		secs = need / byReqs
+	case p.floor > 0:
+		// Requests add no more than the floor: time brings the rest,
+		// once what requests prepaid is used.
+		secs = (need + prepaid) / p.floor
+	default:
+		secs = win
+	}
+	// Rounded up to the nanosecond, less float noise (1.0000000000000002 s
+	// is 1 s).
+	return now.Add(time.Duration(math.Ceil(secs*1e9 - 1e-6)))
+}
 
 // StatsAt returns the counts of the window as of time now, its current
 // step included. It changes nothing: a now after the newest bucket reports

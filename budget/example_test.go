@@ -8,20 +8,17 @@ import (
 	"github.com/heed-go/heed/budget"
 )
 
-// A budget with the defaults in a total outage: 10% of the requests over a
-// 10 s window. After 10 s of healthy traffic, 100 requests a second, each
-// failing and asking for a retry, get 1 retry per 10 requests over the
-// window; no second spends more than 15% of the window's allowance.
+// A budget with the defaults in a total outage of 100 requests a second,
+// each failing and asking for a retry: the bucket's 5 retries go at once,
+// then each request adds a tenth of a retry. No second sees more than
+// 1 + Ratio + Burst/100 = 1.15 times its requests, and the outage as a
+// whole 1.1 times, plus the burst.
 func Example() {
 	b, err := budget.New(budget.Config{})
 	if err != nil {
 		panic(err)
 	}
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for i := range 1000 { // healthy: no retries
-		b.RequestAt(t0.Add(time.Duration(i) * 10 * time.Millisecond))
-	}
-	t0 = t0.Add(10 * time.Second)
 	total := 0
 	for sec := range 10 {
 		granted := 0
@@ -38,22 +35,36 @@ func Example() {
 	fmt.Println("=", total)
 	fmt.Printf("%+v\n", b.StatsAt(t0.Add(9*time.Second)))
 	// Output:
-	// 15 15 15 15 15 15 10 0 0 0 = 100
-	// {Requests:1000 Retries:100 Denied:900 Succeeded:0}
+	// 14 10 10 10 10 10 10 10 10 10 = 104
+	// {Requests:1000 Retries:104 Denied:896 Succeeded:0}
 }
 
-// Retries that succeed earn more: when half of the calls fail at random, a
-// retry is as likely to work as a first attempt, each success earns two
-// more, and the budget grows to what the calls ask for (within the step:
-// successes count at once), up to 1 retry per request. Here every other
-// retry succeeds, and every failed call gets its retry.
+// A new process may retry its first failures: five calls to endpoints that
+// answer 503, 503, 200 all get through, each taking two retries, because a
+// retry that succeeds puts three back.
+func Example_coldStart() {
+	b, _ := budget.New(budget.Config{})
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	served := 0
+	for range 5 {
+		b.RequestAt(now) // the first attempt: 503
+		if b.AllowRetryAt(now) && b.AllowRetryAt(now) {
+			b.RetrySucceededAt(now) // the second retry: 200
+			served++
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	fmt.Println("served:", served, "of 5")
+	// Output:
+	// served: 5 of 5
+}
+
+// Retries that succeed pay for themselves: when half of the calls fail at
+// random, a retry is as likely to work as a first attempt, and every failed
+// call gets its retry. Here every other retry succeeds.
 func Example_partialOutage() {
 	b, _ := budget.New(budget.Config{})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for i := range 1000 { // healthy: no retries
-		b.RequestAt(t0.Add(time.Duration(i) * 10 * time.Millisecond))
-	}
-	t0 = t0.Add(10 * time.Second)
 	for sec := range 6 {
 		granted := 0
 		for i := range 100 {
@@ -78,28 +89,39 @@ func Example_partialOutage() {
 	fmt.Printf("%+v\n", b.StatsAt(t0.Add(5*time.Second)))
 	// Output:
 	// 50 50 50 50 50 50
-	// {Requests:1000 Retries:300 Denied:0 Succeeded:150}
+	// {Requests:600 Retries:300 Denied:0 Succeeded:150}
 }
 
-// Requests and retries leave the window after Window (in steps of
-// Window/10), and the budget refills. (Burst 1 lets one step spend the
-// whole window's allowance, to show the window alone; MinPerSecond -1 turns
-// the floor off.)
+// A durable job refused a retry is rescheduled for RefillAt: when the
+// bucket next holds a whole retry. With no requests, the floor refills one
+// retry a second.
+func ExampleBudget_RefillAt() {
+	b, _ := budget.New(budget.Config{})
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for b.AllowRetryAt(t0) {
+	}
+	next := b.RefillAt(t0)
+	fmt.Println(next.Sub(t0), b.AllowRetryAt(next))
+	// Output:
+	// 1s true
+}
+
+// Requests and retries leave the window after Window, in steps of
+// Window/10.
 func ExampleBudget_StatsAt() {
-	b, _ := budget.New(budget.Config{Ratio: 0.5, Window: 10 * time.Second, MinPerSecond: -1, Burst: 1})
+	b, _ := budget.New(budget.Config{Window: 10 * time.Second})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for range 4 {
 		b.RequestAt(t0)
 	}
 	t1 := t0.Add(time.Second)
-	fmt.Println(b.AllowRetryAt(t1), b.AllowRetryAt(t1), b.AllowRetryAt(t1))
+	b.AllowRetryAt(t1)
 	fmt.Printf("at 9s:  %+v\n", b.StatsAt(t0.Add(9*time.Second)))
 	fmt.Printf("at 10s: %+v\n", b.StatsAt(t0.Add(10*time.Second)))
 	fmt.Printf("at 11s: %+v\n", b.StatsAt(t0.Add(11*time.Second)))
 	// Output:
-	// true true false
-	// at 9s:  {Requests:4 Retries:2 Denied:1 Succeeded:0}
-	// at 10s: {Requests:0 Retries:2 Denied:1 Succeeded:0}
+	// at 9s:  {Requests:4 Retries:1 Denied:0 Succeeded:0}
+	// at 10s: {Requests:0 Retries:1 Denied:0 Succeeded:0}
 	// at 11s: {Requests:0 Retries:0 Denied:0 Succeeded:0}
 }
 
@@ -116,12 +138,14 @@ func ExampleFor() {
 	// true true <nil>
 }
 
-// New names the bad field, and the error matches ErrInvalid.
+// New names the bad field, and the error matches ErrInvalid. Burst is the
+// size of the bucket in retries: a share of the window, as it was before,
+// is an error that says so.
 func ExampleNew_invalid() {
-	_, err := budget.New(budget.Config{Burst: 2})
+	_, err := budget.New(budget.Config{Burst: 0.15})
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, budget.ErrInvalid))
 	// Output:
-	// budget: Burst is 2, must be from 0 to 1
+	// budget: Burst is 0.15, must be at least 1: it is the number of retries the bucket holds (default 5), no longer a share of the window
 	// true
 }

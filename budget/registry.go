@@ -48,7 +48,7 @@ func (r *Registry) For(dest string, cfg Config) (*Budget, error) {
 	if r.m == nil {
 		r.m = map[regKey]*Budget{}
 	}
-	b := &Budget{p: k.p, clk: cfg.Clock}
+	b := newBudget(k.p, cfg.Clock)
 	r.m[k] = b
 	r.n.Add(1)
 	return b, nil

@@ -115,9 +115,9 @@ func TestRetryGiveUpReasons(t *testing.T) {
 
 func TestRetryBudgetDenial(t *testing.T) {
 	m, r := newMetrics(t)
-	// A budget that grants nothing to one request (10% of it, no floor),
-	// and one with the defaults (a floor of 1 retry per 10 s).
-	none, err := budget.New(budget.Config{MinPerSecond: -1})
+	// A budget that grants nothing to one request (no burst, no floor,
+	// 10% of it), and one with the defaults (a bucket of 5 retries).
+	none, err := budget.New(budget.Config{MinPerSecond: -1, Burst: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -501,3 +501,32 @@ type TransitionBatcher interface {
 	// the batch as a whole (the database, ctx); then none was applied.
 	JobTransitions(ctx context.Context, ts []Transition) (errs []error, err error)
 }
+
+// ListStates are the states job lists are filtered by (heed jobs ls
+// --state, the dashboard's jobs page), as [Stats] counts them: available
+// (due now), scheduled (due later), retrying (waiting after an attempt,
+// due now or later), running, succeeded, dead and cancelled.
+var ListStates = []string{"available", "scheduled", "retrying", "running", "succeeded", "dead", "cancelled"}
+
+// SelectState sets f to select the jobs in the list state name (one of
+// ListStates; "" selects any) at now. It returns an error matching
+// ErrInvalid naming the states for another name.
+func (f *JobFilter) SelectState(name string, now time.Time) error {
+	f.State, f.AvailableBy, f.AvailableAfter, f.Retried = "", time.Time{}, time.Time{}, false
+	switch name {
+	case "":
+	case "available":
+		f.State, f.AvailableBy = StateAvailable, now
+	case "scheduled":
+		f.State, f.AvailableAfter = StateAvailable, now
+	case "retrying":
+		f.State, f.Retried = StateAvailable, true
+	default:
+		f.State = State(name)
+		if !f.State.Valid() {
+			f.State = ""
+			return &InputError{"state", fmt.Sprintf("%q is not %s", name, strings.Join(ListStates, ", "))}
+		}
+	}
+	return nil
+}

@@ -89,7 +89,7 @@ func TestCallSteps(t *testing.T) {
 		}
 	})
 	t.Run("budget counts the first attempt; durable retries ask it at admission", func(t *testing.T) {
-		b, _ := budget.New(budget.Config{MinPerSecond: 1, Window: time.Second})
+		b, _ := budget.New(budget.Config{MinPerSecond: 1, Burst: 1})
 		p := constantPolicy()
 		p.Budget = b
 		c := Call{Policy: p, Durable: true}
@@ -111,7 +111,7 @@ func TestCallSteps(t *testing.T) {
 		_, ok := c.Admit(at)
 		d = c.Last()
 		if ok || d.Action != Defer || d.Reason != ReasonBudget || !d.At.Equal(b.RefillAt(at)) {
-			t.Fatalf("Admit with the budget spent = %+v, %v; want a deferral to the next step", d, ok)
+			t.Fatalf("Admit with the budget spent = %+v, %v; want a deferral to the refill", d, ok)
 		}
 		if c.History.Attempts != 2 {
 			t.Errorf("attempts %d, want 2: a deferral is not an attempt", c.History.Attempts)

@@ -179,7 +179,7 @@ func TestDecisionString(t *testing.T) {
 func TestDecideBudgetAndBreaker(t *testing.T) {
 	ms := time.Millisecond
 	transient := Transient(errors.New("reset"))
-	b, err := budget.New(budget.Config{MinPerSecond: 0.1, Window: 10 * time.Second}) // one retry per window
+	b, err := budget.New(budget.Config{Burst: 1}) // one retry in the bucket
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,8 +151,8 @@ func ExampleLogObserver() {
 }
 
 // A retry budget and a circuit breaker are shared by every call to one
-// dependency. During an outage the budget keeps retries to about 10% of the
-// calls, and once the breaker opens, calls fail fast without reaching the
+// dependency. During an outage the budget keeps retries to its bucket of 5
+// and about 10% of the calls, and once the breaker opens, calls fail fast without reaching the
 // dependency at all. (A fake clock moves 100 ms between calls.)
 func ExamplePolicy_budgetAndBreaker() {
 	clk := clocktest.New(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
@@ -179,9 +179,9 @@ func ExamplePolicy_budgetAndBreaker() {
 	fmt.Println("refused by the open breaker:", reasons[retry.ReasonBreakerOpen])
 	// Output:
 	// attempts reaching the dependency: 50
-	// gave up, retry budget empty: 46
-	// gave up, attempts exhausted: 0
-	// refused by the open breaker: 54
+	// gave up, retry budget empty: 39
+	// gave up, attempts exhausted: 2
+	// refused by the open breaker: 59
 }
 
 // An executor of its own (here, one that keeps its work in a list and

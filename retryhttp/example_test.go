@@ -133,10 +133,10 @@ func ExampleHandler() {
 	}), deadline.Middleware{Limit: 5 * time.Second}))
 	defer orders.Close()
 
-	// The user's client owns the retries. Its budget is new and has seen
-	// one request: it grants one retry (at least 1 per 10 s, and 10% of the
-	// requests beyond that), so inventory sees 2 attempts, not 3 (the
-	// policy's), and never 9.
+	// The user's client owns the retries. Its budget is new, and its bucket
+	// starts full: it grants the policy's retries, so inventory sees 3
+	// attempts, and never 9: orders, whose caller owns the retries, does
+	// not retry again.
 	user := &retryhttp.Transport{Policy: policy}
 	defer user.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -153,7 +153,7 @@ func ExampleHandler() {
 	fmt.Println("inventory had a deadline:", inventoryDeadline.Load())
 	// Output:
 	// user got: 503 Service Unavailable
-	// inventory calls: 2
+	// inventory calls: 3
 	// inventory had a deadline: true
 }
 

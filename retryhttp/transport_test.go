@@ -824,9 +824,9 @@ func TestBudgetPerHostShared(t *testing.T) {
 	srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	// A budget with no floor and 10% of requests: the first requests
-	// cannot retry at all.
-	tr := &retryhttp.Transport{Policy: fast(3), Budget: budget.Config{MinPerSecond: -1}, Budgets: &budget.Registry{}}
+	// A budget with no burst, no floor and 10% of requests: the first
+	// requests cannot retry at all.
+	tr := &retryhttp.Transport{Policy: fast(3), Budget: budget.Config{MinPerSecond: -1, Burst: -1}, Budgets: &budget.Registry{}}
 	defer tr.CloseIdleConnections()
 	var o observed
 	tr.Policy.Observe = o.observe

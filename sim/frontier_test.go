@@ -23,10 +23,11 @@ func TestPartialOutageGoal(t *testing.T) {
 		cfg  budget.Config
 	}{
 		{"no earning (Earn -1)", budget.Config{Earn: -1}},
-		{"Earn 1", budget.Config{Earn: 1}},
-		{"Earn 2 (default)", budget.Config{}},
-		{"Earn 3", budget.Config{Earn: 3}},
-		{"Earn 2, Ceiling 0.5", budget.Config{Ceiling: 0.5}},
+		{"Earn 2", budget.Config{Earn: 2}},
+		{"Earn 3 (default)", budget.Config{}},
+		{"Earn 3, Ceiling 0.5", budget.Config{Ceiling: 0.5}},
+		{"Earn 3, Burst 6", budget.Config{Burst: 6}},
+		{"Earn 3, Burst 8", budget.Config{Burst: 8}},
 	}
 	heedOnly := func(name string, cfg budget.Config) *Seeds {
 		s, _ := Builtin(name)
@@ -53,7 +54,7 @@ func TestPartialOutageGoal(t *testing.T) {
 		t.Logf("| %s | %s | %s / %s | %s / %s | %s |", v.name, pct.Format("%.1f%%"),
 			p.FaultAttemptsPerRequest.Format("%.2f×"), p.FaultPeak.Format("%.2f×"),
 			o.FaultAttemptsPerRequest.Format("%.2f×"), o.FaultPeak.Format("%.2f×"), rec)
-		if v.name != "Earn 2 (default)" {
+		if v.name != "Earn 3 (default)" {
 			continue
 		}
 		if p.FaultSuccessRate.Min < 0.85 {

@@ -128,6 +128,9 @@ type fileBudget struct {
 	Ratio        float64 `yaml:"ratio" json:"ratio"`
 	Window       string  `yaml:"window" json:"window"`
 	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
+	Burst        float64 `yaml:"burst" json:"burst"`
+	Earn         float64 `yaml:"earn" json:"earn"`
+	Ceiling      float64 `yaml:"ceiling" json:"ceiling"`
 }
 
 type fileBreaker struct {
@@ -340,7 +343,8 @@ func (f *fileScenario) scenario() (Scenario, error) {
 				l.Retry.Backoff.Jitter = v
 			}
 			if b := fl.Budget; b != nil {
-				l.Budget = budget.Config{Ratio: b.Ratio, Window: d.parse(lp+".budget.window", b.Window), MinPerSecond: b.MinPerSecond}
+				l.Budget = budget.Config{Ratio: b.Ratio, Window: d.parse(lp+".budget.window", b.Window), MinPerSecond: b.MinPerSecond,
+					Burst: b.Burst, Earn: b.Earn, Ceiling: b.Ceiling}
 			}
 			if b := fl.Breaker; b != nil {
 				l.Breaker = &breaker.Config{FailureRatio: b.FailureRatio, MinCalls: b.MinCalls, Probes: b.Probes,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heed-go/heed/budget"
 )
 
 func TestParseScenarioErrors(t *testing.T) {
@@ -56,7 +58,7 @@ policies:
         backoff: {base: 10ms, cap: 100ms, jitter: full}
         attempt_timeout: 500ms
         owner: true
-        budget: {ratio: 0.1, window: 10s}
+        budget: {ratio: 0.1, window: 10s, burst: 8, min_per_second: 0.5, earn: 2, ceiling: 0.5}
         breaker: {failure_ratio: 0.5, min_calls: 20, cooldown: 2s}
       - {attempts: 3}
 `
@@ -75,6 +77,9 @@ func TestParseScenario(t *testing.T) {
 		t.Fatalf("parsed %+v", s)
 	}
 	owner := s.Chains[1]
+	if want := (budget.Config{Ratio: 0.1, Window: 10 * time.Second, Burst: 8, MinPerSecond: 0.5, Earn: 2, Ceiling: 0.5}); owner.Layers[0].Budget != want {
+		t.Errorf("budget %+v, want %+v", owner.Layers[0].Budget, want)
+	}
 	if !owner.PropagateDeadline || len(owner.Layers) != 2 || !owner.Layers[0].OwnershipOff || owner.Layers[1].OwnershipOff || owner.Layers[0].Budget.Off() ||
 		owner.Layers[0].Breaker == nil || owner.Layers[0].Breaker.Cooldown != 2*time.Second ||
 		owner.Layers[0].Retry.AttemptTimeout != 500*time.Millisecond || owner.Layers[0].Retry.Backoff.Cap != 100*time.Millisecond {

@@ -327,7 +327,7 @@ func TestValidate(t *testing.T) {
 		{func(s *Scenario) { s.Chains[0].Layers = nil }, "policies[0].layers is empty"},
 		{func(s *Scenario) { s.Chains[0].Layers[0].Retry.Attempts = retry.Unlimited }, "policies[0].layers[0].attempts is -1, must be at least 1"},
 		{func(s *Scenario) { s.Chains[0].Layers[0].Retry.Backoff.Multiplier = 0.5 }, "policies[0].layers[0].backoff.multiplier is 0.5, must be at least 1"},
-		{func(s *Scenario) { s.Chains[0].Layers[0].Budget = budget.Config{Burst: 2} }, "policies[0].layers[0].budget.burst is 2, must be from 0 to 1"},
+		{func(s *Scenario) { s.Chains[0].Layers[0].Budget = budget.Config{Burst: 0.15} }, "policies[0].layers[0].budget.burst is 0.15, must be at least 1: it is the number of retries the bucket holds (default 5), no longer a share of the window"},
 		{func(s *Scenario) { s.Chains[0].Layers[0].AttemptShare = 1 }, "policies[0].layers[0].attempt_share is 1, must be below 1"},
 		{func(s *Scenario) { s.Chains[0].Layers[0].Breaker = &breaker.Config{MinCalls: -1} }, "policies[0].layers[0].breaker.min_calls is -1"},
 		{func(s *Scenario) { s.Chains[0].Layers[0].Retry.Budget = &budget.Budget{} }, "policies[0].layers[0].retry has a Budget or Breaker"},

@@ -186,6 +186,20 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "ui-overview.png")
 
+	// A queue's scheduled count links to its scheduled jobs.
+	later, _, err := e.client.Enqueue(context.Background(), "report", nil, queue.EnqueueOptions{Queue: "later", In: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "scheduled jobs",
+		chromedp.Navigate(u+"/"),
+		chromedp.Click(css(`tr[data-queue="later"] a[href*="state=scheduled"]`)),
+		chromedp.WaitVisible(css(fmt.Sprintf(`a[href="/jobs/%d"]`, later.ID))),
+	)
+	if sel := value(t, ctx, "state filter", chromedp.Evaluate[string](`document.querySelector("select[name=state]").value`)); sel != "scheduled" {
+		t.Errorf("the scheduled jobs' page filters by %q", sel)
+	}
+
 	// A dead job's decision timeline, opened from the jobs list.
 	run(t, ctx, "open a dead job",
 		chromedp.Navigate(u+"/jobs?state=dead&kind=charge&q=429"),
@@ -195,7 +209,7 @@ func TestBrowser(t *testing.T) {
 	rows := value(t, ctx, "timeline rows", chromedp.Evaluate[int](`document.querySelectorAll("table.attempts tbody tr").length`))
 	why := value(t, ctx, "last row", chromedp.Text(css(`table.attempts tbody tr:last-child`)))
 	bars := value(t, ctx, "bars", chromedp.Evaluate[int](`document.querySelectorAll("figure.timeline svg.tl-wide rect.bar").length`))
-	if rows != 5 || bars != 5 || !strings.Contains(why, "give_up") || !strings.Contains(why, "the time budget ran out") {
+	if rows != 5 || bars != 5 || !strings.Contains(why, "give up") || !strings.Contains(why, "the time budget ran out") {
 		t.Errorf("timeline: %d rows, %d bars, last %q", rows, bars, why)
 	}
 	screenshot(t, ctx, "ui-timeline.png")

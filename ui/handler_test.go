@@ -66,6 +66,24 @@ func TestPages(t *testing.T) {
 				}
 			}
 		}
+		// Scheduled jobs are listed (the overview counts them and links
+		// there), and cancelled ones have their column; stored words
+		// read as words.
+		later, _, err := e.client.Enqueue(t.Context(), "report", nil, queue.EnqueueOptions{Queue: "later", In: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, body, _ := e.get(t, "/jobs?state=scheduled"); code != 200 || !strings.Contains(body, fmt.Sprintf(`href="/jobs/%d"`, later.ID)) ||
+			strings.Contains(body, "webhook") {
+			t.Errorf("GET /jobs?state=scheduled: %d, want job %d and no job due now:\n%.500s", code, later.ID, body)
+		}
+		if _, body, _ := e.get(t, "/"); !strings.Contains(body, `<th class="num">Cancelled</th>`) || !strings.Contains(body, `state=scheduled`) {
+			t.Errorf("GET /: no cancelled column or no link to the scheduled jobs")
+		}
+		if _, body, _ := e.get(t, fmt.Sprintf("/jobs/%d", e.sd.budget.ID)); !strings.Contains(body, "<b>give up</b></td><td>time budget</td>") ||
+			strings.Contains(body, ">give_up<") || strings.Contains(body, ">time_budget<") {
+			t.Errorf("GET /jobs/%d: stored words shown", e.sd.budget.ID)
+		}
 		// Text search looks in args only for a reader who may reveal them.
 		if _, body, _ := e.get(t, "/jobs?q=hooks.example.com"); strings.Contains(body, "webhook") {
 			t.Errorf("GET /jobs?q=...: searched the args without the token")
@@ -241,7 +259,7 @@ func TestJobAndQueueActions(t *testing.T) {
 	stores(t, func(t *testing.T, s queue.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 1)
 		ctx := context.Background()
-		later, _, err := e.client.Enqueue(ctx, "report", nil, queue.EnqueueOptions{Queue: "reports", In: time.Hour})
+		later, _, err := e.client.Enqueue(t.Context(), "report", nil, queue.EnqueueOptions{Queue: "reports", In: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,12 +35,26 @@ type page struct {
 	MaxGroup int
 }
 
+// plural is "1 job" or "12,000 jobs": numbers grouped by thousands.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return textfmt.Group(float64(n)) + " " + many
+}
+
+// words returns a stored word (a dead reason, an action, an outcome:
+// "time_budget", "give_up") as people write it ("time budget", "give up").
+func words(key string) string { return strings.ReplaceAll(key, "_", " ") }
+
 func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
 		"ago":    ago,
 		"stamp":  stamp,
 		"dur":    Duration,
-		"plural": textfmt.Plural,
+		"plural": plural,
+		"num":    func(n int) string { return textfmt.Group(float64(n)) },
+		"words":  words,
 		"u":      h.u,
 		"cut": func(n int, s string) string {
 			if len(s) <= n {
@@ -192,12 +206,12 @@ func lastError(j *queue.Job) string {
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := jobsView{Queue: q.Get("queue"), Kind: q.Get("kind"), State: q.Get("state"), Text: q.Get("q"), Order: q.Get("order"),
-		States: []string{"available", "running", "succeeded", "dead", "cancelled"}}
+		States: queue.ListStates}
 	if v.Order != "oldest" {
 		v.Order = "newest"
 	}
-	f := queue.JobFilter{Queue: v.Queue, Kind: v.Kind, State: queue.State(v.State), Limit: pageSize + 1}
-	if v.State != "" && !f.State.Valid() {
+	f := queue.JobFilter{Queue: v.Queue, Kind: v.Kind, Limit: pageSize + 1}
+	if f.SelectState(v.State, h.now()) != nil {
 		h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Bad request: state %q is not one of %s.", v.State, strings.Join(v.States, ", ")))
 		return
 	}

@@ -193,7 +193,7 @@ func rowNote(r *TimelineRow, lastWait time.Duration) string {
 	case r.Action == actGiveUp && r.Reason == whyPermanent:
 		return "the error is permanent: retrying cannot help"
 	case r.Action == actGiveUp:
-		return "gave up: " + r.Reason
+		return "gave up: " + words(r.Reason)
 	case r.Outcome == outPushback:
 		return "the server asked to wait " + Duration(r.Delay)
 	case r.Action == actRetry && lastWait > 0 && r.Delay > 0 && r.Delay != lastWait:
@@ -201,7 +201,7 @@ func rowNote(r *TimelineRow, lastWait time.Duration) string {
 	case r.Action == actRetry:
 		return "transient: retry after " + Duration(r.Delay)
 	case r.Action == actDefer:
-		return "deferred (" + r.Reason + "): the attempt was given back"
+		return "deferred (" + words(r.Reason) + "): the attempt was given back"
 	case r.Action == queue.ActionSnooze:
 		return "the handler snoozed for " + Duration(r.Delay)
 	case r.Action == queue.ActionRelease:

@@ -39,19 +39,8 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	now := time.Now()
-	switch *state {
-	case "":
-	case "available":
-		f.State, f.AvailableBy = queue.StateAvailable, now
-	case "scheduled":
-		f.State, f.AvailableAfter = queue.StateAvailable, now
-	case "retrying":
-		f.State, f.Retried = queue.StateAvailable, true
-	default:
-		f.State = queue.State(*state)
-		if !f.State.Valid() {
-			return usageError(s, name, flagError("state", "%q is not available, scheduled, retrying, running, succeeded, dead or cancelled", *state))
-		}
+	if f.SelectState(*state, now) != nil {
+		return usageError(s, name, flagError("state", "%q is not available, scheduled, retrying, running, succeeded, dead or cancelled", *state))
 	}
 	switch {
 	case f.Limit < 0:

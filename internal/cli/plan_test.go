@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/heed-go/heed/budget"
 )
 
 // The example from the help text.
@@ -98,11 +100,14 @@ func TestPlanJSON(t *testing.T) {
 	}
 	checkLoad("every_layer", c.EveryLayer, 64, 64000)
 	checkLoad("single_owner", c.SingleOwner, 4, 4000)
-	checkLoad("budget", c.Budget, 1.1, 1100) // 1000 + 10% (the floor of 0.1/s is less)
+	checkLoad("budget", c.Budget, 1.1, 1100) // 1000 + 10% (the floor of 1/s is less)
+	if c.BudgetFloor != budget.DefaultMinPerSecond || c.BudgetBurst != budget.DefaultBurst {
+		t.Errorf("budget floor %v, burst %v", c.BudgetFloor, c.BudgetBurst)
+	}
 
 	// The field names are part of the interface.
 	for _, name := range []string{`"policy"`, `"schedule"`, `"chain"`, `"attempts_per_action"`, `"capacity_ratio"`,
-		`"wait_hi_ms"`, `"end_hi_ms"`, `"fits"`, `"every_layer"`, `"single_owner"`, `"budget"`, `"budget_floor"`} {
+		`"wait_hi_ms"`, `"end_hi_ms"`, `"fits"`, `"every_layer"`, `"single_owner"`, `"budget"`, `"budget_floor"`, `"budget_burst"`} {
 		if !strings.Contains(stdout, name) {
 			t.Errorf("JSON has no %s", name)
 		}
@@ -174,6 +179,7 @@ type chainJSON struct {
 	Capacity        *float64 `json:"capacity,omitempty"`
 	BudgetRatio     float64  `json:"budget_ratio"`
 	BudgetFloor     float64  `json:"budget_floor"`
+	BudgetBurst     float64  `json:"budget_burst"`
 	EveryLayer      loadJSON `json:"every_layer"`
 	SingleOwner     loadJSON `json:"single_owner"`
 	Budget          loadJSON `json:"budget"`

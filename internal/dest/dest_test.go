@@ -110,7 +110,7 @@ func TestSet(t *testing.T) {
 
 	t.Run("invalid", func(t *testing.T) {
 		var s dest.Set
-		if err := s.Init(dest.Config{Budget: budget.Config{Burst: 2}}); !errors.Is(err, budget.ErrInvalid) {
+		if err := s.Init(dest.Config{Budget: budget.Config{Burst: 0.5}}); !errors.Is(err, budget.ErrInvalid) {
 			t.Errorf("bad budget: %v", err)
 		}
 		if err := s.Init(dest.Config{Breaker: &breaker.Config{FailureRatio: 2}}); err == nil {

@@ -40,7 +40,7 @@ type Chain struct {
 // load is the load a total outage of the bottom service puts on it.
 type load struct {
 	*Chain
-	floor float64
+	floor, burst float64 // the budget's, per client
 	retry.Amplification
 }
 
@@ -49,7 +49,8 @@ func (c *Chain) load() *load {
 		return nil
 	}
 	floor := budget.DefaultMinPerSecond
-	return &load{Chain: c, floor: floor, Amplification: retry.ChainAmplification(c.Layers, c.Retries, c.Rate, c.Ratio, floor)}
+	return &load{Chain: c, floor: floor, burst: budget.DefaultBurst,
+		Amplification: retry.ChainAmplification(c.Layers, c.Retries, c.Rate, c.Ratio, floor)}
 }
 
 // Write writes the plan as tables: the schedule, what limits it, and the
@@ -167,8 +168,8 @@ func (c *load) write(w io.Writer) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nA retry budget lets retries add at most %s%% to the requests (or a floor of %s retry/s per client, when that is more), however many attempts each call may make.\n",
-		textfmt.Num(c.Ratio*100), textfmt.Num(c.floor))
+	fmt.Fprintf(w, "\nA retry budget lets retries add at most %[1]s%% to the requests (or %[2]s retry/s per client, when that is more), however many attempts each call may make, after a burst of at most %[3]s retries per client: N clients add N × %[3]s at an outage's onset, and a short-lived process %[3]s per start.\n",
+		textfmt.Num(c.Ratio*100), textfmt.Num(c.floor), textfmt.Num(c.burst))
 }
 
 // The JSON form; the field names are documented in heed plan's help and
@@ -211,6 +212,7 @@ type chainJSON struct {
 	Capacity        *float64 `json:"capacity,omitempty"`
 	BudgetRatio     float64  `json:"budget_ratio"`
 	BudgetFloor     float64  `json:"budget_floor"`
+	BudgetBurst     float64  `json:"budget_burst"`
 	EveryLayer      loadJSON `json:"every_layer"`
 	SingleOwner     loadJSON `json:"single_owner"`
 	Budget          loadJSON `json:"budget"`
@@ -270,7 +272,7 @@ func (pl *Plan) json() planJSON {
 	if c := pl.Chain.load(); c != nil {
 		cj := &chainJSON{
 			Layers: c.Layers, RetriesPerLayer: c.Retries,
-			BudgetRatio: c.Ratio, BudgetFloor: c.floor,
+			BudgetRatio: c.Ratio, BudgetFloor: c.floor, BudgetBurst: c.burst,
 		}
 		if c.Rate > 0 {
 			cj.Rate = &c.Rate

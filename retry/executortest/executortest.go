@@ -170,17 +170,17 @@ func Cases() []Case {
 			WantDurable: []Want{{retry.Defer, retry.ReasonBreakerOpen, -1}, done}},
 		{Name: "budget empty", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
-			b, err := budget.New(budget.Config{MinPerSecond: 1, Window: time.Second})
+			b, err := budget.New(budget.Config{MinPerSecond: 1, Burst: 1})
 			if err != nil {
 				panic(err)
 			}
-			b.AllowRetryAt(now) // another call spent the floor
+			b.AllowRetryAt(now) // another call spent the bucket
 			p.Budget = b
 			return p
 		}, Script: []Step{{Kind: Transient}},
 			Want: []Want{{retry.GiveUp, retry.ReasonBudget, Delay}},
-			// The retry waits for the budget to refill (deferred once per
-			// step of the window, until the spent retry leaves it).
+			// The retry waits for the budget to refill (deferred until the
+			// floor brings a retry).
 			WantDurable: []Want{retryT, {retry.Defer, retry.ReasonBudget, -1}, done}},
 		{Name: "time budget too close", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
