@@ -186,7 +186,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		resp, err := client.Do(req)
 		if err != nil {
 			st.Err = err
-			return getErrorCode(ctx, es, u, err, cmp.Or(p.MaxPushback, retry.DefaultMaxPushback))
+			return getErrorCode(ctx, es, u, err, cmp.Or(p.MaxPushback, retry.DefaultMaxPushback), *maxTime > 0 || isSet(fs, "deadline"))
 		}
 		defer resp.Body.Close()
 		st.Resp = resp
@@ -259,7 +259,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 
 // getErrorCode reports an error with no response and returns the exit
 // code.
-func getErrorCode(ctx context.Context, s streams, u *url.URL, err error, maxPushback time.Duration) int {
+func getErrorCode(ctx context.Context, s streams, u *url.URL, err error, maxPushback time.Duration, hasDeadline bool) int {
 	if ctx.Err() != nil {
 		return ctxExit(ctx, s)
 	}
@@ -272,9 +272,10 @@ func getErrorCode(ctx context.Context, s streams, u *url.URL, err error, maxPush
 		msg = ue.Err // the URL is known to the user; keep the message short
 	}
 	fmt.Fprintf(s.stderr, "heed get: %s\n", redact.ErrorText(msg.Error(), u))
-	if ex, ok := errors.AsType[*retry.ExhaustedError](err); ok && ex.Reason == retry.ReasonPushbackTooLong {
-		// Not a deadline: the server answered, with a wait longer than
-		// heed get may take.
+	if ex, ok := errors.AsType[*retry.ExhaustedError](err); ok && ex.Reason == retry.ReasonPushbackTooLong && !hasDeadline {
+		// No deadline was set: the server answered, with a wait longer
+		// than heed get may take. (With one, the wait does not fit
+		// before it: 124.)
 		wait, _ := retryhttp.RetryAfter(err)
 		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v, longer than --retry-max-time (%v): not waited for\n",
 			duration.Round(wait), duration.Round(maxPushback))
