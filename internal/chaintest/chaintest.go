@@ -76,9 +76,9 @@ type Config struct {
 	// and 200 ms: 120 calls/s, 60 during the fault).
 	Workers int
 	Service time.Duration
-	// Protect puts C behind an overload.Limiter with its zero Config,
-	// inside C's deadline.Middleware.
-	Protect bool
+	// Overload, when set, puts C behind an overload.Limiter with this
+	// Config, inside C's deadline.Middleware.
+	Overload *overload.Config
 }
 
 func (c *Config) defaults() {
@@ -219,8 +219,8 @@ func Run(t testing.TB, cfg Config) Result {
 		})
 		cInner = p
 	}
-	if cfg.Protect {
-		lim, err := overload.New(overload.Config{})
+	if cfg.Overload != nil {
+		lim, err := overload.New(*cfg.Overload)
 		if err != nil {
 			t.Fatal(err)
 		}
