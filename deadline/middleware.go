@@ -36,9 +36,10 @@ const UpstreamBreakerHeader = "Upstream-Breaker"
 // dependency's breaker is open. One value, so that the middleware adds one
 // context layer.
 type reqState struct {
-	owned bool
-	mu    sync.Mutex
-	hdr   http.Header // the response's; nil outside the middleware
+	owned   bool
+	attempt int // the Retry-Attempt received; 0: none
+	mu      sync.Mutex
+	hdr     http.Header // the response's; nil outside the middleware
 }
 
 type stateKey struct{}
@@ -60,6 +61,19 @@ func WithUpstreamOwner(ctx context.Context) context.Context {
 func UpstreamOwns(ctx context.Context) bool {
 	s, ok := ctx.Value(stateKey{}).(*reqState)
 	return ok && s.owned
+}
+
+// UpstreamAttempt returns the attempt number that the request served
+// under ctx carried in Retry-Attempt, as [Middleware] adopted it from a
+// trusted peer, or 0. A heed client that passes on its caller's claim
+// sends it on (the larger of it and its own attempt number), so that a
+// server further down the chain still tells a user's retry from a first
+// attempt and can refuse retries first under overload.
+func UpstreamAttempt(ctx context.Context) int {
+	if s, ok := ctx.Value(stateKey{}).(*reqState); ok {
+		return s.attempt
+	}
+	return 0
 }
 
 // MarkUpstreamOpen records, under the context of a request served through
@@ -165,6 +179,7 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 		ctx := r.Context()
 		limit := m.Limit
 		owned := false
+		attempt := 0
 		trust := trusted(r)
 		if trust {
 			if v := r.Header.Values(Header); len(v) > 0 {
@@ -185,7 +200,7 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 			}
 			if !m.OwnershipOff {
 				if v := r.Header.Values(RetryAttemptHeader); len(v) > 0 {
-					_, err := ParseRetryAttempt(v[0])
+					n, err := ParseRetryAttempt(v[0])
 					if err == nil && len(v) > 1 {
 						err = &RetryAttemptError{Value: v[1], Reason: "more than one value"}
 					}
@@ -193,7 +208,7 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 						reject(w, http.StatusBadRequest, err.Error())
 						return
 					}
-					owned = true
+					owned, attempt = true, n
 				}
 			}
 		}
@@ -211,7 +226,7 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if trust {
-			ctx = context.WithValue(ctx, stateKey{}, &reqState{owned: owned || UpstreamOwns(ctx), hdr: w.Header()})
+			ctx = context.WithValue(ctx, stateKey{}, &reqState{owned: owned || UpstreamOwns(ctx), attempt: max(attempt, UpstreamAttempt(ctx)), hdr: w.Header()})
 		}
 		if ctx != r.Context() {
 			r = r.WithContext(ctx)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,5 +240,27 @@ func TestMiddlewareUpstreamOpen(t *testing.T) {
 	ok := &http.Response{StatusCode: 200, Header: http.Header{deadline.UpstreamBreakerHeader: {"open"}}}
 	if deadline.UpstreamOpen(ok) {
 		t.Error("UpstreamOpen on a 200")
+	}
+}
+
+// A request's Retry-Attempt is kept in its context from a trusted peer,
+// for clients that pass the caller's claim on.
+func TestUpstreamAttempt(t *testing.T) {
+	var got []int
+	h := deadline.Middleware{Trusted: deadline.TrustAll}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, deadline.UpstreamAttempt(r.Context()))
+	}))
+	for _, v := range []string{"", "1", "3"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		if v != "" {
+			r.Header.Set(deadline.RetryAttemptHeader, v)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if want := []int{0, 1, 3}; !slices.Equal(got, want) {
+		t.Errorf("UpstreamAttempt = %v, want %v", got, want)
+	}
+	if n := deadline.UpstreamAttempt(deadline.WithUpstreamOwner(context.Background())); n != 0 {
+		t.Errorf("UpstreamAttempt of a context only marked as owned = %d, want 0", n)
 	}
 }

@@ -103,6 +103,7 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/dest"
 	"github.com/heed-go/heed/retry"
 )
@@ -341,6 +342,9 @@ var attemptMDValue = func() (v [len(attemptMD)]any) {
 // shared one, with one allocation (the context) instead of the four of
 // metadata.AppendToOutgoingContext.
 func withAttempt(ctx context.Context, n int) context.Context {
+	// A call that passes on its caller's claim carries the caller's
+	// attempt number, so that a server down the chain sees a retry.
+	n = max(n, deadline.UpstreamAttempt(ctx))
 	if n >= 1 && n <= len(attemptMDValue) && attemptMDValue[n-1] != nil && ctx.Value(outgoingMDKey) == nil {
 		return context.WithValue(ctx, outgoingMDKey, attemptMDValue[n-1])
 	}

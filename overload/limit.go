@@ -7,25 +7,31 @@ import (
 
 // vegas is the adaptive concurrency limit: TCP Vegas's rule applied to
 // handlers in flight, as Netflix's VegasLimit applies it, decided once per
-// window as TCP Vegas decides once per round trip. Every finished request
-// is a sample of its latency (its time in the handler, not in the queue).
-// The lowest latency seen is the baseline, the latency with no queue; a
-// window's queue estimate is limit × (1 − baseline/latency), latency being
-// the window's mean: the requests that waited inside the handler (for a
-// worker, a lock, a connection) rather than ran. The limit grows while
-// that estimate is small and shrinks when it passes beta, so that a
-// handful of requests wait inside and everyone else waits in front, where
-// the deadline, the caller and the queue-time bound can still refuse it
-// cheaply.
+// window of samples as TCP Vegas decides once per round trip. Every
+// finished request is a sample of its latency (its time in the handler,
+// not in the queue) and of the requests in flight when it started. The
+// lowest latency seen is the baseline, the latency with no queue. A
+// sample that ran for rtt with n in flight says that n × baseline/rtt of
+// them were being served and n × (1 − baseline/rtt) were waiting inside
+// the handler (for a worker, a lock, a connection); a window averages
+// both. The limit grows while the queue inside is small and shrinks when
+// it passes beta, so that a handful of requests wait inside and everyone
+// else waits in front, where the deadline, the caller and the queue-time
+// bound can still refuse it cheaply.
 //
-// A window holds the samples of requests that started after the last
-// change (so that a change is judged by its own effect, not by requests
-// admitted before it), and closes after 10 of them or a second. The
-// thresholds scale with log10 of the limit (alpha 3, beta 6, steps of 1 at
-// limits below 10). Above beta the limit does not step down but jumps to
-// what the latency says the handlers hold without a queue,
-// limit × baseline/latency, plus alpha (and to no less than half): a
-// capacity that halves is found in one window, not in dozens of steps.
+// Two changes from Netflix's rule. Each sample's estimate is about its own
+// in-flight count, not the current limit, so every sample counts however
+// the limit moved since it started, and a capacity that drops is seen by
+// the requests already inside. And above beta the limit does not step
+// down: it goes to the window's served count plus alpha (and to no less
+// than half), so a capacity that halves is found in one window, not in
+// dozens of steps. A window closes after 10 samples or a second, or after
+// 3 whose queue inside is already above beta. The
+// thresholds scale with log10 of that served count (alpha 3, beta 6,
+// steps of 1 below 10). The limit grows only while at least half of it is
+// used, and to at most alpha above the most in flight: a limit far above
+// the demand has never been tried, and when the capacity drops it lets a
+// queue build inside before the first requests that met it finish.
 //
 // The baseline is kept, not averaged: a sustained overload leaves no sample
 // without a queue, and a baseline that followed it would creep up and let
@@ -46,12 +52,13 @@ type vegas struct {
 	floorMin  time.Duration // the lowest latency at the minimum limit this period; 0: none
 	probeEnds time.Time     // the end of this probe period
 
-	// The window: samples of requests that started after since.
-	since   time.Time
-	n       int
-	sum     time.Duration
-	peak    int // the most in flight any of them saw
-	dropped bool
+	// The window, opened at opened: its samples' sums of requests waiting
+	// inside and served, and the most in flight.
+	opened        time.Time
+	n             int
+	queue, served float64
+	peak          int
+	dropped       bool
 }
 
 // A window closes after windowSamples samples or windowMax.
@@ -97,40 +104,46 @@ func (v *vegas) sample(now time.Time, rtt time.Duration, inflight int, dropped b
 		v.baseline = rtt
 	}
 
-	if now.Add(-rtt).Before(v.since) {
-		return v.limit // admitted under an older limit
-	}
+	ratio := float64(v.baseline) / float64(rtt)
 	v.n++
-	v.sum += rtt
+	v.queue += float64(inflight) * (1 - ratio)
+	v.served += float64(inflight) * ratio
 	v.peak = max(v.peak, inflight)
 	v.dropped = v.dropped || dropped
-	if v.n < windowSamples && now.Sub(v.since) < windowMax && !v.since.IsZero() {
+	if v.n < windowSamples && now.Sub(v.opened) < windowMax && !v.urgent() {
 		return v.limit
 	}
-	v.decide(v.sum / time.Duration(v.n))
-	v.since, v.n, v.sum, v.peak, v.dropped = now, 0, 0, 0, false
+	v.decide(v.queue/float64(v.n), v.served/float64(v.n))
+	v.opened, v.n, v.queue, v.served, v.peak, v.dropped = now, 0, 0, 0, 0, false
 	return v.limit
 }
 
-// decide applies the rule to a closed window whose mean latency was rtt.
-func (v *vegas) decide(rtt time.Duration) {
-	step := max(1, math.Log10(v.limit))
+// urgent reports whether the window so far already says to shrink: three
+// samples whose mean queue inside is above beta close it early, because a
+// queue inside grows with every request admitted while the window fills.
+func (v *vegas) urgent() bool {
+	if v.n < 3 {
+		return false
+	}
+	served := v.served / float64(v.n)
+	return v.queue/float64(v.n) > 6*max(1, math.Log10(max(served, 1)))
+}
+
+// decide applies the rule to a closed window whose samples had queue
+// requests waiting inside and served being served, on average.
+func (v *vegas) decide(queue, served float64) {
+	step := max(1, math.Log10(max(served, 1)))
 	switch {
 	case v.dropped:
 		v.limit *= 0.9
 	case float64(v.peak) < v.limit/2:
 		// Too few in flight to say anything about the limit.
-	default:
-		ratio := float64(v.baseline) / float64(rtt)
-		queue := v.limit * (1 - ratio)
-		switch {
-		case queue <= step:
-			v.limit += 6 * step // no queue inside: grow fast
-		case queue < 3*step:
-			v.limit += step
-		case queue > 6*step:
-			v.limit = max(v.limit*ratio+3*step, v.limit/2)
-		}
+	case queue <= step:
+		v.limit = min(v.limit+6*step, max(v.limit, float64(v.peak)+3*step)) // no queue inside: grow fast
+	case queue < 3*step:
+		v.limit = min(v.limit+step, max(v.limit, float64(v.peak)+3*step))
+	case queue > 6*step:
+		v.limit = max(served+3*step, v.limit/2)
 	}
 	v.limit = min(max(v.limit, v.min), v.max)
 }

@@ -8,36 +8,36 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestVegasDecide(t *testing.T) {
-	ms := time.Millisecond
 	tests := []struct {
-		name    string
-		limit   float64
-		rtt     time.Duration // the window's mean; the baseline is 100 ms
-		peak    int
-		dropped bool
-		want    float64
+		name          string
+		limit         float64
+		peak          int
+		queue, served float64 // a window's means
+		dropped       bool
+		want          float64
 	}{
 		// No queue: grow by 6·log10(20) = 7.806.
-		{"no queue: grow by beta", 20, 100 * ms, 20, false, 27.806180},
-		{"light load says nothing", 20, 300 * ms, 9, false, 20},
-		// 20 × (1 − 100/110) = 1.8 queued, below alpha 3·log10(20) = 3.9: grow by log10.
-		{"small queue: grow by log10", 20, 110 * ms, 20, false, 21.301030},
-		// 20 × (1 − 100/130) = 4.6 queued: between alpha and beta (7.8), hold.
-		{"queue between alpha and beta holds", 20, 130 * ms, 20, false, 20},
-		// 20 × (1 − 100/200) = 10 queued > beta: to 20 × 100/200 + alpha = 13.9.
-		{"large queue: to the no-queue limit plus alpha", 20, 200 * ms, 20, false, 13.903090},
-		{"never below half", 20, time.Second, 20, false, 10},
-		{"a drop cuts a tenth whatever the latency", 20, 10 * ms, 20, true, 18},
-		// 5 × (1 − 100/150) = 1.7 queued: above the step of 1, below alpha 3.
-		{"steps are 1 below 10", 5, 150 * ms, 5, false, 6},
-		{"clamped at the minimum", 1, 10 * ms, 1, true, 1},
-		{"clamped at the maximum", 998, 100 * ms, 998, false, 1000},
+		{"no queue: grow by beta", 20, 30, 0, 20, false, 27.806180},
+		// At most alpha 3·log10(10) above the 10 in flight.
+		{"growth stops at alpha above the most in flight", 10, 10, 0, 10, false, 13},
+		{"light load says nothing", 20, 9, 5, 4, false, 20},
+		// 2 waiting, below alpha 3·log10(18 served) = 3.8: grow by log10(18).
+		{"small queue: grow by log10", 20, 20, 2, 18, false, 21.255273},
+		{"queue between alpha and beta holds", 20, 20, 5, 15, false, 20},
+		// 10 waiting > beta 6·log10(10): to the 10 served plus alpha 3.
+		{"large queue: to those served plus alpha", 20, 20, 10, 10, false, 13},
+		{"never below half", 20, 20, 18, 2, false, 10},
+		{"a drop cuts a tenth whatever the latency", 20, 20, 0, 20, true, 18},
+		// 1.7 waiting: above the step of 1, below alpha 3.
+		{"steps are 1 below 10", 5, 5, 1.7, 3.3, false, 6},
+		{"clamped at the minimum", 1, 1, 0, 1, true, 1},
+		{"clamped at the maximum", 998, 998, 0, 998, false, 1000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVegas(int(tt.limit), 1, 1000, 10*time.Second)
-			v.limit, v.baseline, v.peak, v.dropped = tt.limit, 100*ms, tt.peak, tt.dropped
-			v.decide(tt.rtt)
+			v.limit, v.peak, v.dropped = tt.limit, tt.peak, tt.dropped
+			v.decide(tt.queue, tt.served)
 			if d := v.limit - tt.want; d > 1e-5 || d < -1e-5 {
 				t.Errorf("limit = %v, want %v", v.limit, tt.want)
 			}
@@ -45,36 +45,40 @@ func TestVegasDecide(t *testing.T) {
 	}
 }
 
-// A window is the samples of requests that started after the last change:
-// ten of them, or a second's worth.
+// A window is ten samples, or a second's worth; each sample's estimate
+// is about its own in-flight count.
 func TestVegasWindow(t *testing.T) {
 	ms := time.Millisecond
 	v := newVegas(20, 1, 1000, 10*time.Second)
-	if got := v.sample(t0, 100*ms, 20, false); got < 27 {
-		t.Fatalf("first sample: limit %v, want grown", got)
+	first := v.sample(t0, 100*ms, 20, false)
+	if first <= 20 {
+		t.Fatalf("first sample: limit %v, want grown", first)
 	}
-	at := t0.Add(50 * ms)
-	// Requests admitted before the change do not count.
-	for i := range 20 {
-		v.sample(at.Add(time.Duration(i)*ms), 300*ms, 27, false)
-	}
-	if v.n != 0 {
-		t.Fatalf("window holds %d samples of requests admitted before the change, want 0", v.n)
-	}
-	at = t0.Add(500 * ms)
+	at := t0.Add(500 * ms)
+	// 22 in flight at 1.1× the baseline: 2 waiting inside, between the
+	// step and alpha: the window holds ten samples.
 	for i := range 9 {
-		if got := v.sample(at.Add(time.Duration(i)*ms), 300*ms, 27, false); got < 27 {
+		if got := v.sample(at.Add(time.Duration(i)*ms), 110*ms, 22, false); got != first {
 			t.Fatalf("sample %d of a window: limit %v changed early", i, got)
 		}
 	}
-	if got := v.sample(at.Add(9*ms), 300*ms, 27, false); got > 15 {
-		t.Errorf("after the tenth sample at 3× the baseline: limit %v, want about 27/3 + alpha", got)
+	if got := v.sample(at.Add(9*ms), 110*ms, 22, false); got == first {
+		t.Errorf("after the tenth sample: limit %v unchanged", got)
+	}
+	// 24 in flight at 3× the baseline: 8 served, 16 waiting inside, above
+	// beta: three samples close the window.
+	at = at.Add(100 * ms)
+	first = v.limit
+	v.sample(at, 300*ms, 24, false)
+	v.sample(at.Add(ms), 300*ms, 24, false)
+	if got := v.sample(at.Add(2*ms), 300*ms, 24, false); got != max(first/2, 11) {
+		t.Errorf("after three samples with a queue inside: limit %v, want 8 served + alpha 3, but no less than half of %v", got, first)
 	}
 	// One sample a second is enough with little traffic.
 	at = at.Add(2 * time.Second)
 	before := v.limit
-	if got := v.sample(at, 100*ms, 27, false); got <= before {
-		t.Errorf("a sample after a second without a change: limit %v, want grown from %v", got, before)
+	if got := v.sample(at, 100*ms, 11, false); got <= before {
+		t.Errorf("a sample after a second: limit %v, want grown from %v", got, before)
 	}
 }
 

@@ -17,6 +17,9 @@ const (
 	// lightSampling: below half the limit, one request in lightSampling
 	// is timed.
 	lightSampling = 32
+	// shedGap ends a run of refusals: a refusal after a gap this long
+	// starts a new one.
+	shedGap = time.Second
 	// defaultProbe is how often the adaptive limit renews its baseline.
 	defaultProbe = 10 * time.Second
 )
@@ -89,16 +92,18 @@ type Limiter struct {
 	maxQ    int // -1: no queue; 0: as long as the limit
 	observe func(Event)
 
-	mu       sync.Mutex
-	inflight int
-	limit    int
-	v        vegas
-	q        codel
-	mean     time.Duration // moving average of handler latency
-	light    uint32        // requests admitted at once, to time one in lightSampling
-	head     *waiter       // oldest
-	tail     *waiter       // newest
-	queued   int
+	mu        sync.Mutex
+	inflight  int
+	limit     int
+	v         vegas
+	q         codel
+	mean      time.Duration // moving average of handler latency
+	light     uint32        // requests admitted at once, to time one in lightSampling
+	shedSince time.Time     // the first refusal of the current run of them
+	lastShed  time.Time     // the last refusal
+	head      *waiter       // oldest
+	tail      *waiter       // newest
+	queued    int
 }
 
 // New returns a Limiter for cfg, or an error naming the bad field.
@@ -171,8 +176,14 @@ type waiter struct {
 // the request has; its end takes the request out of the queue.
 func (l *Limiter) Acquire(ctx context.Context, attempt int) (Permit, error) {
 	retry := attempt >= 2
+	var now time.Time
+	if retry {
+		now = time.Now()
+	}
 	l.mu.Lock()
-	if l.inflight < l.limit && l.queued == 0 {
+	// While the limiter is refusing (a refusal less than shedGap ago), a
+	// retry is refused even below the limit: it is the overload's echo.
+	if l.inflight < l.limit && l.queued == 0 && !(retry && !l.lastShed.IsZero() && now.Sub(l.lastShed) < shedGap) {
 		l.inflight++
 		n := l.inflight
 		l.q.admitted()
@@ -191,9 +202,11 @@ func (l *Limiter) Acquire(ctx context.Context, attempt int) (Permit, error) {
 		}
 		return Permit{l: l, ctx: ctx, start: start, inflight: n}, nil
 	}
-	now := time.Now()
+	// At the limit, or a retry while refusing.
+	if !retry {
+		now = time.Now()
+	}
 	dl, hasDL := ctx.Deadline()
-	// At the limit.
 	bound := l.q.bound(now, l.queued > 0)
 	maxQ := l.maxQ
 	if maxQ == 0 {
@@ -209,7 +222,7 @@ func (l *Limiter) Acquire(ctx context.Context, attempt int) (Permit, error) {
 		why = ReasonDeadline
 	}
 	if why != ReasonNone {
-		ra := l.retryAfterLocked()
+		ra := l.retryAfterLocked(now)
 		l.mu.Unlock()
 		return Permit{}, l.refused(why, ra, retry, 0)
 	}
@@ -272,7 +285,7 @@ func (l *Limiter) Acquire(ctx context.Context, attempt int) (Permit, error) {
 	w.done = true
 	ra := time.Duration(0)
 	if why2 != ReasonGone {
-		ra = l.retryAfterLocked()
+		ra = l.retryAfterLocked(now)
 	}
 	l.mu.Unlock()
 	var cause error
@@ -286,7 +299,7 @@ func (l *Limiter) Acquire(ctx context.Context, attempt int) (Permit, error) {
 // takes the lock for the retry-after).
 func (l *Limiter) refusedLocked(r Reason, now time.Time, retry bool, waited time.Duration) error {
 	l.mu.Lock()
-	ra := l.retryAfterLocked()
+	ra := l.retryAfterLocked(now)
 	l.mu.Unlock()
 	return l.refused(r, ra, retry, waited)
 }
@@ -317,10 +330,18 @@ func (l *Limiter) slotLocked() time.Duration {
 	return l.mean / time.Duration(max(l.limit, 1))
 }
 
-// retryAfterLocked is when a refused request should come back: the time
-// the queue needs to drain, at least the no-queue latency.
-func (l *Limiter) retryAfterLocked() time.Duration {
-	return max(time.Duration(l.queued+1)*l.slotLocked(), l.v.baseline, time.Millisecond)
+// retryAfterLocked records a refusal at now and returns when the refused
+// request should come back: the time the queue needs to drain, at least
+// the no-queue latency, and at least as long as the limiter has been
+// refusing (refusals less than shedGap apart): an overload that has
+// lasted a while is likely to last as long again, and a caller told so
+// gives up rather than retry into it when its deadline is nearer.
+func (l *Limiter) retryAfterLocked(now time.Time) time.Duration {
+	if l.shedSince.IsZero() || now.Sub(l.lastShed) > shedGap {
+		l.shedSince = now
+	}
+	l.lastShed = now
+	return max(time.Duration(l.queued+1)*l.slotLocked(), l.v.baseline, now.Sub(l.shedSince), time.Millisecond)
 }
 
 // How a request ended, for release.

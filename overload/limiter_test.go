@@ -222,6 +222,17 @@ func TestRefusedAtOnce(t *testing.T) {
 		}
 		b.Release()
 		q.Release()
+		// Below the limit, a retry is still refused while the limiter has
+		// been refusing; a second without refusals later, it runs.
+		if _, err := l.Acquire(t.Context(), 2); reason(err) != ReasonRetry {
+			t.Errorf("retry below the limit just after refusals: %v, want refused as a retry", err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		p, err := l.Acquire(t.Context(), 2)
+		if err != nil {
+			t.Errorf("retry a second after the last refusal: %v, want admitted", err)
+		}
+		p.Release()
 	})
 }
 

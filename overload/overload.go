@@ -27,8 +27,9 @@
 //     (adaptive LIFO), so the requests served are those whose callers are
 //     most likely still waiting.
 //   - A retry (Retry-Attempt 2 or more: heed's attempt number, 1 being the
-//     first attempt) runs only below the limit and never waits: under
-//     overload, retries are refused before first attempts.
+//     first attempt) never waits, and while the limiter is refusing (a
+//     refusal less than a second ago) it is refused even below the limit:
+//     under overload, retries are refused before first attempts.
 //   - A waiter whose caller has gone (its context is done) leaves the queue
 //     and is never served.
 //   - A refusal carries when to come back, from the queue's state: the time

@@ -85,7 +85,7 @@ func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time
 	r.Header = copyHeader(req.Header)
 	hdr := r.Header
 	if c.claim {
-		hdr[deadline.RetryAttemptHeader] = attemptValue(n)
+		hdr[deadline.RetryAttemptHeader] = attemptValue(max(n, deadline.UpstreamAttempt(ctx)))
 	}
 	if c.propagate {
 		if !lim.At.IsZero() {

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retryhttp"
 )
 
@@ -42,6 +44,11 @@ const (
 	// dials go to 127.0.0.1:1, where nothing listens: C's own listener is
 	// never closed, so no other test can take its port.)
 	Refused
+	// HalfCapacity: C is a pool of Workers workers, each call one job of
+	// Service, queued first in, first out; during the fault half the
+	// workers are gone. The pool runs every job it queued, whether its
+	// caller is still waiting or not, as most pools do.
+	HalfCapacity
 )
 
 // Config is one run. Zero fields take the defaults named.
@@ -64,6 +71,14 @@ type Config struct {
 	Budget budget.Config
 	// Seed seeds C's random failures.
 	Seed uint64
+
+	// Workers and Service are C's pool, for HalfCapacity (defaults 24
+	// and 200 ms: 120 calls/s, 60 during the fault).
+	Workers int
+	Service time.Duration
+	// Overload, when set, puts C behind an overload.Limiter with this
+	// Config, inside C's deadline.Middleware.
+	Overload *overload.Config
 }
 
 func (c *Config) defaults() {
@@ -85,6 +100,12 @@ func (c *Config) defaults() {
 	if c.Deadline == 0 {
 		c.Deadline = 2 * time.Second
 	}
+	if c.Workers == 0 {
+		c.Workers = 24
+	}
+	if c.Service == 0 {
+		c.Service = 200 * time.Millisecond
+	}
 }
 
 // Second is one second of a run, counted by when things happened.
@@ -99,14 +120,37 @@ type Second struct {
 type Summary struct {
 	Users, Served, Attempts int64
 	// Mean is Attempts / Users; Worst the highest attempts / users of a
-	// second wholly inside the fault; ServedShare is Served / Users.
+	// second wholly inside the fault (seconds counted from the run's
+	// start); ServedShare is Served / Users.
 	Mean, Worst, ServedShare float64
+	// WorstWindow is the highest attempts / users of any 1 s window
+	// wholly inside the fault, sliding by 10 ms from the fault's start:
+	// the onset's window included, wherever in a second the fault starts.
+	WorstWindow float64
+}
+
+// Pool is what C's pool did (HalfCapacity).
+type Pool struct {
+	// Capacity is the pool's capacity during the fault, jobs per second.
+	Capacity float64
+	// ServedRate is the users started during the fault who were served,
+	// per second of the fault.
+	ServedRate float64
+	// P50 and P99 are the latencies of those users.
+	P50, P99 time.Duration
+	// Finished is the jobs the pool finished during the fault, and Wasted
+	// those whose caller had gone by then.
+	Finished, Wasted int64
+	// RecoveredAfter is how long after the fault's end every 250 ms of
+	// users (by start) was served at 95% or more; -1 if never in the run.
+	RecoveredAfter time.Duration
 }
 
 // Result is a run's outcome.
 type Result struct {
 	Seconds []Second
 	Fault   Summary
+	Pool    Pool
 	// HealthyServed is the share of the user requests started before the
 	// fault that succeeded: below 1, the machine could not carry the load,
 	// and the figures do not describe heed.
@@ -128,8 +172,13 @@ func Run(t testing.TB, cfg Config) Result {
 	users := make([]atomic.Int64, nsec)
 	good := make([]atomic.Int64, nsec)
 	attempts := make([]atomic.Int64, nsec)
+	// The same counts in steps of 10 ms, for WorstWindow.
+	nfine := nsec * 100
+	fineUsers := make([]atomic.Int64, nfine)
+	fineAttempts := make([]atomic.Int64, nfine)
 	var start time.Time
 	sec := func(d time.Duration) int { return min(max(int(d/time.Second), 0), nsec-1) }
+	fine := func(d time.Duration) int { return min(max(int(d/(10*time.Millisecond)), 0), nfine-1) }
 	inFault := func(d time.Duration) bool { return d >= cfg.Healthy && d < cfg.Healthy+cfg.FaultFor }
 
 	var mu sync.Mutex
@@ -139,7 +188,8 @@ func Run(t testing.TB, cfg Config) Result {
 		defer mu.Unlock()
 		return rnd.Float64() < cfg.ErrorRate
 	}
-	cHandler := deadline.Middleware{}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var finished, wasted atomic.Int64
+	var cInner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inFault(time.Since(start)) && cfg.Fault != Refused && fail() {
 			if cfg.Fault == BlackHole {
 				<-r.Context().Done()
@@ -149,13 +199,43 @@ func Run(t testing.TB, cfg Config) Result {
 			return
 		}
 		io.WriteString(w, "ok")
-	}))
+	})
+	var stopPool func()
+	if cfg.Fault == HalfCapacity {
+		workers := func() int {
+			if inFault(time.Since(start)) {
+				return cfg.Workers / 2
+			}
+			return cfg.Workers
+		}
+		var p *pool
+		p, stopPool = newPool(cfg.Workers, cfg.Service, workers, func(gone bool) {
+			if inFault(time.Since(start)) {
+				finished.Add(1)
+				if gone {
+					wasted.Add(1)
+				}
+			}
+		})
+		cInner = p
+	}
+	if cfg.Overload != nil {
+		lim, err := overload.New(*cfg.Overload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cInner = lim.Wrap(cInner)
+	}
+	cHandler := deadline.Middleware{}.Wrap(cInner)
 	c := httptest.NewUnstartedServer(cHandler)
 	if cfg.Fault == Refused {
 		c.Config.SetKeepAlivesEnabled(false)
 	}
 	c.Start()
 	defer c.Close()
+	if stopPool != nil {
+		defer stopPool()
+	}
 	// One registry per run: budgets do not carry over between runs that
 	// happen to get the same ports.
 	reg := &budget.Registry{}
@@ -176,7 +256,9 @@ func Run(t testing.TB, cfg Config) Result {
 		}
 	}
 	toC := roundTripper(func(r *http.Request) (*http.Response, error) {
-		attempts[sec(time.Since(start))].Add(1)
+		d := time.Since(start)
+		attempts[sec(d)].Add(1)
+		fineAttempts[fine(d)].Add(1)
 		return base.RoundTrip(r)
 	})
 	mw := deadline.Middleware{OwnershipOff: cfg.OwnershipOff}
@@ -191,6 +273,11 @@ func Run(t testing.TB, cfg Config) Result {
 				return
 			}
 			defer resp.Body.Close()
+			// A service that passes its dependency's answer on passes
+			// on when to come back too.
+			if v := resp.Header.Get("Retry-After"); v != "" {
+				w.Header().Set("Retry-After", v)
+			}
 			w.WriteHeader(resp.StatusCode)
 			io.Copy(w, io.LimitReader(resp.Body, 1<<10))
 		})))
@@ -205,6 +292,12 @@ func Run(t testing.TB, cfg Config) Result {
 	user := transport()
 	defer user.CloseIdleConnections()
 
+	type userRec struct {
+		began, took time.Duration
+		ok          bool
+	}
+	var recMu sync.Mutex
+	recs := make([]userRec, 0, int(cfg.Rate*total.Seconds())+1)
 	n := int(cfg.Rate * total.Seconds())
 	gap := time.Duration(float64(time.Second) / cfg.Rate)
 	var wg sync.WaitGroup
@@ -219,18 +312,23 @@ func Run(t testing.TB, cfg Config) Result {
 			began := time.Since(start)
 			k := sec(began)
 			users[k].Add(1)
+			fineUsers[fine(began)].Add(1)
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", a.URL, nil)
 			resp, err := user.RoundTrip(req)
-			if err != nil {
-				return
+			ok := false
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				ok = resp.StatusCode == http.StatusOK
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if ok {
 				good[k].Add(1)
 			}
+			recMu.Lock()
+			recs = append(recs, userRec{began, time.Since(start) - began, ok})
+			recMu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -260,11 +358,122 @@ func Run(t testing.TB, cfg Config) Result {
 	if hu > 0 {
 		res.HealthyServed = float64(hs) / float64(hu)
 	}
+	from, to := fine(cfg.Healthy), fine(cfg.Healthy+cfg.FaultFor)
+	for a := from; a+100 <= to; a++ {
+		var u, n int64
+		for i := a; i < a+100; i++ {
+			u += fineUsers[i].Load()
+			n += fineAttempts[i].Load()
+		}
+		if u > 0 {
+			f.WorstWindow = max(f.WorstWindow, float64(n)/float64(u))
+		}
+	}
 	if f.Users > 0 {
 		f.Mean = float64(f.Attempts) / float64(f.Users)
 		f.ServedShare = float64(f.Served) / float64(f.Users)
 	}
+	if cfg.Fault == HalfCapacity {
+		res.Pool = poolResult(cfg, recs, finished.Load(), wasted.Load(), func(r userRec) (time.Duration, time.Duration, bool) {
+			return r.began, r.took, r.ok
+		})
+	}
 	return res
+}
+
+// poolResult sums up a HalfCapacity run from its users' records.
+func poolResult[R any](cfg Config, recs []R, finished, wasted int64, get func(R) (began, took time.Duration, ok bool)) Pool {
+	p := Pool{
+		Capacity: float64(cfg.Workers/2) / cfg.Service.Seconds(),
+		Finished: finished, Wasted: wasted, RecoveredAfter: -1,
+	}
+	faultEnd := cfg.Healthy + cfg.FaultFor
+	var lat []time.Duration
+	const bin = 250 * time.Millisecond
+	nb := int(cfg.After / bin)
+	users, served := make([]int, nb), make([]int, nb)
+	for _, r := range recs {
+		began, took, ok := get(r)
+		if began >= cfg.Healthy && began < faultEnd && ok {
+			lat = append(lat, took)
+		}
+		if b := int((began - faultEnd) / bin); began >= faultEnd && b < nb {
+			users[b]++
+			if ok {
+				served[b]++
+			}
+		}
+	}
+	p.ServedRate = float64(len(lat)) / cfg.FaultFor.Seconds()
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		p.P50 = lat[len(lat)/2]
+		p.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	for b := nb - 1; b >= 0; b-- {
+		if users[b] == 0 || float64(served[b]) < 0.95*float64(users[b]) {
+			break
+		}
+		p.RecoveredAfter = time.Duration(b) * bin
+	}
+	return p
+}
+
+// pool is C's worker pool: jobs queue first in, first out, and each
+// takes a worker for service. Only workers() of its workers take jobs at
+// any time.
+type pool struct {
+	jobs chan *job
+}
+
+type job struct {
+	ctx  context.Context
+	done chan struct{}
+}
+
+// newPool starts n workers; stop ends them. finish is told of every job
+// done, and whether its caller had gone.
+func newPool(n int, service time.Duration, workers func() int, finish func(gone bool)) (*pool, func()) {
+	p := &pool{jobs: make(chan *job, 1<<16)}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			for {
+				if i >= workers() {
+					select {
+					case <-quit:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+					continue
+				}
+				select {
+				case <-quit:
+					return
+				case j := <-p.jobs:
+					time.Sleep(service)
+					finish(j.ctx.Err() != nil)
+					close(j.done)
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		})
+	}
+	return p, func() { close(quit); wg.Wait() }
+}
+
+// ServeHTTP queues the call's job and answers when it is done, or gives
+// up when the caller goes (the job still runs).
+func (p *pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	j := &job{ctx: r.Context(), done: make(chan struct{})}
+	p.jobs <- j
+	select {
+	case <-j.done:
+		io.WriteString(w, "ok")
+	case <-r.Context().Done():
+		http.Error(w, "gone", http.StatusServiceUnavailable)
+	}
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
