@@ -76,7 +76,7 @@ func (b *batcher) applyOne(r *transitionReq) {
 	t := r.t
 	var q string
 	err := b.pool.QueryRow(ctx, transitionSQL, t.ID, t.LeaseToken, string(t.State), t.Attempt,
-		nullTime(t.AvailableAt), nullTime(t.FinishedAt), t.DeadReason, r.entry).Scan(&q)
+		nullTime(t.AvailableAt), nullTime(t.FinishedAt), t.DeadReason, r.entry, t.ReplaceLast).Scan(&q)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		r.finish("", fmt.Errorf("pgstore: transition job %d to %s: %w", t.ID, t.State, queue.ErrLeaseLost))
@@ -95,11 +95,11 @@ var batchSQL = `UPDATE heed_jobs j SET
 	available_at = coalesce(t.available_at, j.available_at),
 	finished_at = t.finished_at,
 	dead_reason = t.dead_reason,
-	history = ` + historyAppend("j.history", "t.entry") + `,
+	history = ` + historyPut("j.history", "t.entry", "t.replace") + `,
 	lease_token = NULL,
 	lease_until = NULL
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[])
-	AS t(id, token, state, attempt, available_at, finished_at, dead_reason, entry)
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[], $9::bool[])
+	AS t(id, token, state, attempt, available_at, finished_at, dead_reason, entry, replace)
 WHERE j.id = t.id AND j.state = 'running' AND j.lease_token = t.token
 RETURNING j.id, j.queue`
 
@@ -160,14 +160,15 @@ func applyBatch(ctx context.Context, q querier, ts []*queue.Transition, entries 
 		finished  = make([]pgtype.Timestamptz, n)
 		reasons   = make([]string, n)
 		texts     = make([]string, n)
+		replace   = make([]bool, n)
 	)
 	for i, t := range ts {
 		ids[i], tokens[i], states[i], attempts[i] = t.ID, t.LeaseToken, string(t.State), int32(t.Attempt)
 		available[i] = pgtype.Timestamptz{Time: t.AvailableAt, Valid: !t.AvailableAt.IsZero()}
 		finished[i] = pgtype.Timestamptz{Time: t.FinishedAt, Valid: !t.FinishedAt.IsZero()}
-		reasons[i], texts[i] = t.DeadReason, string(entries[i])
+		reasons[i], texts[i], replace[i] = t.DeadReason, string(entries[i]), t.ReplaceLast
 	}
-	rows, err := q.Query(ctx, batchSQL, ids, tokens, states, attempts, available, finished, reasons, texts)
+	rows, err := q.Query(ctx, batchSQL, ids, tokens, states, attempts, available, finished, reasons, texts, replace)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +332,7 @@ func (s *Store) applyRound(ctx context.Context, tx pgx.Tx, ts []queue.Transition
 		t := &ts[i]
 		var q string
 		err = sp.QueryRow(ctx, transitionSQL, t.ID, t.LeaseToken, string(t.State), t.Attempt,
-			nullTime(t.AvailableAt), nullTime(t.FinishedAt), t.DeadReason, entries[i]).Scan(&q)
+			nullTime(t.AvailableAt), nullTime(t.FinishedAt), t.DeadReason, entries[i], t.ReplaceLast).Scan(&q)
 		switch {
 		case err == nil:
 			if err := sp.Commit(ctx); err != nil {

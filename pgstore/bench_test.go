@@ -163,14 +163,17 @@ func BenchmarkClaimTransitions(b *testing.B) {
 // start of every attempt, per job.
 func BenchmarkClaimDurability(b *testing.B) {
 	durable := claimSQL
-	lazy := strings.Replace(durable, "\n\t\tAND (SELECT set_config('synchronous_commit', 'on', true)) = 'on'", "", 1)
-	if lazy == durable {
+	lazy := func(cond string) string {
+		return strings.Replace(durable(cond), "\n\t\tAND (SELECT set_config('synchronous_commit', 'on', true)) = 'on'", "", 1)
+	}
+	if lazy("") == durable("") {
 		b.Fatal("claimSQL has no durable commit to take out")
 	}
 	defer func() { claimSQL = durable }()
 	for _, bc := range []struct{ workers, batch int }{{1, 1}, {4, 10}, {2, 50}} {
 		for _, mode := range []struct {
-			name, sql string
+			name string
+			sql  func(cond string) string
 		}{{"lazy", lazy}, {"durable", durable}} {
 			b.Run(fmt.Sprintf("workers=%d,batch=%d,claim=%s", bc.workers, bc.batch, mode.name), func(b *testing.B) {
 				claimSQL = mode.sql
@@ -235,7 +238,7 @@ func TestClaimCommitsDurably(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, claimSQL, queue.DefaultQueue, t0, 1, t0.Add(time.Minute), "w")
+	rows, err := tx.Query(ctx, claimSQL(""), queue.DefaultQueue, t0, 1, t0.Add(time.Minute), "w")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,17 @@ func historyAppend(h, e string) string {
 	END)::json`
 }
 
+// historyPut is historyAppend, or, when the boolean SQL expression
+// replace is true, the history with its last entry replaced by e
+// (queue.Transition.ReplaceLast): the entries before it are kept as their
+// stored text, and an empty history gets e.
+func historyPut(h, e, replace string) string {
+	return `(CASE WHEN ` + replace + ` THEN (SELECT '[' || coalesce(string_agg(x.v::text, ',' ORDER BY x.i) || ',', '') || ` + e + ` || ']'
+			FROM json_array_elements(` + h + `) WITH ORDINALITY AS x(v, i)
+			WHERE x.i < json_array_length(` + h + `))::json
+		ELSE ` + historyAppend(h, e) + ` END)`
+}
+
 // minFullHistory is a length of history text below which it cannot hold
 // queue.MaxHistory+1 entries: every entry, even the shortest, has more
 // than 80 bytes (attempt, both times, outcome and action).

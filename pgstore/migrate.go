@@ -19,8 +19,9 @@ var migrationFS embed.FS
 // init that versions are 1, 2, 3 ... without gaps. Migrations that need Go
 // (data rewrites) are attached by version.
 var migrations = schema.MustLoad("pgstore", migrationFS, "migrations", map[int]func(context.Context, schema.Tx) error{
-	5: rewriteJobs(""),
-	8: rewriteJobs(`history LIKE '%"outcome":"ok"%'`),
+	5:  rewriteJobs(""),
+	8:  rewriteJobs(`history LIKE '%"outcome":"ok"%'`),
+	10: rewriteJobs(`history LIKE '%"outcome":"deferred"%'`),
 })
 
 // SchemaVersion returns the newest schema version this package knows: the
@@ -31,8 +32,9 @@ func SchemaVersion() int { return len(migrations) }
 
 // MinReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
 // previous release's. Since it, migration 9 added the table of periodic
-// ticks, which only workers use; a migration that changes what a client
-// reads or writes raises it.
+// ticks, which only workers use, and migration 10 compacted runs of
+// deferrals in histories (data only, read either way); a migration that
+// changes what a client reads or writes raises it.
 const MinReadVersion = 8
 
 // Check reads the database's schema version without changing anything: nil
@@ -147,7 +149,8 @@ func (t pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
 // rewriteJobs returns the Go step of the migrations that rewrite stored
 // jobs (005: policies and histories in the stored forms with names and
-// text durations; 008: history words, the outcome "ok" -> "success"): it
+// text durations; 008: history words, the outcome "ok" -> "success"; 010:
+// runs of deferrals as one entry with a count): it
 // rewrites, in the migration's transaction, every job's policy and history
 // with schema.RewriteJobs, or only the jobs that match where (an SQL
 // condition on the history as text) when it is not empty.

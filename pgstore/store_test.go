@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
 )
 
@@ -308,7 +309,9 @@ func TestClaimUsesIndex(t *testing.T) {
 		for _, q := range []struct {
 			name, types, sql, args, index string
 		}{
-			{"claim", "text, timestamptz, int, timestamptz, text", claimSQL,
+			{"claim", "text, timestamptz, int, timestamptz, text", claimSQL(""),
+				"'q1', " + ts(t0) + ", 10, " + ts(t0.Add(time.Minute)) + ", 'w'", "heed_jobs_claim_idx"},
+			{"claim_first", "text, timestamptz, int, timestamptz, text", claimSQL(sqlfilter.Claim(&queue.ClaimParams{FirstOnly: true})),
 				"'q1', " + ts(t0) + ", 10, " + ts(t0.Add(time.Minute)) + ", 'w'", "heed_jobs_claim_idx"},
 			{"rescue", "timestamptz, timestamptz, int", rescueSQL,
 				ts(t0.Add(time.Hour)) + ", " + ts(t0.Add(2*time.Hour)) + ", 10", "heed_jobs_lease_idx"},

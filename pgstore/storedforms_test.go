@@ -132,3 +132,46 @@ func TestEncodeEntry(t *testing.T) {
 		t.Errorf("encodeEntry = %s\nwant %s", got, want)
 	}
 }
+
+// TestDeferralCountsMigration writes, at schema 9, a job whose history
+// holds a run of deferrals (one entry each) and one without deferrals,
+// migrates, and checks that the run is now one entry with a count (byte
+// for byte) and the other history is untouched.
+func TestDeferralCountsMigration(t *testing.T) {
+	t.Parallel()
+	_, u := testSchema(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := migrate(ctx, pool, migrations[:9], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC)
+	for _, h := range []string{schema.DeferredJob.History, schema.DeferredJob.Untouched} {
+		if _, err := pool.Exec(ctx, `INSERT INTO heed_jobs (kind, queue, args, state, attempt, policy, available_at, created_at, finished_at, history)
+			VALUES ('k', 'q', '{}', 'succeeded', 2, '{}', $1, $1, $1, $2)`, t0, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := OpenWith(ctx, u, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[int64]string{1: schema.DeferredJob.NewHistory, 2: schema.DeferredJob.Untouched} {
+		var history string
+		if err := pool.QueryRow(ctx, `SELECT history::text FROM heed_jobs WHERE id = $1`, id).Scan(&history); err != nil {
+			t.Fatal(err)
+		}
+		if history != want {
+			t.Errorf("job %d after migrating:\n %s\nwant\n %s", id, history, want)
+		}
+	}
+	j, err := s.JobGet(ctx, 1)
+	if err != nil || len(j.History) != 4 || j.History[1].Count != 3 {
+		t.Errorf("JobGet = %+v, %v", j, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -171,10 +172,19 @@ func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (Transi
 }
 
 // refused records an attempt of job that the call protocol did not admit
-// (decision d): deferred by the breaker or the retry budget (available
-// again at d.At, the attempt not counted), or given up because the time
-// budget ended before it could start (dead, outcome "expired").
-func refused(job *Job, d retry.Decision, worker string, now time.Time) Transition {
+// (decision d): deferred by the breaker or the retry budget, or given up
+// because the time budget ended before it could start (dead, outcome
+// "expired"). It returns the transition and the decision as applied.
+//
+// A deferred job is available again at a time drawn uniformly (from r)
+// between d.At, when the breaker or the budget may admit it, and as long
+// again after it (d.Delay: the rest of the cooldown, or the wait for the
+// budget's refill), so that the jobs one refusal wave defers do not all
+// come back at one instant. Its attempt is not counted. A deferral that
+// follows a deferral of the same attempt for the same reason replaces that
+// history entry (Transition.ReplaceLast), its Count one more: a run of
+// deferrals is one entry, however many waves it took.
+func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.Source) (Transition, retry.Decision) {
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now,
 		Action: d.Action.Key(), Reason: d.Reason.Key()}
 	if d.Err != nil {
@@ -182,14 +192,51 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time) Transitio
 	}
 	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
 	if d.Action == retry.Defer {
+		spread := backoff.Uniform(r, d.Delay)
+		d.At, d.Delay = d.At.Add(spread), d.Delay+spread
 		e.Outcome, e.Delay = OutcomeDeferred, d.Delay
 		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)
+		if n := len(job.History); n > 0 && sameRun(job.History[n-1], e) {
+			e, t.ReplaceLast = joinRun(job.History[n-1], e), true
+		}
 	} else {
 		e.Outcome = OutcomeExpired
 		t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
 	}
 	t.Entry = e
-	return t
+	return t, d
+}
+
+// sameRun reports whether the deferral e continues the run of deferrals
+// that last (the history's last entry) is or ends: a deferral of the same
+// attempt for the same reason.
+func sameRun(last, e Attempt) bool {
+	return last.Outcome == OutcomeDeferred && e.Outcome == OutcomeDeferred &&
+		last.Attempt == e.Attempt && last.Reason == e.Reason
+}
+
+// joinRun returns the one entry of the run of deferrals last and then e:
+// e's, counting both, since last's start.
+func joinRun(last, e Attempt) Attempt {
+	e.StartedAt, e.Count = last.StartedAt, max(last.Count, 1)+max(e.Count, 1)
+	return e
+}
+
+// CompactHistory returns h with every run of consecutive deferrals of one
+// attempt for one reason as the one entry with a count that a worker now
+// writes ([Attempt].Count; for store implementers: the stores' migration
+// 10 rewrites histories written before counts with it). It reuses h's
+// array; a history without such runs is returned as it is.
+func CompactHistory(h []Attempt) []Attempt {
+	out := h[:0]
+	for _, e := range h {
+		if n := len(out); n > 0 && sameRun(out[n-1], e) {
+			out[n-1] = joinRun(out[n-1], e)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // decideRelease hands a job back at shutdown without using its attempt.

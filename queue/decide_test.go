@@ -207,7 +207,7 @@ func TestDecideExpiredAndRelease(t *testing.T) {
 	if ok {
 		t.Fatal("an attempt admitted after its time budget")
 	}
-	tr := refused(job, d, "w", now)
+	tr, _ := refused(job, d, "w", now, nil)
 	if tr.State != StateDead || tr.DeadReason != "time_budget" || tr.Entry.Outcome != OutcomeExpired || d.Reason != retry.ReasonTimeBudget {
 		t.Errorf("expired: %+v", tr)
 	}
@@ -306,5 +306,68 @@ func TestEffectiveOff(t *testing.T) {
 	}
 	if p := effective(w, &Job{StartedAt: t0}); p.TimeBudget != DefaultTimeBudget || p.AttemptTimeout != DefaultAttemptTimeout {
 		t.Errorf("zero job policy: %v, %v; want the defaults", p.TimeBudget, p.AttemptTimeout)
+	}
+}
+
+// A refusal wave spreads its jobs: 2,000 jobs deferred at one instant by
+// the same breaker come back between its end and as long again after it,
+// none at the same instant, each tenth of the spread holding about a tenth
+// of them. A deferral that follows one for the same attempt and reason
+// replaces its entry, counting both.
+func TestRefusedSpreadsAndCounts(t *testing.T) {
+	ready := t0.Add(5 * time.Second)
+	d := retry.Decision{Action: retry.Defer, Reason: retry.ReasonBreakerOpen, Err: errors.New("breaker: circuit open"),
+		At: ready, Delay: 5 * time.Second}
+	r := rand.NewPCG(1, 2)
+	at := map[time.Time]int{}
+	tenths := make([]int, 11)
+	for i := range 2000 {
+		job := &Job{ID: int64(i + 1), LeaseToken: "t", Attempt: 1}
+		tr, got := refused(job, d, "w", t0, r)
+		if tr.State != StateAvailable || tr.Attempt != 0 || tr.ReplaceLast || tr.Entry.Count != 0 ||
+			!tr.AvailableAt.Equal(got.At) || tr.Entry.Delay != got.Delay || got.Delay != got.At.Sub(t0) {
+			t.Fatalf("deferral %d: %+v, decision %+v", i, tr, got)
+		}
+		if got.At.Before(ready) || got.At.After(ready.Add(5*time.Second)) {
+			t.Fatalf("deferred to %v, want within [%v, %v]", got.At, ready, ready.Add(5*time.Second))
+		}
+		at[got.At]++
+		tenths[got.At.Sub(ready)/(500*time.Millisecond)]++
+	}
+	for when, n := range at {
+		if n > 1 {
+			t.Errorf("%d jobs due at %v", n, when)
+		}
+	}
+	for i, n := range tenths[:10] {
+		if n < 140 || n > 260 {
+			t.Errorf("tenth %d of the spread holds %d of 2,000 jobs, want about 200", i, n)
+		}
+	}
+
+	// The same job deferred again, then for another reason, then after an
+	// attempt.
+	first, _ := refused(&Job{ID: 1, LeaseToken: "t", Attempt: 3}, d, "w", t0, r)
+	job := &Job{ID: 1, LeaseToken: "t", Attempt: 3, History: []Attempt{{Attempt: 2, Outcome: "transient"}, first.Entry}}
+	later := t0.Add(7 * time.Second)
+	tr, _ := refused(job, d, "w2", later, r)
+	if !tr.ReplaceLast || tr.Entry.Count != 2 || !tr.Entry.StartedAt.Equal(t0) || !tr.Entry.FinishedAt.Equal(later) || tr.Entry.Worker != "w2" {
+		t.Errorf("second deferral: %+v, want the run's entry with count 2 since %v", tr, t0)
+	}
+	job.History[1] = tr.Entry
+	if tr, _ = refused(job, d, "w", later, r); tr.Entry.Count != 3 || !tr.ReplaceLast {
+		t.Errorf("third deferral: count %d, replace %v; want 3, true", tr.Entry.Count, tr.ReplaceLast)
+	}
+	other := d
+	other.Reason = retry.ReasonBudget
+	if tr, _ = refused(job, other, "w", later, r); tr.ReplaceLast || tr.Entry.Count != 0 {
+		t.Errorf("a deferral for another reason joined the run: %+v", tr)
+	}
+	job.Attempt = 4
+	if tr, _ = refused(job, d, "w", later, r); tr.ReplaceLast {
+		t.Errorf("a deferral of the next attempt joined the run of the one before: %+v", tr)
+	}
+	if s := job.History[1].String(); !strings.Contains(s, "deferred 2 times since") {
+		t.Errorf("String() = %q, want the count", s)
 	}
 }

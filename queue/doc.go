@@ -25,11 +25,14 @@
 // done; retry, with the decision's time as the job's AvailableAt; or give
 // up, to the dead-letter with the decision's reason ("permanent",
 // "attempts", "time_budget", ...). A job is a durable call: while the
-// breaker is open or the budget has no retry to spare, it is not run but
-// deferred (available again when the breaker may admit it or the budget
-// refills, the attempt not counted, reason "breaker_open" or "budget");
-// these never send it to the dead-letter. Each attempt and its decision
-// are appended to the job's history.
+// breaker is open or the budget has no retry to spare, it is not run. The
+// worker leaves such jobs unclaimed while it knows the refusal would come
+// (the breaker open, the budget refusing retries); one claimed all the
+// same is deferred, available again at a random instant between when the
+// breaker may admit it (or the budget refills) and as long again after,
+// the attempt not counted, reason "breaker_open" or "budget"; these never
+// send it to the dead-letter. Each attempt and its decision are appended
+// to the job's history; a run of deferrals is one entry with a count.
 //
 // A handler steers with its error: nil succeeds; retry.Permanent(err) gives
 // up at once; retry.After(d, err) retries no sooner than d (a durable job

@@ -143,10 +143,12 @@ func TestWorkerBudgetDefersRetries(t *testing.T) {
 	}
 }
 
-// An open breaker: no job runs an attempt while it is open; each is
-// deferred to the end of the cooldown, and they succeed after it. Job
-// outcomes are recorded in the breaker, whose probes close it.
-func TestWorkerBreakerDefersJobs(t *testing.T) {
+// An open breaker: no job runs an attempt while it is open, and none is
+// claimed only to be deferred: the worker leaves them in the store, with
+// no write and no history entry, until the breaker lets probes through;
+// they succeed after it. Job outcomes are recorded in the breaker, whose
+// probes close it.
+func TestWorkerBreakerHoldsJobs(t *testing.T) {
 	var ran atomic.Int64
 	var openUntil time.Time
 	var br *breaker.Breaker
@@ -179,8 +181,10 @@ func TestWorkerBreakerDefersJobs(t *testing.T) {
 	if f.succeeded != 20 || f.dead != 0 || ran.Load() != 20 {
 		t.Fatalf("%d succeeded, %d dead, %d ran; want 20, 0, 20", f.succeeded, f.dead, ran.Load())
 	}
-	if n := countEntries(jobs, queue.OutcomeDeferred, "breaker_open"); n == 0 {
-		t.Error("no job was deferred by the open breaker")
+	for _, j := range jobs {
+		if len(j.History) != 1 || j.Attempt != 1 {
+			t.Errorf("job %d: attempt %d, history %v; want one attempt, one entry (no deferral)", j.ID, j.Attempt, j.History)
+		}
 	}
 	// The probes' successes, recorded by the worker, closed it again.
 	if st := br.State(); st != breaker.Closed {

@@ -98,7 +98,8 @@ const (
 
 // Attempt is one entry of a job's history: an attempt and the decision
 // taken after it, or an operator's requeue (Outcome "requeued", Attempt 0).
-// Entries are appended, never rewritten; stores keep them exactly (every
+// Entries are appended and not rewritten (but for a run of deferrals,
+// kept as one entry whose Count grows: [Transition].ReplaceLast); stores keep them exactly (every
 // string byte for byte, times to the microsecond). A store keeps the first
 // entry and the last [MaxHistory]: past that, each new entry drops the
 // oldest but the first, and one entry with Outcome [OutcomeCut] after the
@@ -133,6 +134,13 @@ type Attempt struct {
 	// Cut is, on an entry with Outcome [OutcomeCut], how many entries
 	// were dropped in its place.
 	Cut int `json:"cut,omitempty"`
+	// Count is, on an entry with Outcome [OutcomeDeferred], how many
+	// consecutive deferrals of this attempt for this Reason it stands
+	// for, from the first (StartedAt) to the last (FinishedAt; its Error
+	// and Delay are the last's): a job that waited for an open breaker
+	// through many waves has one entry. 0 means 1 (entries written before
+	// counts, one per deferral).
+	Count int `json:"count,omitempty"`
 }
 
 // String describes the entry in one line, such as
@@ -151,6 +159,9 @@ func (a Attempt) String() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "attempt %d: %s", a.Attempt, a.Outcome)
+	if a.Count > 1 {
+		fmt.Fprintf(&b, " %d times since %s", a.Count, a.StartedAt.Format(time.RFC3339))
+	}
 	if a.Error != "" {
 		b.WriteString(": ")
 		b.WriteString(a.Error)
@@ -254,6 +265,11 @@ type ClaimParams struct {
 	Now        time.Time // jobs with AvailableAt <= Now are due
 	LeaseUntil time.Time // the lease given to each claimed job
 	Worker     string    // recorded on each job
+	// FirstOnly claims only jobs that have made no attempt (Attempt 0):
+	// a worker whose retry budget refuses retries claims first attempts
+	// (which the budget admits) and leaves retried jobs waiting instead
+	// of claiming them only to defer them.
+	FirstOnly bool
 }
 
 // RescueParams asks [Store.JobRescue] for up to Limit running jobs whose
@@ -328,6 +344,12 @@ type Transition struct {
 	DeadReason string
 	// Entry is appended to the job's history.
 	Entry Attempt
+	// ReplaceLast makes Entry replace the history's last entry instead of
+	// following it (on an empty history, Entry is appended): the queue
+	// sets it for a deferral that continues a run of deferrals, whose one
+	// entry counts them ([Attempt].Count). A history past MaxHistory keeps
+	// its cut marker as it is.
+	ReplaceLast bool
 	// Now is when the transition was decided. A store that notifies
 	// ([Notifier]) wakes idle workers for a job available again by then
 	// (StateAvailable with AvailableAt <= Now); zero wakes nobody (workers
@@ -422,7 +444,7 @@ type Store interface {
 	JobList(ctx context.Context, f JobFilter) ([]*Job, error)
 
 	// JobClaim leases up to p.Limit due jobs of p.Queue (available with
-	// AvailableAt <= p.Now), in the order (Priority, AvailableAt, ID), and
+	// AvailableAt <= p.Now; with p.FirstOnly, only those with Attempt 0), in the order (Priority, AvailableAt, ID), and
 	// returns them (possibly none). Each claimed job becomes running with a
 	// new random LeaseToken, LeaseUntil = p.LeaseUntil, Worker = p.Worker,
 	// Attempt + 1, AttemptedAt = p.Now, and StartedAt = p.Now when it was
@@ -438,7 +460,8 @@ type Store interface {
 
 	// JobTransition applies t to the running job t.ID held with
 	// t.LeaseToken: it sets State, Attempt, AvailableAt, FinishedAt and
-	// DeadReason as given, appends t.Entry to the history, and clears the
+	// DeadReason as given, appends t.Entry to the history (or, with
+	// t.ReplaceLast, puts it in place of the last entry), and clears the
 	// lease (token and expiry; Worker is kept). It returns ErrLeaseLost,
 	// changing nothing, when no running job has this ID and token.
 	JobTransition(ctx context.Context, t Transition) error

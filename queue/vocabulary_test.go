@@ -1,7 +1,9 @@
 package queue_test
 
 import (
+	encjson "encoding/json"
 	"testing"
+	"time"
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/overload"
@@ -81,5 +83,21 @@ func TestEventWords(t *testing.T) {
 		if got := k.String(); got != want {
 			t.Errorf("EventKind(%d).String() = %q, want %q", k, got, want)
 		}
+	}
+}
+
+// TestStoredEntryKeys pins the JSON keys of a history entry as stores keep
+// it, the run of deferrals' "count" (migration 10) among them.
+func TestStoredEntryKeys(t *testing.T) {
+	at := time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC)
+	b, err := encjson.Marshal(queue.Attempt{Attempt: 2, Worker: "w", StartedAt: at, FinishedAt: at, Outcome: queue.OutcomeDeferred,
+		Error: "e", Panic: "p", Action: retry.Defer.Key(), Reason: retry.ReasonBreakerOpen.Key(), Delay: time.Second, Cut: 1, Count: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"attempt":2,"worker":"w","started_at":"2026-05-04T03:02:01Z","finished_at":"2026-05-04T03:02:01Z",` +
+		`"outcome":"deferred","error":"e","panic":"p","action":"defer","reason":"breaker_open","cut":1,"count":3,"delay":"1s"}`
+	if string(b) != want {
+		t.Errorf("stored entry\n%s\nwant\n%s", b, want)
 	}
 }

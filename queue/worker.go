@@ -79,8 +79,11 @@ type WorkerConfig struct {
 	// (retry.Call) as durable calls: each job's first attempt counts as a
 	// request in Budget; Breaker is asked before every attempt and told its
 	// outcome; a refusal by either defers the job (rescheduled, its attempt
-	// not counted, the reason in its history) instead of killing it. Its
-	// Observe is not used (see Observe below).
+	// not counted, the reason in its history) instead of killing it, and
+	// while the breaker is open (or the budget refuses retries) the worker
+	// claims none of the jobs (no retried ones) it would defer. The Breaker
+	// and Budget govern every kind the worker runs. Its Observe is not used
+	// (see Observe below).
 	Policy retry.Policy
 	// Lease is how long a claimed job stays leased without renewal
 	// (default DefaultLease). It is renewed every third of it.
@@ -174,6 +177,7 @@ type Worker struct {
 	soon     map[string]chan time.Time // retries of this worker due before the next poll
 
 	outage outage // failing store calls, for the log
+	held   held   // what the breaker or the budget would refuse (hold.go)
 
 	cancels  cancels  // running jobs, for cancellations (cancel.go)
 	active   activity // claims and jobs in flight, for Drain (drain.go)
@@ -519,28 +523,54 @@ func (w *Worker) claimLoop(q string, limit int) {
 	// claims for any free slot.
 	batchMin := max(1, limit/2)
 	more, poke := false, true
+	// probing: a job claimed as the half-open breaker's probe has not
+	// ended yet (it sends on probed when it does); claim no other until
+	// then: its admission comes after the claim, so the breaker cannot
+	// tell yet whether it took the probe slot.
+	probing := false
+	probed := make(chan struct{}, 1)
 	for {
 		select {
 		case <-w.stopping:
 			return
 		default:
 		}
-		if free := min(limit-running, 2*limit-running-storing); free > 0 && (poke || (more && free >= batchMin)) {
+		if free := min(limit-running, 2*limit-running-storing); free > 0 && !probing && (poke || (more && free >= batchMin)) {
 			poke = false
 			now := w.now()
-			w.active.claimStart()
-			jobs, err := w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: free, Now: now,
-				LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID})
-			w.active.claimEnd(len(jobs))
-			if err != nil {
-				w.storeFailed("claim "+q, err)
-			} else {
-				w.storeOK()
+			// Leave what the breaker or the budget would refuse where
+			// it is (hold.go), and look again when that ends.
+			h := w.holdAt(now)
+			if !h.until.IsZero() && h.until.Before(next) {
+				timer.Reset(h.until.Sub(now))
+				next = h.until
 			}
+			var jobs []*Job
+			var err error
+			n := free
+			if h.probe {
+				n = 1 // the breaker admits a few probes, not a batch
+			}
+			if !h.all {
+				w.active.claimStart()
+				jobs, err = w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: n, Now: now,
+					LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID, FirstOnly: h.first})
+				w.active.claimEnd(len(jobs))
+				if err != nil {
+					w.storeFailed("claim "+q, err)
+				} else {
+					w.storeOK()
+				}
+			}
+			probing = h.probe && len(jobs) > 0
 			for _, job := range jobs {
 				running++
 				w.jobs.Add(1)
+				probe := probing
 				go func() {
+					if probe {
+						defer func() { probed <- struct{}{} }()
+					}
 					ran := false
 					release := func() {
 						if !ran {
@@ -552,11 +582,15 @@ func (w *Worker) claimLoop(q string, limit int) {
 					w.run(job, release)
 				}()
 			}
-			more = err == nil && len(jobs) == free
+			// While something is held, a job that ends (a probe, a retry
+			// that succeeded) may end the hold: look again then.
+			more = err == nil && (len(jobs) == n || !h.until.IsZero() || h.probe)
 		}
 		select {
 		case <-w.stopping:
 			return
+		case <-probed:
+			probing = false
 		case ran := <-ends:
 			if ran {
 				running--
@@ -674,10 +708,12 @@ func (w *Worker) run(job *Job, release func()) {
 	start := w.now()
 	lim, ok := c.Admit(start)
 	if !ok {
-		d := c.Last()
 		// Deferred by the breaker or the retry budget, or out of time
 		// before it could start: the handler does not run.
-		w.finish(job, refused(job, d, w.cfg.ID, start), d, 0)
+		last := c.Last()
+		t, d := refused(job, last, w.cfg.ID, start, w.cfg.Rand)
+		w.refusedBy(last, start)
+		w.finish(job, t, d, 0)
 		return
 	}
 	w.emit(Event{Kind: EventStarted, Job: job})
@@ -726,6 +762,9 @@ func (w *Worker) run(job *Job, release func()) {
 		}
 	}
 	t, d := settle(&c, job, res, now)
+	if d.Action == retry.Done && d.Attempt > 1 && w.policy.Budget != nil {
+		w.retrySucceeded()
+	}
 	w.finish(job, t, d, dur)
 }
 

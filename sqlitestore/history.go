@@ -26,6 +26,15 @@ var historyAppend = `CASE WHEN length(history) < ` + strconv.Itoa(minFullHistory
 			WHERE key >= 2 + (json_extract(history, '$[1].outcome') IS '` + queue.OutcomeCut + `'))
 		|| ',' || ? || ']' END`
 
+// historyPut is historyAppend, or, when its first parameter is true, the
+// history with its last entry replaced by the entry
+// (queue.Transition.ReplaceLast): the entries before it are kept as their
+// JSON text, and an empty history gets the entry. It takes four
+// parameters: whether to replace, then the entry three times.
+var historyPut = `CASE WHEN ? THEN '[' || coalesce((SELECT group_concat(value, ',' ORDER BY key) FROM json_each(history)
+		WHERE key < json_array_length(history) - 1) || ',', '') || ? || ']'
+	ELSE ` + historyAppend + ` END`
+
 // cutMarkerHead is the JSON of a cut marker entry up to its count: the
 // fields of a queue.Attempt with outcome queue.OutcomeCut and action
 // queue.ActionCut, and zero times.

@@ -277,18 +277,23 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 // notPaused is the condition that the queue in parameter ?1 is not paused.
 const notPaused = `NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = ?1 AND paused_at IS NOT NULL)`
 
-const dueSQL = `SELECT EXISTS (SELECT 1 FROM heed_jobs
-	WHERE state = 'available' AND queue = ?1 AND available_at <= ?2) AND ` + notPaused
+// dueSQL and claimSQL take the claim's own condition (sqlfilter.Claim).
+func dueSQL(cond string) string {
+	return `SELECT EXISTS (SELECT 1 FROM heed_jobs
+	WHERE state = 'available' AND queue = ?1 AND available_at <= ?2` + cond + `) AND ` + notPaused
+}
 
-const claimSQL = `UPDATE heed_jobs SET
+func claimSQL(cond string) string {
+	return `UPDATE heed_jobs SET
 		state = 'running', attempt = attempt + 1,
 		lease_token = lower(hex(randomblob(16))), lease_until = ?4, worker = ?5,
 		attempted_at = ?2, started_at = coalesce(started_at, ?2)
 	WHERE id IN (
 		SELECT id FROM heed_jobs
-		WHERE state = 'available' AND queue = ?1 AND available_at <= ?2 AND ` + notPaused + `
+		WHERE state = 'available' AND queue = ?1 AND available_at <= ?2` + cond + ` AND ` + notPaused + `
 		ORDER BY priority, available_at, id LIMIT ?3)
 	RETURNING ` + jobColumns
+}
 
 // JobClaim implements queue.Store with one UPDATE ... WHERE id IN (SELECT
 // ... LIMIT n) RETURNING statement; the single writer makes it atomic.
@@ -296,7 +301,7 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	now := micros(p.Now)
+	now, cond := micros(p.Now), sqlfilter.Claim(&p)
 	// Idle polling should not queue behind writers: look first on a read
 	// connection (WAL readers do not block the writer, nor it them),
 	// unless the queue's last claim took all it asked for (a busy queue
@@ -306,7 +311,7 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	s.fullMu.Unlock()
 	if !full {
 		var due bool
-		check, err := s.preparedRead(ctx, dueSQL)
+		check, err := s.preparedRead(ctx, dueSQL(cond))
 		if err != nil {
 			return nil, wrap("claim", err)
 		}
@@ -317,7 +322,7 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 			return nil, nil
 		}
 	}
-	claim, err := s.prepared(ctx, claimSQL)
+	claim, err := s.prepared(ctx, claimSQL(cond))
 	if err != nil {
 		return nil, wrap("claim", err)
 	}
@@ -377,7 +382,7 @@ func leaseResult(op string, id int64, res sql.Result, err error) error {
 var transitionSQL = `UPDATE heed_jobs SET
 			state = ?, attempt = ?, available_at = coalesce(?, available_at),
 			finished_at = ?, dead_reason = ?, lease_token = NULL, lease_until = NULL,
-			` + appendHistory + `
+			history = ` + historyPut + `
 		WHERE id = ? AND lease_token = ? AND state = 'running'`
 
 // JobTransition implements queue.Store.
@@ -444,7 +449,7 @@ func transition(ctx context.Context, st *sql.Stmt, t *queue.Transition) error {
 	}
 	e := string(entry)
 	res, err := st.ExecContext(ctx, string(t.State), t.Attempt, nullMicros(t.AvailableAt), nullMicros(t.FinishedAt),
-		nullString(t.DeadReason), e, e, t.ID, t.LeaseToken)
+		nullString(t.DeadReason), t.ReplaceLast, e, e, e, t.ID, t.LeaseToken)
 	return leaseResult("transition", t.ID, res, err)
 }
 

@@ -107,3 +107,43 @@ func TestOutcomeWordsMigration(t *testing.T) {
 		t.Errorf("JobGet = %+v, %v", j, err)
 	}
 }
+
+// TestDeferralCountsMigration writes, at schema 9, a job whose history
+// holds a run of deferrals (one entry each) and one without deferrals,
+// migrates, and checks that the run is now one entry with a count (byte
+// for byte) and the other history is untouched.
+func TestDeferralCountsMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC).UnixMicro()
+	for _, h := range []string{schema.DeferredJob.History, schema.DeferredJob.Untouched} {
+		if _, err := old.w.ExecContext(ctx, `INSERT INTO heed_jobs (kind, queue, args, state, attempt, policy, available_at, created_at, finished_at, history)
+			VALUES ('k', 'q', '{}', 'succeeded', 2, '{}', ?, ?, ?, ?)`, t0, t0, t0, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[int64]string{1: schema.DeferredJob.NewHistory, 2: schema.DeferredJob.Untouched} {
+		var history string
+		if err := s.r.QueryRowContext(ctx, `SELECT history FROM heed_jobs WHERE id = ?`, id).Scan(&history); err != nil {
+			t.Fatal(err)
+		}
+		if history != want {
+			t.Errorf("job %d after migrating:\n %s\nwant\n %s", id, history, want)
+		}
+	}
+	j, err := s.JobGet(ctx, 1)
+	if err != nil || len(j.History) != 4 || j.History[1].Count != 3 {
+		t.Errorf("JobGet = %+v, %v", j, err)
+	}
+}

@@ -200,6 +200,8 @@ func rowNote(r *TimelineRow, lastWait time.Duration) string {
 		return fmt.Sprintf("backoff %.1f× the last wait", float64(r.Delay)/float64(lastWait))
 	case r.Action == actRetry:
 		return "transient: retry after " + Duration(r.Delay)
+	case r.Action == actDefer && r.Count > 1:
+		return fmt.Sprintf("deferred %d times (%s) over %s: the attempt was given back each time", r.Count, r.Reason, Duration(r.Duration))
 	case r.Action == actDefer:
 		return "deferred (" + words(r.Reason) + "): the attempt was given back"
 	case r.Action == queue.ActionSnooze:

@@ -117,3 +117,17 @@ func TestOperatorRows(t *testing.T) {
 		}
 	}
 }
+
+// A run of deferrals is one row, whose note counts them.
+func TestDeferralRunRow(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	j := &queue.Job{ID: 8, State: queue.StateAvailable, CreatedAt: t0, Attempt: 0, History: []queue.Attempt{
+		{Attempt: 1, StartedAt: t0, FinishedAt: t0.Add(12 * time.Second), Outcome: queue.OutcomeDeferred, Action: "defer",
+			Reason: "breaker_open", Delay: 4 * time.Second, Count: 5},
+	}}
+	tl := NewTimeline(j, 0, t0.Add(time.Minute))
+	if len(tl.Rows) != 1 || tl.Rows[0].Class != "wait" ||
+		tl.Rows[0].Note != "deferred 5 times (breaker_open) over 12s: the attempt was given back each time" {
+		t.Errorf("rows %+v", tl.Rows)
+	}
+}

@@ -22,7 +22,8 @@ const module = "github.com/heed-go/heed"
 // and the other adapters that arrows names for them, never any other.
 // Packages at the top (the command) import anything in the module. Test
 // helper packages (a path ending in "test", such as queue/storetest) may
-// import what the package they test may, and that package. Outside the
+// import what the package they test may, that package, and the suites and
+// fakes of the core (retry/executortest, clock/clocktest). Outside the
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
@@ -95,7 +96,7 @@ func mayImport(pkg string) ([]string, bool) {
 	if parent, base := path.Split(pkg); parent != "" && strings.HasSuffix(base, "test") {
 		parent = strings.TrimSuffix(parent, "/")
 		may, ok := mayImport(parent)
-		return append(append(may, parent, "retry/executortest"), helpers...), ok
+		return append(append(may, parent, "retry/executortest", "clock/clocktest"), helpers...), ok
 	}
 	return nil, false
 }

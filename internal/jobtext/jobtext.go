@@ -166,8 +166,12 @@ func Write(w io.Writer, j *queue.Job, now time.Time) {
 		if a.Attempt == 0 {
 			n = "-"
 		}
+		outcome := a.Outcome
+		if a.Count > 1 { // a run of deferrals, from its first to its last
+			outcome = fmt.Sprintf("%s %d times", a.Outcome, a.Count)
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, a.StartedAt.UTC().Format("15:04:05.000"),
-			textfmt.Round(a.FinishedAt.Sub(a.StartedAt)), a.Outcome, dec, delay, a.Worker, textfmt.Shorten(a.Error, 80))
+			textfmt.Round(a.FinishedAt.Sub(a.StartedAt)), outcome, dec, delay, a.Worker, textfmt.Shorten(a.Error, 80))
 	}
 	tw.Flush()
 	for _, a := range j.History {

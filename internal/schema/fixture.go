@@ -33,3 +33,29 @@ var OKJob = struct {
 		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:06.123456Z","finished_at":"2026-05-04T03:02:07.123456Z","outcome":"success","action":"done","reason":"success"}]`,
 	Untouched: `[{"attempt":1,"outcome":"transient","action":"retry"}]`,
 }
+
+// DeferredJob is a job's history as heed stored it before migration
+// 0010/010 (one entry per deferral: here a transient failure, three
+// deferrals of attempt 2 by the open breaker, one by the budget, then the
+// success), with the form the migration must rewrite it to (the three as
+// one entry, count 3, from the first's start to the last's end; the
+// budget's apart), and a history the migration must leave alone byte for
+// byte because it holds no deferral. The stores' migration tests insert
+// them raw at schema 9 and check the result; they are not used outside
+// tests.
+var DeferredJob = struct {
+	History, NewHistory string
+	Untouched           string
+}{
+	History: `[{"attempt":1,"worker":"w1","started_at":"2026-05-04T03:02:01Z","finished_at":"2026-05-04T03:02:02Z","outcome":"transient","error":"boom","action":"retry","reason":"transient","delay":"2s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:04Z","finished_at":"2026-05-04T03:02:04Z","outcome":"deferred","error":"breaker: circuit open","action":"defer","reason":"breaker_open","delay":"5s"},` +
+		`{"attempt":2,"worker":"w2","started_at":"2026-05-04T03:02:09Z","finished_at":"2026-05-04T03:02:09Z","outcome":"deferred","error":"breaker: circuit open","action":"defer","reason":"breaker_open","delay":"5s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:14Z","finished_at":"2026-05-04T03:02:14Z","outcome":"deferred","error":"breaker: circuit open","action":"defer","reason":"breaker_open","delay":"4s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:18Z","finished_at":"2026-05-04T03:02:18Z","outcome":"deferred","error":"retry: retry budget empty","action":"defer","reason":"budget","delay":"1s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:19Z","finished_at":"2026-05-04T03:02:20Z","outcome":"success","action":"done","reason":"success"}]`,
+	NewHistory: `[{"attempt":1,"worker":"w1","started_at":"2026-05-04T03:02:01Z","finished_at":"2026-05-04T03:02:02Z","outcome":"transient","error":"boom","action":"retry","reason":"transient","delay":"2s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:04Z","finished_at":"2026-05-04T03:02:14Z","outcome":"deferred","error":"breaker: circuit open","action":"defer","reason":"breaker_open","count":3,"delay":"4s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:18Z","finished_at":"2026-05-04T03:02:18Z","outcome":"deferred","error":"retry: retry budget empty","action":"defer","reason":"budget","delay":"1s"},` +
+		`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:19Z","finished_at":"2026-05-04T03:02:20Z","outcome":"success","action":"done","reason":"success"}]`,
+	Untouched: `[{"attempt":1,"outcome":"transient","action":"retry"}]`,
+}

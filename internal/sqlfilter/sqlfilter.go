@@ -92,6 +92,17 @@ func Where(d Dialect, f *queue.JobFilter, dead bool, args *[]any) string {
 	return strings.Join(conds, " AND ")
 }
 
+// Claim returns what a claim for p adds to its own condition (due jobs of
+// its queue): " AND attempt = 0" with p.FirstOnly, "" otherwise. It is a
+// literal, not a parameter, so that each store keeps one prepared
+// statement per form and the claim index is used as before.
+func Claim(p *queue.ClaimParams) string {
+	if p.FirstOnly {
+		return " AND attempt = 0"
+	}
+	return ""
+}
+
 // Limit returns " LIMIT n" for a positive f.Limit, or "".
 func Limit(f *queue.JobFilter) string {
 	if f.Limit > 0 {

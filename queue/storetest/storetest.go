@@ -69,6 +69,9 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"UniqueByPeriod", testUniqueByPeriod},
 		{"UniqueByState", testUniqueByState},
 		{"TickMemory", testTickMemory},
+		{"ClaimFirstOnly", testClaimFirstOnly},
+		{"HistoryReplaceLast", testHistoryReplaceLast},
+		{"BreakerOutage", testBreakerOutage},
 	}
 	tests = append(tests, opsTests...) // ops.go
 	for _, tt := range tests {
