@@ -85,7 +85,7 @@ func TestFailOnceUnderDefaultBudget(t *testing.T) {
 // allows 2 retries a second, so 10 tasks failing together must wait.)
 func TestBudgetDefersRetries(t *testing.T) {
 	opt, q := openQueue(t)
-	b, err := budget.New(budget.Config{Window: time.Second, MinPerSecond: 2, Burst: 1, Earn: -1})
+	b, err := budget.New(budget.Config{Window: time.Second, MinPerSecond: 2, Earn: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

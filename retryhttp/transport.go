@@ -209,8 +209,9 @@ type Transport struct {
 	Propagate func(*http.Request) bool
 
 	// Budget configures the retry budget of each destination host (zero:
-	// budget's defaults, 10% of the requests, more while retries succeed,
-	// at least 1 retry per 10 s; a negative Budget.Ratio turns the budgets
+	// budget's defaults, a bucket of 5 retries that starts full, refilled
+	// by 10% of the requests or 1 a second, whichever is more, and by
+	// retries that succeed; a negative Budget.Ratio turns the budgets
 	// off). The budgets are shared by every Transport of the process that
 	// calls the same host and port with the same Budget: see Budgets.
 	Budget budget.Config

@@ -44,3 +44,11 @@ func TestDrain(t *testing.T) {
 	defer s.Close()
 	storetest.RunDrain(t, clocktest.New(time.Time{}), s)
 }
+
+// TestBudgetBacklog: 500 jobs under a default retry budget drain within
+// 15 s of their dependency's recovery after a 15 s outage.
+func TestBudgetBacklog(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	storetest.RunBudgetBacklog(t, s)
+}
