@@ -44,9 +44,11 @@
 //     successes put by: at most 3 × Burst at its onset.
 //   - Recovery: the bucket refills at Ratio × r as soon as requests flow
 //     (10 retries a second at 100 requests/s), and a durable backlog whose
-//     retries succeed drains at once: its succeeded retries count as
-//     demand, so each earns more than it spent, with no new requests at
-//     all.
+//     retries succeed drains with no new requests at all: its succeeded
+//     retries count as demand, so once they outnumber the failed retries
+//     still in the window each earns more than it spent (500 jobs after a
+//     15 s outage: 95% done 2 to 4 s after the heal, SQLite or
+//     PostgreSQL).
 //
 // The model, and the designs it was chosen from: gRPC's retry throttling
 // (gRFC A6) and the AWS SDKs' retry quota keep a bucket per destination
@@ -96,10 +98,10 @@ const (
 	// Finagle's retry budget uses the same 10 s.
 	DefaultWindow = 10 * time.Second
 	// DefaultBurst is 5: a new process may retry its first 5 failures at
-	// once, and no outage sees more than 5 retries beyond the fill rate
-	// in any second: 1.15× in its worst second at 100 requests per
-	// second (1 + Ratio + Burst/100), with room under 1.2× for arrivals
-	// that bunch up.
+	// once, and an outage that follows health sees no more than 5
+	// retries beyond the fill rate in any second: 1.15× in its worst
+	// second at 100 requests per second (1 + Ratio + Burst/100), with
+	// room under 1.2× for arrivals that bunch up.
 	DefaultBurst = 5.0
 	// DefaultMinPerSecond is 1: however few requests a process sends, its
 	// bucket refills at least one retry a second, so that a process whose

@@ -46,7 +46,27 @@ func (asynqExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	case <-time.After(time.Minute):
 		t.Fatalf("no final decision after a minute: %v", ev.decisions())
 	}
-	return ev.decisions()
+	return heldBack(t, c, ev.decisions())
+}
+
+// heldBack returns ds as the suite expects them from a durable executor
+// that holds a call back while its breaker is open. heed's queue leaves such
+// a job unclaimed, so the case "breaker open" expects no decision before the
+// probe's success; asynq claims every due task, so the adapter defers it
+// instead, without running it. Those deferrals are checked here and left
+// out of what the suite compares.
+func heldBack(t *testing.T, c executortest.Case, ds []retry.Decision) []retry.Decision {
+	if c.Name != "breaker open" {
+		return ds
+	}
+	n := 0
+	for n < len(ds) && ds[n].Action == retry.Defer && ds[n].Reason == retry.ReasonBreakerOpen {
+		n++
+	}
+	if n == 0 {
+		t.Errorf("decisions %v: want the open breaker to defer the task first", ds)
+	}
+	return ds[n:]
 }
 
 func TestConformance(t *testing.T) {

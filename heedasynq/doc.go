@@ -51,7 +51,9 @@
 //     the deferral as the task's last error (with heed's reason), but with
 //     IsFailure false it neither counts a retry nor the queue's failure
 //     statistics. The handler is not called: an open breaker must run no
-//     attempt.
+//     attempt. asynq hands out every due task, so where heed's own queue
+//     leaves a job unclaimed while its breaker is open, here the task is
+//     dequeued and deferred: one write per task and cooldown.
 //   - asynq archives a permanent failure and an exhausted one alike; the last
 //     error and the record say which. asynq's own MaxRetry (25 by default)
 //     still archives a task first when it is below the policy's Attempts.

@@ -39,6 +39,9 @@ func BenchmarkUnary(b *testing.B) {
 	b.Run("success", func(b *testing.B) {
 		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles}, ok)
 	})
+	b.Run("success/attempt share", func(b *testing.B) {
+		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles, AttemptShare: 0.5}, ok)
+	})
 	b.Run("success/no propagation", func(b *testing.B) {
 		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles, Propagate: func(string, string) bool { return false }}, ok)
 	})

@@ -205,12 +205,12 @@ type Client struct {
 	// AttemptShare is the share of the time left before the caller's
 	// deadline that one attempt of a unary call takes when the policy sets
 	// no AttemptTimeout and the call may still be retried (the method is
-	// repeatable, attempts are left, no layer above owns the retries):
-	// default 0.5 ([retry.DefaultAttemptShare]), as for
-	// retryhttp.Transport, so that a server that accepts the call and
-	// never answers leaves time for a retry. Negative: none (an attempt
-	// may take all the time left). It must be at most 1. Streams are not
-	// cut: a stream's attempt lasts as long as the stream.
+	// repeatable, attempts are left, no layer above owns the retries), such
+	// as 0.5, so that a server that accepts the call and never answers
+	// leaves time for a retry (default: none, as for retryhttp.Transport:
+	// an attempt may take all the time left, so a slow server that is
+	// working is not cut off; negative: none). It must be at most 1.
+	// Streams are not cut: a stream's attempt lasts as long as the stream.
 	AttemptShare float64
 
 	// MaxReplay is how many sent messages a stream keeps to send again on
@@ -235,7 +235,7 @@ type Client struct {
 	initOnce  sync.Once
 	initErr   error
 	maxReplay int      // MaxReplay after its default
-	share     float64  // AttemptShare after its default (negative: none)
+	share     float64  // AttemptShare, 0 for none
 	targets   dest.Set // per target: the policy with its budget and breaker
 	// fast: a unary call's first attempt may do without the call
 	// protocol's state (no one is told about attempts), when
@@ -285,10 +285,7 @@ func (c *Client) init() {
 			c.initErr = fmt.Errorf("heedgrpc: AttemptShare is %v, must be at most 1 (negative: none)", c.AttemptShare)
 			return
 		}
-		c.share = c.AttemptShare
-		if c.share == 0 {
-			c.share = retry.DefaultAttemptShare
-		}
+		c.share = max(c.AttemptShare, 0)
 		c.maxReplay = c.MaxReplay
 		if c.maxReplay == 0 {
 			c.maxReplay = DefaultMaxReplay
@@ -566,8 +563,8 @@ const maxMethods = 1024
 // A first attempt that succeeds costs one reading of the monotonic clock
 // (for the retry budget and the deadline), the budget's lock, when the
 // call carries retry-attempt one allocation for its context, and when the
-// attempt takes a share of the caller's deadline (AttemptShare) a
-// context.WithDeadline: retry.Policy.AdmitFirst admits it, and the call
+// Client gives attempts a share of the caller's deadline (AttemptShare,
+// none by default) a context.WithDeadline: retry.Policy.AdmitFirst admits it, and the call
 // protocol's state is built only if it fails. A breaker, policy time
 // limits or anyone told of attempts (Policy.Observe, OnAttempt, Logger)
 // make the call go through the protocol from its first attempt.
@@ -643,8 +640,8 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 			start = now
 			n := cs.rc.History.Attempts + 1
 			if cs.shared() {
-				// The default share of the time left, so that a retry
-				// fits (ShareLimit leaves the last attempt all of it).
+				// The share of the time left, so that a retry fits
+				// (ShareLimit leaves the last attempt all of it).
 				lim = cs.rc.ShareLimit(lim, now, cs.c.share)
 			}
 			timedOut, err = cs.attemptUnary(ctx, n, now, lim, req, reply, cc, invoker, opts)

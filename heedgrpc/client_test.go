@@ -188,9 +188,9 @@ func TestCallerDeadline(t *testing.T) {
 		<-ctx.Done()
 		return "", status.FromContextError(ctx.Err()).Err()
 	}}
-	// AttemptShare -1: the first attempt may take all the time left (by
-	// default it takes half, and TestAttemptShare shows the retry).
-	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}, AttemptShare: -1}
+	// No AttemptShare: the first attempt may take all the time left
+	// (TestAttemptShare shows the retry a share leaves time for).
+	hc := &heedgrpc.Client{Policy: fast(3), Files: echoFiles, Budget: budget.Config{Ratio: -1}}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	_, err := invoke(ctxTimeout(t, 200*time.Millisecond), cc, mGet, "x")
 	if status.Code(err) != codes.DeadlineExceeded {
@@ -233,11 +233,11 @@ func TestAttemptTimeout(t *testing.T) {
 	}
 }
 
-// TestAttemptShare: with the caller's deadline and no AttemptTimeout, an
-// attempt of a repeatable call takes half the time left by default, so
-// that a server that accepts the call and never answers leaves time for a
-// retry; a call that is not repeatable, or AttemptShare -1, gives its one
-// attempt all of it.
+// TestAttemptShare: with the caller's deadline, no AttemptTimeout and an
+// AttemptShare of 0.5, an attempt of a repeatable call takes half the time
+// left, so that a server that accepts the call and never answers leaves
+// time for a retry; a call that is not repeatable gives its one attempt
+// all of it (as every call does without a share: TestCallerDeadline).
 func TestAttemptShare(t *testing.T) {
 	e := &echo{unary: func(ctx context.Context, _ string, n int64, _ string) (string, error) {
 		if n == 1 {
@@ -249,7 +249,7 @@ func TestAttemptShare(t *testing.T) {
 	p := fast(3)
 	var reasons []retry.Reason
 	p.Observe = func(_ context.Context, ev retry.Event) { reasons = append(reasons, ev.Reason) }
-	hc := &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}}
+	hc := &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}, AttemptShare: 0.5}
 	cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 	if _, err := invoke(ctxTimeout(t, 4*time.Second), cc, mGet, "x"); err != nil {
 		t.Fatalf("err = %v, want a success on the retry", err)

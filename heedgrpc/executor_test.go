@@ -138,3 +138,35 @@ func (unobservedExecutor) Run(t *testing.T, c executortest.Case) []retry.Decisio
 }
 
 func TestConformanceUnobserved(t *testing.T) { executortest.Run(t, unobservedExecutor{}) }
+
+// TestSlowServerNotCut: a server that answers in 2 s, under a caller's
+// 3 s deadline, answers the first request of a zero Client; with an
+// AttemptShare of 0.5 the same call is cut at 1.5 s, again at 0.75 s, and
+// fails after 3 requests.
+func TestSlowServerNotCut(t *testing.T) {
+	for _, tt := range []struct {
+		share float64
+		calls int
+		ok    bool
+	}{{0, 1, true}, {0.5, 3, false}} {
+		synctest.Test(t, func(t *testing.T) {
+			hc := &heedgrpc.Client{AttemptShare: tt.share, Idempotent: []string{mGet}, Budget: budget.Config{Ratio: -1}}
+			calls := 0
+			invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+				calls++
+				select {
+				case <-time.After(2 * time.Second):
+					return nil
+				case <-ctx.Done():
+					return status.FromContextError(ctx.Err()).Err()
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			err := hc.UnaryInterceptor()(ctx, mGet, nil, nil, nil, invoker)
+			if (err == nil) != tt.ok || calls != tt.calls {
+				t.Errorf("AttemptShare %v: %v after %d requests, want success %v after %d", tt.share, err, calls, tt.ok, tt.calls)
+			}
+		})
+	}
+}

@@ -39,7 +39,27 @@ func (riverExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	case <-time.After(time.Minute):
 		t.Fatalf("no final decision after a minute: %v", ev.decisions())
 	}
-	return ev.decisions()
+	return heldBack(t, c, ev.decisions())
+}
+
+// heldBack returns ds as the suite expects them from a durable executor
+// that holds a call back while its breaker is open. heed's queue leaves such
+// a job unclaimed, so the case "breaker open" expects no decision before the
+// probe's success; River claims every due job, so the adapter defers it
+// instead, without running it. Those deferrals are checked here and left
+// out of what the suite compares.
+func heldBack(t *testing.T, c executortest.Case, ds []retry.Decision) []retry.Decision {
+	if c.Name != "breaker open" {
+		return ds
+	}
+	n := 0
+	for n < len(ds) && ds[n].Action == retry.Defer && ds[n].Reason == retry.ReasonBreakerOpen {
+		n++
+	}
+	if n == 0 {
+		t.Errorf("decisions %v: want the open breaker to defer the job first", ds)
+	}
+	return ds[n:]
 }
 
 func TestConformance(t *testing.T) {

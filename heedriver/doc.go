@@ -53,7 +53,10 @@
 //     error, and heed counts a pushback as an attempt (the record's
 //     attempt and pushbacks), so heed's Attempts still bounds it.
 //   - A deferred job's worker is not called (River asks middleware to call
-//     it always): an open breaker must run no attempt.
+//     it always): an open breaker must run no attempt. River claims every
+//     due job, so where heed's own queue leaves a job unclaimed while its
+//     breaker is open, here River claims it and the middleware snoozes it:
+//     one write per job and cooldown.
 //   - River's own per-attempt timeout (Config.JobTimeout, 1 min by default,
 //     or the worker's Timeout) is applied inside the middleware. An attempt
 //     that ends with context.DeadlineExceeded while its job's context is

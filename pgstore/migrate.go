@@ -30,6 +30,13 @@ var migrations = schema.MustLoad("pgstore", migrationFS, "migrations", map[int]f
 // [*queue.SchemaTooNewError].
 func SchemaVersion() int { return len(migrations) }
 
+// MinReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
+// previous release's. Since it, migration 9 added the table of periodic
+// ticks, which only workers use, and migration 10 compacted runs of
+// deferrals in histories (data only, read either way); a migration that
+// changes what a client reads or writes raises it.
+const MinReadVersion = 8
+
 // Check reads the database's schema version without changing anything: nil
 // when it is [SchemaVersion], a [*queue.SchemaBehindError] when migrations
 // are missing, a [*queue.SchemaTooNewError] when it is newer than this

@@ -134,6 +134,13 @@ type OpenOptions struct {
 	// (search_path schema) that has no heed tables at all: nothing older
 	// can be using it.
 	CreateEmpty bool
+	// ReadBehind, with MigrateOff, opens a schema one release behind
+	// (down to MinReadVersion) as it is, without migrating: what
+	// [queue.Client] reads and changes works on it (heed jobs ls, stats,
+	// show and heed ui), so an operator can look before upgrading. A
+	// worker must not run on it: open it without ReadBehind. A schema
+	// further behind is refused as with MigrateOff alone.
+	ReadBehind bool
 	// Clock is the time of the few writes whose time no argument gives:
 	// when a migration was applied, and the creation time of jobs
 	// enqueued with [Store.EnqueueTx] (default: real time). Every other
@@ -168,6 +175,8 @@ func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 	switch {
 	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
 		err = s.Migrate(ctx)
+	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= MinReadVersion:
+		err = nil
 	}
 	if err != nil {
 		s.Close()

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/heed-go/heed/clock"
 )
@@ -48,8 +49,11 @@ type ItemError struct {
 	Err   error // what is wrong with it
 }
 
-// Error reads like "queue: item 3: queue: kind is empty".
-func (e *ItemError) Error() string { return fmt.Sprintf("queue: item %d: %v", e.Index, e.Err) }
+// Error reads like "queue: item 3: kind is empty": Err's message without
+// its own "queue: ", so that each prefix is said once.
+func (e *ItemError) Error() string {
+	return fmt.Sprintf("queue: item %d: %s", e.Index, strings.TrimPrefix(e.Err.Error(), "queue: "))
+}
 
 // Unwrap returns Err.
 func (e *ItemError) Unwrap() error { return e.Err }

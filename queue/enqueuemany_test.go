@@ -37,7 +37,7 @@ func ExampleClient_EnqueueMany() {
 	// job 1 {"name":"Ada"} inserted: true
 	// job 2 {"name":"Grace"} inserted: true
 	// job 1 {"name":"Ada"} inserted: false
-	// queue: item 1: queue: kind is empty
+	// queue: item 1: kind is empty
 }
 
 // With a store that is not a BatchInserter (plainStore hides it),

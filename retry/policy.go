@@ -108,9 +108,10 @@ type Policy struct {
 	// asked. Durable calls (jobs) honour any wait within their time budget.
 	MaxPushback time.Duration
 
-	// Budget, when set, limits retries to a share of the requests to one
-	// destination; a retry it refuses ends the call (a durable call waits
-	// for it instead). Share one Budget between every policy that calls the
+	// Budget, when set, limits the retries to one destination (a bucket
+	// that requests, time and successful retries fill: see package
+	// budget); a retry it refuses ends the call (a durable call waits for
+	// it instead). Share one Budget between every policy that calls the
 	// same dependency.
 	Budget *budget.Budget
 

@@ -2,14 +2,6 @@ package retry
 
 import "time"
 
-// DefaultAttemptShare is the share of the time left before the caller's
-// deadline that an attempt takes by default when its policy sets no
-// AttemptTimeout and a retry may follow it: 0.5, so that a dependency that
-// accepts and never answers (a black hole) leaves half of the time for one
-// retry instead of taking all of it. retryhttp and sim apply it (see
-// [Call.ShareLimit]).
-const DefaultAttemptShare = 0.5
-
 // ShareLimit returns the limit of an attempt that Admit admitted with lim,
 // after an attempt share: when the policy sets no AttemptTimeout, lim is the
 // caller's deadline, and a retry may still follow this attempt (attempts
@@ -17,7 +9,9 @@ const DefaultAttemptShare = 0.5
 // (ReasonTimeout), unless that is shorter than the policy's MinAttempt. The
 // last attempt keeps all the time left. A share of 0 or less, or 1 or more,
 // returns lim unchanged. An executor calls it for a request it may repeat,
-// between Admit and the attempt.
+// between Admit and the attempt, when it was given a share
+// (retryhttp.Transport.AttemptShare, heedgrpc.Client.AttemptShare,
+// sim.Layer.AttemptShare; none by default).
 func (c *Call) ShareLimit(lim Limit, now time.Time, share float64) Limit {
 	return shareLimit(&c.Policy, c.History.Attempts, c.History.UpstreamOwns, lim, now, share)
 }

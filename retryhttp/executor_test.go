@@ -68,3 +68,43 @@ func (httpExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 }
 
 func TestConformance(t *testing.T) { executortest.Run(t, httpExecutor{}) }
+
+// slowBase answers every request in 2 s, unless its context ends first.
+type slowBase struct{ requests int }
+
+func (b *slowBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.requests++
+	select {
+	case <-time.After(2 * time.Second):
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+}
+
+// TestSlowServerNotCut: a server that answers in 2 s, under a caller's
+// 3 s deadline, answers the first request of a zero Transport; with an
+// AttemptShare of 0.5 the same request is cut at 1.5 s, again at 0.75 s,
+// and fails after 3 requests.
+func TestSlowServerNotCut(t *testing.T) {
+	for _, tt := range []struct {
+		share    float64
+		requests int
+		ok       bool
+	}{{0, 1, true}, {0.5, 3, false}} {
+		synctest.Test(t, func(t *testing.T) {
+			base := &slowBase{}
+			tr := &retryhttp.Transport{Base: base, AttemptShare: tt.share, Budget: budget.Config{Ratio: -1}}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://slow.internal/", nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			if (err == nil) != tt.ok || base.requests != tt.requests {
+				t.Errorf("AttemptShare %v: %v after %d requests, want success %v after %d", tt.share, err, base.requests, tt.ok, tt.requests)
+			}
+		})
+	}
+}

@@ -184,8 +184,8 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			}
 			return nil, rc.Exhausted(last)
 		}
-		if repeatable && lim.Reason == retry.ReasonDeadline {
-			// The default share of the time left, so that a retry fits.
+		if repeatable && lim.Reason == retry.ReasonDeadline && t.AttemptShare > 0 {
+			// The share of the time left, so that a retry fits.
 			rc.History.UpstreamOwns = c.upstreamOwns(ctx)
 			lim = rc.ShareLimit(lim, now, t.attemptShare())
 		}

@@ -132,14 +132,15 @@ func mustReq(t *testing.T, url string) *http.Request {
 	return req
 }
 
-// TestDefaultAttemptShare: with a deadline and no AttemptTimeout, a server
-// that accepts and never answers (a black hole) takes half of the time
-// left, and the retry gets the rest, inside the caller's deadline.
-func TestDefaultAttemptShare(t *testing.T) {
+// TestAttemptShare: with a deadline and no AttemptTimeout, an attempt
+// takes all the time left by default; with AttemptShare 0.5 a server that
+// accepts and never answers (a black hole) takes half of the time left,
+// and the retry gets the rest, inside the caller's deadline.
+func TestAttemptShare(t *testing.T) {
 	for _, tt := range []struct {
 		share float64
 		want  int64
-	}{{0, 2}, {-1, 1}} {
+	}{{0.5, 2}, {0, 1}, {-1, 1}} {
 		release := make(chan struct{})
 		srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
 			select {

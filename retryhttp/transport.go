@@ -54,9 +54,12 @@
 // the request headers off for hosts that are not heed services (third-party
 // APIs).
 //
-// With a deadline on the request's context and no Policy.AttemptTimeout,
-// an attempt that may still be retried takes at most AttemptShare (half) of
-// the time left, so a server that never answers leaves time for a retry.
+// With a deadline on the request's context and no Policy.AttemptTimeout, an
+// attempt may take all the time left: a slow server that is working is not
+// cut off. Transport.AttemptShare (none by default) limits an attempt that
+// may still be retried to a share of the time left, so that a server that
+// never answers leaves time for a retry, at the price of cutting off slow
+// answers.
 //
 // Secrets: log records and returned errors show URLs through [RedactURL]
 // and idempotency keys through [KeyHash]; header values are never logged.
@@ -97,12 +100,6 @@ const (
 	// sent as Timeout-Remaining: 5 ms, for the request's transit and the
 	// response's way back.
 	DefaultHeaderMargin = 5 * time.Millisecond
-	// DefaultAttemptShare is the share of the time left before the
-	// caller's deadline that an attempt may take when the policy sets no
-	// AttemptTimeout and the call may still retry: retry.DefaultAttemptShare
-	// (0.5), so that a server that accepts and never answers (a black hole)
-	// leaves half of the time for one retry, instead of taking it all.
-	DefaultAttemptShare = retry.DefaultAttemptShare
 )
 
 // RetryStatusOff as Transport.RetryStatus retries no status (heed's
@@ -126,8 +123,8 @@ var DefaultRetryStatus = []int{
 // The zero value is ready to use: the default retry.Policy (3 attempts,
 // exponential backoff with full jitter), the process's default retry
 // budget per destination host and port (shared with every other Transport
-// that calls it), half of the time left per attempt while a retry may
-// follow, no breaker, no logging. Set the fields before the first request
+// that calls it), all the time left for each attempt, no breaker, no
+// logging. Set the fields before the first request
 // and do not change them afterwards. A Transport is safe for concurrent use
 // and should be shared: its breakers are per destination host (URL.Host,
 // port included; http and https apart) and shared by every request
@@ -184,12 +181,14 @@ type Transport struct {
 
 	// AttemptShare is the share of the time left before the caller's
 	// deadline that an attempt may take when Policy.AttemptTimeout is zero
-	// and the call may still retry (default 0.5, [DefaultAttemptShare];
-	// negative: none, so an attempt may take all the time left, and a
-	// server that never answers gets no retry). The last attempt always
-	// may take all the time left. It applies only when the request's
-	// context has a deadline; set Policy.AttemptTimeout for calls without
-	// one.
+	// and the call may still retry, such as 0.5 (default: none, so an
+	// attempt may take all the time left; negative: none). With a share, a
+	// server that accepts and never answers leaves time for a retry, but a
+	// slow server that is working is cut off too, and under overload its
+	// work is wasted: a FIFO-queued server sends nothing before it works,
+	// so the two look alike. The last attempt always may take all the time
+	// left. It applies only when the request's context has a deadline; set
+	// Policy.AttemptTimeout for calls without one.
 	AttemptShare float64
 
 	// HeaderMargin is subtracted from the time left before it is sent as
@@ -209,8 +208,9 @@ type Transport struct {
 	Propagate func(*http.Request) bool
 
 	// Budget configures the retry budget of each destination host (zero:
-	// budget's defaults, 10% of the requests, more while retries succeed,
-	// at least 1 retry per 10 s; a negative Budget.Ratio turns the budgets
+	// budget's defaults, a bucket of 5 retries that starts full, refilled
+	// by 10% of the requests or 1 a second, whichever is more, and by
+	// retries that succeed; a negative Budget.Ratio turns the budgets
 	// off). The budgets are shared by every Transport of the process that
 	// calls the same host and port with the same Budget: see Budgets.
 	Budget budget.Config
@@ -359,15 +359,7 @@ func (t *Transport) drainLimit() int64 {
 	return t.DrainLimit
 }
 
-func (t *Transport) attemptShare() float64 {
-	switch {
-	case t.AttemptShare == 0:
-		return DefaultAttemptShare
-	case t.AttemptShare < 0:
-		return 0
-	}
-	return t.AttemptShare
-}
+func (t *Transport) attemptShare() float64 { return max(t.AttemptShare, 0) }
 
 func (t *Transport) headerMargin() time.Duration {
 	if t.HeaderMargin == 0 {

@@ -21,7 +21,7 @@ var builtins = map[string]func() Scenario{
 	},
 	"spike-heed": func() Scenario {
 		return only(spikeScenario(), "spike-heed", 1, "The spike scenario with heed's defaults only: 3 attempts, "+
-			"jittered exponential backoff, half of the time left per attempt and the default retry budget; "+
+			"jittered exponential backoff and the default retry budget; "+
 			"the service recovers soon after the spike.")
 	},
 	"outage":  func() Scenario { return chainScenario("outage", Fault{Kind: ErrorRate, Rate: 1}) },

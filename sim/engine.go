@@ -104,6 +104,7 @@ type call struct {
 	dl      int64      // deadline, virtual; never for none
 	parent  int32      // index of the caller, or -1 for a user request
 	layer   int16      // the layer; nlayers for a job at the bottom
+	aend    int64      // the end of the attempt in flight, virtual; never for none
 	endKind uint8
 	waiting bool // an attempt is in flight
 	fault   bool // a user request that arrived during a fault
@@ -120,6 +121,7 @@ type faultRT struct {
 	start, end int64
 	factor     float64
 	rate       float64
+	depth      int
 }
 
 type engine struct {
@@ -214,12 +216,7 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 		if l.Breaker != nil {
 			rt.policy.Breaker, _ = breaker.New(*l.Breaker) // validated
 		}
-		switch {
-		case l.AttemptShare == 0:
-			rt.share = retry.DefaultAttemptShare
-		case l.AttemptShare > 0:
-			rt.share = l.AttemptShare
-		}
+		rt.share = max(l.AttemptShare, 0)
 		rt.policy.Rand = e.rng
 		e.layers = append(e.layers, rt)
 		// As retryhttp: a layer claims the retries when it may retry, or
@@ -230,7 +227,7 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 		if int64(f.Start) >= e.horizon {
 			continue
 		}
-		fr := faultRT{kind: f.Kind, start: int64(f.Start), end: min(int64(f.End), e.horizon), factor: f.Factor, rate: f.Rate}
+		fr := faultRT{kind: f.Kind, start: int64(f.Start), end: min(int64(f.End), e.horizon), factor: f.Factor, rate: f.Rate, depth: f.Depth}
 		e.faults = append(e.faults, fr)
 		if f.Kind == Spike {
 			e.rateEdges = append(e.rateEdges, fr.start, fr.end)
@@ -454,7 +451,7 @@ func (e *engine) attempt(idx int32, c *call) {
 	}
 	shared := false
 	if l := &e.layers[c.layer]; l.share > 0 && lim.Reason == retry.ReasonDeadline {
-		// The default share of the time left, as retryhttp takes it.
+		// The share of the time left, as retryhttp takes it.
 		lim2 := c.rc.ShareLimit(lim, e.tnow, l.share)
 		shared = lim2 != lim
 		lim = lim2
@@ -473,6 +470,7 @@ func (e *engine) attempt(idx int32, c *call) {
 	tok := e.token()
 	c.tok = tok
 	c.waiting = true
+	c.aend = end
 	c.endKind = kind
 	cdl := int64(never)
 	if e.propagate {
@@ -483,9 +481,18 @@ func (e *engine) attempt(idx int32, c *call) {
 	child.ptok = tok
 	child.dl = cdl
 	child.layer = c.layer + 1
-	if child.layer < e.nlayers {
+	switch {
+	case len(e.faults) > 0 && e.blackHole(int(e.nlayers-child.layer)):
+		// Accepted, never answered: the attempt's own limit ends it.
+		if child.layer == e.nlayers {
+			e.series[e.cur].Attempts++
+			e.sum.Attempts++
+			e.sum.Fault.Attempts++
+		}
+		e.pool.put(cidx)
+	case child.layer < e.nlayers:
 		e.startCall(cidx, child)
-	} else {
+	default:
 		e.submit(cidx, child)
 	}
 	// The attempt may have ended already (an instant failure); the call,
@@ -526,6 +533,14 @@ func (e *engine) expireWith(idx int32, c *call, kind uint8) {
 func (e *engine) deliver(parent int32, ptok uint64, err error) {
 	p := e.pool.at(parent)
 	if p.tok != ptok || !p.waiting {
+		return
+	}
+	if err == errCtx && p.aend <= e.now {
+		// The layer below ran out of the time this attempt gave it: this
+		// attempt's own limit, whose timer fires at this instant. Over
+		// HTTP the layer below answers a hair before it (its header
+		// margin), and the caller cuts the attempt all the same.
+		e.expire(parent, p)
 		return
 	}
 	p.waiting = false
@@ -584,6 +599,17 @@ func (e *engine) faultActive(kind FaultKind) bool {
 	for i := range e.faults {
 		f := &e.faults[i]
 		if f.kind == kind && f.start <= e.now && e.now < f.end {
+			return true
+		}
+	}
+	return false
+}
+
+// blackHole reports whether a BlackHole is active now at depth (0: the
+// bottom service).
+func (e *engine) blackHole(depth int) bool {
+	for i := range e.faults {
+		if f := &e.faults[i]; f.kind == BlackHole && f.depth == depth && f.start <= e.now && e.now < f.end {
 			return true
 		}
 	}

@@ -61,5 +61,5 @@ func ExampleBuiltin() {
 	}
 	// Output:
 	// naive: did not recover within the horizon
-	// heed: recovered 4s after the faults ended
+	// heed: recovered when the faults ended
 }

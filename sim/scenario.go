@@ -96,6 +96,7 @@ type fileFault struct {
 	End    string  `yaml:"end" json:"end"`
 	Factor float64 `yaml:"factor" json:"factor"`
 	Rate   float64 `yaml:"rate" json:"rate"`
+	Depth  int     `yaml:"depth" json:"depth"`
 }
 
 type filePolicy struct {
@@ -112,6 +113,7 @@ type fileLayer struct {
 	TimeBudget string       `yaml:"time_budget" json:"time_budget"`
 	MinAttempt string       `yaml:"min_attempt_time" json:"min_attempt_time"`
 	Owner      bool         `yaml:"owner" json:"owner"`
+	Share      float64      `yaml:"attempt_share" json:"attempt_share"`
 	Budget     *fileBudget  `yaml:"budget" json:"budget"`
 	Breaker    *fileBreaker `yaml:"breaker" json:"breaker"`
 }
@@ -286,13 +288,13 @@ func (f *fileScenario) scenario() (Scenario, error) {
 		p := fmt.Sprintf("faults[%d]", i)
 		k, err := ParseFaultKind(ff.Kind)
 		if err != nil {
-			return s, fmt.Errorf("%s.kind: %q is not outage, capacity, errors or spike", p, ff.Kind)
+			return s, fmt.Errorf("%s.kind: %q is not outage, capacity, errors, spike or black_hole", p, ff.Kind)
 		}
 		if ff.End == "" {
 			return s, fmt.Errorf("%s.end: missing", p)
 		}
 		s.Faults = append(s.Faults, Fault{Kind: k, Start: d.parse(p+".start", ff.Start), End: d.parse(p+".end", ff.End),
-			Factor: ff.Factor, Rate: ff.Rate})
+			Factor: ff.Factor, Rate: ff.Rate, Depth: ff.Depth})
 	}
 	for i, fp := range f.Policies {
 		p := fmt.Sprintf("policies[%d]", i)
@@ -311,6 +313,7 @@ func (f *fileScenario) scenario() (Scenario, error) {
 			l := Layer{
 				Name:         fl.Name,
 				OwnershipOff: j <= firstOwner,
+				AttemptShare: fl.Share,
 				Budget:       budget.Config{Ratio: -1}, // a file without budget: none
 				Retry: retry.Policy{
 					Attempts:       fl.Attempts,
@@ -377,6 +380,11 @@ func (f Fault) String() string {
 		return fmt.Sprintf("%g%% errors %s", 100*f.Rate, span)
 	case Spike:
 		return fmt.Sprintf("load ×%g %s", f.Factor, span)
+	case BlackHole:
+		if f.Depth > 0 {
+			return fmt.Sprintf("black hole %d layers up %s", f.Depth, span)
+		}
+		return "black hole " + span
 	}
 	return f.Kind.String() + " " + span
 }

@@ -136,10 +136,35 @@ func TestFaultString(t *testing.T) {
 		{Kind: CapacityDrop, Start: time.Minute, End: 2 * time.Minute, Factor: 0.5}: "capacity down to 50% 1m0s–2m0s",
 		{Kind: ErrorRate, Start: 5 * time.Second, End: 10 * time.Second, Rate: 0.1}: "10% errors 5s–10s",
 		{Kind: Spike, Start: time.Minute, End: 70 * time.Second, Factor: 2}:         "load ×2 1m0s–1m10s",
+		{Kind: BlackHole, Start: time.Second, End: 2 * time.Second}:                 "black hole 1s–2s",
+		{Kind: BlackHole, Start: time.Second, End: 2 * time.Second, Depth: 2}:       "black hole 2 layers up 1s–2s",
 	} {
 		if got := f.String(); got != want {
 			t.Errorf("%#v: %q, want %q", f, got, want)
 		}
+	}
+}
+
+// A scenario file gives a layer an attempt share, and puts a black hole at
+// any depth.
+func TestScenarioShareAndBlackHole(t *testing.T) {
+	s, err := ParseScenario("bh.yaml", []byte(`horizon: 30s
+load: {rate: 100, deadline: 2s}
+faults: [{kind: black_hole, start: 5s, end: 25s, depth: 1}]
+policies: [{layers: [{attempts: 3, attempt_share: 0.5, owner: true}, {attempts: 3}]}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Faults[0]; f.Kind != BlackHole || f.Depth != 1 {
+		t.Errorf("fault %+v, want a black hole at depth 1", f)
+	}
+	if l := s.Chains[0].Layers; l[0].AttemptShare != 0.5 || l[1].AttemptShare != 0 {
+		t.Errorf("attempt shares %v and %v, want 0.5 and none", l[0].AttemptShare, l[1].AttemptShare)
+	}
+	_, err = ParseScenario("bad.yaml", []byte("horizon: 10s\nload: {rate: 1}\nfaults: [{kind: outage, end: 5s, depth: 1}]\npolicies: [{layers: [{}]}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "faults[0].depth is set, but a outage fault has no depth") {
+		t.Errorf("depth on an outage: %v", err)
 	}
 }
 

@@ -13,8 +13,8 @@
 // range of each figure: one seed can flatter a policy.
 //
 // A zero [Layer] is what a zero retryhttp.Transport does over HTTP: heed's
-// default retry policy, the default retry budget, half of the time left
-// per attempt while a retry may follow, ownership claimed when it retries
+// default retry policy, the default retry budget, all the time left for
+// each attempt, ownership claimed when it retries
 // and honoured below; a layer whose breaker refuses a call answers its
 // caller as a heed server does (Upstream-Breaker: open), which the caller
 // neither retries nor counts in its own breaker.
@@ -191,12 +191,16 @@ const (
 	ErrorRate
 	// Spike: user requests arrive at Factor times the rate.
 	Spike
+	// BlackHole: the service at Depth accepts every call and never
+	// answers it, not even after the fault (its callers' own limits end
+	// the calls), as a hung process or a dropped connection does.
+	BlackHole
 )
 
-var faultNames = [...]string{"outage", "capacity", "errors", "spike"}
+var faultNames = [...]string{"outage", "capacity", "errors", "spike", "black_hole"}
 
 // String returns the fault kind as scenario files spell it: "outage",
-// "capacity", "errors" or "spike".
+// "capacity", "errors", "spike" or "black_hole".
 func (k FaultKind) String() string {
 	if int(k) < len(faultNames) {
 		return faultNames[k]
@@ -211,7 +215,7 @@ func ParseFaultKind(s string) (FaultKind, error) {
 			return FaultKind(i), nil
 		}
 	}
-	return 0, fmt.Errorf("sim: unknown fault kind %q (want outage, capacity, errors or spike)", s)
+	return 0, fmt.Errorf("sim: unknown fault kind %q (want outage, capacity, errors, spike or black_hole)", s)
 }
 
 // Fault is a trigger: something that goes wrong from Start to End.
@@ -226,6 +230,11 @@ type Fault struct {
 	Factor float64
 	// Rate is the share of attempts that fail (ErrorRate, in [0, 1]).
 	Rate float64
+	// Depth is where a BlackHole is, counted up from the bottom: 0 (the
+	// default) the bottom service, 1 the last layer of each chain (the one
+	// that calls the bottom service), 2 the layer above it, and so on. A
+	// chain with no layer that deep has no black hole.
+	Depth int
 }
 
 // Chain is the layers between the users and the bottom service, and how
@@ -268,8 +277,9 @@ type Layer struct {
 	Breaker *breaker.Config
 	// AttemptShare is the share of the time left before the caller's
 	// deadline that an attempt may take when Retry.AttemptTimeout is zero
-	// and a retry may follow, as retryhttp.Transport.AttemptShare (zero:
-	// retry.DefaultAttemptShare, half; negative: none).
+	// and a retry may follow, as retryhttp.Transport.AttemptShare, such as
+	// 0.5 (default: none, an attempt may take all the time left; negative:
+	// none). Scenario files call it attempt_share.
 	AttemptShare float64
 	// OwnershipOff turns ownership off at this layer, as
 	// deadline.Middleware.OwnershipOff does: it retries on its own
@@ -343,7 +353,7 @@ func (s *Scenario) Validate() error {
 	for i, f := range s.Faults {
 		p := fmt.Sprintf("faults[%d]", i)
 		switch {
-		case f.Kind > Spike:
+		case f.Kind > BlackHole:
 			return bad(p+".kind", "is %d, not a known fault kind", f.Kind)
 		case f.Start < 0:
 			return bad(p+".start", "is %v, must not be negative", f.Start)
@@ -369,6 +379,12 @@ func (s *Scenario) Validate() error {
 		}
 		if f.Kind != ErrorRate && f.Rate != 0 {
 			return bad(p+".rate", "is set, but a %s fault has no rate", f.Kind)
+		}
+		switch {
+		case f.Depth < 0 || f.Depth > MaxLayers:
+			return bad(p+".depth", "is %d, must be from 0 (the bottom service) to %d", f.Depth, MaxLayers)
+		case f.Kind != BlackHole && f.Depth != 0:
+			return bad(p+".depth", "is set, but a %s fault has no depth", f.Kind)
 		}
 	}
 	if len(s.Chains) == 0 {

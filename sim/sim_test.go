@@ -460,3 +460,52 @@ func TestLayersBudgetSmooth(t *testing.T) {
 		t.Errorf("mean %.3f× over the outage, want about 1.1×", mean)
 	}
 }
+
+// A black hole at any depth: the bottom service (depth 0) receives each
+// attempt and answers none; the last layer (depth 1) accepts the calls and
+// never calls the bottom service. With an attempt share at the top (the
+// owner of the retries), the user's client retries within the budget;
+// without one, an attempt takes all the time left and nothing is retried.
+func TestBlackHoleAtAnyDepth(t *testing.T) {
+	for _, tt := range []struct {
+		depth        int
+		share        float64
+		min, max     float64 // attempts at the bottom per user request in the fault
+		retriedAtTop bool
+	}{
+		{0, 0, 1, 1, false},
+		{0, 0.5, 1.02, 1.2, true},
+		{1, 0, 0, 0, false},
+		{2, 0.5, 0, 0, true},
+	} {
+		s := Scenario{
+			Name:    "black hole",
+			Horizon: 30 * time.Second,
+			Load:    Load{Rate: 100, Arrival: Constant, Deadline: 2 * time.Second},
+			Faults:  []Fault{{Kind: BlackHole, Depth: tt.depth, Start: 5 * time.Second, End: 25 * time.Second}},
+			Chains:  []Chain{{PropagateDeadline: true, Layers: []Layer{{AttemptShare: tt.share}, {}, {}}}},
+		}
+		var retries int
+		e := newEngine(&s, 0, nil)
+		e.decided = func(d retry.Decision) {
+			if d.Action == retry.Retry {
+				retries++
+			}
+		}
+		res := e.run()
+		f := res.Summary.Fault
+		// Served: with a share, the users of the hole's last second, whose
+		// retry comes after it heals (5% of the fault's); without, none.
+		served := 0.0
+		if tt.retriedAtTop {
+			served = 0.06
+		}
+		if f.AttemptsPerRequest < tt.min || f.AttemptsPerRequest > tt.max || f.SuccessRate > served {
+			t.Errorf("depth %d, share %v: %.2f attempts at the bottom per user, %.0f%% served; want %v to %v, at most %.0f%% served",
+				tt.depth, tt.share, f.AttemptsPerRequest, 100*f.SuccessRate, tt.min, tt.max, 100*served)
+		}
+		if (retries > 0) != tt.retriedAtTop {
+			t.Errorf("depth %d, share %v: %d retries, want some: %v", tt.depth, tt.share, retries, tt.retriedAtTop)
+		}
+	}
+}

@@ -24,6 +24,13 @@ var migrations = schema.MustLoad("sqlitestore", migrationFS, "migrations", map[i
 // SchemaVersion returns the newest schema version this binary knows.
 func SchemaVersion() int { return len(migrations) }
 
+// MinReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
+// previous release's. Since it, migration 9 added the table of periodic
+// ticks, which only workers use, and migration 10 compacted runs of
+// deferrals in histories (data only, read either way); a migration that
+// changes what a client reads or writes raises it.
+const MinReadVersion = 8
+
 // Check reads the schema version without changing anything: nil when it
 // is [SchemaVersion], a [*queue.SchemaBehindError] when migrations are
 // missing, a [*queue.SchemaTooNewError] (matching ErrSchemaTooNew) when it

@@ -148,3 +148,46 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Errorf("the read-only open changed the database file (%v)", err)
 	}
 }
+
+// ReadBehind opens a schema down to MinReadVersion as it is, for reading
+// and operating, and refuses one further behind; without it a schema
+// behind is refused.
+func TestOpenReadBehind(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range []int{MinReadVersion, MinReadVersion - 1} {
+		path := filepath.Join(t.TempDir(), "old.db")
+		old, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := queue.NewClient(old, queue.ClientConfig{}).Enqueue(ctx, "noop", nil, queue.EnqueueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		if _, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true}); !errors.Is(err, queue.ErrSchemaTooOld) {
+			t.Errorf("schema %d without ReadBehind: %v, want ErrSchemaTooOld", v, err)
+		}
+		s, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, ReadBehind: true})
+		if v < MinReadVersion {
+			if !errors.Is(err, queue.ErrSchemaTooOld) {
+				t.Errorf("schema %d with ReadBehind: %v, want ErrSchemaTooOld", v, err)
+				s.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("schema %d with ReadBehind: %v", v, err)
+		}
+		c := queue.NewClient(s, queue.ClientConfig{})
+		if jobs, err := c.Jobs(ctx, queue.JobFilter{}); err != nil || len(jobs) != 1 {
+			t.Errorf("schema %d: Jobs = %d, %v", v, len(jobs), err)
+		}
+		if _, err := c.Stats(ctx); err != nil {
+			t.Errorf("schema %d: Stats: %v", v, err)
+		}
+		if _, err := c.Cancel(ctx, queue.JobFilter{IDs: []int64{1}}); err != nil {
+			t.Errorf("schema %d: Cancel: %v", v, err)
+		}
+		s.Close()
+	}
+}

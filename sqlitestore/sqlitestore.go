@@ -123,6 +123,13 @@ type OpenOptions struct {
 	// a file the process may not write; every write fails. It implies
 	// MigrateOff without CreateEmpty.
 	ReadOnly bool
+	// ReadBehind, with MigrateOff, opens a schema one release behind
+	// (down to MinReadVersion) as it is, without migrating: what
+	// [queue.Client] reads and changes works on it (heed jobs ls, stats,
+	// show and heed ui), so an operator can look before upgrading. A
+	// worker must not run on it: open it without ReadBehind. A schema
+	// further behind is refused as with MigrateOff alone.
+	ReadBehind bool
 
 	// Clock is the time of the few writes whose time no argument gives:
 	// when a migration was applied (default: real time). Every other time
@@ -218,8 +225,11 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 	}
 	err = s.Check(ctx)
 	var behind *queue.SchemaBehindError
-	if errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0) {
+	switch {
+	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
 		err = s.migrate(ctx, o.stopAt)
+	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= MinReadVersion:
+		err = nil
 	}
 	if err != nil {
 		s.Close()

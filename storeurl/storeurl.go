@@ -53,6 +53,11 @@ type Options struct {
 	// (pgx's pool_max_conns) unless the URL sets pool_max_conns itself;
 	// 0 keeps pgx's default (4, or the number of CPUs). SQLite ignores it.
 	PoolSize int
+	// ReadBehind opens a schema one release behind this heed's as it is,
+	// without migrating, for commands that read and operate, not for
+	// workers (see sqlitestore.OpenOptions.ReadBehind). [DB.SchemaVersion]
+	// tells.
+	ReadBehind bool
 }
 
 // ErrNoSchema is matched (errors.Is) by the error of [Open] when a
@@ -97,7 +102,8 @@ func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
 		if o.PoolSize > 0 {
 			rawURL = withPoolSize(rawURL, o.PoolSize)
 		}
-		st, err := pgstore.OpenWith(ctx, rawURL, pgstore.OpenOptions{MigrateOff: o.Mode != Migrate, CreateEmpty: o.Mode == Create})
+		st, err := pgstore.OpenWith(ctx, rawURL, pgstore.OpenOptions{MigrateOff: o.Mode != Migrate, CreateEmpty: o.Mode == Create,
+			ReadBehind: o.ReadBehind})
 		if err != nil {
 			if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "3F000" {
 				// invalid_schema_name
@@ -109,7 +115,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
 		return d, nil
 	}
 	st, err := sqlitestore.OpenWith(ctx, rawURL, sqlitestore.OpenOptions{
-		MigrateOff: o.Mode != Migrate, CreateEmpty: o.Mode == Create, ReadOnly: o.Mode == Read})
+		MigrateOff: o.Mode != Migrate, CreateEmpty: o.Mode == Create, ReadOnly: o.Mode == Read, ReadBehind: o.ReadBehind})
 	if err != nil {
 		return nil, err
 	}

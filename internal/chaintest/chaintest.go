@@ -49,6 +49,14 @@ const (
 	// workers are gone. The pool runs every job it queued, whether its
 	// caller is still waiting or not, as most pools do.
 	HalfCapacity
+	// FIFO: during the fault C serves every call through a pool of Workers
+	// workers, each call taking Service, in front of a first-in first-out
+	// queue: a server at a fraction of the load's capacity. A call whose
+	// caller went away (its deadline passed, or the connection was closed)
+	// while it waited is dropped with a 503 when its turn comes; a call a
+	// worker took is finished whatever happens to its caller. Outside the
+	// fault, and for a call whose turn comes after it, C answers at once.
+	FIFO
 )
 
 // Config is one run. Zero fields take the defaults named.
@@ -72,10 +80,19 @@ type Config struct {
 	// Seed seeds C's random failures.
 	Seed uint64
 
-	// Workers and Service are C's pool, for HalfCapacity (defaults 24
-	// and 200 ms: 120 calls/s, 60 during the fault).
+	// Workers and Service are C's pool, for HalfCapacity and FIFO
+	// (defaults 24 and 200 ms: 120 calls/s, HalfCapacity's 60 during the
+	// fault).
 	Workers int
 	Service time.Duration
+	// Client, when set, makes the clients of every hop (the user's, A's
+	// and B's) over base (nil for the user's: net/http's default) instead
+	// of zero retryhttp.Transports: for other libraries.
+	Client func(base http.RoundTripper) http.RoundTripper
+	// Transport, when set, is called with each hop's retryhttp.Transport
+	// before its first request, to change its settings: hop is "user",
+	// "A" (A's client, which calls B) or "B".
+	Transport func(hop string, tr *retryhttp.Transport)
 	// Overload, when set, puts C behind an overload.Limiter with this
 	// Config, inside C's deadline.Middleware.
 	Overload *overload.Config
@@ -129,7 +146,7 @@ type Summary struct {
 	WorstWindow float64
 }
 
-// Pool is what C's pool did (HalfCapacity).
+// Pool is what C's pool did (HalfCapacity, FIFO).
 type Pool struct {
 	// Capacity is the pool's capacity during the fault, jobs per second.
 	Capacity float64
@@ -201,6 +218,9 @@ func Run(t testing.TB, cfg Config) Result {
 		io.WriteString(w, "ok")
 	})
 	var stopPool func()
+	if cfg.Fault == FIFO {
+		cInner, stopPool = fifo(cfg, func() bool { return inFault(time.Since(start)) }, &finished, &wasted)
+	}
 	if cfg.Fault == HalfCapacity {
 		workers := func() int {
 			if inFault(time.Since(start)) {
@@ -239,8 +259,20 @@ func Run(t testing.TB, cfg Config) Result {
 	// One registry per run: budgets do not carry over between runs that
 	// happen to get the same ports.
 	reg := &budget.Registry{}
-	transport := func() *retryhttp.Transport {
-		return &retryhttp.Transport{Budget: cfg.Budget, Budgets: reg}
+	transport := func(hop string, base http.RoundTripper) http.RoundTripper {
+		if cfg.Client != nil {
+			return cfg.Client(base)
+		}
+		tr := &retryhttp.Transport{Base: base, Budget: cfg.Budget, Budgets: reg}
+		if cfg.Transport != nil {
+			cfg.Transport(hop, tr)
+		}
+		return tr
+	}
+	closeIdle := func(rt http.RoundTripper) {
+		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
 	}
 	// The load on C is counted where B sends it, attempt by attempt, so
 	// that refused connections count as well as answered requests.
@@ -262,9 +294,8 @@ func Run(t testing.TB, cfg Config) Result {
 		return base.RoundTrip(r)
 	})
 	mw := deadline.Middleware{OwnershipOff: cfg.OwnershipOff}
-	forward := func(next string, base http.RoundTripper) (*httptest.Server, *retryhttp.Transport) {
-		tr := transport()
-		tr.Base = base
+	forward := func(hop, next string, base http.RoundTripper) (*httptest.Server, http.RoundTripper) {
+		tr := transport(hop, base)
 		srv := httptest.NewServer(mw.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			req, _ := http.NewRequestWithContext(r.Context(), "GET", next, nil)
 			resp, err := tr.RoundTrip(req)
@@ -283,14 +314,14 @@ func Run(t testing.TB, cfg Config) Result {
 		})))
 		return srv, tr
 	}
-	b, trB := forward(c.URL, toC)
+	b, trB := forward("B", c.URL, toC)
 	defer b.Close()
-	defer trB.CloseIdleConnections()
-	a, trA := forward(b.URL, nil)
+	defer closeIdle(trB)
+	a, trA := forward("A", b.URL, nil)
 	defer a.Close()
-	defer trA.CloseIdleConnections()
-	user := transport()
-	defer user.CloseIdleConnections()
+	defer closeIdle(trA)
+	user := transport("user", nil)
+	defer closeIdle(user)
 
 	type userRec struct {
 		began, took time.Duration
@@ -373,12 +404,82 @@ func Run(t testing.TB, cfg Config) Result {
 		f.Mean = float64(f.Attempts) / float64(f.Users)
 		f.ServedShare = float64(f.Served) / float64(f.Users)
 	}
-	if cfg.Fault == HalfCapacity {
+	if cfg.Fault == HalfCapacity || cfg.Fault == FIFO {
 		res.Pool = poolResult(cfg, recs, finished.Load(), wasted.Load(), func(r userRec) (time.Duration, time.Duration, bool) {
 			return r.began, r.took, r.ok
 		})
+		if cfg.Fault == FIFO {
+			res.Pool.Capacity = float64(cfg.Workers) / cfg.Service.Seconds()
+		}
 	}
 	return res
+}
+
+// fifo returns C's handler for a FIFO fault and a function that stops its
+// workers. Workers take calls in the order they came (channel senders wait
+// in order), each keeping its own schedule, so that the pool serves
+// exactly Workers/Service calls a second whatever the handoffs cost.
+// finished and wasted count the calls a worker took during the fault, and
+// those whose caller had gone when it was done.
+func fifo(cfg Config, inFault func() bool, finished, wasted *atomic.Int64) (http.Handler, func()) {
+	type job struct {
+		ctx  context.Context
+		done chan bool // true: served; false: dropped, its caller gone
+	}
+	jobs, stop := make(chan job), make(chan struct{})
+	for range cfg.Workers {
+		go func() {
+			free := time.Now()
+			for {
+				var j job
+				select {
+				case j = <-jobs:
+				case <-stop:
+					return
+				}
+				if j.ctx.Err() != nil {
+					j.done <- false
+					continue
+				}
+				if inFault() { // its turn came before the fault ended
+					free = later(free, time.Now()).Add(cfg.Service)
+					time.Sleep(time.Until(free))
+					finished.Add(1)
+					if j.ctx.Err() != nil {
+						wasted.Add(1)
+					}
+				}
+				j.done <- true
+			}
+		}()
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFault() {
+			j := job{r.Context(), make(chan bool, 1)}
+			select {
+			case jobs <- j:
+			case <-r.Context().Done():
+				http.Error(w, "C dropped the call: its caller went away", http.StatusServiceUnavailable)
+				return
+			case <-stop:
+				http.Error(w, "C stopped", http.StatusServiceUnavailable)
+				return
+			}
+			if !<-j.done {
+				http.Error(w, "C dropped the call: its caller went away", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		io.WriteString(w, "ok")
+	})
+	return h, func() { close(stop) }
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // poolResult sums up a HalfCapacity run from its users' records.

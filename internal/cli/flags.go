@@ -81,18 +81,36 @@ func parseFlags(fs *flag.FlagSet, args []string, s streams, d helpDoc) (code int
 		printHelp(s.stdout, fs, d)
 		return exitOK, true
 	}
-	return usageError(s, strings.TrimPrefix(fs.Name(), "heed "), dashDash(err)), true
+	return usageError(s, strings.TrimPrefix(fs.Name(), "heed "), asTyped(err, args)), true
 }
 
-// dashDash rewrites the flag package's "-name" in err as "--name", the
-// spelling heed's help uses.
-func dashDash(err error) error {
+// asTyped rewrites the flag package's "-name" in err as the user typed it
+// in args ("-m", "--max-time"), or else as heed's help spells it: "--name",
+// and "-n" for a one-letter flag.
+func asTyped(err error, args []string) error {
 	msg := err.Error()
 	for _, prefix := range []string{"not defined: -", "needs an argument: -", "for flag -", "for -"} {
-		if i := strings.Index(msg, prefix); i >= 0 {
-			j := i + len(prefix)
-			return errors.New(msg[:j] + "-" + msg[j:])
+		i := strings.Index(msg, prefix)
+		if i < 0 {
+			continue
 		}
+		j := i + len(prefix)
+		end := j + strings.IndexAny(msg[j:]+" ", " :")
+		name := msg[j:end]
+		typed := "--" + name
+		if len(name) == 1 {
+			typed = "-" + name
+		}
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); n == name && strings.HasPrefix(a, "-") {
+				typed, _, _ = strings.Cut(a, "=")
+				break
+			}
+		}
+		return errors.New(msg[:j-1] + typed + msg[end:])
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,9 +29,9 @@ const (
 var getDoc = helpDoc{
 	file: "get",
 	groups: []flagGroup{
-		{"Request flags", []string{"X", "H", "d", "L", "idempotency-key", "connect-timeout", "max-time", "retry-max-time", "retry", "propagate"}},
+		{"Request flags", []string{"X", "H", "d", "A", "u", "I", "L", "idempotency-key", "connect-timeout", "m", "max-time", "retry-max-time", "retry", "propagate"}},
 		{"Output flags", []string{"o", "i", "f", "s", "S", "v", "w"}},
-		{"curl's long names", []string{"fail", "include", "location", "show-error", "silent", "verbose", "write-out"}},
+		{"curl's long names", []string{"fail", "head", "include", "location", "show-error", "silent", "user", "user-agent", "verbose", "write-out"}},
 		policyGroup,
 	},
 }
@@ -38,7 +39,8 @@ var getDoc = helpDoc{
 // curlLongNames are curl's long names of heed get's one-letter flags, as
 // scripts written for curl spell them.
 var curlLongNames = map[string]string{
-	"fail": "f", "include": "i", "location": "L", "show-error": "S", "silent": "s", "verbose": "v", "write-out": "w",
+	"fail": "f", "head": "I", "include": "i", "location": "L", "show-error": "S", "silent": "s", "user": "u",
+	"user-agent": "A", "verbose": "v", "write-out": "w",
 }
 
 // getMain is "heed get".
@@ -52,7 +54,11 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	key := fs.String("idempotency-key", "", "send Idempotency-Key: `KEY`, which makes any method safe to retry; auto generates one")
 	connectTimeout := durationFlag(fs, "connect-timeout", 0, "time limit of each connection's dial and TLS handshake (default 10s)")
 	maxTime := durationFlag(fs, "max-time", 0, "time limit of everything, the body's download included (default: none)")
-	retryMaxTime := durationFlag(fs, "retry-max-time", 0, "curl's name for --max-time")
+	fs.Var(fs.Lookup("max-time").Value, "m", "the same as --max-time `DUR` (curl's -m: seconds, or a duration)")
+	retryMaxTime := durationFlag(fs, "retry-max-time", 0, "time limit of the retries, and the longest Retry-After waited for (default: 30s, within --max-time)")
+	agent := fs.String("A", "", "send User-Agent: `AGENT` (default heed-get)")
+	user := fs.String("u", "", "send `USER:PASSWORD` as Basic authentication")
+	head := fs.Bool("I", false, "send HEAD and write the status line and headers (curl's --head)")
 	retries := fs.Int("retry", 0, "curl's retry count: `N` retries, the same as --attempts N+1")
 	output := fs.String("o", "", "write the body to `FILE` instead of stdout")
 	include := fs.Bool("i", false, "write the status line and response headers before the body")
@@ -66,8 +72,13 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	fs.Var(&wo, "w", "write `FORMAT` to stdout after the body, with %{variables} filled in (see below)")
 	for long, short := range curlLongNames {
 		usage := "the same as -" + short
-		if short == "w" {
+		switch short {
+		case "w":
 			usage += " `FORMAT`"
+		case "A":
+			usage += " `AGENT`"
+		case "u":
+			usage += " `USER:PASSWORD`"
 		}
 		fs.Var(fs.Lookup(short).Value, long, usage)
 	}
@@ -90,15 +101,26 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		}
 		pf.attempts = *retries + 1
 	}
-	if isSet(fs, "retry-max-time") {
-		if isSet(fs, "max-time") {
-			return usageError(s, "get", errors.New("give --max-time or --retry-max-time, not both (they are the same)"))
-		}
-		*maxTime = *retryMaxTime
-	}
 	p, err := pf.policy()
 	if err != nil {
 		return usageError(s, "get", err)
+	}
+	if isSet(fs, "retry-max-time") {
+		// curl's --retry-max-time: retries stop once it has passed, and
+		// a Retry-After up to it is waited for.
+		if *retryMaxTime <= 0 {
+			return usageError(s, "get", flagError("retry-max-time", "%v, must be positive", *retryMaxTime))
+		}
+		p.MaxPushback = *retryMaxTime
+		if p.TimeBudget == 0 || p.TimeBudget > *retryMaxTime {
+			p.TimeBudget = *retryMaxTime
+		}
+	}
+	if *head {
+		if isSet(fs, "X") || isSet(fs, "d") {
+			return usageError(s, "get", errors.New("-I sends HEAD: give it without -X or -d"))
+		}
+		*method, *include = http.MethodHead, true
 	}
 	switch {
 	case len(positional) == 0:
@@ -122,7 +144,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	}
 
 	// The request.
-	cr := curl.Request{Method: *method, URL: u.String(), Headers: headers, Key: *key}
+	cr := curl.Request{Method: *method, URL: u.String(), Headers: headers, Key: *key, Agent: *agent, User: *user}
 	if isSet(fs, "d") {
 		b, err := curl.ReadData(*data, s.stdin)
 		if err != nil {
@@ -164,7 +186,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		resp, err := client.Do(req)
 		if err != nil {
 			st.Err = err
-			return getErrorCode(ctx, es, u, err)
+			return getErrorCode(ctx, es, u, err, cmp.Or(p.MaxPushback, retry.DefaultMaxPushback), *maxTime > 0 || isSet(fs, "deadline"))
 		}
 		defer resp.Body.Close()
 		st.Resp = resp
@@ -190,8 +212,15 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		st.Size = n
 		if err != nil {
 			st.Err = err
+			// A time limit cut the body: --max-time, or retryhttp's
+			// attempt, which ends a little before it (or at --timeout,
+			// or --deadline).
 			if ctx.Err() != nil {
 				return ctxExit(ctx, es)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				fmt.Fprintf(es.stderr, "heed get: reading the body: a time limit ended it (--max-time, --deadline or --timeout)\n")
+				return exitTimeout
 			}
 			fmt.Fprintf(es.stderr, "heed get: reading the body: %v\n", err)
 			return exitTransport
@@ -230,7 +259,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 
 // getErrorCode reports an error with no response and returns the exit
 // code.
-func getErrorCode(ctx context.Context, s streams, u *url.URL, err error) int {
+func getErrorCode(ctx context.Context, s streams, u *url.URL, err error, maxPushback time.Duration, hasDeadline bool) int {
 	if ctx.Err() != nil {
 		return ctxExit(ctx, s)
 	}
@@ -243,6 +272,15 @@ func getErrorCode(ctx context.Context, s streams, u *url.URL, err error) int {
 		msg = ue.Err // the URL is known to the user; keep the message short
 	}
 	fmt.Fprintf(s.stderr, "heed get: %s\n", redact.ErrorText(msg.Error(), u))
+	if ex, ok := errors.AsType[*retry.ExhaustedError](err); ok && ex.Reason == retry.ReasonPushbackTooLong && !hasDeadline {
+		// No deadline was set: the server answered, with a wait longer
+		// than heed get may take. (With one, the wait does not fit
+		// before it: 124.)
+		wait, _ := retryhttp.RetryAfter(err)
+		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v, longer than --retry-max-time (%v): not waited for\n",
+			duration.Round(wait), duration.Round(maxPushback))
+		return exitHTTPError
+	}
 	if wait, ok := retryhttp.RetryAfter(err); ok {
 		fmt.Fprintf(s.stderr, "heed get: the server asked to retry in %v\n", duration.Round(wait))
 	}

@@ -197,6 +197,22 @@ func TestGetDeadline(t *testing.T) {
 	}
 }
 
+// A server that answers in 2 s, under --max-time 3s, answers the first
+// request: no attempt is cut to leave time for a retry.
+func TestGetSlowServer(t *testing.T) {
+	srv, n := getServer(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+			io.WriteString(w, "slow but sure")
+		}
+	})
+	code, stdout, stderr := heed(t, "", "get", "--max-time", "3s", srv.URL)
+	if code != 0 || stdout != "slow but sure" || n.Load() != 1 {
+		t.Errorf("exit %d, stdout %q, stderr %q after %d requests, want the answer after 1", code, stdout, stderr, n.Load())
+	}
+}
+
 func TestGetUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"get"},

@@ -96,7 +96,7 @@ func TestGetCurlRetryAndWriteOut(t *testing.T) {
 	for _, args := range [][]string{
 		{"--retry", "2", "--attempts", "3"},
 		{"--retry", "-1"},
-		{"--retry-max-time", "1", "--max-time", "1"},
+		{"--retry-max-time", "0"},
 		{"-w", "%{nope}"},
 	} {
 		if code, _, stderr := heed(t, "", append(append([]string{"get"}, args...), srv.URL)...); code != exitUsage {

@@ -91,12 +91,18 @@ var errNoDatabase = errors.New("no such database")
 // openDB opens the database dsn as mode allows, with a PostgreSQL pool of
 // poolSize connections when given.
 func openDB(ctx context.Context, dsn string, mode storeurl.Mode, poolSize ...int) (*storeurl.DB, error) {
-	octx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
 	o := storeurl.Options{Mode: mode}
 	if len(poolSize) > 0 {
 		o.PoolSize = poolSize[0]
 	}
+	return openWith(ctx, dsn, o)
+}
+
+// openWith is openDB with options.
+func openWith(ctx context.Context, dsn string, o storeurl.Options) (*storeurl.DB, error) {
+	mode := o.Mode
+	octx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
 	db, err := storeurl.Open(octx, dsn, o)
 	if err != nil {
 		name := storeurl.Name(dsn)
@@ -125,9 +131,30 @@ func openJobs(ctx context.Context, s streams, name, dbFlag string, mode storeurl
 	return d, queue.NewClient(d.Jobs(), queue.ClientConfig{}), exitOK
 }
 
+// openReader is openJobs for the commands that read (ls, show, stats, dead
+// ls, ui): a database one release behind is read as it is, not migrated
+// under its workers, and a note on stderr says so.
+func openReader(ctx context.Context, s streams, name, dbFlag string, mode storeurl.Mode) (*storeurl.DB, *queue.Client, int) {
+	d, err := openWith(ctx, resolveDB(dbFlag), storeurl.Options{Mode: mode, ReadBehind: true})
+	if err != nil {
+		return nil, nil, jobsFail(ctx, s, name, err)
+	}
+	if have, known, err := d.SchemaVersion(ctx); err == nil && have < known {
+		fmt.Fprintf(s.stderr, "heed %s: note: %s is at schema version %d, behind this heed's %d: read as it is, nothing changed (heed jobs migrate upgrades it)\n",
+			name, d.Name(), have, known)
+	}
+	return d, queue.NewClient(d.Jobs(), queue.ClientConfig{}), exitOK
+}
+
 // migrateHint tells how to apply missing migrations, for an error that
 // says they are missing.
 func migrateHint(err error) string {
+	if be, ok := errors.AsType[*queue.SchemaBehindError](err); ok && be.Database == 0 {
+		// No heed tables at all: on PostgreSQL, most often a search_path
+		// that names another schema than the jobs'.
+		return "; if the database or the schema of its search_path is not the one meant, fix --db or $" + envDB +
+			"; heed jobs migrate creates the tables here"
+	}
 	if errors.Is(err, queue.ErrSchemaTooOld) {
 		return "; apply it with: heed jobs migrate (with the same --db or $" + envDB + ")"
 	}

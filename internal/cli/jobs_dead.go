@@ -60,7 +60,7 @@ func deadLsMain(ctx context.Context, s streams, args []string) int {
 	if f.OlderThan < 0 || f.Limit < 0 {
 		return usageError(s, name, errors.New("--older-than and --limit must not be negative"))
 	}
-	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
+	d, c, code := openReader(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}

@@ -48,7 +48,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 	case f.AfterID < 0 || f.BeforeID < 0:
 		return usageError(s, name, errors.New("--after and --before take a job ID, 1 or more"))
 	}
-	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
+	d, c, code := openReader(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}
@@ -112,7 +112,7 @@ func showJob(ctx context.Context, s streams, args []string, name string, doc hel
 	if err != nil {
 		return usageError(s, name, err)
 	}
-	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
+	d, c, code := openReader(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}

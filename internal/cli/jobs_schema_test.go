@@ -74,15 +74,28 @@ func sqliteVersion(t *testing.T, path string) int {
 	return v
 }
 
-// Only migrate, work, demo and bench upgrade a schema: the other commands
-// on a database at the previous version name the missing migration and how
-// to apply it, and change nothing.
+// Only migrate, work, demo and bench upgrade a schema. The commands that
+// read (ls, show, stats, dead ls) read a database at the previous version
+// as it is, with a note; the others name the missing migration and how to
+// apply it. None changes the schema.
 func TestJobsOldSchemaSQLite(t *testing.T) {
 	path, missing := sqlitePrevious(t)
 	t.Setenv(envDB, path)
 	old := sqliteVersion(t, path)
+	for _, args := range [][]string{{"jobs", "ls"}, {"jobs", "stats"}, {"jobs", "show", "1"}, {"jobs", "dead", "ls"}} {
+		code, _, stderr := heed(t, "", args...)
+		want := exitOK
+		if args[1] == "show" {
+			want = exitNoJob // read: the job does not exist
+		}
+		if code != want || !strings.Contains(stderr, "behind this heed's") || !strings.Contains(stderr, "read as it is, nothing changed") {
+			t.Errorf("%v: exit %d, stderr %q; want %d and a note that the schema is behind", args, code, stderr, want)
+		}
+		if v := sqliteVersion(t, path); v != old {
+			t.Fatalf("%v upgraded the schema from %d to %d", args, old, v)
+		}
+	}
 	for _, args := range [][]string{
-		{"jobs", "ls"}, {"jobs", "stats"}, {"jobs", "show", "1"}, {"jobs", "dead", "ls"},
 		{"jobs", "dead", "requeue", "--all"}, {"jobs", "purge", "--succeeded-older-than", "1h"},
 		{"jobs", "enqueue", "noop", "{}"}, {"jobs", "work", "--no-migrate", "--for", "1ms"},
 	} {
@@ -94,11 +107,20 @@ func TestJobsOldSchemaSQLite(t *testing.T) {
 			t.Fatalf("%v upgraded the schema from %d to %d", args, old, v)
 		}
 	}
-	mustHeed(t, 0, "jobs", "migrate")
+	// migrate says what it applied and whom it leaves behind.
+	out := mustHeed(t, 0, "jobs", "migrate")
+	if !strings.Contains(out, "applied "+missing+"\n") || !strings.Contains(out, "Workers and commands of an older heed now refuse this database") {
+		t.Errorf("migrate:\n%s", out)
+	}
 	if v := sqliteVersion(t, path); v != sqlitestore.SchemaVersion() {
 		t.Errorf("after migrate: version %d, want %d", v, sqlitestore.SchemaVersion())
 	}
-	mustHeed(t, 0, "jobs", "ls")
+	if _, _, stderr := heed(t, "", "jobs", "ls"); strings.Contains(stderr, "behind") {
+		t.Errorf("jobs ls after migrate: %q", stderr)
+	}
+	if out := mustHeed(t, 0, "jobs", "migrate"); strings.Contains(out, "applied") {
+		t.Errorf("migrate again:\n%s", out)
+	}
 }
 
 // heed jobs work migrates by default.
@@ -167,6 +189,12 @@ func TestJobsOldSchemaPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	// A search_path naming a schema without heed's tables (a typo of
+	// the jobs' schema) is not told to migrate it.
+	if code, _, stderr := heed(t, "", "jobs", "ls"); code != 1 || !strings.Contains(stderr, "search_path is not the one meant") ||
+		strings.Contains(stderr, "apply it with") {
+		t.Errorf("jobs ls on an empty schema: exit %d, stderr %q", code, stderr)
+	}
 	files := migrationFiles(t, "pgstore")
 	if _, err := conn.Exec(ctx, `CREATE TABLE heed_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		t.Fatal(err)
@@ -190,7 +218,12 @@ func TestJobsOldSchemaPostgres(t *testing.T) {
 		}
 		return v
 	}
-	for _, args := range [][]string{{"jobs", "ls"}, {"jobs", "stats"}, {"jobs", "enqueue", "noop", "{}"}} {
+	for _, args := range [][]string{{"jobs", "ls"}, {"jobs", "stats"}} {
+		if code, _, stderr := heed(t, "", args...); code != 0 || !strings.Contains(stderr, "read as it is, nothing changed") {
+			t.Errorf("%v on the previous schema: exit %d, stderr %q; want it read as it is", args, code, stderr)
+		}
+	}
+	for _, args := range [][]string{{"jobs", "enqueue", "noop", "{}"}, {"jobs", "dead", "requeue", "--all"}} {
 		code, _, stderr := heed(t, "", args...)
 		if code != 1 || !strings.Contains(stderr, missing+" not applied") || !strings.Contains(stderr, "heed jobs migrate") {
 			t.Errorf("%v: exit %d, stderr %q; want 1 naming %s", args, code, stderr, missing)

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heed-go/heed/internal/jobtext"
+	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -23,7 +26,7 @@ func jobsStatsMain(ctx context.Context, s streams, args []string) int {
 	if code, done := parseNoArgs(fs, args, s, jobsStatsDoc); done {
 		return code
 	}
-	d, c, code := openJobs(ctx, s, name, *db, storeurl.Read)
+	d, c, code := openReader(ctx, s, name, *db, storeurl.Read)
 	if d == nil {
 		return code
 	}
@@ -58,7 +61,13 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 	if code, done := parseNoArgs(fs, args, s, jobsMigrateDoc); done {
 		return code
 	}
-	// Opening migrates.
+	// What is missing, before opening migrates it.
+	var missing []string
+	if d, err := openDB(ctx, resolveDB(*db), storeurl.Write); err == nil {
+		d.Close()
+	} else if be, ok := errors.AsType[*queue.SchemaBehindError](err); ok && be.Database > 0 {
+		missing = be.Missing
+	}
 	d, _, code := openJobs(ctx, s, name, *db, storeurl.Migrate)
 	if d == nil {
 		return code
@@ -70,6 +79,10 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 	v, known, err := d.SchemaVersion(ctx)
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(s.stdout, "%s: applied %s\n", d.Name(), strings.Join(missing, ", "))
+		fmt.Fprintf(s.stdout, "Workers and commands of an older heed now refuse this database (\"schema ... is newer than this binary knows\"): run this heed's.\n")
 	}
 	if d.Postgres() != nil {
 		fmt.Fprintf(s.stdout, "%s: schema at version %d (this heed knows %d): up to date\n", d.Name(), v, known)

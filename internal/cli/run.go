@@ -12,7 +12,7 @@ import (
 
 var runDoc = helpDoc{
 	file:   "run",
-	groups: []flagGroup{policyGroup, {"Run flags", []string{"kill-after", "permanent-codes", "transient-codes", "quiet"}}},
+	groups: []flagGroup{policyGroup, {"Run flags", []string{"kill-after", "k", "signal", "s", "permanent-codes", "transient-codes", "quiet"}}},
 }
 
 // exitRunFailure is heed run's own failure, a usage error included: 125, as
@@ -36,7 +36,10 @@ func runMain(ctx context.Context, s streams, args []string) int {
 	fs.Var(&codes.Permanent, "permanent-codes", "exit `CODES` never retried, such as 2,64-78 (and 126, 127 unless in --transient-codes)")
 	fs.Var(&codes.Transient, "transient-codes", "the only exit `CODES` retried, such as 1,75 (default: every code not permanent)")
 	quiet := fs.Bool("quiet", false, "print no decision lines")
-	killAfter := durationFlag(fs, "kill-after", defaultKillAfter, "when an attempt is stopped, time between SIGTERM and SIGKILL (0: SIGKILL at once)")
+	killAfter := durationFlag(fs, "kill-after", defaultKillAfter, "when an attempt is stopped, time between its signal and SIGKILL (0: SIGKILL at once)")
+	fs.Var(fs.Lookup("kill-after").Value, "k", "the same as --kill-after `DUR` (GNU timeout's -k)")
+	signalName := fs.String("signal", "TERM", "the `SIGNAL` that stops an attempt at --timeout: a name (TERM, INT, HUP, ...) or a number")
+	fs.Var(fs.Lookup("signal").Value, "s", "the same as --signal `SIGNAL` (GNU timeout's -s)")
 	if code, done := parseFlags(fs, args, s, runDoc); done {
 		if code == exitUsage {
 			return exitRunFailure
@@ -57,7 +60,12 @@ func runMain(ctx context.Context, s streams, args []string) int {
 	if *killAfter < 0 {
 		return usageError(s, "run", flagError("kill-after", "%v, must not be negative", *killAfter))
 	}
+	sig, err := cmdrun.ParseSignal(*signalName)
+	if err != nil {
+		return usageError(s, "run", flagError("signal", "%v", err))
+	}
 	r := cmdrun.New(argv, s.stdin, s.stdout, s.stderr, &codes, *killAfter)
+	r.Signal = sig
 	stderr := r.Stderr
 	p.Observe = func(_ context.Context, e retry.Event) {
 		switch _, start := errors.AsType[*cmdrun.StartError](e.Err); {
@@ -104,6 +112,11 @@ func runExitCode(ctx context.Context, err error) int {
 	}
 	if _, ok := errors.AsType[*cmdrun.TerminalInterrupt](err); ok {
 		return exitInterrupted
+	}
+	if ee, ok := errors.AsType[*cmdrun.ExitError](err); ok && ee.Killed {
+		// The last attempt ignored its signal and was killed: 128+9, as
+		// GNU timeout -k exits.
+		return ee.Code
 	}
 	if code, ok := giveUpExit(err); ok {
 		return code

@@ -255,3 +255,46 @@ func TestE2ERunOpenEmptyStdin(t *testing.T) {
 		t.Errorf("took %v", took)
 	}
 }
+
+// heed run --timeout 1s --kill-after 1s on a command that ignores SIGTERM
+// exits 137, as GNU timeout -k does; -k and -s are GNU timeout's short
+// flags, and -s chooses the signal the command gets first.
+func TestE2ERunTimeoutKillAfter137(t *testing.T) {
+	dir := t.TempDir()
+	bin := heedBinary(t)
+	for _, tc := range []struct {
+		args []string
+		want int
+		trap string // the signal the command's trap must have seen
+	}{
+		{[]string{"--timeout", "1s", "--kill-after", "1s"}, 137, "TERM"},
+		{[]string{"--timeout", "0.3", "-k", "0.3", "-s", "INT"}, 137, "INT"},
+		{[]string{"--timeout", "0.3", "-k", "5", "-s", "HUP"}, 124, ""}, // HUP ends it: a plain timeout
+	} {
+		log := filepath.Join(dir, "log")
+		os.Remove(log)
+		script := `trap 'echo TERM >> log' TERM; trap 'echo INT >> log' INT; while :; do sleep 0.01; done`
+		cmd := exec.Command(bin, append(append([]string{"run", "--attempts", "1"}, tc.args...), "--", "sh", "-c", script)...)
+		cmd.Dir = dir
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		err := cmd.Run()
+		code := 0
+		if xe, ok := errors.AsType[*exec.ExitError](err); ok {
+			code = xe.ExitCode()
+		}
+		if code != tc.want {
+			t.Errorf("heed run %v: exit %d (%v), want %d\n%s", tc.args, code, err, tc.want, errOut.String())
+		}
+		if tc.trap != "" {
+			if b, _ := os.ReadFile(log); !strings.HasPrefix(string(b), tc.trap+"\n") {
+				t.Errorf("heed run %v: the command's trap saw %q, want %s", tc.args, b, tc.trap)
+			}
+		}
+	}
+	// A bad signal names the flag as typed.
+	out, err := exec.Command(bin, "run", "-s", "NOPE", "--", "true").CombinedOutput()
+	if xe, ok := errors.AsType[*exec.ExitError](err); !ok || xe.ExitCode() != 125 || !strings.Contains(string(out), `"NOPE" is not a signal`) {
+		t.Errorf("heed run -s NOPE: %v\n%s", err, out)
+	}
+}

@@ -64,7 +64,7 @@ func uiMain(ctx context.Context, s streams, args []string) int {
 	if *readOnly {
 		mode = storeurl.Read
 	}
-	d, _, code := openJobs(ctx, s, "ui", *dbFlag, mode)
+	d, _, code := openReader(ctx, s, "ui", *dbFlag, mode)
 	if d == nil {
 		return code
 	}

@@ -7,6 +7,7 @@
 package cmdrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -43,6 +45,10 @@ type Runner struct {
 	// that are not files are serialised, so that the caller's own lines
 	// and the command's copied output never race.
 	Stdout, Stderr io.Writer
+	// Signal is what stops an attempt at its time limit, before SIGKILL
+	// after the kill-after time (0: SIGTERM), as GNU timeout's -s. See
+	// [ParseSignal].
+	Signal syscall.Signal
 
 	argv      []string
 	stdin     io.Reader
@@ -111,7 +117,7 @@ func (r *Runner) Attempt(ctx context.Context) error {
 			}()
 		}
 	}
-	stop := ownProcessGroup(cmd, r.killAfter, r.tty)
+	stop := ownProcessGroup(cmd, r.killAfter, r.tty, cmp.Or(r.Signal, syscall.SIGTERM))
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
@@ -136,16 +142,16 @@ func (r *Runner) Attempt(ctx context.Context) error {
 		// An I/O error copying the streams: repeating will not fix it.
 		return retry.Permanent(err)
 	}
-	e := &ExitError{Code: exitCodeOf(xe.ProcessState), err: err}
+	e := &ExitError{Code: exitCodeOf(xe.ProcessState), Killed: killed, err: err}
 	if ctx.Err() != nil {
 		// Stopped at the attempt's time limit (or the run is ending): a
 		// timeout, which the policy retries.
 		took := duration.Round(time.Since(start))
 		switch {
 		case killed:
-			e.msg = fmt.Sprintf("timed out after %v: SIGTERM, then SIGKILL after --kill-after %v", took, r.killAfter)
+			e.msg = fmt.Sprintf("timed out after %v: %s, then SIGKILL after --kill-after %v", took, SignalName(cmp.Or(r.Signal, syscall.SIGTERM)), r.killAfter)
 		case terminated:
-			e.msg = fmt.Sprintf("timed out after %v: SIGTERM", took)
+			e.msg = fmt.Sprintf("timed out after %v: %s", took, SignalName(cmp.Or(r.Signal, syscall.SIGTERM)))
 		default:
 			e.msg = fmt.Sprintf("timed out after %v", took)
 		}
@@ -170,9 +176,10 @@ func (t *TerminalInterrupt) Unwrap() error { return t.ExitError }
 
 // ExitError is a command's failed exit.
 type ExitError struct {
-	Code int    // the exit code, or 128 + signal
-	msg  string // replaces err's message when set
-	err  error  // the *exec.ExitError
+	Code   int    // the exit code, or 128 + signal
+	Killed bool   // stopped at its time limit with SIGKILL, after the kill-after time
+	msg    string // replaces err's message when set
+	err    error  // the *exec.ExitError
 }
 
 // Error is the exit status, or how a timed-out attempt was stopped.

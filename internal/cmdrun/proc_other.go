@@ -3,8 +3,11 @@
 package cmdrun
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -13,7 +16,7 @@ import (
 type groupStop struct{}
 
 // ownProcessGroup leaves cmd as it is but for its wait delay.
-func ownProcessGroup(cmd *exec.Cmd, killAfter time.Duration, tty int) *groupStop {
+func ownProcessGroup(cmd *exec.Cmd, killAfter time.Duration, tty int, sig syscall.Signal) *groupStop {
 	cmd.WaitDelay = waitDelay
 	return &groupStop{}
 }
@@ -29,3 +32,12 @@ func signalOf(ps *os.ProcessState) (int, bool) { return 0, false }
 
 // interruptSignal reports false: no signals.
 func interruptSignal(sig int) bool { return false }
+
+// ParseSignal refuses every signal: without Unix signals an attempt is
+// only killed.
+func ParseSignal(s string) (syscall.Signal, error) {
+	return 0, fmt.Errorf("%q: signals other than a kill are not supported on this system", s)
+}
+
+// SignalName is "signal N".
+func SignalName(sig syscall.Signal) string { return "signal " + strconv.Itoa(int(sig)) }

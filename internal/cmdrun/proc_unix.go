@@ -4,9 +4,12 @@ package cmdrun
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,7 +37,7 @@ type groupStop struct {
 // terminal heed has in the foreground) the group gets the terminal while it
 // runs, so that COMMAND can read it and gets its Ctrl-C. Call done after
 // cmd.Wait.
-func ownProcessGroup(cmd *exec.Cmd, killAfter time.Duration, tty int) *groupStop {
+func ownProcessGroup(cmd *exec.Cmd, killAfter time.Duration, tty int, sig syscall.Signal) *groupStop {
 	g := &groupStop{cmd: cmd, killAfter: killAfter, tty: tty}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if tty >= 0 {
@@ -44,7 +47,7 @@ func ownProcessGroup(cmd *exec.Cmd, killAfter time.Duration, tty int) *groupStop
 	cmd.Cancel = func() error {
 		// The group's id is the leader's pid.
 		pid := cmd.Process.Pid
-		err := syscall.Kill(-pid, syscall.SIGTERM)
+		err := syscall.Kill(-pid, sig)
 		if errors.Is(err, syscall.ESRCH) {
 			return os.ErrProcessDone
 		}
@@ -119,4 +122,32 @@ func signalOf(ps *os.ProcessState) (int, bool) {
 // or Ctrl-\.
 func interruptSignal(sig int) bool {
 	return sig == int(syscall.SIGINT) || sig == int(syscall.SIGQUIT)
+}
+
+// signals are the names ParseSignal takes, as GNU timeout's -s does.
+var signals = map[string]syscall.Signal{
+	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
+	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "ALRM": syscall.SIGALRM, "TERM": syscall.SIGTERM,
+}
+
+// ParseSignal returns the signal named s: a name with or without "SIG"
+// (TERM, SIGINT, kill) or a number (15).
+func ParseSignal(s string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	if sig, ok := signals[strings.TrimPrefix(strings.ToUpper(s), "SIG")]; ok {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("%q is not a signal: a name (TERM, INT, HUP, KILL, QUIT, USR1, USR2, ALRM) or a number", s)
+}
+
+// SignalName is sig as "SIGTERM", or "signal N".
+func SignalName(sig syscall.Signal) string {
+	for n, s := range signals {
+		if s == sig {
+			return "SIG" + n
+		}
+	}
+	return "signal " + strconv.Itoa(int(sig))
 }

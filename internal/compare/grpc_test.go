@@ -36,10 +36,11 @@ import (
 //   - heed: heedgrpc.Client at its defaults but for immediate retries: a
 //     retry budget per target, Check declared idempotent, so that every
 //     call carries retry-attempt (ownership), and the trailer asked for
-//     (pushback).
-//     The call's context has a deadline, so its first attempt gets half
-//     the time left (AttemptShare's default): an attempt context.
-//   - heed-noshare: the same with AttemptShare -1: no attempt context.
+//     (pushback). The call's context has a deadline, which its first
+//     attempt may use whole: no attempt context.
+//   - heed-share: the same with AttemptShare 0.5 (the default before
+//     issue 26): its first attempt gets half the time left, an attempt
+//     context.
 //   - heed-nopropagate: the same as heed with Propagate off, as for a
 //     target that is not a heed service: no retry-attempt metadata.
 //   - go-grpc-middleware: interceptors/retry with WithMax(3) and no
@@ -48,9 +49,9 @@ import (
 //     retry policy, 3 attempts, zero delay.
 //   - go-grpc-middleware+timeout, failsafe-go+timeout: the same with a
 //     timeout on each attempt (WithPerRetryTimeout, a timeout policy
-//     inside the retry policy) of half the call's hour, as heed's default
-//     share gives its first attempt: what the others pay for the cut
-//     heed makes by default.
+//     inside the retry policy) of half the call's hour, as heed's
+//     AttemptShare 0.5 gives its first attempt: what the others pay for
+//     that cut.
 func grpcInterceptors() []struct {
 	name string
 	ic   grpc.UnaryClientInterceptor
@@ -58,7 +59,7 @@ func grpcInterceptors() []struct {
 	p := retry.Policy{Attempts: 3, Backoff: heedbackoff.Schedule{Kind: heedbackoff.Immediate}}
 	idem := []string{healthpb.Health_Check_FullMethodName}
 	heed := &heedgrpc.Client{Policy: p, Idempotent: idem}
-	noshare := &heedgrpc.Client{Policy: p, Idempotent: idem, AttemptShare: -1}
+	share := &heedgrpc.Client{Policy: p, Idempotent: idem, AttemptShare: 0.5}
 	off := &heedgrpc.Client{Policy: p, Idempotent: idem, Propagate: func(string, string) bool { return false }}
 	ggm := grpcretry.UnaryClientInterceptor(grpcretry.WithMax(3), grpcretry.WithBackoff(func(context.Context, uint) time.Duration { return 0 }))
 	fs := failsafegrpc.NewUnaryClientInterceptor[any](failsafegrpc.NewRetryPolicyBuilder[any]().WithMaxAttempts(3).Build())
@@ -78,7 +79,7 @@ func grpcInterceptors() []struct {
 			return invoker(metadata.NewOutgoingContext(ctx, attempt1), method, req, reply, cc, opts...)
 		}},
 		{"heed", heed.UnaryInterceptor()},
-		{"heed-noshare", noshare.UnaryInterceptor()},
+		{"heed-share", share.UnaryInterceptor()},
 		{"heed-nopropagate", off.UnaryInterceptor()},
 		{"go-grpc-middleware", ggm},
 		{"failsafe-go", fs},

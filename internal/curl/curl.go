@@ -5,6 +5,7 @@ package curl
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -318,6 +319,8 @@ type Request struct {
 	Body    *string // -d's value (see [ReadData]); nil: no body
 	Headers Headers // -H
 	Key     string  // --idempotency-key, unless "auto"
+	Agent   string  // -A: the User-Agent (default heed-get)
+	User    string  // -u USER:PASSWORD, sent as Basic authentication
 }
 
 // New returns the request r describes under ctx: with a User-Agent, the
@@ -337,7 +340,11 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("User-Agent", "heed-get")
+	req.Header.Set("User-Agent", cmp.Or(r.Agent, "heed-get"))
+	if r.User != "" {
+		user, pass, _ := strings.Cut(r.User, ":")
+		req.SetBasicAuth(user, pass)
+	}
 	if r.Body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}

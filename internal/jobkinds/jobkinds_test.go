@@ -177,9 +177,12 @@ func TestHTTPTimeoutOfUnkeyedPOSTIsNotRepeated(t *testing.T) {
 		{"GET", false},
 	} {
 		received.Store(0)
-		err := runHTTP(context.Background(), client, httpArgs{URL: hung.URL, Method: tc.method, TimeoutMS: 30})
-		if err == nil || retry.IsPermanent(err) != tc.permanent || received.Load() != 1 {
-			t.Errorf("%s cut by timeout_ms: %v after %d requests, want permanent=%v after 1", tc.method, err, received.Load(), tc.permanent)
+		// On a busy machine timeout_ms may cut the request before the
+		// handler counts it: at most one request, and what the queue does
+		// next is the outcome's.
+		err := runHTTP(context.Background(), client, httpArgs{URL: hung.URL, Method: tc.method, TimeoutMS: 200})
+		if err == nil || retry.IsPermanent(err) != tc.permanent || received.Load() > 1 {
+			t.Errorf("%s cut by timeout_ms: %v after %d requests, want permanent=%v after at most 1", tc.method, err, received.Load(), tc.permanent)
 		}
 	}
 }
