@@ -523,19 +523,20 @@ func (w *Worker) claimLoop(q string, limit int) {
 	// claims for any free slot.
 	batchMin := max(1, limit/2)
 	more, poke := false, true
-	// probing: a job claimed as the half-open breaker's probe has not
-	// ended yet (it sends on probed when it does); claim no other until
-	// then: its admission comes after the claim, so the breaker cannot
-	// tell yet whether it took the probe slot.
-	probing := false
-	probed := make(chan struct{}, 1)
+	// limited counts the jobs of a limited claim (the half-open breaker's
+	// probe, the retries a recovering budget may grant) that have not
+	// ended (each sends on limitEnds when it does): the next limited
+	// claim waits for them, since their admission comes after the claim
+	// and the breaker or the budget cannot tell yet what they took.
+	limited := 0
+	limitEnds := make(chan struct{}, limit)
 	for {
 		select {
 		case <-w.stopping:
 			return
 		default:
 		}
-		if free := min(limit-running, 2*limit-running-storing); free > 0 && !probing && (poke || (more && free >= batchMin)) {
+		if free := min(limit-running, 2*limit-running-storing); free > 0 && (poke || (more && free >= batchMin)) {
 			poke = false
 			now := w.now()
 			// Leave what the breaker or the budget would refuse where
@@ -547,11 +548,14 @@ func (w *Worker) claimLoop(q string, limit int) {
 			}
 			var jobs []*Job
 			var err error
-			n := free
-			if h.probe {
-				n = 1 // the breaker admits a few probes, not a batch
+			n, capped := free, false
+			switch {
+			case h.probe:
+				n, capped = 1, true // the breaker admits a few probes, not a batch
+			case h.grant > 0 && h.grant < n && !h.first:
+				n, capped = h.grant, true // what the budget may grant, not a batch to defer
 			}
-			if !h.all {
+			if !h.all && !(capped && limited > 0) {
 				w.active.claimStart()
 				jobs, err = w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: n, Now: now,
 					LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID, FirstOnly: h.first})
@@ -562,14 +566,15 @@ func (w *Worker) claimLoop(q string, limit int) {
 					w.storeOK()
 				}
 			}
-			probing = h.probe && len(jobs) > 0
+			if capped {
+				limited += len(jobs)
+			}
 			for _, job := range jobs {
 				running++
 				w.jobs.Add(1)
-				probe := probing
 				go func() {
-					if probe {
-						defer func() { probed <- struct{}{} }()
+					if capped {
+						defer func() { limitEnds <- struct{}{} }()
 					}
 					ran := false
 					release := func() {
@@ -584,13 +589,13 @@ func (w *Worker) claimLoop(q string, limit int) {
 			}
 			// While something is held, a job that ends (a probe, a retry
 			// that succeeded) may end the hold: look again then.
-			more = err == nil && (len(jobs) == n || !h.until.IsZero() || h.probe)
+			more = err == nil && (len(jobs) == n || !h.until.IsZero() || capped)
 		}
 		select {
 		case <-w.stopping:
 			return
-		case <-probed:
-			probing = false
+		case <-limitEnds:
+			limited--
 		case ran := <-ends:
 			if ran {
 				running--
