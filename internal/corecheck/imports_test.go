@@ -96,7 +96,7 @@ func mayImport(pkg string) ([]string, bool) {
 	if parent, base := path.Split(pkg); parent != "" && strings.HasSuffix(base, "test") {
 		parent = strings.TrimSuffix(parent, "/")
 		may, ok := mayImport(parent)
-		return append(append(may, parent, "retry/executortest", "clock/clocktest"), helpers...), ok
+		return append(append(may, parent, "retry/executortest", "retry/overtimetest", "clock/clocktest"), helpers...), ok
 	}
 	return nil, false
 }
@@ -193,6 +193,7 @@ func TestMayImport(t *testing.T) {
 		{"storeurl", "pgstore", true},
 		{"queue/storetest", "queue", true},
 		{"queue/storetest", "retry/executortest", true},
+		{"queue/storetest", "retry/overtimetest", true},
 		{"queue/storetest", "sqlitestore", false},
 		{"internal/redact", "retry", false},
 		{"idempotency", "internal/redact", true},
