@@ -339,17 +339,20 @@ func TestWorkerLeaseRenewal(t *testing.T) {
 	s := openStore(t)
 	c := queue.NewClient(s, queue.ClientConfig{})
 	cfg := fastConfig()
-	cfg.Lease = 600 * time.Millisecond
+	// A lease of 2 s (renewed every 667 ms): on a loaded two-core machine
+	// a 600 ms lease was lost to a stall of the renewal, and the test
+	// failed for that, not for a missing renewal.
+	cfg.Lease = 2 * time.Second
 	cfg.Queues = map[string]int{"solo": 1}
 	w := newWorker(t, s, cfg)
 	queue.Handle(w, "long", func(ctx context.Context, job *queue.Job, _ msg) error {
-		time.Sleep(1500 * time.Millisecond) // two and a half leases
+		time.Sleep(5 * time.Second) // two and a half leases
 		return ctx.Err()
 	})
 	// A second worker rescues every 20 ms (but works another queue):
 	// renewal must keep it away.
 	ocfg := fastConfig()
-	ocfg.Lease = 600 * time.Millisecond
+	ocfg.Lease = 2 * time.Second
 	other := newWorker(t, s, ocfg)
 	j := enqueue(t, c, "long", nil, queue.EnqueueOptions{Queue: "solo"})
 	start(t, w)
