@@ -49,8 +49,10 @@
 //     users who arrive in that second served.
 //
 // Durable executors (the queue) have jobs instead of users: a user is a
-// job enqueued at that instant and served when it succeeds within the
-// user's deadline; the bounds are the same (see [Executor]).
+// job enqueued at that instant, served when it succeeds (see
+// queue/storetest.OverTime); the bounds are the same. The queue runs in a
+// synctest bubble over SQLite only: PostgreSQL's network connections
+// cannot live in a bubble, so the suite does not run over it.
 package overtimetest
 
 import (
