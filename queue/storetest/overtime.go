@@ -19,11 +19,9 @@ import (
 // called inside it; see [Executor]). A user is a job enqueued at the
 // user's instant, served when it succeeds within the user's deadline; the
 // job goes on after it, as jobs do, and its later attempts count in the
-// load. The worker runs at its defaults but for two settings: the
-// dependency's default retry budget (the queue's zero policy has none,
-// and a budget is what the load bounds are about) and a 10 ms poll (the
-// default 1 s would be a wait of the users, not a load on the
-// dependency).
+// load. The worker runs at its defaults but for the dependency's default
+// retry budget (the queue's zero policy has none, and a budget is what the
+// load bounds are about).
 func OverTime(open func(t *testing.T) queue.Store) overtimetest.Executor {
 	return overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
 		ctx := context.Background()
@@ -35,8 +33,7 @@ func OverTime(open func(t *testing.T) queue.Store) overtimetest.Executor {
 		var mu sync.Mutex
 		waiting := map[int]chan bool{} // by user
 		w, err := queue.NewWorker(s, queue.WorkerConfig{
-			Policy:       retry.Policy{Budget: b},
-			PollInterval: 10 * time.Millisecond,
+			Policy: retry.Policy{Budget: b},
 			Observe: func(_ context.Context, e queue.Event) {
 				if e.Kind != queue.EventSucceeded && e.Kind != queue.EventDead {
 					return
