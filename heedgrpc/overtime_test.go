@@ -19,7 +19,7 @@ import (
 // as the scenario's dependency does: OK, UNAVAILABLE, or the context's
 // status when it is not answered in time. In virtual time.
 func TestOverTime(t *testing.T) {
-	overtimetest.Run(t, overtimetest.Skip(overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
+	overtimetest.Run(t, overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
 		hc := &heedgrpc.Client{Budgets: new(budget.Registry), Idempotent: []string{mGet}}
 		call := hc.UnaryInterceptor()
 		return func(ctx context.Context, user int) bool {
@@ -34,9 +34,5 @@ func TestOverTime(t *testing.T) {
 			}
 			return call(ctx, mGet, nil, nil, nil, invoker) == nil
 		}
-	}), map[string]string{
-		// Measured with the attempt share on: fixed on branch i26-share.
-		"black hole": "waits for i26-share (no attempt share by default): the attempt share retries hung calls at the heal, 1.96 attempts per user in the 1 s after it",
-		"overload":   "waits for i26-share (no attempt share by default): the attempt share cuts first attempts waiting in the pool, 247 users served against the plain loop's 495",
 	}))
 }

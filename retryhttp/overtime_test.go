@@ -37,7 +37,7 @@ func (d dependency) RoundTrip(req *http.Request) (*http.Response, error) {
 // Transport (its own registry of budgets: a fresh process), GET requests
 // to one host, in virtual time.
 func TestOverTime(t *testing.T) {
-	overtimetest.Run(t, overtimetest.Skip(overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
+	overtimetest.Run(t, overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
 		tr := &retryhttp.Transport{Base: dependency{dep}, Budgets: new(budget.Registry)}
 		client := &http.Client{Transport: tr}
 		return func(ctx context.Context, user int) bool {
@@ -49,9 +49,5 @@ func TestOverTime(t *testing.T) {
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
 		}
-	}), map[string]string{
-		// Measured with the attempt share on: fixed on branch i26-share.
-		"black hole": "waits for i26-share (no attempt share by default): the attempt share retries hung calls at the heal, 1.97 attempts per user in the 1 s after it",
-		"overload":   "waits for i26-share (no attempt share by default): the attempt share cuts first attempts waiting in the pool, 246 users served against the plain loop's 495",
 	}))
 }

@@ -33,7 +33,11 @@ func (simOverTime) Run(t *testing.T, o overtimetest.Scenario) overtimetest.Trace
 		s.Load.Rate, s.Horizon = 1, time.Duration(o.Calls)*time.Second
 	}
 	if o.Up > 0 {
-		s.Faults = append(s.Faults, Fault{Kind: Outage, Start: o.Down, End: o.Up})
+		kind := Outage
+		if o.Hang {
+			kind = BlackHole
+		}
+		s.Faults = append(s.Faults, Fault{Kind: kind, Start: o.Down, End: o.Up})
 		if o.After > 0 {
 			s.Faults = append(s.Faults, Fault{Kind: ErrorRate, Start: o.Up, End: s.Horizon + time.Second, Rate: o.After})
 		}
@@ -61,8 +65,5 @@ func (simOverTime) Run(t *testing.T, o overtimetest.Scenario) overtimetest.Trace
 }
 
 func TestOverTime(t *testing.T) {
-	overtimetest.Run(t, overtimetest.Skip(simOverTime{}, map[string]string{
-		"black hole": "waits for i26-share: the simulator has no black-hole fault yet",
-		"overload":   "waits for i26-share (no attempt share by default): the attempt share cuts first attempts waiting in the pool, 240 users served against the plain loop's 495",
-	}))
+	overtimetest.Run(t, simOverTime{})
 }
