@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/clockctx"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -142,7 +143,7 @@ func (h *Policy) process(ctx context.Context, t *asynq.Task, next asynq.Handler)
 		return &decided{errGaveUp, d}
 	}
 
-	actx, cancel := h.attemptContext(ctx, lim, start)
+	actx, cancel := clockctx.WithDeadline(ctx, h.p.Clock, lim.At, start)
 	err, panicked, pv := run(actx, t, next)
 	timeout := err != nil && ctx.Err() == nil && (errors.Is(context.Cause(actx), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded))
 	cancel()
@@ -225,31 +226,3 @@ func (h *Policy) IsFailure(err error) bool {
 }
 
 func (h *Policy) now() time.Time { return clock.Now(h.p.Clock) }
-
-// attemptContext limits an attempt to lim. With the policy's own Clock (a
-// fake one, in tests) the limit is a timer of that clock; otherwise a
-// context deadline. Either way the context's cause is
-// context.DeadlineExceeded once the limit has passed.
-func (h *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.Time) (context.Context, context.CancelFunc) {
-	switch {
-	case lim.At.IsZero():
-		return ctx, func() {}
-	case h.p.Clock == nil:
-		return context.WithDeadline(ctx, lim.At)
-	}
-	cctx, cancelCause := context.WithCancelCause(ctx)
-	t := h.p.Clock.NewTimer(lim.At.Sub(now))
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			cancelCause(context.DeadlineExceeded)
-		case <-stop:
-		}
-	}()
-	return cctx, func() {
-		t.Stop()
-		close(stop)
-		cancelCause(context.Canceled)
-	}
-}

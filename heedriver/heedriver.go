@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/clockctx"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -68,7 +69,7 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 		return errGaveUp
 	}
 
-	actx, cancel := p.attemptContext(ctx, lim, start)
+	actx, cancel := clockctx.WithDeadline(ctx, p.p.Clock, lim.At, start)
 	err, panicked, pv := run(actx, doInner)
 	timeout := err != nil && ctx.Err() == nil && (errors.Is(context.Cause(actx), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded))
 	cancel()
@@ -161,31 +162,3 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 var errUnclassified = retry.Transient(errors.New("heedriver: job failed"))
 
 func (p *Policy) now() time.Time { return clock.Now(p.p.Clock) }
-
-// attemptContext limits an attempt to lim. With the policy's own Clock (a
-// fake one, in tests) the limit is a timer of that clock; otherwise a
-// context deadline. Either way the context's cause is
-// context.DeadlineExceeded once the limit has passed.
-func (p *Policy) attemptContext(ctx context.Context, lim retry.Limit, now time.Time) (context.Context, context.CancelFunc) {
-	switch {
-	case lim.At.IsZero():
-		return ctx, func() {}
-	case p.p.Clock == nil:
-		return context.WithDeadline(ctx, lim.At)
-	}
-	cctx, cancelCause := context.WithCancelCause(ctx)
-	t := p.p.Clock.NewTimer(lim.At.Sub(now))
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			cancelCause(context.DeadlineExceeded)
-		case <-stop:
-		}
-	}()
-	return cctx, func() {
-		t.Stop()
-		close(stop)
-		cancelCause(context.Canceled)
-	}
-}

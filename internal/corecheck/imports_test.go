@@ -31,6 +31,7 @@ var (
 	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
 		"internal/dest":       nil, // per-destination budget and breaker, for the client executors
+		"internal/clockctx":   nil, // an attempt's context ending on a clock, for heedriver and heedasynq (modules of their own)
 		"retryhttp":           {"internal/dest"},
 		"heedgrpc":            {"internal/dest"},
 		"queue":               nil,
