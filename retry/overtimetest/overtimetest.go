@@ -197,9 +197,11 @@ func Scenarios() []Scenario {
 		off := time.Duration(k) * 97 * time.Millisecond
 		ss = append(ss, Scenario{Name: fmt.Sprintf("outage at +%v", off), Rate: rate, Length: 15*time.Second + off,
 			Deadline: dl, Down: 2*time.Second + off, Up: 12*time.Second + off, After: 0.1,
-			Bounds: Bounds{FaultMean: 1.10, FaultWindow: 1.20, Healed: 0.99, HealedAfter: time.Second}})
+			Bounds: Bounds{FaultMean: 1.10, FaultWindow: 1.20}})
 	}
-	return append(ss,
+	rec := ss[2]
+	rec.Name, rec.Bounds = "recovery", Bounds{Healed: 0.99, HealedAfter: time.Second}
+	return append(ss, rec,
 		Scenario{Name: "half failures", Rate: rate, Length: 20 * time.Second, Deadline: dl, Fail: 0.5,
 			Bounds: Bounds{Served: 0.85, Load: 2}},
 		Scenario{Name: "overload", Rate: rate, Length: 15 * time.Second, Deadline: dl,
