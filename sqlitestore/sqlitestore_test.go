@@ -265,10 +265,10 @@ func TestOverTime(t *testing.T) {
 	// -race.
 	for _, s := range overtimetest.Scenarios() {
 		switch {
-		case !strings.HasPrefix(s.Name, "outage"):
+		case !strings.HasPrefix(s.Name, "outage") && s.Name != "recovery":
 		case raceOn:
 			skip[s.Name] = "too slow under -race over SQLite (150 s of real time each); run without -race"
-		case s.Name != "outage at +0s" && s.Name != "outage at +485ms":
+		case s.Name != "recovery" && s.Name != "outage at +0s" && s.Name != "outage at +485ms":
 			skip[s.Name] = "slow over SQLite (about 5 s of real time each); offsets +0s and +485ms run"
 		}
 	}

@@ -21,6 +21,7 @@ func ExampleScenarios() {
 	// Output:
 	// cold start
 	// steady
+	// recovery
 	// half failures
 	// overload
 	// black hole
