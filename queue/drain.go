@@ -273,14 +273,9 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 		if opts.WaitScheduled {
 			f.AvailableBy = time.Time{}
 		}
-		due, err := w.undeclined(ctx, f)
+		due, err := w.queueDue(ctx, f, by, opts.WaitScheduled)
 		if err != nil {
 			return false, err
-		}
-		if !due {
-			if due, err = w.runningDue(ctx, q, by, opts.WaitScheduled); err != nil {
-				return false, err
-			}
 		}
 		if due {
 			empty = false
@@ -294,6 +289,22 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 	// missed: look again after it.
 	after, idle, _ := w.active.snapshot()
 	return empty && idle && after == claims, nil
+}
+
+// queueDue reports whether f's queue has a job w will run that is due by
+// the time by (see drained): one available and not declined, or one
+// running elsewhere that may come back. Jobs move between the two lists
+// while it looks (a rescue makes a killed worker's job available, another
+// worker claims one), so it looks at the running ones before and after the
+// available ones: a job that moved in between is seen on one side.
+func (w *Worker) queueDue(ctx context.Context, f JobFilter, by time.Time, all bool) (bool, error) {
+	if due, err := w.runningDue(ctx, f.Queue, by, all); due || err != nil {
+		return due, err
+	}
+	if due, err := w.undeclined(ctx, f); due || err != nil {
+		return due, err
+	}
+	return w.runningDue(ctx, f.Queue, by, all)
 }
 
 // undeclined reports whether f lists a job that w has not declined.
