@@ -17,7 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Store implements queue.Store, queue.Notifier and queue.TransitionBatcher.
+// Store implements queue.Store, queue.Notifier, queue.HeldClaimer and
+// queue.TransitionBatcher.
 var (
 	_ queue.Store       = (*Store)(nil)
 	_ queue.Notifier    = (*Store)(nil)
