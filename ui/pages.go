@@ -70,6 +70,14 @@ func (h *Handler) parseTemplates() error {
 			return s[:n] + "…"
 		},
 		"add": func(a, b float64) float64 { return a + b },
+		"sub": func(a, b int) int { return a - b },
+		"dict": func(kv ...string) map[string]string {
+			m := map[string]string{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i]] = kv[i+1]
+			}
+			return m
+		},
 		"mul": func(a float64, b int) float64 { return a * float64(b) },
 		"int": func(i int) float64 { return float64(i) },
 		"pct": func(n, total int) string {
@@ -102,7 +110,7 @@ func (h *Handler) parseTemplates() error {
 		return fmt.Errorf("ui: templates: %w", err)
 	}
 	h.pages = map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "group", "confirm", "login", "message"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "group", "confirm", "bulk", "login", "message"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return fmt.Errorf("ui: template %s: %w", name, err)
@@ -191,6 +199,7 @@ type jobsView struct {
 	Jobs                            []jobRow
 	Prev, Next                      string // queries of the neighbour pages ("" when none)
 	SearchedArgs                    bool
+	Filter, Query                   string // the filter in words, and as a query
 }
 
 type jobRow struct {
@@ -214,11 +223,12 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	if v.Order != "oldest" {
 		v.Order = "newest"
 	}
-	f := queue.JobFilter{Queue: v.Queue, Kind: v.Kind, Limit: pageSize + 1}
-	if f.SelectState(v.State, h.now()) != nil {
-		h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Bad request: state %q is not one of %s.", v.State, strings.Join(v.States, ", ")))
+	f, _, err := h.listFilter(q)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, "Bad request: "+err.Error()+".")
 		return
 	}
+	f.Limit = pageSize + 1
 	after, errA := cursor(q.Get("after"))
 	before, errB := cursor(q.Get("before"))
 	if errA != nil || errB != nil {
@@ -240,6 +250,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		f.Newest = newest
 	}
 	v.SearchedArgs = h.authed(r)
+	v.Filter, v.Query = describe(q), listQuery(q)
 	list, err := h.inspect.JobSearch(r.Context(), queue.SearchParams{Filter: f, Text: v.Text, InArgs: v.SearchedArgs})
 	if err != nil {
 		h.internal(w, r, "list the jobs", err)
