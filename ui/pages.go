@@ -120,6 +120,10 @@ func (h *Handler) parseTemplates() error {
 	return nil
 }
 
+// livePages are the pages that refresh themselves: every page that
+// reads (not a confirmation, a form or a message).
+var livePages = map[string]bool{"overview": true, "jobs": true, "job": true, "dead": true, "group": true}
+
 // render writes the page name with data; a request with the header
 // X-Heed-Partial gets only its main part (the live updates swap it in).
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
@@ -128,7 +132,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, name, title str
 
 func (h *Handler) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, flash string) {
 	p := page{Title: title, Nav: name, Path: h.cfg.Path, Now: h.now(), Actions: !h.cfg.ReadOnly, Authed: h.authed(r),
-		Live: name == "overview", Flash: flash, Self: r.URL.RequestURI(), Data: data, AxisW: AxisWidth,
+		Live: livePages[name], Flash: flash, Self: r.URL.RequestURI(), Data: data, AxisW: AxisWidth,
 		ChartW: chartW, ChartH: chartH, MaxGroup: maxGrouped}
 	if p.Flash == "" {
 		p.Flash = flashOf(r.URL.Query())
