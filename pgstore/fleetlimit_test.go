@@ -227,6 +227,9 @@ func fillQueue(t *testing.T, s *Store, q string, n int) {
 // the processes recorded them, that overlap one instant; each run lies
 // within the job's running interval in the store).
 func TestLimitFleetConcurrency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet of processes for 10 s")
+	}
 	_, url := testSchema(t)
 	s, err := Open(context.Background(), url)
 	if err != nil {
@@ -275,6 +278,9 @@ func TestLimitFleetConcurrency(t *testing.T) {
 // once its first second's burst (a full bucket) is left out. 10 s by
 // default; a minute with HEED_TEST_LIMIT_MINUTE=1.
 func TestLimitFleetRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet of processes for 10 s")
+	}
 	_, url := testSchema(t)
 	s, err := Open(context.Background(), url)
 	if err != nil {

@@ -94,9 +94,10 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, cached bo
 	peek, err := scanLimit(s.lazy.QueryRow(ctx, limitPeekSQL(cond), p.Queue, p.Now), &running, &due)
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.limited.Delete(p.Queue)
-		if cached {
-			jobs, err = collectJobs(s.lazy.Query(ctx, claimSQL(cond), p.Queue, p.Now, p.Limit, p.LeaseUntil, p.Worker))
+		if !cached {
+			return nil, false, nil
 		}
+		jobs, err = collectJobs(s.lazy.Query(ctx, claimSQL(cond), p.Queue, p.Now, p.Limit, p.LeaseUntil, p.Worker))
 		return jobs, false, err
 	}
 	if err != nil {
