@@ -254,12 +254,7 @@ func TestExecutorConformance(t *testing.T) {
 // The job queue over SQLite keeps the over-time bounds of every executor
 // (in virtual time).
 func TestOverTime(t *testing.T) {
-	skip := map[string]string{
-		"half failures": "a finding: 2.010 attempts per job at 99.0% served; a job's 10 attempts at 50% failures make 2.0 on their own, " +
-			"and the budget lets successes earn up to twice the demand",
-		"black hole": "a finding: the job default AttemptTimeout (15 min) keeps all 100 slots on hung attempts, so 0% of the jobs " +
-			"enqueued after the heal are served within a minute",
-	}
+	skip := map[string]string{}
 	// Each outage takes about 5 s of real time, 150 s under -race: two of
 	// the ten offsets here (every other executor runs all ten), none under
 	// -race.
