@@ -50,9 +50,14 @@
 //
 // Durable executors (the queue) have jobs instead of users: a user is a
 // job enqueued at that instant, served when it succeeds (see
-// queue/storetest.OverTime); the bounds are the same. The queue runs in a
-// synctest bubble over SQLite only: PostgreSQL's network connections
-// cannot live in a bubble, so the suite does not run over it.
+// queue/storetest.OverTime); the bounds are the same. (In the black hole
+// the hung attempts hold every slot of the worker until their attempt
+// timeout, queue.DefaultAttemptTimeout: the jobs enqueued after the heal
+// succeed 55 s after it, inside the minute a user waits for its job, and
+// none is attempted in the second after the heal.) The queue runs in a
+// synctest bubble over SQLite and over PostgreSQL, whose network
+// connections cannot live in a bubble: its store runs outside, and the
+// bubble's clock stands still while a call to it is under way.
 package overtimetest
 
 import (
