@@ -1,4 +1,4 @@
-package overload
+package admit
 
 import (
 	"math"
@@ -41,7 +41,7 @@ import (
 // its minimum (with one or two in flight nothing queues inside, so the
 // latency is the service's own).
 //
-// vegas is pure: time comes in as arguments; the Limiter locks around it.
+// vegas is pure: time comes in as arguments; the Core's caller locks around it.
 type vegas struct {
 	limit    float64
 	min, max float64
