@@ -190,9 +190,14 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			lim = rc.ShareLimit(lim, now, t.attemptShare())
 		}
 		start := now
-		a := c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
+		var a attempt
+		if repeatable && rw.ok && p.Hedge != nil {
+			a, start = c.race(ctx, &rc, now, lim, body, rw, tracing)
+		} else {
+			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
+		}
 		body = nil
-		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
+		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil && p.Hedge == nil {
 			// Fast path: a first attempt accepted, and nothing needs the
 			// time (a retry that succeeds goes through End, which tells
 			// the budget).
@@ -207,57 +212,8 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			}
 			return nil, ctx.Err()
 		}
-
-		// Classify the attempt for the call protocol: the class is handed
-		// over as data; an error the transport does not know is left to
-		// the policy's classifier.
-		var (
-			res    = retry.Result{Err: a.err, TimedOut: a.timedOut}
-			class  Class
-			status int
-			hint   time.Duration
-			hinted bool
-		)
-		if a.err != nil {
-			gotConn := -1
-			if a.prog != nil {
-				gotConn = 0
-				if a.prog.bits.Load()&pConn != 0 {
-					gotConn = 1
-				}
-			}
-			res.Outcome, class = classifyErr(a.err, gotConn)
-			if a.timedOut {
-				res.Outcome = retry.OutcomeTimeout // our own limit cut it
-			} else if res.Outcome == retry.OutcomeSuccess && errors.Is(a.err, context.DeadlineExceeded) {
-				// Neither our limit nor the caller's: a wrapping
-				// transport's, say. Worth a retry if time is left.
-				res.Outcome = retry.OutcomeTransient
-			}
-		} else {
-			status = a.resp.StatusCode
-			if deadline.UpstreamOpen(a.resp) {
-				// A healthy server whose own dependency is refused by its
-				// breaker: not worth a retry, and no failure of this
-				// server's, so our breaker does not count it.
-				res.Err = &StatusError{StatusCode: status, Status: a.resp.Status}
-				res.Outcome = retry.OutcomePermanent
-			} else if t.retryable(status) || t.keyedConflict(c, a.resp) {
-				class = RetryableStatus
-				se := &StatusError{StatusCode: status, Status: a.resp.Status}
-				if v := a.resp.Header.Get("Retry-After"); v != "" {
-					hint, hinted = ParseRetryAfter(v, now)
-				}
-				se.RetryAfter = hint
-				res.Err, res.Outcome = se, retry.OutcomeTransient
-				if hinted {
-					res.Outcome, res.Wait = retry.OutcomePushback, hint
-				}
-			}
-		}
-		// Is this attempt safe to repeat?
-		canRepeat := rw.ok && (repeatable || class == NeverSent || status == http.StatusRequestTimeout)
-		res.NotRepeatable = !canRepeat
+		cl := c.classify(&a, now, rw, repeatable)
+		res, class, status, hint, hinted := cl.res, cl.class, cl.status, cl.hint, cl.hinted
 		rc.History.UpstreamOwns = c.upstreamOwns(ctx)
 		d := rc.End(now, res)
 		last = a.err
@@ -305,6 +261,120 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		now = clock.Now(clk)
 	}
 }
+
+// classified is an attempt's result classified for the call protocol.
+type classified struct {
+	res    retry.Result
+	class  Class
+	status int
+	hint   time.Duration
+	hinted bool
+}
+
+// classify classifies attempt a, ended at now, for the call protocol: the
+// class is handed over as data; an error the transport does not know is
+// left to the policy's classifier. It must not change c: the attempts of
+// a race call it at the same time.
+func (c *call) classify(a *attempt, now time.Time, rw *rewinder, repeatable bool) (cl classified) {
+	t := c.t
+	res := &cl.res
+	*res = retry.Result{Err: a.err, TimedOut: a.timedOut}
+	if a.err != nil {
+		gotConn := -1
+		if a.prog != nil {
+			gotConn = 0
+			if a.prog.bits.Load()&pConn != 0 {
+				gotConn = 1
+			}
+		}
+		res.Outcome, cl.class = classifyErr(a.err, gotConn)
+		if a.timedOut {
+			res.Outcome = retry.OutcomeTimeout // our own limit cut it
+		} else if res.Outcome == retry.OutcomeSuccess && errors.Is(a.err, context.DeadlineExceeded) {
+			// Neither our limit nor the caller's: a wrapping
+			// transport's, say. Worth a retry if time is left.
+			res.Outcome = retry.OutcomeTransient
+		}
+	} else {
+		cl.status = a.resp.StatusCode
+		if deadline.UpstreamOpen(a.resp) {
+			// A healthy server whose own dependency is refused by its
+			// breaker: not worth a retry, and no failure of this
+			// server's, so our breaker does not count it.
+			res.Err = &StatusError{StatusCode: cl.status, Status: a.resp.Status}
+			res.Outcome = retry.OutcomePermanent
+		} else if t.retryable(cl.status) || t.keyedConflict(c, a.resp) {
+			cl.class = RetryableStatus
+			se := &StatusError{StatusCode: cl.status, Status: a.resp.Status}
+			if v := a.resp.Header.Get("Retry-After"); v != "" {
+				cl.hint, cl.hinted = ParseRetryAfter(v, now)
+			}
+			se.RetryAfter = cl.hint
+			res.Err, res.Outcome = se, retry.OutcomeTransient
+			if cl.hinted {
+				res.Outcome, res.Wait = retry.OutcomePushback, cl.hint
+			}
+		}
+	}
+	// Is this attempt safe to repeat?
+	canRepeat := rw.ok && (repeatable || cl.class == NeverSent || cl.status == http.StatusRequestTimeout)
+	res.NotRepeatable = !canRepeat
+	return cl
+}
+
+// race makes the attempt rc admitted at now with the hedges its policy
+// allows beside it (retry.Call.Race), for a request that is safe to
+// repeat, and returns the attempt the call goes on with and when it
+// started; the others' responses are drained. Each hedge sends a body of
+// its own (GetBody, or the buffer).
+func (c *call) race(ctx context.Context, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
+	// Read what c reads lazily now: the attempts must not change it. They
+	// use copies, so that c and rw stay on the stack of calls that do not
+	// hedge.
+	c.idempotencyKey()
+	c.upstreamOwns(ctx)
+	hc, hrw := *c, *rw
+	clk := rc.Policy.Clock
+	first := rc.History.Attempts + 1
+	var (
+		slots  [maxRacers]attempt
+		starts [maxRacers]time.Time
+	)
+	_, n, cancel := rc.Race(ctx, now, lim, func(actx context.Context, n int, lim retry.Limit) retry.Result {
+		k := n - first
+		b, start := body, now
+		if k > 0 {
+			start = clock.Now(clk)
+			var err error
+			if b, err = hrw.body(); err != nil {
+				slots[k] = attempt{err: err}
+				return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
+			}
+		}
+		starts[k] = start
+		slots[k] = hc.send(actx, hc.req, n, start, lim, b, &hrw, tracing)
+		return hc.classify(&slots[k], clock.Now(clk), &hrw, true).res
+	})
+	k := n - first
+	for j := range slots {
+		if j != k {
+			hc.discard(slots[j])
+		}
+	}
+	a := slots[k]
+	if cancel != nil {
+		if own := a.cancel; own != nil {
+			a.cancel = func() { own(); cancel() }
+		} else {
+			a.cancel = cancel
+		}
+	}
+	return a, starts[k]
+}
+
+// maxRacers is the most attempts a race makes: the first and
+// retry.Hedge's largest Max.
+const maxRacers = 5
 
 // final returns the response of attempt a to the caller, with a body that
 // releases the attempt's context when closed and enforces the size cap.
