@@ -190,6 +190,8 @@ func (h *Handler) routes() {
 		m.HandleFunc("POST "+p+"dead/confirm", h.needToken(h.deadConfirm))
 		m.HandleFunc("POST "+p+"dead/apply", h.needToken(h.deadApply))
 		m.HandleFunc("POST "+p+"queues/{op}", h.needToken(h.queueAction))
+		m.HandleFunc("POST "+p+"bulk/confirm", h.needToken(h.bulkConfirm))
+		m.HandleFunc("POST "+p+"bulk/apply", h.needToken(h.bulkApply))
 	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
