@@ -270,7 +270,8 @@ const (
 func (c *Core) Release(now time.Time, rtt time.Duration, inflight int, how Ending) {
 	c.fold()
 	if how != Unsampled {
-		c.setLimit(int(c.v.sample(now, rtt, inflight, how == TimedOut)))
+		cur, _ := unpack(c.st.Load()) // still counting this one
+		c.setLimit(int(c.v.sample(now, rtt, inflight, cur, how == TimedOut)))
 		if c.mean == 0 {
 			c.mean = rtt
 		} else {
