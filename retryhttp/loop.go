@@ -195,7 +195,14 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		start := now
 		var a attempt
 		if repeatable && rw.ok && p.Hedge != nil {
-			a, start = c.race(ctx, &rc, now, lim, body, rw, tracing)
+			// The race hands the Call to goroutines of its own: a copy
+			// on the heap, so that rc stays on the stack of the calls
+			// that do not hedge (&rc here cost every request 640 bytes
+			// and an allocation).
+			hrc := new(retry.Call)
+			*hrc = rc
+			a, start = c.race(ctx, hrc, now, lim, body, rw, tracing)
+			rc = *hrc
 		} else {
 			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		}
