@@ -110,7 +110,10 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, cached bo
 	if peek.limit.Claimable(p.Limit, running, peek.bucket, p.Now) == 0 {
 		return nil, true, nil
 	}
-	tx, err := s.lazy.Begin(ctx)
+	// READ COMMITTED whatever the connection's default: the claim's
+	// statement must see every claim committed before the lock was
+	// taken, which a snapshot taken at the transaction's start may not.
+	tx, err := s.lazy.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return nil, false, err
 	}
