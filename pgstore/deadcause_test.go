@@ -54,4 +54,13 @@ func TestDeadCauseMigration(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Count != 2 || got[0].Cause != "HTTP 000 for order 00" {
 		t.Errorf("DeadCauseCounts after migration 11 = %+v, %v; want one cause of 2 jobs", got, err)
 	}
+	// Out of the dead-letter (as a worker one release behind requeues),
+	// a job has no cause.
+	if _, err := pool.Exec(ctx, `UPDATE heed_jobs SET state = 'available', finished_at = NULL WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	var causes int
+	if err := pool.QueryRow(ctx, `SELECT count(dead_cause) FROM heed_jobs`).Scan(&causes); err != nil || causes != 1 {
+		t.Errorf("after requeueing one of 2 dead jobs: %d causes (%v), want 1", causes, err)
+	}
 }

@@ -181,11 +181,10 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 	return out, nil
 }
 
-// DeadOfCause implements queue.Inspector with heed_jobs_dead_cause_idx,
-// read backwards.
+// DeadOfCause implements queue.Inspector with an index-only scan of
+// heed_jobs_dead_cause_idx, read backwards.
 func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) ([]queue.DeadCause, error) {
-	q := `SELECT id, kind, queue, dead_reason, finished_at,
-		coalesce(history -> -1 ->> 'error', '')
+	q := `SELECT id, kind, queue, dead_reason, finished_at
 		FROM heed_jobs WHERE state = 'dead' AND kind = $1 AND dead_reason = $2 AND dead_cause = $3
 		ORDER BY finished_at DESC, id DESC`
 	if limit > 0 {
@@ -200,7 +199,7 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 		c   queue.DeadCause
 		fin *time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin, &c.Error}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin}, func() error {
 		d := c
 		d.FinishedAt = utcOrZero(fin)
 		out = append(out, d)

@@ -53,9 +53,11 @@ type Inspector interface {
 	// [ErrSchemaTooOld].
 	DeadCauseCounts(ctx context.Context, limit int) ([]DeadCauseCount, error)
 
-	// DeadOfCause returns the dead jobs of key, as [DeadCause], newest
-	// death first ((FinishedAt, ID) descending), at most limit (0: all).
-	// Its errors are those of DeadCauseCounts.
+	// DeadOfCause returns the dead jobs of key, as [DeadCause] without
+	// their error text (Error is empty: the index of causes answers
+	// without reading the jobs), newest death first ((FinishedAt, ID)
+	// descending), at most limit (0: all). Its errors are those of
+	// DeadCauseCounts.
 	DeadOfCause(ctx context.Context, key CauseKey, limit int) ([]DeadCause, error)
 }
 

@@ -183,11 +183,10 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 	return out, wrap("dead cause counts", rows.Err())
 }
 
-// DeadOfCause implements queue.Inspector with the index of the causes,
-// read backwards.
+// DeadOfCause implements queue.Inspector with the index of the causes
+// alone (it covers the columns read), read backwards.
 func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) ([]queue.DeadCause, error) {
-	q := `SELECT id, kind, queue, coalesce(dead_reason, ''), finished_at,
-		coalesce(json_extract(history, '$[#-1].error'), '')
+	q := `SELECT id, kind, queue, coalesce(dead_reason, ''), finished_at
 		FROM heed_jobs WHERE state = 'dead' AND kind = ? AND dead_reason = ? AND dead_cause = ?
 		ORDER BY finished_at DESC, id DESC`
 	if limit > 0 {
@@ -204,7 +203,7 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 			c   queue.DeadCause
 			fin sql.NullInt64
 		)
-		if err := rows.Scan(&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin, &c.Error); err != nil {
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin); err != nil {
 			return nil, wrap("dead of cause", err)
 		}
 		c.FinishedAt = fromMicros(fin)

@@ -417,8 +417,10 @@ type deadView struct {
 }
 
 // groups groups every dead job through the store's index of causes, or,
-// in a database without it, the newest maxGrouped.
-func (h *Handler) groups(r *http.Request) (deadView, error) {
+// in a database without it, the newest maxGrouped; with samples, each
+// group's sample is read (its ID and error text), else only its ID is
+// known.
+func (h *Handler) groups(r *http.Request, samples bool) (deadView, error) {
 	ctx := r.Context()
 	counts, err := h.inspect.DeadCauseCounts(ctx, maxCauses)
 	if errors.Is(err, queue.ErrSchemaTooOld) {
@@ -441,6 +443,9 @@ func (h *Handler) groups(r *http.Request) (deadView, error) {
 			return v, err
 		}
 		v.Total, v.Oldest = max(ov.Dead, v.Grouped), ov.OldestDead
+	}
+	if !samples {
+		return v, nil
 	}
 	// The sample is the newest death of the largest groups' latest
 	// cause; further groups show their cause's highest ID.
@@ -527,7 +532,7 @@ func (h *Handler) groupJobs(ctx context.Context, g *Group, limit int) ([]int64, 
 }
 
 func (h *Handler) dead(w http.ResponseWriter, r *http.Request) {
-	v, err := h.groups(r)
+	v, err := h.groups(r, true)
 	if err != nil {
 		h.internal(w, r, "group the dead-letter", err)
 		return
@@ -549,7 +554,7 @@ const maxGroupJobs = 200
 // findGroup returns the dead-letter's group id, or writes the error page
 // and returns nil.
 func (h *Handler) findGroup(w http.ResponseWriter, r *http.Request, id string) *Group {
-	v, err := h.groups(r)
+	v, err := h.groups(r, false)
 	if err != nil {
 		h.internal(w, r, "group the dead-letter", err)
 		return nil

