@@ -109,7 +109,8 @@ func TestJobsOldSchemaSQLite(t *testing.T) {
 	}
 	// migrate says what it applied and whom it leaves behind.
 	out := mustHeed(t, 0, "jobs", "migrate")
-	if !strings.Contains(out, "applied "+missing+"\n") || !strings.Contains(out, "Workers and commands of an older heed now refuse this database") {
+	if !strings.Contains(out, "applied "+missing+"\n") || !strings.Contains(out, "now refuse this database") ||
+		!strings.Contains(out, "compatible down to "+strconv.Itoa(sqlitestore.SchemaVersion())) {
 		t.Errorf("migrate:\n%s", out)
 	}
 	if v := sqliteVersion(t, path); v != sqlitestore.SchemaVersion() {
