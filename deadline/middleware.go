@@ -56,6 +56,18 @@ func WithUpstreamOwner(ctx context.Context) context.Context {
 	return context.WithValue(ctx, stateKey{}, &reqState{owned: true})
 }
 
+// WithUpstreamAttempt returns a context that says, as [Middleware] does for
+// a request that carried Retry-Attempt, that a caller further up the chain
+// owns retries for this work (see [WithUpstreamOwner]) and that the
+// request is its attempt number attempt, for [UpstreamAttempt]: a heed
+// client called under it sends that number on, so that a server further
+// down still tells a retry from a first attempt. heedgrpc's server sets it
+// for a call that carries retry-attempt; it is for servers outside
+// Middleware.
+func WithUpstreamAttempt(ctx context.Context, attempt int) context.Context {
+	return context.WithValue(ctx, stateKey{}, &reqState{owned: true, attempt: max(attempt, UpstreamAttempt(ctx))})
+}
+
 // UpstreamOwns reports whether ctx was marked by [WithUpstreamOwner] or by
 // [Middleware] for a request that carried Retry-Attempt.
 func UpstreamOwns(ctx context.Context) bool {
@@ -65,7 +77,7 @@ func UpstreamOwns(ctx context.Context) bool {
 
 // UpstreamAttempt returns the attempt number that the request served
 // under ctx carried in Retry-Attempt, as [Middleware] adopted it from a
-// trusted peer, or 0. A heed client that passes on its caller's claim
+// trusted peer (or [WithUpstreamAttempt] recorded it), or 0. A heed client that passes on its caller's claim
 // sends it on (the larger of it and its own attempt number), so that a
 // server further down the chain still tells a user's retry from a first
 // attempt and can refuse retries first under overload.

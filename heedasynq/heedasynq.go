@@ -47,7 +47,7 @@ const maxRecords = 100_000
 // no time budget); background tasks usually want more patience, such as
 //
 //	retry.Policy{Attempts: 10, Backoff: backoff.Schedule{Base: 2 * time.Second, Cap: 5 * time.Minute},
-//		TimeBudget: 24 * time.Hour, AttemptTimeout: 15 * time.Minute}
+//		TimeBudget: 24 * time.Hour, AttemptTimeout: time.Minute}
 //
 // (heed's own job queue's defaults). Keep asynq's MaxRetry (25 by default,
 // per task) at or above p.Attempts - 1: asynq archives a task at its

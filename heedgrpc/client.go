@@ -74,6 +74,17 @@
 // so a chain of services makes (1+r) attempts, not (1+r)^hops. The
 // deadline travels as gRPC's own grpc-timeout: the time left.
 //
+// # Hedging
+//
+// With Policy.Hedge set (off by default), a unary call to a repeatable
+// method whose attempt has not answered after the hedge's delay is raced
+// by another attempt (retry.Hedge says how many and when), which carries
+// the next retry-attempt number, takes a token from the target's retry
+// budget and is refused by its breaker; the first acceptable answer wins
+// and the others are cancelled. Each hedge decodes into a new message of
+// the reply's type; the winner's is merged into the caller's reply. A
+// reply that is not a proto.Message, and streams, are never hedged.
+//
 // # Streams
 //
 // A stream is retried only before its first response message: until then
@@ -98,6 +109,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/heed-go/heed/breaker"
@@ -153,7 +165,9 @@ type Client struct {
 	// bounds a whole stream attempt), TimeBudget, MinAttemptTime,
 	// MaxPushback (the cap on grpc-retry-pushback-ms, default 30 s), Clock,
 	// Rand and Observe apply as in retry.Do. A Budget or Breaker set here
-	// is shared by all targets instead of the per-target ones.
+	// is shared by all targets instead of the per-target ones. Hedge hedges
+	// unary calls to repeatable methods (see Hedging above), each target
+	// with a copy of its own that learns that target's latencies.
 	Policy retry.Policy
 
 	// Idempotent lists the full method names ("/package.Service/Method")
@@ -644,8 +658,12 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 				// (ShareLimit leaves the last attempt all of it).
 				lim = cs.rc.ShareLimit(lim, now, cs.c.share)
 			}
-			timedOut, err = cs.attemptUnary(ctx, n, now, lim, req, reply, cc, invoker, opts)
-			if err == nil && p.Breaker == nil && !cs.observed() {
+			if cs.repeatable && p.Hedge != nil {
+				timedOut, err, start = cs.raceUnary(ctx, now, lim, req, reply, cc, invoker, opts)
+			} else {
+				timedOut, err = cs.attemptUnary(ctx, n, now, lim, req, reply, cc, invoker, opts)
+			}
+			if err == nil && p.Breaker == nil && p.Hedge == nil && !cs.observed() {
 				// Success, and nothing needs the time it ended at (no
 				// breaker to tell, no one to report to): the call ends
 				// without a second clock reading.
@@ -721,6 +739,67 @@ func (cs *call) attemptUnary(ctx context.Context, n int, now time.Time, lim retr
 	}
 	return timedOut, err
 }
+
+// raceUnary makes the attempt admitted at now with the hedges the policy
+// allows beside it (retry.Call.Race), for a repeatable call whose reply
+// is a proto.Message (another reply is not hedged): each hedge decodes
+// into a reply and a trailer of its own, and the winner's are the call's.
+// It returns the result the call goes on with and when its attempt
+// started.
+func (cs *call) raceUnary(ctx context.Context, now time.Time, lim retry.Limit, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) (bool, error, time.Time) {
+	first := cs.rc.History.Attempts + 1
+	msg, ok := reply.(proto.Message)
+	if !ok {
+		timedOut, err := cs.attemptUnary(ctx, first, now, lim, req, reply, cc, invoker, opts)
+		return timedOut, err, now
+	}
+	cs.upstreamOwns(ctx) // known now: the attempts must not change cs
+	clk := cs.rc.Policy.Clock
+	type slot struct {
+		reply    proto.Message
+		trailer  metadata.MD
+		timedOut bool
+		err      error
+		start    time.Time
+	}
+	var slots [maxRacers]slot
+	_, n, cancel := cs.rc.Race(ctx, now, lim, func(actx context.Context, n int, lim retry.Limit) retry.Result {
+		k := n - first
+		s := &slots[k]
+		if k == 0 {
+			// The first attempt, on the call's goroutine, as without hedges.
+			s.start = now
+			s.timedOut, s.err = cs.attemptUnary(actx, n, now, lim, req, reply, cc, invoker, opts)
+			s.trailer = cs.trailer
+		} else {
+			s.start = clock.Now(clk)
+			s.reply = msg.ProtoReflect().New().Interface()
+			hopts := append(make([]grpc.CallOption, 0, len(opts)+1), grpc.Trailer(&s.trailer))
+			hctx, hcancel := cs.attemptContext(actx, n, s.start, lim)
+			s.err = invoker(hctx, cs.method, req, s.reply, cc, append(hopts, opts...)...)
+			if hcancel != nil {
+				s.timedOut = s.err != nil && actx.Err() == nil && hctx.Err() == context.DeadlineExceeded
+				hcancel()
+			}
+		}
+		res, _ := cs.resultOf(s.err, s.timedOut, s.trailer)
+		return res
+	})
+	if cancel != nil {
+		cancel()
+	}
+	s := &slots[n-first]
+	if n != first {
+		proto.Reset(msg)
+		proto.Merge(msg, s.reply)
+		cs.trailer = s.trailer
+	}
+	return s.timedOut, s.err, s.start
+}
+
+// maxRacers is the most attempts a race makes: the first and
+// retry.Hedge's largest Max.
+const maxRacers = 5
 
 // attemptContext returns the context of attempt n, which must end by lim,
 // and its cancel function (nil when there is none to call).
@@ -800,12 +879,18 @@ func (e *refusal) GRPCStatus() *status.Status { return status.New(e.code, e.Erro
 // result classifies the attempt's error for the call protocol, per the
 // package's table.
 func (cs *call) result(err error, timedOut bool) (retry.Result, codes.Code) {
+	return cs.resultOf(err, timedOut, cs.trailer)
+}
+
+// resultOf is result for an attempt whose trailer is trailer. It does not
+// change cs: the attempts of a race call it at the same time.
+func (cs *call) resultOf(err error, timedOut bool, trailer metadata.MD) (retry.Result, codes.Code) {
 	if err == nil {
 		return retry.Result{}, codes.OK
 	}
 	code := status.Code(err)
 	res := retry.Result{Err: err, TimedOut: timedOut, Outcome: retry.OutcomePermanent}
-	if v := cs.trailer[UpstreamBreakerMetadata]; len(v) > 0 && v[0] == "open" {
+	if v := trailer[UpstreamBreakerMetadata]; len(v) > 0 && v[0] == "open" {
 		// A healthy server whose dependency's breaker is open: not worth
 		// a retry, and no failure of this server's (permanent outcomes
 		// are not counted by the breaker).
@@ -814,14 +899,14 @@ func (cs *call) result(err error, timedOut bool) (retry.Result, codes.Code) {
 	switch code {
 	case codes.Unavailable:
 		res.Outcome = retry.OutcomeTransient
-		if wait, ok, stop := pushback(cs.trailer); stop {
+		if wait, ok, stop := pushback(trailer); stop {
 			res.Outcome = retry.OutcomeRefused
 		} else if ok {
 			res.Outcome, res.Wait = retry.OutcomePushback, wait
 		}
 		res.NotRepeatable = !cs.repeatable && cs.sent()
 	case codes.ResourceExhausted, codes.Aborted:
-		if wait, ok, stop := pushback(cs.trailer); stop {
+		if wait, ok, stop := pushback(trailer); stop {
 			res.Outcome = retry.OutcomeRefused
 		} else if ok {
 			res.Outcome, res.Wait = retry.OutcomePushback, wait

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
@@ -34,10 +36,19 @@ func (grpcExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 		p := c.Policy(time.Now())
 		p.Observe = func(_ context.Context, e retry.Event) { ds = append(ds, e.Decision) }
 		hc := &heedgrpc.Client{Policy: p, Budget: budget.Config{Ratio: -1}, Idempotent: []string{mGet}}
-		n := 0
+		var (
+			mu sync.Mutex // hedges call at the same time
+			n  int
+		)
 		invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+			mu.Lock()
 			n++
-			switch st := c.Step(n); st.Kind {
+			st := c.Step(n)
+			mu.Unlock()
+			if err := executortest.Take(ctx, st); err != nil {
+				return status.FromContextError(err).Err()
+			}
+			switch st.Kind {
 			case executortest.Transient:
 				return status.Error(codes.Unavailable, "scripted: unavailable")
 			case executortest.Permanent:
@@ -61,12 +72,14 @@ func (grpcExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 			ctx, cancel = context.WithTimeout(ctx, c.Deadline)
 			defer cancel()
 		}
-		hc.UnaryInterceptor()(ctx, mGet, nil, nil, nil, invoker)
+		hc.UnaryInterceptor()(ctx, mGet, nil, new(emptypb.Empty), nil, invoker)
 	})
 	return ds
 }
 
 func TestConformance(t *testing.T) { executortest.Run(t, grpcExecutor{}) }
+
+func TestConformanceHedge(t *testing.T) { executortest.RunHedge(t, grpcExecutor{}) }
 
 // unobservedExecutor runs the conformance cases through the unary
 // interceptor with no one told about attempts, so that a first attempt

@@ -17,7 +17,6 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/overload"
-	"github.com/heed-go/heed/retry"
 )
 
 // Server is the server side of heed's wire formats over gRPC, the
@@ -29,9 +28,12 @@ import (
 //   - answer DEADLINE_EXCEEDED at once, without calling the handler, when
 //     less than MinRemaining is left;
 //   - for a call from a trusted peer that carries retry-attempt, mark the
-//     handler's context with retry.WithUpstreamOwner (or Owner), so that
-//     the heed clients it calls under it (gRPC or HTTP) make a single
-//     attempt: the caller owns the retries; a malformed retry-attempt
+//     handler's context as retry.WithUpstreamOwner does, with the attempt
+//     number (deadline.WithUpstreamAttempt; or Owner), so that the heed
+//     clients it calls under it (gRPC or HTTP) make a single attempt, the
+//     caller owning the retries, and send the caller's attempt number on,
+//     so that a server further down refuses a user's retry before first
+//     attempts under overload; a malformed retry-attempt
 //     (see deadline.ParseRetryAttempt), or more than one, is answered
 //     INVALID_ARGUMENT without calling the handler;
 //   - for a trusted peer, when the handler's error says that a heed client
@@ -67,7 +69,9 @@ type Server struct {
 	Trusted func(ctx context.Context) bool
 
 	// Owner marks the context of a call whose caller owns retries
-	// (default retry.WithUpstreamOwner).
+	// (default deadline.WithUpstreamAttempt with the call's retry-attempt:
+	// the mark of retry.WithUpstreamOwner, and the attempt number that
+	// heed clients called under it send on).
 	Owner func(ctx context.Context) context.Context
 
 	// OwnershipOff turns ownership off: retry-attempt is neither
@@ -146,7 +150,7 @@ func (s *Server) prepare(ctx context.Context) (context.Context, context.CancelFu
 				trusted = TrustPrivate
 			}
 			if trusted(ctx) {
-				_, err := deadline.ParseRetryAttempt(v[0])
+				n, err := deadline.ParseRetryAttempt(v[0])
 				if err == nil && len(v) > 1 {
 					err = &deadline.RetryAttemptError{Value: v[1], Reason: "more than one value"}
 				}
@@ -156,11 +160,14 @@ func (s *Server) prepare(ctx context.Context) (context.Context, context.CancelFu
 					}
 					return nil, nil, status.Error(codes.InvalidArgument, "heedgrpc: "+err.Error())
 				}
-				owner := s.Owner
-				if owner == nil {
-					owner = retry.WithUpstreamOwner
+				if s.Owner != nil {
+					ctx = s.Owner(ctx)
+				} else {
+					// The attempt number too, so that a heed client called
+					// by the handler sends it on and a server further down
+					// refuses a user's retry before first attempts.
+					ctx = deadline.WithUpstreamAttempt(ctx, n)
 				}
-				ctx = owner(ctx)
 			}
 		}
 	}

@@ -33,7 +33,7 @@ type Policy struct {
 // jitter, no time budget); a River job usually wants more patience, such as
 //
 //	retry.Policy{Attempts: 10, Backoff: backoff.Schedule{Base: 2 * time.Second, Cap: 5 * time.Minute},
-//		TimeBudget: 24 * time.Hour, AttemptTimeout: 15 * time.Minute}
+//		TimeBudget: 24 * time.Hour, AttemptTimeout: time.Minute}
 //
 // (heed's own job queue's defaults). Keep River's MaxAttempts (25 by
 // default, per job) at or above p.Attempts: River discards a job at its

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/internal/admit"
 )
 
 // Defaults of [Config].
@@ -14,14 +16,6 @@ const (
 	DefaultMaxLimit      = 1000
 	DefaultQueueTarget   = 5 * time.Millisecond
 	DefaultQueueInterval = 100 * time.Millisecond
-	// lightSampling: below half the limit, one request in lightSampling
-	// is timed.
-	lightSampling = 32
-	// shedGap ends a run of refusals: a refusal after a gap this long
-	// starts a new one.
-	shedGap = time.Second
-	// defaultProbe is how often the adaptive limit renews its baseline.
-	defaultProbe = 10 * time.Second
 )
 
 // Config configures a [Limiter]. The zero Config is the documented
@@ -35,7 +29,7 @@ type Config struct {
 	Limit int
 
 	// InitialLimit, MinLimit and MaxLimit are where the adaptive limit
-	// starts and its bounds (defaults 20, 1 and 1000).
+	// starts and its bounds (defaults 20, 1 and 1000; at most 1,048,576).
 	InitialLimit, MinLimit, MaxLimit int
 
 	// MaxQueue is the most requests that wait at the limit (default: as
@@ -69,6 +63,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("overload: QueueTarget and QueueInterval must not be negative")
 	}
 	lo, hi := cmpOr(c.MinLimit, DefaultMinLimit), cmpOr(c.MaxLimit, DefaultMaxLimit)
+	if max(c.Limit, c.InitialLimit, hi) > admit.MaxLimit {
+		return fmt.Errorf("overload: a limit above %d", admit.MaxLimit)
+	}
 	if lo > hi {
 		return fmt.Errorf("overload: MinLimit %d is above MaxLimit %d", lo, hi)
 	}
@@ -88,22 +85,9 @@ func cmpOr[T comparable](v, def T) T {
 // it; it is safe for concurrent use. Most servers use it through
 // [Limiter.Wrap]; [Limiter.Acquire] is the mechanism.
 type Limiter struct {
-	cfg     Config
-	maxQ    int // -1: no queue; 0: as long as the limit
 	observe func(Event)
-
-	mu        sync.Mutex
-	inflight  int
-	limit     int
-	v         vegas
-	q         codel
-	mean      time.Duration // moving average of handler latency
-	light     uint32        // requests admitted at once, to time one in lightSampling
-	shedSince time.Time     // the first refusal of the current run of them
-	lastShed  time.Time     // the last refusal
-	head      *waiter       // oldest
-	tail      *waiter       // newest
-	queued    int
+	c       *admit.Core // TryFast and TryFastRelease without mu; the rest under mu
+	mu      sync.Mutex
 }
 
 // New returns a Limiter for cfg, or an error naming the bad field.
@@ -111,19 +95,24 @@ func New(cfg Config) (*Limiter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, maxQ: cfg.MaxQueue, observe: cfg.Observe}
-	if l.maxQ < 0 {
-		l.maxQ = -1
+	return &Limiter{observe: cfg.Observe, c: admit.New(cfg.core())}, nil
+}
+
+// core returns the admit.Config of a valid c, its defaults applied.
+func (c Config) core() admit.Config {
+	ac := admit.Config{
+		MaxQueue: c.MaxQueue,
+		Target:   cmpOr(c.QueueTarget, DefaultQueueTarget),
+		Interval: cmpOr(c.QueueInterval, DefaultQueueInterval),
+		FIFO:     c.LIFOOff,
 	}
-	if cfg.Limit > 0 {
-		l.v = newVegas(cfg.Limit, cfg.Limit, cfg.Limit, defaultProbe)
+	if c.Limit > 0 {
+		ac.Initial, ac.Min, ac.Max = c.Limit, c.Limit, c.Limit
 	} else {
-		lo, hi := cmpOr(cfg.MinLimit, DefaultMinLimit), cmpOr(cfg.MaxLimit, DefaultMaxLimit)
-		l.v = newVegas(min(max(cmpOr(cfg.InitialLimit, DefaultInitialLimit), lo), hi), lo, hi, defaultProbe)
+		ac.Min, ac.Max = cmpOr(c.MinLimit, DefaultMinLimit), cmpOr(c.MaxLimit, DefaultMaxLimit)
+		ac.Initial = min(max(cmpOr(c.InitialLimit, DefaultInitialLimit), ac.Min), ac.Max)
 	}
-	l.limit = int(l.v.limit)
-	l.q = newCodel(cmpOr(cfg.QueueTarget, DefaultQueueTarget), cmpOr(cfg.QueueInterval, DefaultQueueInterval))
-	return l, nil
+	return ac
 }
 
 // Permit is a request admitted by [Limiter.Acquire]. Call Release exactly
@@ -131,7 +120,7 @@ func New(cfg Config) (*Limiter, error) {
 type Permit struct {
 	l        *Limiter
 	ctx      context.Context
-	start    time.Time
+	start    time.Time // zero: not timed
 	inflight int
 }
 
@@ -141,288 +130,137 @@ type Permit struct {
 // caller that went away gives no sample (its latency says nothing). Below
 // half the limit only one request in 32 is timed.
 func (p Permit) Release() {
-	if p.l == nil {
+	l := p.l
+	if l == nil {
 		return
 	}
-	if p.start.IsZero() {
-		p.l.release(time.Time{}, 0, 0, unsampled)
+	if p.start.IsZero() && l.c.TryFastRelease() {
 		return
 	}
 	now := time.Now()
-	switch p.ctx.Err() {
-	case nil:
-		p.l.release(now, now.Sub(p.start), p.inflight, sampled)
-	case context.DeadlineExceeded:
-		p.l.release(now, now.Sub(p.start), p.inflight, timedOut)
-	default:
-		p.l.release(now, 0, 0, unsampled)
+	how, rtt := admit.Unsampled, time.Duration(0)
+	if !p.start.IsZero() {
+		switch p.ctx.Err() {
+		case nil:
+			how, rtt = admit.Sampled, now.Sub(p.start)
+		case context.DeadlineExceeded:
+			how, rtt = admit.TimedOut, now.Sub(p.start)
+		}
 	}
+	l.mu.Lock()
+	l.c.Release(now, rtt, p.inflight, how)
+	l.mu.Unlock()
 }
 
-// waiter is a request in the queue.
+// waiter is a request in the queue; the Core answers it on ch.
 type waiter struct {
-	prev, next *waiter
-	since      time.Time
-	deadline   time.Time // zero: none
-	retry      bool
-	ch         chan Reason // ReasonNone: admitted
-	done       bool        // answered (under mu)
+	w  admit.Waiter
+	ch chan uint8
 }
+
+func (w *waiter) Wake(r uint8) { w.ch <- r }
 
 // Acquire admits a request, waiting in the queue if need be, or refuses
 // it with a [*RefusedError]. attempt is the request's attempt number as
 // heed's Retry-Attempt carries it (0 or 1: a first attempt; 2 or more: a
 // retry, which never waits). The context's deadline, if any, is the time
 // the request has; its end takes the request out of the queue.
+//
+// Below the limit with nobody waiting, a first attempt is admitted with
+// two atomic operations and no clock reading (one in 32 is timed).
 func (l *Limiter) Acquire(ctx context.Context, attempt int) (Permit, error) {
 	retry := attempt >= 2
-	var now time.Time
-	if retry {
-		now = time.Now()
-	}
-	l.mu.Lock()
-	// While the limiter is refusing (a refusal less than shedGap ago), a
-	// retry is refused even below the limit: it is the overload's echo.
-	if l.inflight < l.limit && l.queued == 0 && !(retry && !l.lastShed.IsZero() && now.Sub(l.lastShed) < shedGap) {
-		l.inflight++
-		n := l.inflight
-		l.q.admitted()
-		l.light++
-		// Below half the limit a latency says nothing about it: time one
-		// request in lightSampling, for the baseline (every one until
-		// there is a baseline), and spare the others two clock readings.
-		timed := 2*n >= l.limit || l.light%lightSampling == 0 || l.v.baseline == 0
-		l.mu.Unlock()
-		var start time.Time
-		if timed {
-			start = time.Now()
+	if !retry {
+		if n, timed, ok := l.c.TryFast(); ok {
+			var start time.Time
+			if timed {
+				start = time.Now()
+			}
+			if l.observe != nil {
+				l.observe(Event{})
+			}
+			return Permit{l: l, ctx: ctx, start: start, inflight: n}, nil
 		}
+	}
+	now := time.Now()
+	dl, _ := ctx.Deadline()
+	l.mu.Lock()
+	out := l.c.Arrive(now, retry, dl)
+	switch {
+	case out.Admitted:
+		l.mu.Unlock()
 		if l.observe != nil {
 			l.observe(Event{Retry: retry})
 		}
-		return Permit{l: l, ctx: ctx, start: start, inflight: n}, nil
-	}
-	// At the limit, or a retry while refusing.
-	if !retry {
-		now = time.Now()
-	}
-	dl, hasDL := ctx.Deadline()
-	bound := l.q.bound(now, l.queued > 0)
-	maxQ := l.maxQ
-	if maxQ == 0 {
-		maxQ = l.limit
-	}
-	var why Reason
-	switch {
-	case retry:
-		why = ReasonRetry
-	case maxQ < 0 || l.queued >= maxQ:
-		why = ReasonQueueFull
-	case hasDL && dl.Sub(now) < l.expectedWaitLocked()+l.v.baseline:
-		why = ReasonDeadline
-	}
-	if why != ReasonNone {
-		ra := l.retryAfterLocked(now)
+		return Permit{l: l, ctx: ctx, start: now, inflight: out.Inflight}, nil
+	case out.Reason != admit.None:
 		l.mu.Unlock()
-		return Permit{}, l.refused(why, ra, retry, 0)
+		return Permit{}, l.refused(Reason(out.Reason), out.RetryAfter, retry, 0, nil)
 	}
-	w := &waiter{since: now, retry: retry, ch: make(chan Reason, 1)}
-	wait, timeoutWhy := bound, ReasonQueueTime
-	if hasDL {
-		w.deadline = dl
-		if d := dl.Sub(now) - l.v.baseline; d < wait {
-			wait, timeoutWhy = d, ReasonDeadline
-		}
-	}
-	l.pushLocked(w)
+	w := &waiter{ch: make(chan uint8, 1)}
+	l.c.Queue(&w.w, now, dl, w)
 	l.mu.Unlock()
 
-	t := time.NewTimer(wait)
+	t := time.NewTimer(out.Wait)
 	defer t.Stop()
-	var why2 Reason
+	var why uint8
 	select {
 	case r := <-w.ch:
-		// Answered by release: admitted, or refused for its wait or deadline.
-		now = time.Now()
-		if r != ReasonNone {
-			return Permit{}, l.refusedLocked(r, now, retry, now.Sub(w.since))
-		}
-		l.mu.Lock()
-		n := l.inflight
-		l.mu.Unlock()
-		if l.observe != nil {
-			l.observe(Event{Waited: now.Sub(w.since), Retry: retry})
-		}
-		return Permit{l: l, ctx: ctx, start: now, inflight: n}, nil
+		return l.answered(ctx, r, time.Now(), now, retry)
 	case <-t.C:
-		why2 = timeoutWhy
+		why = out.Expire
 	case <-ctx.Done():
-		why2 = ReasonGone
+		why = admit.Gone
 	}
-	now = time.Now()
+	end := time.Now()
 	l.mu.Lock()
-	if w.done {
-		// Admitted (or refused) just as it gave up: take the answer.
-		l.mu.Unlock()
+	ra, left := l.c.Leave(&w.w, end, why)
+	l.mu.Unlock()
+	if !left {
+		// Answered just as it gave up: take the answer.
 		r := <-w.ch
-		if r == ReasonNone {
-			if why2 == ReasonGone {
-				// Never serve a caller who has gone: pass the place on.
-				l.release(now, 0, 0, unsampled)
-				return Permit{}, l.refused(ReasonGone, 0, retry, now.Sub(w.since), ctx.Err())
-			}
+		if r == admit.None && why == admit.Gone {
+			// Never serve a caller who has gone: pass the place on.
 			l.mu.Lock()
-			n := l.inflight
+			l.c.Release(end, 0, 0, admit.Unsampled)
 			l.mu.Unlock()
-			if l.observe != nil {
-				l.observe(Event{Waited: now.Sub(w.since), Retry: retry})
-			}
-			return Permit{l: l, ctx: ctx, start: now, inflight: n}, nil
+			return Permit{}, l.refused(ReasonGone, 0, retry, end.Sub(now), ctx.Err())
 		}
-		return Permit{}, l.refusedLocked(r, now, retry, now.Sub(w.since))
+		return l.answered(ctx, r, end, now, retry)
 	}
-	l.removeLocked(w)
-	w.done = true
-	ra := time.Duration(0)
-	if why2 != ReasonGone {
-		ra = l.retryAfterLocked(now)
-	}
-	l.mu.Unlock()
 	var cause error
-	if why2 == ReasonGone {
-		cause = ctx.Err()
+	if why == admit.Gone {
+		ra, cause = 0, ctx.Err()
 	}
-	return Permit{}, l.refused(why2, ra, retry, now.Sub(w.since), cause)
+	return Permit{}, l.refused(Reason(why), ra, retry, end.Sub(now), cause)
 }
 
-// refusedLocked builds the refusal of a waiter answered by release (it
-// takes the lock for the retry-after).
-func (l *Limiter) refusedLocked(r Reason, now time.Time, retry bool, waited time.Duration) error {
-	l.mu.Lock()
-	ra := l.retryAfterLocked(now)
-	l.mu.Unlock()
-	return l.refused(r, ra, retry, waited)
+// answered returns the permit or the refusal of a waiter that joined the
+// queue at since and was answered r by the Core at now.
+func (l *Limiter) answered(ctx context.Context, r uint8, now, since time.Time, retry bool) (Permit, error) {
+	if r != admit.None {
+		l.mu.Lock()
+		ra := l.c.RetryAfter(now)
+		l.mu.Unlock()
+		return Permit{}, l.refused(Reason(r), ra, retry, now.Sub(since), nil)
+	}
+	if l.observe != nil {
+		l.observe(Event{Waited: now.Sub(since), Retry: retry})
+	}
+	return Permit{l: l, ctx: ctx, start: now, inflight: l.c.Inflight()}, nil
 }
 
-func (l *Limiter) refused(r Reason, ra time.Duration, retry bool, waited time.Duration, cause ...error) error {
+func (l *Limiter) refused(r Reason, ra time.Duration, retry bool, waited time.Duration, cause error) error {
 	if l.observe != nil {
 		l.observe(Event{Reason: r, Waited: waited, Retry: retry})
 	}
-	e := &RefusedError{Reason: r, RetryAfter: ra}
-	if len(cause) > 0 {
-		e.Err = cause[0]
-	}
-	return e
-}
-
-// expectedWaitLocked is how long a new waiter expects to wait: one place
-// per waiter served before it, a place freeing every mean/limit.
-func (l *Limiter) expectedWaitLocked() time.Duration {
-	ahead := l.queued
-	if l.q.overloaded && !l.cfg.LIFOOff {
-		ahead = 0 // it will be served first
-	}
-	return time.Duration(ahead+1) * l.slotLocked()
-}
-
-// slotLocked is the time between two places freeing at the limit.
-func (l *Limiter) slotLocked() time.Duration {
-	return l.mean / time.Duration(max(l.limit, 1))
-}
-
-// retryAfterLocked records a refusal at now and returns when the refused
-// request should come back: the time the queue needs to drain, at least
-// the no-queue latency, and at least as long as the limiter has been
-// refusing (refusals less than shedGap apart): an overload that has
-// lasted a while is likely to last as long again, and a caller told so
-// gives up rather than retry into it when its deadline is nearer.
-func (l *Limiter) retryAfterLocked(now time.Time) time.Duration {
-	if l.shedSince.IsZero() || now.Sub(l.lastShed) > shedGap {
-		l.shedSince = now
-	}
-	l.lastShed = now
-	return max(time.Duration(l.queued+1)*l.slotLocked(), l.v.baseline, now.Sub(l.shedSince), time.Millisecond)
-}
-
-// How a request ended, for release.
-type ending uint8
-
-const (
-	unsampled ending = iota // its latency says nothing (its caller went)
-	sampled                 // a latency sample
-	timedOut                // it ran out of time
-)
-
-// release ends a request. Its place goes to the next waiter that can still
-// use it.
-func (l *Limiter) release(now time.Time, rtt time.Duration, inflight int, how ending) {
-	l.mu.Lock()
-	if how != unsampled {
-		l.limit = int(l.v.sample(now, rtt, inflight, how == timedOut))
-		if l.mean == 0 {
-			l.mean = rtt
-		} else {
-			l.mean += (rtt - l.mean) / 16
-		}
-	}
-	l.inflight--
-	if l.queued > 0 && now.IsZero() {
-		now = time.Now()
-	}
-	for l.queued > 0 && l.inflight < l.limit {
-		bound := l.q.bound(now, true)
-		lifo := l.q.overloaded && !l.cfg.LIFOOff
-		w := l.head
-		if lifo {
-			w = l.tail
-		}
-		l.removeLocked(w)
-		w.done = true
-		waited := now.Sub(w.since)
-		switch {
-		case waited > bound:
-			w.ch <- ReasonQueueTime
-			continue
-		case !w.deadline.IsZero() && w.deadline.Sub(now) < l.v.baseline:
-			w.ch <- ReasonDeadline
-			continue
-		}
-		l.q.observe(now, waited, l.queued > 0)
-		l.inflight++
-		w.ch <- ReasonNone
-	}
-	l.mu.Unlock()
-}
-
-func (l *Limiter) pushLocked(w *waiter) {
-	w.prev = l.tail
-	if l.tail != nil {
-		l.tail.next = w
-	} else {
-		l.head = w
-	}
-	l.tail = w
-	l.queued++
-}
-
-func (l *Limiter) removeLocked(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	l.queued--
+	return &RefusedError{Reason: r, RetryAfter: ra, Err: cause}
 }
 
 // Stats returns a snapshot of l.
 func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Stats{Limit: l.limit, InFlight: l.inflight, Queued: l.queued, Baseline: l.v.baseline}
+	lim, in, q, base := l.c.Stats()
+	return Stats{Limit: lim, InFlight: in, Queued: q, Baseline: base}
 }

@@ -95,7 +95,7 @@ func TestQueueOverloadedLIFO(t *testing.T) {
 					}
 					held = p
 				}
-				if !l.q.overloaded {
+				if !l.c.Overloaded() {
 					t.Fatal("not overloaded after 240 ms of 8 ms waits")
 				}
 				var older, newer Permit
@@ -296,4 +296,46 @@ func TestAdaptiveFindsPool(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Many goroutines at a small fixed limit, admitted at once and through the
+// queue by turns: never more in flight than the limit, no waiter left
+// behind when places free (each waits at most a queue interval, and the
+// queue's lock-free fast path must hand every freed place to a waiter),
+// and nothing held at the end.
+func TestConcurrentNeverAboveLimit(t *testing.T) {
+	l := mustNew(t, Config{Limit: 3, MaxQueue: 100, QueueInterval: time.Second})
+	var mu sync.Mutex
+	inside, most, admitted := 0, 0, 0
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 200 {
+				p, err := l.Acquire(t.Context(), 0)
+				if err != nil {
+					t.Errorf("goroutine %d, request %d: %v, want admitted (a place frees well within the queue's interval)", g, i, err)
+					return
+				}
+				mu.Lock()
+				inside++
+				most = max(most, inside)
+				admitted++
+				mu.Unlock()
+				if i%3 == 0 {
+					time.Sleep(10 * time.Microsecond)
+				}
+				mu.Lock()
+				inside--
+				mu.Unlock()
+				p.Release()
+			}
+		})
+	}
+	wg.Wait()
+	if most > 3 {
+		t.Errorf("%d in flight at once, want at most the limit 3", most)
+	}
+	if st := l.Stats(); st.InFlight != 0 || st.Queued != 0 || admitted != 16*200 {
+		t.Errorf("after: %+v, %d admitted; want nothing held, 3200 admitted", st, admitted)
+	}
 }

@@ -2,11 +2,14 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Store implements queue.Inspector, the dashboard's questions (package ui).
@@ -141,4 +144,79 @@ func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.Dead
 		return nil, wrapErr("dead causes", err)
 	}
 	return out, nil
+}
+
+// deadCauseCountsSQL groups the dead-letter through heed_jobs_dead_cause_idx
+// (an index-only scan where the visibility map allows).
+const deadCauseCountsSQL = `SELECT kind, dead_reason, dead_cause, queue, count(*), min(finished_at), max(finished_at), max(id)
+	FROM heed_jobs WHERE state = 'dead'
+	GROUP BY kind, dead_reason, dead_cause, queue
+	ORDER BY count(*) DESC, kind, dead_reason, dead_cause, queue`
+
+// DeadCauseCounts implements queue.Inspector over the column dead_cause
+// of migration 11.
+func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCauseCount, error) {
+	q := deadCauseCountsSQL
+	if limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(limit)
+	}
+	rows, err := s.pool.Query(ctx, q)
+	if err != nil {
+		return nil, causeErr("dead cause counts", err)
+	}
+	var (
+		out       []queue.DeadCauseCount
+		c         queue.DeadCauseCount
+		first, la time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&c.Kind, &c.Reason, &c.Cause, &c.Queue, &c.Count, &first, &la, &c.MaxID}, func() error {
+		d := c
+		d.First, d.Last = first.UTC(), la.UTC()
+		out = append(out, d)
+		return nil
+	})
+	if err != nil {
+		return nil, causeErr("dead cause counts", err)
+	}
+	return out, nil
+}
+
+// DeadOfCause implements queue.Inspector with an index-only scan of
+// heed_jobs_dead_cause_idx, read backwards.
+func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) ([]queue.DeadCause, error) {
+	q := `SELECT id, kind, queue, dead_reason, finished_at
+		FROM heed_jobs WHERE state = 'dead' AND kind = $1 AND dead_reason = $2 AND dead_cause = $3
+		ORDER BY finished_at DESC, id DESC`
+	if limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(limit)
+	}
+	rows, err := s.pool.Query(ctx, q, key.Kind, key.Reason, key.Cause)
+	if err != nil {
+		return nil, causeErr("dead of cause", err)
+	}
+	var (
+		out []queue.DeadCause
+		c   queue.DeadCause
+		fin *time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin}, func() error {
+		d := c
+		d.FinishedAt = utcOrZero(fin)
+		out = append(out, d)
+		return nil
+	})
+	if err != nil {
+		return nil, causeErr("dead of cause", err)
+	}
+	return out, nil
+}
+
+// causeErr wraps err; a missing dead_cause column (a schema one release
+// behind, opened to read) matches queue.ErrSchemaTooOld.
+func causeErr(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column
+		return fmt.Errorf("pgstore: %s: %w (migration 11 not applied): %w", op, queue.ErrSchemaTooOld, err)
+	}
+	return wrapErr(op, err)
 }

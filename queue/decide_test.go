@@ -28,7 +28,7 @@ func testPolicy() retry.Policy {
 func TestDefaultPolicy(t *testing.T) {
 	p := DefaultPolicy()
 	if p.Attempts != 10 || p.Backoff.Base != 2*time.Second || p.Backoff.Cap != 5*time.Minute ||
-		p.Backoff.Jitter != backoff.FullJitter || p.TimeBudget != 24*time.Hour || p.AttemptTimeout != 15*time.Minute ||
+		p.Backoff.Jitter != backoff.FullJitter || p.TimeBudget != 24*time.Hour || p.AttemptTimeout != time.Minute ||
 		p.MaxPushback != time.Hour || p.Retryable != nil {
 		t.Errorf("DefaultPolicy() = %+v", p)
 	}

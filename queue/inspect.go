@@ -44,6 +44,21 @@ type Inspector interface {
 	// the dead-letter's index serves "the newest N" without reading the
 	// rest of the table.
 	DeadCauses(ctx context.Context, f JobFilter) ([]DeadCause, error)
+
+	// DeadCauseCounts counts every dead job by [CauseKey] and queue,
+	// largest count first (then by kind, reason, cause and queue), at
+	// most limit counts (0: all of them). It reads an index of the
+	// causes, not the jobs. A database whose schema predates that index
+	// (one release behind, opened to read) returns an error matching
+	// [ErrSchemaTooOld].
+	DeadCauseCounts(ctx context.Context, limit int) ([]DeadCauseCount, error)
+
+	// DeadOfCause returns the dead jobs of key, as [DeadCause] without
+	// their error text (Error is empty: the index of causes answers
+	// without reading the jobs), newest death first ((FinishedAt, ID)
+	// descending), at most limit (0: all). Its errors are those of
+	// DeadCauseCounts.
+	DeadOfCause(ctx context.Context, key CauseKey, limit int) ([]DeadCause, error)
 }
 
 // Throughput is one count of [Inspector.Throughput].
@@ -65,4 +80,30 @@ type DeadCause struct {
 	// Error is the error text of the job's last history entry ("" when
 	// that entry has none).
 	Error string
+}
+
+// CauseKey names a cause of death in the dead-letter: the jobs of one
+// kind and dead reason whose last history entry's error text starts the
+// same way once digits are set aside. Cause is computed by the store's
+// database from each dead job's row (so that every writer, whatever its
+// version, keeps it right): the first 300 characters of that error text,
+// with every digit read as "0" ("dial tcp 00.0.0.0:0000: connection
+// refused"). Texts that differ only in their numbers (addresses, ports,
+// counts, many IDs) share a key.
+type CauseKey struct {
+	Kind   string
+	Reason string // Job.DeadReason
+	Cause  string
+}
+
+// DeadCauseCount is one count of [Inspector.DeadCauseCounts]: the dead
+// jobs of one [CauseKey] in one queue.
+type DeadCauseCount struct {
+	CauseKey
+	Queue string
+	Count int // at least 1
+	// First and Last are when the oldest and the newest of them died.
+	First, Last time.Time
+	// MaxID is the highest ID among them, a sample.
+	MaxID int64
 }

@@ -31,10 +31,18 @@ const (
 	// longer wanted as it was (a report, a notification), and the bound
 	// holds when Attempts or the backoff are raised.
 	DefaultTimeBudget = 24 * time.Hour
-	// DefaultAttemptTimeout limits each attempt (15 min): a hung handler
-	// otherwise holds its slot, and its lease, forever. Raise it for long
-	// jobs; leases are renewed however long an attempt runs.
-	DefaultAttemptTimeout = 15 * time.Minute
+	// DefaultAttemptTimeout limits each attempt (1 min): a hung handler
+	// otherwise holds its slot, and its lease, forever. A dependency that
+	// accepts calls and never answers (a black hole) fills every slot of
+	// a worker in its first second, and the worker serves nothing until
+	// those attempts end: 1 min is the horizon in which a killed worker's
+	// jobs run again (DefaultLease), River's default job timeout, and
+	// twice the built-in job kinds' 30 s; a 5 s black hole then stops a
+	// worker for a minute, not for 15 (the default until this release).
+	// Raise it for long jobs (WorkerConfig.Policy, KindPolicy, or a job's
+	// own JobPolicy.AttemptTimeout); leases are renewed however long an
+	// attempt runs.
+	DefaultAttemptTimeout = time.Minute
 	// DefaultMaxPushback caps a wait asked for with retry.After (1 h, where
 	// in-process calls cap it at 30 s): a job can afford to honour a
 	// server's Retry-After of many minutes; the time budget still bounds it.

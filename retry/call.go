@@ -63,9 +63,15 @@ type Call struct {
 	Durable bool
 
 	permit breaker.Permit
-	n      int                   // decisions in the trace
-	buf    [traceInline]Decision // the first decisions of the trace
-	rest   []Decision            // the others
+	start  time.Time // when the attempt that ended last started, with a Hedge
+	// hedges is the hedges sent so far; raceHedges and raceWon describe
+	// the race of the attempt that ended last, for its decision.
+	hedges     int
+	raceHedges int
+	raceWon    bool
+	n          int                   // decisions in the trace
+	buf        [traceInline]Decision // the first decisions of the trace
+	rest       []Decision            // the others
 }
 
 // Limit is when an attempt must end at the latest, and which limit ends it
@@ -218,18 +224,29 @@ func (c *Call) End(now time.Time, r Result) Decision {
 	if r.Err == nil && r.Outcome == OutcomeSuccess {
 		// Success, the common case, without the rest of the rules.
 		c.outcome(now, OutcomeSuccess)
-		if h.Attempts > 1 && c.Policy.Budget != nil {
-			c.Policy.Budget.RetrySucceededAt(now) // a productive retry earns more
+		if h.Attempts-c.hedges > 1 && c.Policy.Budget != nil {
+			// A productive retry earns more; a hedge that won does not,
+			// so that hedges stay within the budget's ratio.
+			c.Policy.Budget.RetrySucceededAt(now)
 		}
 		d := Decision{Action: Done, Reason: ReasonSuccess, Attempt: h.Attempts, At: now}
 		if !h.Start.IsZero() && !now.IsZero() {
 			d.Elapsed = now.Sub(h.Start)
+		}
+		if hg := c.Policy.Hedge; hg != nil {
+			if !c.start.IsZero() && !now.IsZero() {
+				hg.record(now.Sub(c.start))
+			}
+			c.hedgeDecision(&d)
 		}
 		return d
 	}
 	p := &c.Policy
 	h.TimedOut, h.NotRepeatable = r.TimedOut, r.NotRepeatable
 	d := decide(p, h, &r, now, p.Rand, c.Durable)
+	if p.Hedge != nil {
+		c.hedgeDecision(&d)
+	}
 	c.outcome(now, d.Outcome)
 	h.TimedOut, h.NotRepeatable = false, false
 	if d.Action == Retry {
@@ -239,6 +256,12 @@ func (c *Call) End(now time.Time, r Result) Decision {
 		c.record(d)
 	}
 	return d
+}
+
+// hedgeDecision adds the race of the attempt that ended to d.
+func (c *Call) hedgeDecision(d *Decision) {
+	d.Hedges, d.HedgeWon = c.raceHedges, c.raceWon
+	c.raceHedges, c.raceWon, c.start = 0, false, time.Time{}
 }
 
 // outcome records the outcome of the admitted attempt in the breaker: a

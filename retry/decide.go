@@ -137,6 +137,11 @@ type Decision struct {
 	// (the context's or TimeBudget), a Budget, a Breaker or an Observe
 	// function. Without any of them, At and Elapsed are zero.
 	Elapsed time.Duration
+	// Hedges is the number of hedges sent beside the attempt (see
+	// [Hedge]); they count in Attempt. HedgeWon says the result decided on
+	// is a hedge's.
+	Hedges   int
+	HedgeWon bool
 }
 
 // String describes the decision in one line, such as
@@ -158,6 +163,12 @@ func (d Decision) String() string {
 		}
 	case GiveUp:
 		fmt.Fprintf(&b, ", gave up: %s", d.Reason)
+	}
+	switch {
+	case d.HedgeWon:
+		fmt.Fprintf(&b, " (%d hedged, a hedge won)", d.Hedges)
+	case d.Hedges > 0:
+		fmt.Fprintf(&b, " (%d hedged)", d.Hedges)
 	}
 	return b.String()
 }

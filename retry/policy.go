@@ -120,6 +120,16 @@ type Policy struct {
 	// until it may admit again).
 	Breaker *breaker.Breaker
 
+	// Hedge, when set, sends hedged requests: when an attempt has not
+	// answered after a delay, another one races it (see [Hedge]). Default:
+	// none. Hedges count in Attempts and in the Budget, and are refused by
+	// the Breaker. The executors that make requests hedge (retryhttp,
+	// heedgrpc's unary calls, the simulator); [Do] makes one attempt at a
+	// time and ignores it, since a function that a hedge could run beside
+	// its first attempt would have to live on the heap, and Do allocates
+	// nothing.
+	Hedge *Hedge
+
 	// Observe, when set, is called after every attempt with the decision
 	// taken, on the goroutine that called Do. It must not block. See
 	// [LogObserver] for a log/slog adapter.
@@ -148,6 +158,9 @@ func (p *Policy) Validate() error {
 	}
 	if err := p.Backoff.Validate(); err != nil {
 		return fmt.Errorf("retry: Policy.Backoff: %w", err)
+	}
+	if p.Hedge != nil {
+		return p.Hedge.validate()
 	}
 	return nil
 }

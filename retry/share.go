@@ -36,7 +36,7 @@ func shareLimit(p *Policy, attempts int, upstreamOwns bool, lim Limit, now time.
 // AdmitFirst is [Call.Admit] and [Call.ShareLimit] for the first attempt
 // of a call under p, for an executor that keeps no Call while that
 // attempt may still succeed (a success needs none of a Call's state).
-// When p has no Clock, no Breaker and no time limits of its own
+// When p has no Clock, no Breaker, no Hedge and no time limits of its own
 // (AttemptTimeout, TimeBudget), and the caller's deadline dl (zero for
 // none) has not passed at now, it counts the request in p's Budget and
 // returns the attempt's Limit and true: dl, or share of the time left
@@ -50,7 +50,7 @@ func shareLimit(p *Policy, attempts int, upstreamOwns bool, lim Limit, now time.
 // upstreamOwns, and calls its End: the call goes on as if the Call's
 // Admit had admitted the attempt at now.
 func (p *Policy) AdmitFirst(now, dl time.Time, share float64, upstreamOwns bool) (Limit, bool) {
-	if p.Clock != nil || p.Breaker != nil || p.AttemptTimeout > 0 || p.TimeBudget > 0 {
+	if p.Clock != nil || p.Breaker != nil || p.AttemptTimeout > 0 || p.TimeBudget > 0 || p.Hedge != nil {
 		return Limit{}, false
 	}
 	var lim Limit

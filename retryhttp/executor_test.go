@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,15 +25,22 @@ type httpExecutor struct{}
 func (httpExecutor) Durable() bool { return false }
 
 type scripted struct {
-	c executortest.Case
-	n int
+	c  executortest.Case
+	mu sync.Mutex // hedges call at the same time
+	n  int
 }
 
 func (s *scripted) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
 	s.n++
+	st := s.c.Step(s.n)
+	s.mu.Unlock()
+	if err := executortest.Take(req.Context(), st); err != nil {
+		return nil, err
+	}
 	resp := &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{},
 		Body: io.NopCloser(strings.NewReader("")), Request: req}
-	switch st := s.c.Step(s.n); st.Kind {
+	switch st.Kind {
 	case executortest.Transient:
 		resp.StatusCode, resp.Status = 503, "503 Service Unavailable"
 	case executortest.Permanent:
@@ -68,6 +76,8 @@ func (httpExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 }
 
 func TestConformance(t *testing.T) { executortest.Run(t, httpExecutor{}) }
+
+func TestConformanceHedge(t *testing.T) { executortest.RunHedge(t, httpExecutor{}) }
 
 // slowBase answers every request in 2 s, unless its context ends first.
 type slowBase struct{ requests int }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/heed-go/heed/clock"
@@ -137,18 +138,34 @@ func (c *call) upstreamOwns(ctx context.Context) bool {
 
 // attempt is the result of one attempt.
 type attempt struct {
-	resp     *http.Response
-	err      error // the transport error, unmarked
-	cancel   context.CancelFunc
-	timedOut bool
-	prog     *progress
+	resp   *http.Response
+	err    error // the transport error, unmarked
+	cancel context.CancelFunc
+	// raceCancel ends the context of a race's winner (retry.Call.Race).
+	raceCancel context.CancelFunc
+	timedOut   bool
+	prog       *progress
 }
 
 func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body io.ReadCloser, rw *rewinder, repeatable bool) (*http.Response, error) {
 	t := c.t
 	clk := p.Clock
 	now := clock.Now(clk)
-	rc := retry.Call{Policy: *p, History: h}
+	// A request that may hedge keeps its Call in a racer from a pool,
+	// whose attempts run on goroutines of their own (retry.Call.Race);
+	// the others keep it on the stack (&rc handed to the race would move
+	// every request's Call to the heap: 640 bytes and an allocation).
+	var (
+		local retry.Call
+		rc    = &local
+		r     *racer
+	)
+	if repeatable && rw.ok && p.Hedge != nil {
+		r = racerPool.Get().(*racer)
+		rc = &r.rc
+		defer r.release()
+	}
+	*rc = retry.Call{Policy: *p, History: h}
 	var (
 		timer clock.Timer
 		last  error // the last attempt's error
@@ -190,74 +207,29 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			lim = rc.ShareLimit(lim, now, t.attemptShare())
 		}
 		start := now
-		a := c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
+		var a attempt
+		if r != nil {
+			a, start = c.race(ctx, r, now, lim, body, rw, tracing)
+		} else {
+			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
+		}
 		body = nil
-		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil {
+		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil && (p.Hedge == nil || p.Hedge.Delay > 0) {
 			// Fast path: a first attempt accepted, and nothing needs the
 			// time (a retry that succeeds goes through End, which tells
-			// the budget).
+			// the budget; a hedge sent counts as an attempt, and an
+			// adaptive hedge delay learns the latency in End).
 			return c.final(a)
 		}
 		now = clock.Now(clk)
 
 		if a.err != nil && ctx.Err() != nil {
 			rc.Abandon(now)
-			if a.cancel != nil {
-				a.cancel()
-			}
+			c.discard(a)
 			return nil, ctx.Err()
 		}
-
-		// Classify the attempt for the call protocol: the class is handed
-		// over as data; an error the transport does not know is left to
-		// the policy's classifier.
-		var (
-			res    = retry.Result{Err: a.err, TimedOut: a.timedOut}
-			class  Class
-			status int
-			hint   time.Duration
-			hinted bool
-		)
-		if a.err != nil {
-			gotConn := -1
-			if a.prog != nil {
-				gotConn = 0
-				if a.prog.bits.Load()&pConn != 0 {
-					gotConn = 1
-				}
-			}
-			res.Outcome, class = classifyErr(a.err, gotConn)
-			if a.timedOut {
-				res.Outcome = retry.OutcomeTimeout // our own limit cut it
-			} else if res.Outcome == retry.OutcomeSuccess && errors.Is(a.err, context.DeadlineExceeded) {
-				// Neither our limit nor the caller's: a wrapping
-				// transport's, say. Worth a retry if time is left.
-				res.Outcome = retry.OutcomeTransient
-			}
-		} else {
-			status = a.resp.StatusCode
-			if deadline.UpstreamOpen(a.resp) {
-				// A healthy server whose own dependency is refused by its
-				// breaker: not worth a retry, and no failure of this
-				// server's, so our breaker does not count it.
-				res.Err = &StatusError{StatusCode: status, Status: a.resp.Status}
-				res.Outcome = retry.OutcomePermanent
-			} else if t.retryable(status) || t.keyedConflict(c, a.resp) {
-				class = RetryableStatus
-				se := &StatusError{StatusCode: status, Status: a.resp.Status}
-				if v := a.resp.Header.Get("Retry-After"); v != "" {
-					hint, hinted = ParseRetryAfter(v, now)
-				}
-				se.RetryAfter = hint
-				res.Err, res.Outcome = se, retry.OutcomeTransient
-				if hinted {
-					res.Outcome, res.Wait = retry.OutcomePushback, hint
-				}
-			}
-		}
-		// Is this attempt safe to repeat?
-		canRepeat := rw.ok && (repeatable || class == NeverSent || status == http.StatusRequestTimeout)
-		res.NotRepeatable = !canRepeat
+		cl := c.classify(&a, now, rw, repeatable)
+		res, class, status, hint, hinted := cl.res, cl.class, cl.status, cl.hint, cl.hinted
 		rc.History.UpstreamOwns = c.upstreamOwns(ctx)
 		d := rc.End(now, res)
 		last = a.err
@@ -306,6 +278,138 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	}
 }
 
+// classified is an attempt's result classified for the call protocol.
+type classified struct {
+	res    retry.Result
+	class  Class
+	status int
+	hint   time.Duration
+	hinted bool
+}
+
+// classify classifies attempt a, ended at now, for the call protocol: the
+// class is handed over as data; an error the transport does not know is
+// left to the policy's classifier. It must not change c: the attempts of
+// a race call it at the same time.
+func (c *call) classify(a *attempt, now time.Time, rw *rewinder, repeatable bool) (cl classified) {
+	t := c.t
+	res := &cl.res
+	*res = retry.Result{Err: a.err, TimedOut: a.timedOut}
+	if a.err != nil {
+		gotConn := -1
+		if a.prog != nil {
+			gotConn = 0
+			if a.prog.bits.Load()&pConn != 0 {
+				gotConn = 1
+			}
+		}
+		res.Outcome, cl.class = classifyErr(a.err, gotConn)
+		if a.timedOut {
+			res.Outcome = retry.OutcomeTimeout // our own limit cut it
+		} else if res.Outcome == retry.OutcomeSuccess && errors.Is(a.err, context.DeadlineExceeded) {
+			// Neither our limit nor the caller's: a wrapping
+			// transport's, say. Worth a retry if time is left.
+			res.Outcome = retry.OutcomeTransient
+		}
+	} else {
+		cl.status = a.resp.StatusCode
+		if deadline.UpstreamOpen(a.resp) {
+			// A healthy server whose own dependency is refused by its
+			// breaker: not worth a retry, and no failure of this
+			// server's, so our breaker does not count it.
+			res.Err = &StatusError{StatusCode: cl.status, Status: a.resp.Status}
+			res.Outcome = retry.OutcomePermanent
+		} else if t.retryable(cl.status) || t.keyedConflict(c, a.resp) {
+			cl.class = RetryableStatus
+			se := &StatusError{StatusCode: cl.status, Status: a.resp.Status}
+			if v := a.resp.Header.Get("Retry-After"); v != "" {
+				cl.hint, cl.hinted = ParseRetryAfter(v, now)
+			}
+			se.RetryAfter = cl.hint
+			res.Err, res.Outcome = se, retry.OutcomeTransient
+			if cl.hinted {
+				res.Outcome, res.Wait = retry.OutcomePushback, cl.hint
+			}
+		}
+	}
+	// Is this attempt safe to repeat?
+	canRepeat := rw.ok && (repeatable || cl.class == NeverSent || cl.status == http.StatusRequestTimeout)
+	res.NotRepeatable = !canRepeat
+	return cl
+}
+
+// race makes the attempt r.rc admitted at now with the hedges its policy
+// allows beside it (retry.Call.Race), for a request that is safe to
+// repeat, and returns the attempt the call goes on with and when it
+// started; the others' responses are drained. Each hedge sends a body of
+// its own (GetBody, or the buffer).
+func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
+	// Read what c reads lazily now: the attempts must not change it. They
+	// use copies of c and rw, so that those stay on the stack.
+	c.idempotencyKey()
+	c.upstreamOwns(ctx)
+	r.c, r.rw = *c, *rw
+	r.body, r.now, r.tracing, r.first = body, now, tracing, r.rc.History.Attempts+1
+	_, n, cancel := r.rc.Race(ctx, now, lim, r.fn)
+	k := n - r.first
+	for j := range r.slots {
+		if j != k {
+			c.discard(r.slots[j])
+		}
+	}
+	a, start := r.slots[k], r.starts[k]
+	a.raceCancel = cancel
+	r.slots, r.body = [maxRacers]attempt{}, nil
+	return a, start
+}
+
+// racer is what the attempts of one race share.
+type racer struct {
+	c       call
+	rw      rewinder
+	rc      retry.Call
+	body    io.ReadCloser // the first attempt's
+	now     time.Time     // when the first attempt started
+	tracing bool
+	first   int // the first attempt's number
+	slots   [maxRacers]attempt
+	starts  [maxRacers]time.Time
+	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
+}
+
+// release puts r back in the pool, cleared.
+func (r *racer) release() {
+	*r = racer{fn: r.fn}
+	racerPool.Put(r)
+}
+
+var racerPool = sync.Pool{New: func() any {
+	r := new(racer)
+	r.fn = r.attempt
+	return r
+}}
+
+// attempt makes attempt n of the race, the first or a hedge.
+func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Result {
+	k := n - r.first
+	b, start := r.body, r.now
+	if k > 0 {
+		start = clock.Now(r.rc.Policy.Clock)
+		var err error
+		if b, err = r.rw.body(); err != nil {
+			r.slots[k] = attempt{err: err}
+			return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
+		}
+	}
+	r.starts[k] = start
+	r.slots[k] = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
+	return r.c.classify(&r.slots[k], clock.Now(r.rc.Policy.Clock), &r.rw, true).res
+}
+
+// maxRacers is the most attempts a race makes: the first and
+// retry.Hedge's largest Max.
+const maxRacers = 5
+
 // final returns the response of attempt a to the caller, with a body that
 // releases the attempt's context when closed and enforces the size cap.
 func (c *call) final(a attempt) (*http.Response, error) {
@@ -314,8 +418,8 @@ func (c *call) final(a attempt) (*http.Response, error) {
 		c.discard(a)
 		return nil, retry.Permanent(&bodyTooLargeError{size: resp.ContentLength, max: max})
 	}
-	if (a.cancel != nil || max > 0) && resp.Body != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-		resp.Body = &finalBody{rc: resp.Body, cancel: a.cancel, max: max, left: max}
+	if (a.cancel != nil || a.raceCancel != nil || max > 0) && resp.Body != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp.Body = &finalBody{rc: resp.Body, cancel: a.cancel, raceCancel: a.raceCancel, max: max, left: max}
 	}
 	return resp, nil
 }
@@ -324,6 +428,9 @@ func (c *call) discard(a attempt) {
 	discard(a.resp, c.t.drainLimit())
 	if a.cancel != nil {
 		a.cancel()
+	}
+	if a.raceCancel != nil {
+		a.raceCancel()
 	}
 }
 

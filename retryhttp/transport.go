@@ -54,6 +54,13 @@
 // the request headers off for hosts that are not heed services (third-party
 // APIs).
 //
+// Hedging (Policy.Hedge, off by default): a request that may be repeated
+// and has not been answered after the hedge's delay is sent again beside
+// the first, with the next Retry-Attempt; the first acceptable response
+// wins, the others are cancelled and their bodies drained. Hedges are
+// attempts: they count in Policy.Attempts and in the host's retry budget,
+// and its breaker refuses them. An unkeyed POST is never hedged.
+//
 // With a deadline on the request's context and no Policy.AttemptTimeout, an
 // attempt may take all the time left: a slow server that is working is not
 // cut off. Transport.AttemptShare (none by default) limits an attempt that
@@ -141,7 +148,13 @@ type Transport struct {
 	// default 30 s), Clock and Rand apply as in retry.Do. Observe is
 	// called after every attempt. Retryable classifies transport errors
 	// the transport does not know. A Budget or Breaker set here is shared
-	// by all hosts instead of the per-host ones.
+	// by all hosts instead of the per-host ones. Hedge (off by default)
+	// hedges the requests this transport would retry (an idempotent
+	// method, or an Idempotency-Key with keyed retries allowed, and a body
+	// it can send again), each host with a copy of its own that learns
+	// that host's latencies; every hedge sends the request's one key and a
+	// body of its own (from GetBody, which must then be safe to call from
+	// several goroutines at once, as http.NewRequest's is).
 	Policy retry.Policy
 
 	// RetryStatus lists the statuses retried (empty: DefaultRetryStatus).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heed-go/heed/queue"
@@ -149,4 +151,72 @@ func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.Dead
 		out = append(out, c)
 	}
 	return out, wrap("dead causes", rows.Err())
+}
+
+// DeadCauseCounts implements queue.Inspector over the column dead_cause
+// of migration 11, through its index.
+func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCauseCount, error) {
+	q := `SELECT kind, coalesce(dead_reason, ''), coalesce(dead_cause, ''), queue, count(*), min(finished_at), max(finished_at), max(id)
+		FROM heed_jobs WHERE state = 'dead'
+		GROUP BY kind, dead_reason, dead_cause, queue
+		ORDER BY count(*) DESC, kind, dead_reason, dead_cause, queue`
+	if limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q)
+	if err != nil {
+		return nil, causeErr("dead cause counts", err)
+	}
+	defer rows.Close()
+	var out []queue.DeadCauseCount
+	for rows.Next() {
+		var (
+			c         queue.DeadCauseCount
+			first, la sql.NullInt64
+		)
+		if err := rows.Scan(&c.Kind, &c.Reason, &c.Cause, &c.Queue, &c.Count, &first, &la, &c.MaxID); err != nil {
+			return nil, wrap("dead cause counts", err)
+		}
+		c.First, c.Last = fromMicros(first), fromMicros(la)
+		out = append(out, c)
+	}
+	return out, wrap("dead cause counts", rows.Err())
+}
+
+// DeadOfCause implements queue.Inspector with the index of the causes
+// alone (it covers the columns read), read backwards.
+func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) ([]queue.DeadCause, error) {
+	q := `SELECT id, kind, queue, coalesce(dead_reason, ''), finished_at
+		FROM heed_jobs WHERE state = 'dead' AND kind = ? AND dead_reason = ? AND dead_cause = ?
+		ORDER BY finished_at DESC, id DESC`
+	if limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, key.Kind, key.Reason, key.Cause)
+	if err != nil {
+		return nil, causeErr("dead of cause", err)
+	}
+	defer rows.Close()
+	var out []queue.DeadCause
+	for rows.Next() {
+		var (
+			c   queue.DeadCause
+			fin sql.NullInt64
+		)
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin); err != nil {
+			return nil, wrap("dead of cause", err)
+		}
+		c.FinishedAt = fromMicros(fin)
+		out = append(out, c)
+	}
+	return out, wrap("dead of cause", rows.Err())
+}
+
+// causeErr wraps err; a missing dead_cause column (a schema one release
+// behind, opened to read) matches queue.ErrSchemaTooOld.
+func causeErr(op string, err error) error {
+	if err != nil && strings.Contains(err.Error(), "no such column: dead_cause") {
+		return fmt.Errorf("sqlitestore: %s: %w (migration 11 not applied): %w", op, queue.ErrSchemaTooOld, err)
+	}
+	return wrap(op, err)
 }

@@ -106,7 +106,12 @@ func (h *Handler) deadConfirm(w http.ResponseWriter, r *http.Request) {
 		if g == nil {
 			return
 		}
-		ids, v.Group = g.IDs, g
+		var err error
+		if ids, err = h.groupJobs(r.Context(), g, maxSelect); err != nil {
+			h.internal(w, r, "list the group's jobs", err)
+			return
+		}
+		v.Group = g
 	} else {
 		var err error
 		if ids, err = parseIDs(r.PostForm["id"]); err != nil {

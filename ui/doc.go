@@ -22,6 +22,12 @@
 //     [Fingerprint] of the last error, each group with its count, first
 //     and last death and a sample; requeue or delete a group or a
 //     selection after a confirmation that states how many jobs it touches.
+//     Every dead job is counted: the store keeps an index of each dead
+//     job's cause (its last error text with digits read as 0, computed by
+//     the database), which the page reads with one GROUP BY and merges by
+//     fingerprint ([queue.Inspector].DeadCauseCounts). Over a database one
+//     release behind, without that index, it groups the newest 2,000 and
+//     says so.
 //
 // The overview's counts are shared: one count at a time runs in the
 // background and every viewer gets the latest (see [Config].Refresh), so

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/queue"
 )
 
@@ -259,7 +260,12 @@ type Group struct {
 	// Sample is the group's newest job.
 	Sample queue.DeadCause
 	Queues []string // the queues its jobs are in, sorted
-	IDs    []int64  // its jobs, ascending
+	// IDs are its jobs, ascending, when [GroupDead] made it from a list
+	// of them; nil when the dashboard counted it from the store's index
+	// of causes ([queue.Inspector].DeadCauseCounts).
+	IDs []int64
+
+	keys []queue.CauseKey // the causes counted in it, the latest death first; nil: IDs holds its jobs
 }
 
 // GroupID returns the ID of the group of kind, reason and fingerprint.
@@ -301,6 +307,58 @@ func GroupDead(dead []queue.DeadCause) []Group {
 		slices.Sort(g.Queues)
 		out[i] = *g
 	}
+	sortGroups(out)
+	return out
+}
+
+// groupCounts merges the store's counts of causes into groups of one
+// kind, reason and fingerprint (a cause's digits are all 0, which
+// Fingerprint masks as any number), largest first as [GroupDead] orders
+// them. Each group's Sample holds only the ID of its highest job of the
+// latest cause; keys lists its causes, the latest death first.
+func groupCounts(counts []queue.DeadCauseCount) []Group {
+	byID := map[string]*Group{}
+	var order []*Group
+	lastOf := map[queue.CauseKey]time.Time{}
+	for _, c := range counts {
+		fp := Fingerprint(redact.Text(c.Cause))
+		id := GroupID(c.Kind, c.Reason, fp)
+		g := byID[id]
+		if g == nil {
+			g = &Group{ID: id, Kind: c.Kind, Reason: c.Reason, Fingerprint: fp, First: c.First, Last: c.Last, Sample: queue.DeadCause{ID: c.MaxID}}
+			byID[id] = g
+			order = append(order, g)
+		}
+		g.Count += c.Count
+		if c.First.Before(g.First) {
+			g.First = c.First
+		}
+		if c.Last.After(g.Last) || c.Last.Equal(g.Last) && c.MaxID > g.Sample.ID {
+			g.Last, g.Sample.ID = c.Last, c.MaxID
+		}
+		if !slices.Contains(g.Queues, c.Queue) {
+			g.Queues = append(g.Queues, c.Queue)
+		}
+		if last, ok := lastOf[c.CauseKey]; !ok {
+			g.keys = append(g.keys, c.CauseKey)
+			lastOf[c.CauseKey] = c.Last
+		} else if c.Last.After(last) {
+			lastOf[c.CauseKey] = c.Last
+		}
+	}
+	out := make([]Group, len(order))
+	for i, g := range order {
+		slices.Sort(g.Queues)
+		slices.SortStableFunc(g.keys, func(a, b queue.CauseKey) int { return lastOf[b].Compare(lastOf[a]) })
+		out[i] = *g
+	}
+	sortGroups(out)
+	return out
+}
+
+// sortGroups orders groups largest first, then the most recent, then by
+// ID.
+func sortGroups(out []Group) {
 	slices.SortStableFunc(out, func(a, b Group) int {
 		switch {
 		case a.Count != b.Count:
@@ -310,5 +368,4 @@ func GroupDead(dead []queue.DeadCause) []Group {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out
 }

@@ -77,7 +77,7 @@ func TestPages(t *testing.T) {
 			strings.Contains(body, "webhook") {
 			t.Errorf("GET /jobs?state=scheduled: %d, want job %d and no job due now:\n%.500s", code, later.ID, body)
 		}
-		if _, body, _ := e.get(t, "/"); !strings.Contains(body, `<th class="num">Cancelled</th>`) || !strings.Contains(body, `state=scheduled`) {
+		if _, body, _ := e.get(t, "/"); !strings.Contains(body, `<th class="num opt">Cancelled</th>`) || !strings.Contains(body, `state=scheduled`) {
 			t.Errorf("GET /: no cancelled column or no link to the scheduled jobs")
 		}
 		if _, body, _ := e.get(t, fmt.Sprintf("/jobs/%d", e.sd.budget.ID)); !strings.Contains(body, "<b>give up</b></td><td>time budget</td>") ||

@@ -2,14 +2,18 @@ package ui
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/heed-go/heed/internal/redact"
@@ -55,6 +59,7 @@ func (h *Handler) parseTemplates() error {
 		"plural": plural,
 		"num":    func(n int) string { return textfmt.Group(float64(n)) },
 		"words":  words,
+		"acts":   func(n int) int { return min(n, maxSelect) },
 		"u":      h.u,
 		"cut": func(n int, s string) string {
 			if len(s) <= n {
@@ -66,6 +71,14 @@ func (h *Handler) parseTemplates() error {
 			return s[:n] + "…"
 		},
 		"add": func(a, b float64) float64 { return a + b },
+		"sub": func(a, b int) int { return a - b },
+		"dict": func(kv ...string) map[string]string {
+			m := map[string]string{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i]] = kv[i+1]
+			}
+			return m
+		},
 		"mul": func(a float64, b int) float64 { return a * float64(b) },
 		"int": func(i int) float64 { return float64(i) },
 		"pct": func(n, total int) string {
@@ -98,7 +111,7 @@ func (h *Handler) parseTemplates() error {
 		return fmt.Errorf("ui: templates: %w", err)
 	}
 	h.pages = map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "group", "confirm", "login", "message"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "group", "confirm", "bulk", "login", "message"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return fmt.Errorf("ui: template %s: %w", name, err)
@@ -108,6 +121,10 @@ func (h *Handler) parseTemplates() error {
 	return nil
 }
 
+// livePages are the pages that refresh themselves: every page that
+// reads (not a confirmation, a form or a message).
+var livePages = map[string]bool{"overview": true, "jobs": true, "job": true, "dead": true, "group": true}
+
 // render writes the page name with data; a request with the header
 // X-Heed-Partial gets only its main part (the live updates swap it in).
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
@@ -116,7 +133,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, name, title str
 
 func (h *Handler) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, flash string) {
 	p := page{Title: title, Nav: name, Path: h.cfg.Path, Now: h.now(), Actions: !h.cfg.ReadOnly, Authed: h.authed(r),
-		Live: name == "overview", Flash: flash, Self: r.URL.RequestURI(), Data: data, AxisW: AxisWidth,
+		Live: livePages[name], Flash: flash, Self: r.URL.RequestURI(), Data: data, AxisW: AxisWidth,
 		ChartW: chartW, ChartH: chartH, MaxGroup: maxGrouped}
 	if p.Flash == "" {
 		p.Flash = flashOf(r.URL.Query())
@@ -187,6 +204,7 @@ type jobsView struct {
 	Jobs                            []jobRow
 	Prev, Next                      string // queries of the neighbour pages ("" when none)
 	SearchedArgs                    bool
+	Filter, Query                   string // the filter in words, and as a query
 }
 
 type jobRow struct {
@@ -210,11 +228,12 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	if v.Order != "oldest" {
 		v.Order = "newest"
 	}
-	f := queue.JobFilter{Queue: v.Queue, Kind: v.Kind, Limit: pageSize + 1}
-	if f.SelectState(v.State, h.now()) != nil {
-		h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Bad request: state %q is not one of %s.", v.State, strings.Join(v.States, ", ")))
+	f, _, err := h.listFilter(q)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, "Bad request: "+err.Error()+".")
 		return
 	}
+	f.Limit = pageSize + 1
 	after, errA := cursor(q.Get("after"))
 	before, errB := cursor(q.Get("before"))
 	if errA != nil || errB != nil {
@@ -236,6 +255,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		f.Newest = newest
 	}
 	v.SearchedArgs = h.authed(r)
+	v.Filter, v.Query = describe(q), listQuery(q)
 	list, err := h.inspect.JobSearch(r.Context(), queue.SearchParams{Filter: f, Text: v.Text, InArgs: v.SearchedArgs})
 	if err != nil {
 		h.internal(w, r, "list the jobs", err)
@@ -365,21 +385,145 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 }
 
 // maxGrouped is how many of the newest dead jobs the dead-letter page
-// groups: reading each one's last error costs a row read, about 0.1 ms in
-// PostgreSQL, so that the page answers in a fraction of a second however
-// large the dead-letter (which the page says when it is larger).
+// groups when the database is one release behind (it has no index of
+// causes): reading each one's last error costs a row read, about 0.1 ms
+// in PostgreSQL, so that the page answers in a fraction of a second
+// however large the dead-letter (which the page says when it is larger).
 const maxGrouped = 2000
+
+// maxCauses caps the causes (distinct kinds, reasons, queues and error
+// texts read with their digits as 0) the dead-letter page reads from the
+// index of causes; the dead jobs of further causes are counted, not
+// grouped, and the page says so.
+const maxCauses = 10000
+
+// maxKeysRead caps the causes whose jobs a group's page (or an action on
+// the whole group) reads: a group whose error texts differ beyond their
+// numbers (random IDs with letters) may have many.
+const maxKeysRead = 100
+
+// maxSampled is how many groups of the dead-letter page show their
+// newest death as their sample (one read of the index each).
+const maxSampled = 50
 
 type deadView struct {
 	Groups  []Group
 	Total   int // dead jobs in the dead-letter
 	Grouped int // of which grouped
 	Oldest  time.Time
+	Causes  int       // the causes read, at most maxCauses
+	At      time.Time // when they were counted
+	// Newest: grouped from the newest dead jobs (a database one release
+	// behind, without the index of causes), not from all of them.
+	Newest bool
 }
 
-// groups groups the newest maxGrouped dead jobs.
-func (h *Handler) groups(r *http.Request) (deadView, error) {
-	var v deadView
+// groups groups every dead job through the store's index of causes, or,
+// in a database without it, the newest maxGrouped; with samples, each
+// group's sample is read (its ID and error text), else only its ID is
+// known.
+func (h *Handler) groups(r *http.Request, samples bool) (deadView, error) {
+	ctx := r.Context()
+	counts, at, err := h.causes.get(ctx, h)
+	if errors.Is(err, queue.ErrSchemaTooOld) {
+		return h.groupsNewest(r)
+	}
+	if err != nil {
+		return deadView{}, err
+	}
+	v := deadView{Groups: groupCounts(counts), Causes: len(counts), At: at}
+	for _, c := range counts {
+		v.Grouped += c.Count
+		if v.Oldest.IsZero() || c.First.Before(v.Oldest) {
+			v.Oldest = c.First
+		}
+	}
+	v.Total = v.Grouped
+	if len(counts) == maxCauses { // more causes than read: count them all
+		ov, err := h.count.get(ctx)
+		if err != nil {
+			return v, err
+		}
+		v.Total, v.Oldest = max(ov.Dead, v.Grouped), ov.OldestDead
+	}
+	if !samples {
+		return v, nil
+	}
+	// The sample is the newest death of the largest groups' latest
+	// cause; further groups show their cause's highest ID.
+	ids := make([]int64, len(v.Groups))
+	for i, g := range v.Groups {
+		ids[i] = g.Sample.ID
+		if i < maxSampled {
+			d, err := h.inspect.DeadOfCause(ctx, g.keys[0], 1)
+			if err != nil {
+				return v, err
+			}
+			if len(d) == 1 {
+				ids[i], v.Groups[i].Sample.ID = d[0].ID, d[0].ID
+			}
+		}
+	}
+	if len(ids) > 0 {
+		samples, err := h.inspect.DeadCauses(ctx, queue.JobFilter{IDs: ids})
+		if err != nil {
+			return v, err
+		}
+		byID := make(map[int64]queue.DeadCause, len(samples))
+		for _, d := range samples {
+			d.Error = redact.Text(d.Error)
+			byID[d.ID] = d
+		}
+		for i := range v.Groups {
+			if d, ok := byID[v.Groups[i].Sample.ID]; ok {
+				v.Groups[i].Sample = d
+			}
+		}
+	}
+	return v, nil
+}
+
+// causeCache is the latest count of the dead-letter's causes, shared by
+// every viewer of the dead-letter and its groups as the overview's count
+// is: reused while younger than max(Config.Refresh, 10 × its duration),
+// one count at a time, dropped after an action.
+type causeCache struct {
+	mu     sync.Mutex
+	at     time.Time
+	took   time.Duration
+	counts []queue.DeadCauseCount
+}
+
+// get returns the cached counts while fresh, else counts.
+func (c *causeCache) get(ctx context.Context, h *Handler) ([]queue.DeadCauseCount, time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := h.now()
+	if c.counts != nil && now.Sub(c.at) < max(h.cfg.Refresh, 10*c.took) {
+		return c.counts, c.at, nil
+	}
+	start := time.Now()
+	counts, err := h.inspect.DeadCauseCounts(ctx, maxCauses)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if counts == nil {
+		counts = []queue.DeadCauseCount{}
+	}
+	c.counts, c.at, c.took = counts, now, time.Since(start)
+	return counts, now, nil
+}
+
+// drop forgets the cached counts (after an action).
+func (c *causeCache) drop() {
+	c.mu.Lock()
+	c.counts = nil
+	c.mu.Unlock()
+}
+
+// groupsNewest groups the newest maxGrouped dead jobs.
+func (h *Handler) groupsNewest(r *http.Request) (deadView, error) {
+	v := deadView{Newest: true}
 	ov, err := h.count.get(r.Context())
 	if err != nil {
 		return v, err
@@ -398,8 +542,37 @@ func (h *Handler) groups(r *http.Request) (deadView, error) {
 	return v, nil
 }
 
+// groupJobs returns the IDs of the newest limit jobs of g, newest death
+// first.
+func (h *Handler) groupJobs(ctx context.Context, g *Group, limit int) ([]int64, error) {
+	if g.keys == nil { // grouped from the newest dead jobs: IDs known
+		ids := slices.Clone(g.IDs)
+		slices.Reverse(ids)
+		return ids[:min(len(ids), limit)], nil
+	}
+	var all []queue.DeadCause
+	for _, k := range g.keys[:min(len(g.keys), maxKeysRead)] {
+		d, err := h.inspect.DeadOfCause(ctx, k, limit)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, d...)
+	}
+	slices.SortFunc(all, func(a, b queue.DeadCause) int {
+		if c := b.FinishedAt.Compare(a.FinishedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	ids := make([]int64, 0, min(len(all), limit))
+	for _, d := range all[:min(len(all), limit)] {
+		ids = append(ids, d.ID)
+	}
+	return ids, nil
+}
+
 func (h *Handler) dead(w http.ResponseWriter, r *http.Request) {
-	v, err := h.groups(r)
+	v, err := h.groups(r, true)
 	if err != nil {
 		h.internal(w, r, "group the dead-letter", err)
 		return
@@ -410,6 +583,9 @@ func (h *Handler) dead(w http.ResponseWriter, r *http.Request) {
 type groupView struct {
 	Group
 	Jobs []*queue.Job
+	// Acts is how many jobs an action on the whole group takes (the
+	// newest, at most maxSelect).
+	Acts int
 }
 
 // maxGroupJobs is how many jobs of a group its page lists.
@@ -418,7 +594,7 @@ const maxGroupJobs = 200
 // findGroup returns the dead-letter's group id, or writes the error page
 // and returns nil.
 func (h *Handler) findGroup(w http.ResponseWriter, r *http.Request, id string) *Group {
-	v, err := h.groups(r)
+	v, err := h.groups(r, false)
 	if err != nil {
 		h.internal(w, r, "group the dead-letter", err)
 		return nil
@@ -437,19 +613,23 @@ func (h *Handler) deadGroup(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		return
 	}
-	ids := g.IDs
-	if len(ids) > maxGroupJobs {
-		ids = ids[len(ids)-maxGroupJobs:]
+	ids, err := h.groupJobs(r.Context(), g, maxGroupJobs)
+	if err != nil {
+		h.internal(w, r, "list the group's jobs", err)
+		return
 	}
 	jobs, err := h.client.Dead(r.Context(), queue.DeadFilter{IDs: ids})
 	if err != nil {
 		h.internal(w, r, "list the group's jobs", err)
 		return
 	}
-	for i, j := 0, len(jobs)-1; i < j; i, j = i+1, j-1 {
-		jobs[i], jobs[j] = jobs[j], jobs[i]
-	}
-	h.render(w, r, "group", "Dead-letter group", groupView{Group: *g, Jobs: jobs})
+	slices.SortFunc(jobs, func(a, b *queue.Job) int {
+		if c := b.FinishedAt.Compare(a.FinishedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	h.render(w, r, "group", "Dead-letter group", groupView{Group: *g, Jobs: jobs, Acts: min(g.Count, maxSelect)})
 }
 
 // tlSVG is a Timeline drawn in an SVG viewBox: the page draws it twice,

@@ -2,7 +2,8 @@
 // retryhttp's hosts and heedgrpc's targets, in one place: for every
 // destination a client object calls, the client's retry.Policy with that
 // destination's retry budget (from a budget.Registry, the process's by
-// default) and circuit breaker set.
+// default), circuit breaker and hedge (retry.Hedge, whose latencies are
+// the destination's) set.
 //
 // An executor validates its own fields, then calls [Set.Init] once with its
 // [Config], and [Set.Get] on every call to find the policy of the call's
@@ -79,7 +80,8 @@ func (s *Set) Init(cfg Config) error {
 	}
 	s.cfg = cfg
 	s.shared = State{Policy: cfg.Policy}
-	s.each = cfg.Policy.Budget == nil && !cfg.Budget.Off() || cfg.Policy.Breaker == nil && cfg.Breaker != nil
+	s.each = cfg.Policy.Budget == nil && !cfg.Budget.Off() || cfg.Policy.Breaker == nil && cfg.Breaker != nil ||
+		cfg.Policy.Hedge != nil
 	return nil
 }
 
@@ -129,6 +131,10 @@ func (s *Set) add(name string, budgetKey func() string) *State {
 			}
 		}
 		st.Policy.Breaker, _ = breaker.New(bc) // validated in Init
+	}
+	if h := cfg.Policy.Hedge; h != nil {
+		// The latencies a hedge's delay follows are the destination's.
+		st.Policy.Hedge = &retry.Hedge{Delay: h.Delay, Quantile: h.Quantile, MinDelay: h.MinDelay, MaxDelay: h.MaxDelay, Max: h.Max}
 	}
 	v, loaded := s.m.LoadOrStore(name, st)
 	if !loaded {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ func RunInspector(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"QueueLags", testQueueLags},
 		{"Throughput", testThroughput},
 		{"DeadCauses", testDeadCauses},
+		{"DeadCauseCounts", testDeadCauseCounts},
 	}
 	for _, tt := range tests {
 		runOne(t, tt.name, open, func(t *testing.T, s queue.Store) {
@@ -232,3 +234,74 @@ func testDeadCauses(t *testing.T, s queue.Store, in queue.Inspector) {
 }
 
 func withTime(c queue.DeadCause, at time.Time) queue.DeadCause { c.FinishedAt = at; return c }
+
+// causeOf is what the stores compute as a dead job's cause from its last
+// error text: its first 300 characters, every digit read as 0.
+func causeOf(text string) string {
+	r := []rune(text)
+	r = r[:min(len(r), 300)]
+	for i, c := range r {
+		if '1' <= c && c <= '9' {
+			r[i] = '0'
+		}
+	}
+	return string(r)
+}
+
+func testDeadCauseCounts(t *testing.T, s queue.Store, in queue.Inspector) {
+	refused := func(i int) string { return fmt.Sprintf("dial tcp 10.0.0.%d:5432: connection refused", i+1) }
+	var a []*queue.Job
+	for i := range 3 { // one cause: the texts differ in their digits only
+		j := insertArgs(t, s, "email", "mail", `{}`, 0)
+		attempt(t, s, j.ID, "mail", t0.Add(time.Duration(i)*time.Second), t0.Add(time.Duration(i)*time.Second+time.Millisecond), "give_up", refused(i))
+		a = append(a, j)
+	}
+	long := strings.Repeat("é", 299) + "123 and more"
+	b := insertArgs(t, s, "email", "bulk", `{}`, 0)
+	attempt(t, s, b.ID, "bulk", t0.Add(time.Minute), t0.Add(time.Minute), "give_up", long)
+	c := insertArgs(t, s, "email", "bulk", `{}`, 0) // retried, alive: not counted
+	attempt(t, s, c.ID, "bulk", t0.Add(time.Minute), t0.Add(time.Minute), "retry", refused(7))
+	d := insertArgs(t, s, "email", "mail", `{}`, 0) // the same text in another queue
+	attempt(t, s, d.ID, "mail", t0.Add(time.Hour), t0.Add(time.Hour), "give_up", "")
+
+	got, err := in.DeadCauseCounts(ctx, 0)
+	if err != nil {
+		t.Fatalf("DeadCauseCounts: %v", err)
+	}
+	key := func(text string) queue.CauseKey {
+		return queue.CauseKey{Kind: "email", Reason: "attempts", Cause: causeOf(text)}
+	}
+	want := []queue.DeadCauseCount{
+		{CauseKey: key(refused(0)), Queue: "mail", Count: 3, First: t0.Add(time.Millisecond), Last: t0.Add(2*time.Second + time.Millisecond), MaxID: a[2].ID},
+		{CauseKey: key(""), Queue: "mail", Count: 1, First: t0.Add(time.Hour), Last: t0.Add(time.Hour), MaxID: d.ID},
+		{CauseKey: key(long), Queue: "bulk", Count: 1, First: t0.Add(time.Minute), Last: t0.Add(time.Minute), MaxID: b.ID},
+	}
+	if want[0].Cause != "dial tcp 00.0.0.0:0000: connection refused" || strings.Contains(want[2].Cause, "123") {
+		t.Fatalf("causeOf: %q, %q", want[0].Cause, want[2].Cause)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("DeadCauseCounts = %+v\nwant %+v", got, want)
+	}
+	for i := range want {
+		g := got[i]
+		if g.CauseKey != want[i].CauseKey || g.Queue != want[i].Queue || g.Count != want[i].Count || g.MaxID != want[i].MaxID ||
+			!g.First.Equal(want[i].First) || !g.Last.Equal(want[i].Last) {
+			t.Errorf("DeadCauseCounts[%d] = %+v\nwant %+v", i, g, want[i])
+		}
+	}
+	if got, err := in.DeadCauseCounts(ctx, 1); err != nil || len(got) != 1 || got[0].Count != 3 {
+		t.Errorf("DeadCauseCounts(limit 1) = %+v, %v; want the largest", got, err)
+	}
+	// A cause's jobs, newest death first.
+	dead, err := in.DeadOfCause(ctx, key(refused(5)), 0)
+	if err != nil || len(dead) != 3 || dead[0].ID != a[2].ID || dead[2].ID != a[0].ID || dead[0].Error != "" || dead[0].Queue != "mail" ||
+		!dead[0].FinishedAt.Equal(t0.Add(2*time.Second+time.Millisecond)) {
+		t.Fatalf("DeadOfCause = %+v, %v; want jobs %d, %d, %d", dead, err, a[2].ID, a[1].ID, a[0].ID)
+	}
+	if dead, err := in.DeadOfCause(ctx, key(refused(0)), 2); err != nil || len(dead) != 2 {
+		t.Errorf("DeadOfCause(limit 2) = %d jobs, %v", len(dead), err)
+	}
+	if dead, err := in.DeadOfCause(ctx, queue.CauseKey{Kind: "sms", Reason: "attempts", Cause: key(refused(0)).Cause}, 0); err != nil || len(dead) != 0 {
+		t.Errorf("DeadOfCause(another kind) = %+v, %v", dead, err)
+	}
+}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,14 +16,43 @@ import (
 
 // OverTime returns the job queue over the stores open returns as an
 // executor of the over-time conformance suite (package
-// retry/overtimetest), each scenario in a testing/synctest bubble (open is
-// called inside it; see [Executor]). A user is a job enqueued at the
-// user's instant, served when it succeeds within the user's deadline; the
-// job goes on after it, as jobs do, and its later attempts count in the
-// load. The worker runs at its defaults but for the dependency's default
-// retry budget (the queue's zero policy has none, and a budget is what the
-// load bounds are about).
-func OverTime(open func(t *testing.T) queue.Store) overtimetest.Executor {
+// retry/overtimetest), each scenario in a testing/synctest bubble. A user
+// is a job enqueued at the user's instant, served when it succeeds within
+// [DurableWait]; the job goes on after it, as jobs do, and its later
+// attempts count in the load. The worker runs at its defaults but for the
+// dependency's default retry budget (the queue's zero policy has none, and
+// a budget is what the load bounds are about).
+//
+// Without remote, open is called inside the bubble, and the store must
+// start no goroutine that outlives its Close (see [Executor]). With
+// remote, for a store that talks to a server over the network
+// (PostgreSQL), open is called outside the bubble, and the worker in the
+// bubble reaches the store through goroutines outside it: the bubble's
+// clock stands still while a call is under way, so a store call takes no
+// virtual time, as over SQLite; the store's own notifications are
+// replaced by wake-ups in the bubble for the jobs inserted and made due
+// through it. Each scenario gets a store of its own; it is closed when
+// the scenario ends.
+func OverTime(open func(t *testing.T) queue.Store, remote bool) overtimetest.Executor {
+	return overTime{open, remote}
+}
+
+type overTime struct {
+	open   func(t *testing.T) queue.Store
+	remote bool
+}
+
+func (x overTime) Run(t *testing.T, sc overtimetest.Scenario) overtimetest.Trace {
+	open := x.open
+	if x.remote {
+		s := x.open(t)
+		r := newRemote(s)
+		defer func() {
+			r.stop()
+			s.Close()
+		}()
+		open = func(*testing.T) queue.Store { return r.store() }
+	}
 	return overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
 		ctx := context.Background()
 		s := open(t)
@@ -85,7 +115,7 @@ func OverTime(open func(t *testing.T) queue.Store) overtimetest.Executor {
 				return false
 			}
 		}
-	})
+	}).Run(t, sc)
 }
 
 // DurableWait is how long a user of [OverTime] waits for its job.
@@ -93,4 +123,18 @@ const DurableWait = time.Minute
 
 type overTimeArgs struct {
 	User int `json:"user"`
+}
+
+// OverTimeSlow returns, for overtimetest.Skip, the outage offsets of the
+// over-time suite that a store whose outages take seconds of real time
+// each leaves out, with why: all but +0s and +485ms (the executors
+// without a store run all ten). The recovery runs.
+func OverTimeSlow(why string) map[string]string {
+	skip := map[string]string{}
+	for _, s := range overtimetest.Scenarios() {
+		if strings.HasPrefix(s.Name, "outage") && s.Name != "outage at +0s" && s.Name != "outage at +485ms" {
+			skip[s.Name] = why + "; offsets +0s and +485ms run"
+		}
+	}
+	return skip
 }

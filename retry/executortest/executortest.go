@@ -48,6 +48,10 @@ const (
 type Step struct {
 	Kind Kind
 	Wait time.Duration // with Pushback
+	// Takes is how long the attempt runs before it ends as Kind says
+	// (zero: at once), unless its context ends first: the slow answers of
+	// the hedging cases.
+	Takes time.Duration
 }
 
 // Case is one scripted call.
@@ -73,6 +77,9 @@ type Case struct {
 // an error marked retry.Transient, retry.Permanent or retry.After, or,
 // for Timeout, ctx's error once the attempt's context ends.
 func Err(ctx context.Context, s Step) error {
+	if err := Take(ctx, s); err != nil {
+		return err
+	}
 	switch s.Kind {
 	case Transient:
 		return retry.Transient(errors.New("scripted: 503 service unavailable"))
@@ -85,6 +92,21 @@ func Err(ctx context.Context, s Step) error {
 		return retry.After(s.Wait, errors.New("scripted: 429 too many requests"))
 	}
 	return nil
+}
+
+// Take waits s.Takes, or until ctx ends; then it returns ctx's error.
+func Take(ctx context.Context, s Step) error {
+	if s.Takes <= 0 {
+		return nil
+	}
+	t := time.NewTimer(s.Takes)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Step returns the script's attempt n (from 1).
@@ -100,10 +122,20 @@ type Want struct {
 	Action retry.Action
 	Reason retry.Reason
 	Delay  time.Duration
+	// Hedges and HedgeWon are the decision's (see retry.Hedge).
+	Hedges   int
+	HedgeWon bool
 }
 
 func (w Want) String() string {
-	return fmt.Sprintf("%v/%v/%v", w.Action, w.Reason.Key(), w.Delay)
+	s := fmt.Sprintf("%v/%v/%v", w.Action, w.Reason.Key(), w.Delay)
+	if w.Hedges > 0 {
+		s += fmt.Sprintf("/hedges=%d", w.Hedges)
+		if w.HedgeWon {
+			s += "/won"
+		}
+	}
+	return s
 }
 
 // Executor runs scripted calls.
@@ -136,24 +168,24 @@ func policy(attempts int) retry.Policy {
 // Cases returns the scripted calls every executor must pass.
 func Cases() []Case {
 	base := func(time.Time) retry.Policy { return policy(4) }
-	retryT := Want{retry.Retry, retry.ReasonTransient, Delay}
-	done := Want{retry.Done, retry.ReasonSuccess, 0}
+	retryT := Want{Action: retry.Retry, Reason: retry.ReasonTransient, Delay: Delay}
+	done := Want{Action: retry.Done, Reason: retry.ReasonSuccess, Delay: 0}
 	return []Case{
 		{Name: "success", Policy: base, Want: []Want{done}},
 		{Name: "transient twice", Policy: base, Script: []Step{{Kind: Transient}, {Kind: Transient}},
 			Want: []Want{retryT, retryT, done}},
 		{Name: "transient until attempts run out", Policy: base,
 			Script: []Step{{Kind: Transient}, {Kind: Transient}, {Kind: Transient}, {Kind: Transient}},
-			Want:   []Want{retryT, retryT, retryT, {retry.GiveUp, retry.ReasonAttempts, 0}}},
+			Want:   []Want{retryT, retryT, retryT, {Action: retry.GiveUp, Reason: retry.ReasonAttempts, Delay: 0}}},
 		{Name: "permanent", Policy: base, Script: []Step{{Kind: Permanent}},
-			Want: []Want{{retry.GiveUp, retry.ReasonPermanent, 0}}},
+			Want: []Want{{Action: retry.GiveUp, Reason: retry.ReasonPermanent, Delay: 0}}},
 		{Name: "timeout", Policy: base, Script: []Step{{Kind: Timeout}},
-			Want: []Want{{retry.Retry, retry.ReasonTimeout, Delay}, done}},
+			Want: []Want{{Action: retry.Retry, Reason: retry.ReasonTimeout, Delay: Delay}, done}},
 		{Name: "pushback below the cap", Policy: base, Script: []Step{{Kind: Pushback, Wait: time.Second}},
-			Want: []Want{{retry.Retry, retry.ReasonPushback, time.Second}, done}},
+			Want: []Want{{Action: retry.Retry, Reason: retry.ReasonPushback, Delay: time.Second}, done}},
 		{Name: "pushback above the cap", Policy: base, Script: []Step{{Kind: Pushback, Wait: 5 * time.Second}},
-			Want:        []Want{{retry.GiveUp, retry.ReasonPushbackTooLong, 5 * time.Second}},
-			WantDurable: []Want{{retry.Retry, retry.ReasonPushback, 5 * time.Second}, done}},
+			Want:        []Want{{Action: retry.GiveUp, Reason: retry.ReasonPushbackTooLong, Delay: 5 * time.Second}},
+			WantDurable: []Want{{Action: retry.Retry, Reason: retry.ReasonPushback, Delay: 5 * time.Second}, done}},
 		{Name: "breaker open", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
 			b, err := breaker.New(breaker.Config{MinCalls: 1, Cooldown: 5 * time.Second})
@@ -165,7 +197,7 @@ func Cases() []Case {
 			p.Breaker = b
 			return p
 		},
-			Want: []Want{{retry.GiveUp, retry.ReasonBreakerOpen, 0}},
+			Want: []Want{{Action: retry.GiveUp, Reason: retry.ReasonBreakerOpen, Delay: 0}},
 			// Held back until the end of the cooldown, 5 s after the
 			// breaker opened: a durable executor that knows the breaker
 			// is open before it starts the call does not start it only to
@@ -182,18 +214,75 @@ func Cases() []Case {
 			p.Budget = b
 			return p
 		}, Script: []Step{{Kind: Transient}},
-			Want: []Want{{retry.GiveUp, retry.ReasonBudget, Delay}},
+			Want: []Want{{Action: retry.GiveUp, Reason: retry.ReasonBudget, Delay: Delay}},
 			// The retry waits for the budget to refill (deferred until the
 			// floor brings a retry).
-			WantDurable: []Want{retryT, {retry.Defer, retry.ReasonBudget, -1}, done}},
+			WantDurable: []Want{retryT, {Action: retry.Defer, Reason: retry.ReasonBudget, Delay: -1}, done}},
 		{Name: "time budget too close", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
 			p.TimeBudget = AttemptTimeout + Delay/2 // a whole attempt no longer fits after the delay
 			return p
 		}, Script: []Step{{Kind: Transient}},
-			Want: []Want{{retry.GiveUp, retry.ReasonTimeBudget, Delay}}},
+			Want: []Want{{Action: retry.GiveUp, Reason: retry.ReasonTimeBudget, Delay: Delay}}},
 		{Name: "deadline too close", Policy: base, Deadline: AttemptTimeout + Delay/2, Script: []Step{{Kind: Transient}},
-			Want: []Want{{retry.GiveUp, retry.ReasonDeadline, Delay}}},
+			Want: []Want{{Action: retry.GiveUp, Reason: retry.ReasonDeadline, Delay: Delay}}},
+	}
+}
+
+// HedgeDelay is the hedge delay of the hedging cases.
+const HedgeDelay = 50 * time.Millisecond
+
+// HedgeCases returns the scripted calls every executor that hedges
+// (retry.Policy.Hedge) must pass: under the cases' policy with a Hedge of
+// HedgeDelay, a slow first attempt is raced by a hedge, the first
+// acceptable answer wins, a failure of one attempt leaves the others
+// running, and a hedge is an attempt that the budget and the attempt limit
+// refuse. The executor calls the policy's function as for [Cases] and
+// makes a call that is safe to repeat; attempt n (the hedges numbered
+// after the attempt they race, in the order they start) does c.Step(n).
+func HedgeCases() []Case {
+	hedged := func(attempts, max int) func(time.Time) retry.Policy {
+		return func(time.Time) retry.Policy {
+			p := policy(attempts)
+			p.Hedge = &retry.Hedge{Delay: HedgeDelay, Max: max}
+			return p
+		}
+	}
+	base := hedged(4, 1)
+	slow := Step{Kind: OK, Takes: 10 * HedgeDelay}
+	done := Want{Action: retry.Done, Reason: retry.ReasonSuccess}
+	doneHedged := Want{Action: retry.Done, Reason: retry.ReasonSuccess, Hedges: 1}
+	hedgeWon := Want{Action: retry.Done, Reason: retry.ReasonSuccess, Hedges: 1, HedgeWon: true}
+	return []Case{
+		{Name: "hedge: a fast answer sends none", Policy: base, Want: []Want{done}},
+		{Name: "hedge: an answer within the delay sends none", Policy: base,
+			Script: []Step{{Kind: OK, Takes: HedgeDelay / 2}}, Want: []Want{done}},
+		{Name: "hedge: a slow attempt is raced and the hedge wins", Policy: base,
+			Script: []Step{slow}, Want: []Want{hedgeWon}},
+		{Name: "hedge: the first attempt answers first", Policy: base,
+			Script: []Step{{Kind: OK, Takes: HedgeDelay * 3 / 2}, slow}, Want: []Want{doneHedged}},
+		{Name: "hedge: a failed hedge leaves the first attempt running", Policy: base,
+			Script: []Step{{Kind: OK, Takes: HedgeDelay * 3 / 2}, {Kind: Transient}}, Want: []Want{doneHedged}},
+		{Name: "hedge: both fail and the call retries", Policy: base,
+			Script: []Step{{Kind: Transient, Takes: HedgeDelay * 3 / 2}, {Kind: Transient}},
+			Want:   []Want{{Action: retry.Retry, Reason: retry.ReasonTransient, Delay: Delay, Hedges: 1}, done}},
+		{Name: "hedge: a permanent answer ends the race", Policy: base,
+			Script: []Step{slow, {Kind: Permanent}},
+			Want:   []Want{{Action: retry.GiveUp, Reason: retry.ReasonPermanent, Hedges: 1, HedgeWon: true}}},
+		{Name: "hedge: two hedges, one delay apart", Policy: hedged(4, 2),
+			Script: []Step{slow, slow}, Want: []Want{{Action: retry.Done, Reason: retry.ReasonSuccess, Hedges: 2, HedgeWon: true}}},
+		{Name: "hedge: none past the attempt limit", Policy: hedged(1, 1),
+			Script: []Step{slow}, Want: []Want{done}},
+		{Name: "hedge: none when the budget is empty", Policy: func(now time.Time) retry.Policy {
+			p := base(now)
+			b, err := budget.New(budget.Config{MinPerSecond: 1, Burst: 1})
+			if err != nil {
+				panic(err)
+			}
+			b.AllowRetryAt(now) // another call spent the bucket
+			p.Budget = b
+			return p
+		}, Script: []Step{slow}, Want: []Want{done}},
 	}
 }
 
@@ -201,8 +290,13 @@ func Cases() []Case {
 // where ex's decisions differ from the expected ones. For durable executors, consecutive deferrals
 // with the same reason count as one: how often a job is deferred before a
 // budget refills depends on the budget's steps, not on the protocol.
-func Run(t *testing.T, ex Executor) {
-	for _, c := range Cases() {
+func Run(t *testing.T, ex Executor) { run(t, ex, Cases()) }
+
+// RunHedge drives every case of [HedgeCases] through ex, as Run does.
+func RunHedge(t *testing.T, ex Executor) { run(t, ex, HedgeCases()) }
+
+func run(t *testing.T, ex Executor, cases []Case) {
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
 			want := c.Want
@@ -242,7 +336,8 @@ func match(got []retry.Decision, want []Want) bool {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Action != w.Action || g.Reason != w.Reason || (w.Delay >= 0 && g.Delay != w.Delay) {
+		if g.Action != w.Action || g.Reason != w.Reason || (w.Delay >= 0 && g.Delay != w.Delay) ||
+			g.Hedges != w.Hedges || g.HedgeWon != w.HedgeWon {
 			return false
 		}
 	}
@@ -252,7 +347,7 @@ func match(got []retry.Decision, want []Want) bool {
 func decisions(ds []retry.Decision) string {
 	s := make([]string, len(ds))
 	for i, d := range ds {
-		s[i] = Want{d.Action, d.Reason, d.Delay}.String()
+		s[i] = Want{Action: d.Action, Reason: d.Reason, Delay: d.Delay, Hedges: d.Hedges, HedgeWon: d.HedgeWon}.String()
 	}
 	return "[" + strings.Join(s, " ") + "]"
 }

@@ -1,6 +1,8 @@
 package overtimetest
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -43,5 +45,42 @@ func TestLoad(t *testing.T) {
 	worst, at := worstWindow(tr, 0, 2*time.Second)
 	if worst != 1.3 || at != 1960*time.Millisecond {
 		t.Errorf("worst window %v from %v, want 1.3 from 1.96s", worst, at)
+	}
+}
+
+// A deck fails exactly its share of every deck of draws, in a shuffled
+// order; a share no deck of 100 holds is drawn independently.
+func TestDeck(t *testing.T) {
+	for _, tt := range []struct {
+		share float64
+		size  int
+	}{
+		{0, 0}, {0.5, 2}, {0.1, 10}, {0.25, 4}, {0.37, 100}, {1, 1}, {1.0 / 3, 3}, {0.123456, 0},
+	} {
+		rnd := rand.New(rand.NewPCG(1, 2))
+		d := newDeck(tt.share, rnd)
+		if d.size != tt.size {
+			t.Errorf("share %v: deck of %d, want %d", tt.share, d.size, tt.size)
+			continue
+		}
+		n := 100 * max(tt.size, 1)
+		fails, firsts := 0, 0
+		for i := range n {
+			if d.draw() {
+				fails++
+				if tt.size > 0 && i%tt.size == 0 {
+					firsts++
+				}
+			}
+			if tt.size > 0 && (i+1)%tt.size == 0 && fails != int(math.Round(tt.share*float64(i+1))) {
+				t.Fatalf("share %v: %d failures in %d draws", tt.share, fails, i+1)
+			}
+		}
+		if tt.size > 1 && (firsts == 0 || firsts == 100) {
+			t.Errorf("share %v: the first card of a deck failed in %d of 100 decks: not shuffled", tt.share, firsts)
+		}
+		if tt.size == 0 && tt.share > 0 && (fails < n/20 || fails > n/4) {
+			t.Errorf("share %v: %d failures in %d independent draws", tt.share, fails, n)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package overload
+package admit
 
 import (
 	"testing"
@@ -21,6 +21,8 @@ func TestVegasDecide(t *testing.T) {
 		// At most alpha 3·log10(10) above the 10 in flight.
 		{"growth stops at alpha above the most in flight", 10, 10, 0, 10, false, 13},
 		{"light load says nothing", 20, 9, 5, 4, false, 20},
+		// 30 far above the 12 in flight: down to alpha 3·log10(12) above them.
+		{"follows alpha above the most in flight down", 30, 16, 0, 12, false, 16 + 3*1.0791812},
 		// 2 waiting, below alpha 3·log10(18 served) = 3.8: grow by log10(18).
 		{"small queue: grow by log10", 20, 20, 2, 18, false, 21.255273},
 		{"queue between alpha and beta holds", 20, 20, 5, 15, false, 20},
@@ -50,7 +52,7 @@ func TestVegasDecide(t *testing.T) {
 func TestVegasWindow(t *testing.T) {
 	ms := time.Millisecond
 	v := newVegas(20, 1, 1000, 10*time.Second)
-	first := v.sample(t0, 100*ms, 20, false)
+	first := v.sample(t0, 100*ms, 20, 0, false)
 	if first <= 20 {
 		t.Fatalf("first sample: limit %v, want grown", first)
 	}
@@ -58,26 +60,26 @@ func TestVegasWindow(t *testing.T) {
 	// 22 in flight at 1.1× the baseline: 2 waiting inside, between the
 	// step and alpha: the window holds ten samples.
 	for i := range 9 {
-		if got := v.sample(at.Add(time.Duration(i)*ms), 110*ms, 22, false); got != first {
+		if got := v.sample(at.Add(time.Duration(i)*ms), 110*ms, 22, 0, false); got != first {
 			t.Fatalf("sample %d of a window: limit %v changed early", i, got)
 		}
 	}
-	if got := v.sample(at.Add(9*ms), 110*ms, 22, false); got == first {
+	if got := v.sample(at.Add(9*ms), 110*ms, 22, 0, false); got == first {
 		t.Errorf("after the tenth sample: limit %v unchanged", got)
 	}
 	// 24 in flight at 3× the baseline: 8 served, 16 waiting inside, above
 	// beta: three samples close the window.
 	at = at.Add(100 * ms)
 	first = v.limit
-	v.sample(at, 300*ms, 24, false)
-	v.sample(at.Add(ms), 300*ms, 24, false)
-	if got := v.sample(at.Add(2*ms), 300*ms, 24, false); got != max(first/2, 11) {
+	v.sample(at, 300*ms, 24, 0, false)
+	v.sample(at.Add(ms), 300*ms, 24, 0, false)
+	if got := v.sample(at.Add(2*ms), 300*ms, 24, 0, false); got != max(first/2, 11) {
 		t.Errorf("after three samples with a queue inside: limit %v, want 8 served + alpha 3, but no less than half of %v", got, first)
 	}
 	// One sample a second is enough with little traffic.
 	at = at.Add(2 * time.Second)
 	before := v.limit
-	if got := v.sample(at, 100*ms, 11, false); got <= before {
+	if got := v.sample(at, 100*ms, 11, 0, false); got <= before {
 		t.Errorf("a sample after a second: limit %v, want grown from %v", got, before)
 	}
 }
@@ -87,26 +89,26 @@ func TestVegasWindow(t *testing.T) {
 func TestVegasBaseline(t *testing.T) {
 	ms := time.Millisecond
 	v := newVegas(20, 1, 1000, time.Second)
-	v.sample(t0, 100*ms, 20, false)
+	v.sample(t0, 100*ms, 20, 0, false)
 	// Eleven seconds of overload: every sample queued inside, at the limit.
 	for i := range 110 {
-		v.sample(t0.Add(time.Duration(i)*100*ms), 150*ms, int(v.limit), false)
+		v.sample(t0.Add(time.Duration(i)*100*ms), 150*ms, int(v.limit), 0, false)
 	}
 	if v.baseline != 100*ms {
 		t.Errorf("after a sustained overload, baseline = %v, want 100ms kept", v.baseline)
 	}
 	// Light load at 130 ms (the service got slower), then a new period.
 	at := t0.Add(12 * time.Second)
-	v.sample(at, 130*ms, 1, false)
-	v.sample(at.Add(time.Second), 140*ms, 1, false)
+	v.sample(at, 130*ms, 1, 0, false)
+	v.sample(at.Add(time.Second), 140*ms, 1, 0, false)
 	if v.baseline != 130*ms {
 		t.Errorf("after a light-load period at 130ms, baseline = %v, want 130ms", v.baseline)
 	}
 	// At the minimum limit, the service's own latency renews it.
 	v.limit = 1
 	at = at.Add(2 * time.Second)
-	v.sample(at, 400*ms, 1, false)
-	v.sample(at.Add(time.Second), 400*ms, 1, false)
+	v.sample(at, 400*ms, 1, 0, false)
+	v.sample(at.Add(time.Second), 400*ms, 1, 0, false)
 	if v.baseline != 400*ms {
 		t.Errorf("after a period at the minimum limit, baseline = %v, want 400ms", v.baseline)
 	}
@@ -143,5 +145,32 @@ func TestCodel(t *testing.T) {
 				t.Errorf("bound = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A sample's queue inside is counted from the larger of the requests in
+// flight when it started and when it ended: a queue that built up while
+// it ran is seen by it.
+func TestVegasQueueCountsCurrent(t *testing.T) {
+	ms := time.Millisecond
+	v := newVegas(30, 1, 1000, 10*time.Second)
+	v.sample(t0, 100*ms, 10, 10, false) // the baseline
+	for i := range 3 {
+		// Started with 16 in flight, ended with 28: at 1.5 × the baseline,
+		// 9.3 waiting inside, above beta 6·log10(10.7 served).
+		v.sample(t0.Add(time.Duration(i+1)*ms), 150*ms, 16, 28, false)
+	}
+	if v.limit >= 30 {
+		t.Errorf("limit %v after three samples that ended with a queue of 9.3 inside, want cut from 30", v.limit)
+	}
+	// The same samples had the queue been counted at their start: 5.3
+	// waiting, below beta: no cut.
+	w := newVegas(30, 1, 1000, 10*time.Second)
+	w.sample(t0, 100*ms, 10, 10, false)
+	for i := range 3 {
+		w.sample(t0.Add(time.Duration(i+1)*ms), 150*ms, 16, 16, false)
+	}
+	if w.limit < 30 {
+		t.Errorf("limit %v with the queue counted at the start, want 30 kept", w.limit)
 	}
 }

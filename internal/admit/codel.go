@@ -1,4 +1,4 @@
-package overload
+package admit
 
 import "time"
 
@@ -9,7 +9,7 @@ import "time"
 // most 2 × target; otherwise at most one interval, so that a short burst
 // queues and is served. Requests admitted at once count as waits of zero.
 //
-// codel is pure: time comes in as arguments; the Limiter locks around it.
+// codel is pure: time comes in as arguments; the Core's caller locks around it.
 type codel struct {
 	target, interval time.Duration
 

@@ -1,0 +1,564 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heed-go/heed/breaker"
+	"github.com/heed-go/heed/clock"
+)
+
+// Hedge is Policy.Hedge: hedged requests, for the slow tail ("The Tail at
+// Scale", Dean and Barroso). When an attempt has not answered after a
+// delay, up to Max more attempts are sent beside it, one delay apart; the
+// first acceptable answer (a success, or an error that will not pass:
+// permanent, refused, not safe to repeat) wins, and the others are
+// cancelled and waited for. An attempt that fails in a way that may pass
+// sends the next hedge at once; when every attempt of the race has failed,
+// the call decides as after any failed attempt (a retry, with backoff, or
+// a give-up).
+//
+// A hedge is an attempt like any other: it counts in Policy.Attempts (so
+// Attempts 1 sends none), carries its attempt number (Retry-Attempt) so
+// that the layers below leave the retries to this one, is admitted by the
+// breaker and takes a token from the retry budget. A hedge the breaker or
+// the budget refuses, or that would not fit before the deadline, is not
+// sent; the attempt already running goes on. Hedges are never sent under
+// a caller that owns the retries (see [WithUpstreamOwner]) nor by a
+// durable call. A hedge that wins does not earn the budget back as a
+// successful retry does, so that a slow dependency is never sent twice its
+// load: hedges beyond the budget's ratio of the requests are not sent.
+//
+// Only requests that are safe to repeat are ever hedged: the executor
+// decides that with the rule its retries use (retryhttp: an idempotent
+// method or an idempotency key; heedgrpc: an idempotent method or a key;
+// retry.Do: every call, since Do retries the function anyway).
+//
+// A Hedge learns the latencies of the calls that use it (with Delay zero):
+// share one between the calls to one destination, as a Budget is shared.
+// retryhttp and heedgrpc give each destination its own copy of the one in
+// their Policy. A Hedge must not be copied after first use. Its zero value
+// hedges once, after the 95th percentile of the latencies seen (at least
+// 1 ms).
+type Hedge struct {
+	// Delay is how long an attempt may run before a hedge is sent beside
+	// it, and between two hedges (default: zero, the Quantile of the
+	// latencies of the successful attempts this Hedge has seen, within
+	// MinDelay and MaxDelay; until it has seen 20 no hedge is sent).
+	Delay time.Duration
+	// Quantile is the quantile of the latencies that an adaptive delay
+	// (Delay zero) waits: 0.95 by default, which hedges about one attempt
+	// in twenty when latencies do not change. It must be between 0 and 1.
+	Quantile float64
+	// MinDelay and MaxDelay bound an adaptive delay (default: at least
+	// 1 ms, no maximum).
+	MinDelay, MaxDelay time.Duration
+	// Max is the number of hedges a race may send beside its first
+	// attempt (default 1; at most 4, as gRPC's hedging policy caps it).
+	Max int
+
+	once sync.Once
+	st   *hedgeState
+}
+
+// Defaults of a [Hedge].
+const (
+	defaultHedgeQuantile = 0.95
+	defaultHedgeMinDelay = time.Millisecond
+	maxHedges            = 4
+	hedgeWarmup          = 20 // latencies an adaptive delay needs
+)
+
+func (h *Hedge) validate() error {
+	switch {
+	case h.Delay < 0:
+		return fmt.Errorf("retry: Policy.Hedge.Delay is %v, must not be negative", h.Delay)
+	case h.Quantile < 0 || h.Quantile >= 1 || math.IsNaN(h.Quantile):
+		return fmt.Errorf("retry: Policy.Hedge.Quantile is %v, must be in [0, 1)", h.Quantile)
+	case h.MinDelay < 0 || h.MaxDelay < 0:
+		return fmt.Errorf("retry: Policy.Hedge.MinDelay and MaxDelay must not be negative")
+	case h.MaxDelay > 0 && h.MaxDelay < h.MinDelay:
+		return fmt.Errorf("retry: Policy.Hedge.MaxDelay %v is below MinDelay %v", h.MaxDelay, h.MinDelay)
+	case h.Max < 0 || h.Max > maxHedges:
+		return fmt.Errorf("retry: Policy.Hedge.Max is %d, must be 0 to %d", h.Max, maxHedges)
+	}
+	return nil
+}
+
+func (h *Hedge) max() int {
+	if h.Max == 0 {
+		return 1
+	}
+	return h.Max
+}
+
+func (h *Hedge) state() *hedgeState {
+	h.once.Do(func() {
+		q := h.Quantile
+		if q == 0 {
+			q = defaultHedgeQuantile
+		}
+		lo := h.MinDelay
+		if lo == 0 {
+			lo = defaultHedgeMinDelay
+		}
+		h.st = &hedgeState{q: q, lo: lo, hi: h.MaxDelay}
+		h.st.tr.st = h.st
+	})
+	return h.st
+}
+
+// delay returns the delay before a hedge, and false when none is known
+// yet (an adaptive delay before its warm-up).
+func (h *Hedge) delay() (time.Duration, bool) {
+	if h.Delay > 0 {
+		return h.Delay, true
+	}
+	d := h.state().delay.Load()
+	return time.Duration(d), d > 0
+}
+
+// record learns the latency of a successful attempt, for an adaptive
+// delay.
+func (h *Hedge) record(d time.Duration) {
+	if h.Delay > 0 || d < 0 {
+		return
+	}
+	h.state().lat.record(d, h.st)
+}
+
+// hedgeState is what a Hedge keeps: the latencies and the races waiting
+// for their delay.
+type hedgeState struct {
+	q      float64
+	lo, hi time.Duration
+	delay  atomic.Int64 // the adaptive delay in ns; 0 until known
+	lat    latencies
+	tr     tracker
+}
+
+// latencies is a histogram of latencies in logarithmic buckets (8 per
+// power of two of microseconds: within 12.5%), halved every
+// latencyWindow samples so that it follows a changing destination.
+type latencies struct {
+	mu     sync.Mutex
+	counts [latencyBuckets]uint32
+	total  uint32
+	seen   uint32 // samples since the delay was worked out
+}
+
+const (
+	latencySub     = 8
+	latencyBuckets = 40 * latencySub
+	latencyWindow  = 2000
+	latencyEvery   = 16 // samples between two workings-out of the delay
+)
+
+func bucketOf(d time.Duration) int {
+	us := uint64(d / time.Microsecond)
+	if us < latencySub {
+		return int(us)
+	}
+	e := bits.Len64(us) - 1 // >= 3
+	i := e*latencySub + int(us>>(e-3)&(latencySub-1))
+	return min(i, latencyBuckets-1)
+}
+
+// bucketTop returns the upper edge of bucket i.
+func bucketTop(i int) time.Duration {
+	if i < latencySub {
+		return time.Duration(i+1) * time.Microsecond
+	}
+	e, s := i/latencySub, i%latencySub
+	return time.Duration(uint64(latencySub+s+1)<<(e-3)) * time.Microsecond
+}
+
+func (l *latencies) record(d time.Duration, st *hedgeState) {
+	i := bucketOf(d)
+	l.mu.Lock()
+	l.counts[i]++
+	l.total++
+	l.seen++
+	if l.seen >= latencyEvery || l.total == hedgeWarmup {
+		l.seen = 0
+		st.delay.Store(int64(l.quantile(st)))
+	}
+	if l.total >= latencyWindow {
+		l.total = 0
+		for j := range l.counts {
+			l.counts[j] /= 2
+			l.total += l.counts[j]
+		}
+	}
+	l.mu.Unlock()
+}
+
+// quantile returns the delay the histogram gives, bounded; 0 before the
+// warm-up.
+func (l *latencies) quantile(st *hedgeState) time.Duration {
+	if l.total < hedgeWarmup {
+		return 0
+	}
+	want := uint32(math.Ceil(st.q * float64(l.total)))
+	var n uint32
+	d := bucketTop(latencyBuckets - 1)
+	for i, c := range l.counts {
+		n += c
+		if n >= want {
+			d = bucketTop(i)
+			break
+		}
+	}
+	d = max(d, st.lo)
+	if st.hi > 0 {
+		d = min(d, st.hi)
+	}
+	return d
+}
+
+// tracker holds the races of a Hedge that wait for their delay, under one
+// timer: registering a race is an append, so that a call that needs no
+// hedge pays for no timer of its own. The timer fires at the earliest due
+// race, starts those that are due and is set again for the next.
+type tracker struct {
+	mu    sync.Mutex
+	st    *hedgeState
+	races []*race
+	timer *time.Timer
+	at    time.Time // when the timer fires; zero when it is not set
+}
+
+func (t *tracker) add(r *race, due time.Time) {
+	r.due = due
+	t.mu.Lock()
+	r.idx = len(t.races)
+	t.races = append(t.races, r)
+	if t.at.IsZero() || due.Before(t.at) {
+		t.at = due
+		d := max(time.Until(due), 0)
+		if t.timer == nil {
+			t.timer = time.AfterFunc(d, t.fire)
+		} else {
+			t.timer.Reset(d)
+		}
+	}
+	t.mu.Unlock()
+}
+
+// remove takes r off the list, unless the timer took it first, and
+// reports whether it did.
+func (t *tracker) remove(r *race) bool {
+	t.mu.Lock()
+	i := r.idx
+	if i >= 0 {
+		last := len(t.races) - 1
+		t.races[i] = t.races[last]
+		t.races[i].idx = i
+		t.races[last] = nil
+		t.races = t.races[:last]
+		r.idx = -1
+	}
+	t.mu.Unlock()
+	return i >= 0
+}
+
+func (t *tracker) fire() {
+	var due []*race
+	t.mu.Lock()
+	now := time.Now()
+	next := time.Time{}
+	for i := 0; i < len(t.races); {
+		r := t.races[i]
+		if !r.due.After(now) {
+			last := len(t.races) - 1
+			t.races[i] = t.races[last]
+			t.races[i].idx = i
+			t.races[last] = nil
+			t.races = t.races[:last]
+			r.idx = -1
+			due = append(due, r)
+			continue
+		}
+		if next.IsZero() || r.due.Before(next) {
+			next = r.due
+		}
+		i++
+	}
+	t.at = next
+	if !next.IsZero() {
+		t.timer.Reset(max(time.Until(next), 0))
+	}
+	t.mu.Unlock()
+	for _, r := range due {
+		r.fire(now)
+	}
+}
+
+// Race states.
+const (
+	raceRunning int32 = iota // the first attempt runs; no hedge yet
+	raceClaimed              // the first attempt ended before any hedge
+	raceFired                // hedges started: the coordinator owns the race
+)
+
+// race is one hedged attempt of a Call: the first attempt, running on the
+// executor's goroutine, and the hedges beside it.
+type race struct {
+	c       *Call
+	ctx     context.Context // the caller's
+	attempt func(ctx context.Context, n int, lim Limit) Result
+	n       int // the first attempt's number
+	lim     Limit
+	start   time.Time
+	delay   time.Duration
+	state   atomic.Int32
+	due     time.Time
+	idx     int // in the tracker's list; -1 when not in it
+	cancel  context.CancelFunc
+	stop    chan struct{} // ends the timer goroutine of a Policy.Clock
+
+	results chan raceResult // from the attempts to the coordinator
+	verdict chan raceResult // from the coordinator to the executor
+}
+
+type raceResult struct {
+	k      int // 0 for the first attempt, then the hedges
+	res    Result
+	end    time.Time
+	cancel context.CancelFunc
+}
+
+var racePool = sync.Pool{New: func() any { return &race{idx: -1} }}
+
+// Race makes the attempt Admit admitted at now, ending by lim, and the
+// hedges the policy's [Hedge] allows beside it, and returns the result the
+// call goes on with, the number of the attempt that gave it, and the
+// cancel function of that attempt's context, which the executor calls
+// once it is done with the attempt's answer (nil when there is none). The
+// executor then calls [Call.End] with the result as after any attempt.
+//
+// attempt makes attempt n under ctx, ending by lim; it is called on the
+// executor's goroutine for the first attempt and on goroutines of its own
+// for the hedges, at the same time, so it must be safe for concurrent use
+// (a request body must be given to each attempt anew). The hedges that
+// lose are cancelled and waited for before Race returns: attempt must end
+// soon after its context does, and the executor releases what the losers
+// returned (response bodies).
+//
+// Without Policy.Hedge, for a durable call, under an upstream owner, when
+// the attempt limit leaves no room for a hedge or before an adaptive
+// delay is known, Race makes the attempt alone, under ctx. Call Race only
+// for a call that is safe to repeat.
+func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(ctx context.Context, n int, lim Limit) Result) (Result, int, context.CancelFunc) {
+	n := c.History.Attempts + 1
+	h := c.Policy.Hedge
+	c.start = now
+	if h == nil || c.Durable || c.History.UpstreamOwns {
+		return attempt(ctx, n, lim), n, nil
+	}
+	if m := c.Policy.MaxAttempts(); m > 0 && n >= m {
+		return attempt(ctx, n, lim), n, nil
+	}
+	delay, ok := h.delay()
+	if !ok {
+		return attempt(ctx, n, lim), n, nil
+	}
+	r := racePool.Get().(*race)
+	r.c, r.ctx, r.attempt, r.n, r.lim, r.start, r.delay = c, ctx, attempt, n, lim, now, delay
+	r.state.Store(raceRunning)
+	actx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	st := h.state()
+	if c.Policy.Clock == nil {
+		st.tr.add(r, now.Add(delay))
+	} else {
+		r.stop = make(chan struct{})
+		t := c.Policy.Clock.NewTimer(delay)
+		go func() {
+			select {
+			case <-t.C():
+				r.fire(c.Policy.Clock.Now())
+			case <-r.stop:
+				t.Stop()
+			}
+		}()
+	}
+	res := attempt(actx, n, lim)
+	if r.state.CompareAndSwap(raceRunning, raceClaimed) {
+		// No hedge was sent: the common case. The race goes back to the
+		// pool only when no timer can still reach it.
+		if r.stop != nil {
+			close(r.stop)
+		} else if st.tr.remove(r) {
+			*r = race{idx: -1}
+			racePool.Put(r)
+		}
+		return res, n, cancel
+	}
+	// Hedges were sent: the coordinator decides.
+	r.results <- raceResult{k: 0, res: res, end: clock.Now(c.Policy.Clock), cancel: cancel}
+	v := <-r.verdict
+	return v.res, n + v.k, v.cancel
+}
+
+// fire starts the hedges of r, unless its first attempt has ended.
+func (r *race) fire(now time.Time) {
+	r.results = make(chan raceResult, maxHedges+1)
+	r.verdict = make(chan raceResult, 1)
+	if !r.state.CompareAndSwap(raceRunning, raceFired) {
+		return
+	}
+	go r.coordinate(now)
+}
+
+// coordinate runs the hedges of r, from now, on a goroutine of its own,
+// while the executor's goroutine makes the first attempt: the Call is
+// the coordinator's until it sends the verdict.
+func (r *race) coordinate(now time.Time) {
+	c, p := r.c, &r.c.Policy
+	h := p.Hedge
+	var (
+		permits  [maxHedges + 1]breaker.Permit
+		cancels  [maxHedges + 1]context.CancelFunc
+		starts   [maxHedges + 1]time.Time
+		canceled [maxHedges + 1]bool
+		sent     int
+		running  = 1
+		win      = -1
+		last     *raceResult
+		stopped  bool // no more hedges: a pushback, a winner or the caller gone
+		timer    clock.Timer
+	)
+	permits[0], cancels[0], starts[0] = c.permit, r.cancel, r.start
+	c.permit = breaker.Permit{}
+	launch := func(now time.Time) {
+		if stopped || sent >= h.max() || r.ctx.Err() != nil {
+			return
+		}
+		k := sent + 1
+		lim, permit, ok := c.admitHedge(now, r.n+k)
+		if !ok {
+			return
+		}
+		sent++
+		running++
+		actx, cancel := context.WithCancel(r.ctx)
+		permits[k], cancels[k], starts[k] = permit, cancel, now
+		go func() {
+			res := r.attempt(actx, r.n+k, lim)
+			r.results <- raceResult{k: k, res: res, end: clock.Now(p.Clock), cancel: cancel}
+		}()
+		if sent < h.max() {
+			if timer == nil {
+				timer = clock.Or(p.Clock).NewTimer(r.delay)
+			} else {
+				timer.Reset(r.delay)
+			}
+		}
+	}
+	launch(now)
+	for running > 0 {
+		var tc <-chan time.Time
+		if timer != nil && !stopped && sent < h.max() {
+			tc = timer.C()
+		}
+		select {
+		case <-tc:
+			launch(clock.Now(p.Clock))
+			continue
+		case rr := <-r.results:
+			running--
+			k := rr.k
+			switch {
+			case canceled[k] || r.ctx.Err() != nil:
+				// Cancelled by the race or by the caller: it says nothing
+				// of the dependency.
+				permits[k].RecordAt(rr.end, breaker.Ignored)
+				rr.cancel()
+				if win < 0 && running == 0 && last == nil {
+					last = &rr // the caller gave up: any result will do
+					permits[k] = breaker.Permit{}
+				}
+			case r.final(&rr.res):
+				if last != nil {
+					permits[last.k].RecordAt(last.end, breaker.Failure)
+					last.cancel()
+				}
+				win = k
+				last = &rr
+				stopped = true
+				for j := 0; j <= sent; j++ {
+					if j != k && cancels[j] != nil && !canceled[j] {
+						canceled[j] = true
+						cancels[j]()
+					}
+				}
+			default:
+				// A failure that may pass: the next hedge goes now.
+				if last != nil {
+					permits[last.k].RecordAt(last.end, breaker.Failure)
+					last.cancel()
+				}
+				last = &rr
+				if rr.res.Outcome == OutcomePushback {
+					stopped = true
+				}
+				launch(rr.end)
+			}
+		}
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	v := *last
+	c.permit = permits[v.k]
+	c.History.Attempts += sent
+	c.hedges += sent
+	c.raceHedges, c.raceWon = sent, v.k != 0
+	c.start = starts[v.k]
+	r.verdict <- v
+}
+
+// final reports whether res ends a race: a success, or a failure that a
+// retry would not mend.
+func (r *race) final(res *Result) bool {
+	if res.NotRepeatable {
+		return true
+	}
+	o := res.Outcome
+	if res.Err != nil && o == OutcomeSuccess {
+		o, res.Wait = r.c.Policy.Classify(res.Err, res.TimedOut)
+		res.Outcome = o
+	}
+	return o == OutcomeSuccess && res.Err == nil || o == OutcomePermanent || o == OutcomeRefused
+}
+
+// admitHedge admits hedge attempt n at now: within the attempt limit, with
+// time left for a whole attempt, the breaker's permit and a token of the
+// retry budget.
+func (c *Call) admitHedge(now time.Time, n int) (Limit, breaker.Permit, bool) {
+	p, h := &c.Policy, &c.History
+	if m := p.MaxAttempts(); m > 0 && n > m {
+		return Limit{}, breaker.Permit{}, false
+	}
+	if ok, _ := p.fits(h, now, 0); !ok {
+		return Limit{}, breaker.Permit{}, false
+	}
+	var permit breaker.Permit
+	if p.Breaker != nil {
+		var err error
+		if permit, err = p.Breaker.AllowAt(now); err != nil {
+			return Limit{}, breaker.Permit{}, false
+		}
+	}
+	if p.Budget != nil && !p.Budget.AllowRetryAt(now) {
+		permit.RecordAt(now, breaker.Ignored)
+		return Limit{}, breaker.Permit{}, false
+	}
+	return c.limit(now), permit, true
+}
