@@ -341,3 +341,71 @@ func sortIndex(ts []time.Time, at time.Time) int {
 	i, _ := slices.BinarySearchFunc(ts, at, func(a, b time.Time) int { return a.Compare(b) })
 	return i
 }
+
+// BenchmarkClaimLimit is the cost of queues' limits on claims. jobs: one
+// op is one job claimed (up to 10 a claim) and finished, by one claimer,
+// in a queue without a limit, with a concurrency limit that never binds
+// (1,000) and with a rate that never binds (10^6/s): the limited path's
+// peek, transaction, lock and bucket. idle: one op is one claim that gets
+// nothing, from an empty queue without a limit (the claim, then the look
+// at the queue's limit) and from a queue held at its limit (the look
+// alone: no lock, no write).
+func BenchmarkClaimLimit(b *testing.B) {
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		l    queue.Limit
+	}{{"jobs/none", queue.Limit{}}, {"jobs/concurrency", queue.Limit{Concurrency: 1000}}, {"jobs/rate", queue.Limit{Rate: 1_000_000}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := openTest(b)
+			fill(b, s, b.N)
+			if err := s.QueueLimit(ctx, queue.DefaultQueue, bc.l, t0); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			now := t0
+			for left := b.N; left > 0; {
+				now = now.Add(time.Millisecond)
+				jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now, LeaseUntil: now.Add(time.Minute), Worker: "w"})
+				if err != nil || len(jobs) == 0 {
+					b.Fatalf("claim: %d jobs, %v", len(jobs), err)
+				}
+				ts := make([]queue.Transition, len(jobs))
+				for i, j := range jobs {
+					ts[i] = queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: now,
+						Entry: queue.Attempt{Attempt: j.Attempt, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done"}}
+				}
+				if _, err := s.JobTransitions(ctx, ts); err != nil {
+					b.Fatal(err)
+				}
+				left -= len(jobs)
+			}
+		})
+	}
+	for _, bc := range []struct {
+		name string
+		held bool
+	}{{"idle/empty", false}, {"idle/held", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := openTest(b)
+			if bc.held {
+				fill(b, s, 2)
+				if err := s.QueueLimit(ctx, queue.DefaultQueue, queue.Limit{Concurrency: 1}, t0); err != nil {
+					b.Fatal(err)
+				}
+				if jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: t0, LeaseUntil: t0.Add(time.Hour), Worker: "w"}); err != nil || len(jobs) != 1 {
+					b.Fatalf("claim: %d jobs, %v", len(jobs), err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: "w"})
+				if err != nil || len(jobs) != 0 {
+					b.Fatalf("claim: %d jobs, %v", len(jobs), err)
+				}
+			}
+		})
+	}
+}

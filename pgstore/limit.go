@@ -40,12 +40,15 @@ func scanLimit(row pgx.Row, dest ...any) (limitRow, error) {
 
 // limitPeekSQL reads a limited queue's limit, its running jobs and whether
 // a job is due, without locking or writing anything: while the queue is
-// at its limit, claims end here, and the jobs held back see no write.
+// at its limit, claims end here, and the jobs held back see no write. (The
+// first due job in claim order, rather than EXISTS, so that the plan walks
+// heed_jobs_claim_idx: with EXISTS PostgreSQL may scan the table.)
 func limitPeekSQL(cond string) string {
 	return `SELECT ` + limitCols + `,
 	CASE WHEN concurrency_limit > 0
 		THEN (SELECT count(*) FROM heed_jobs WHERE state = 'running' AND queue = $1) ELSE 0 END,
-	EXISTS (SELECT 1 FROM heed_jobs WHERE state = 'available' AND queue = $1 AND available_at <= $2` + cond + `)
+	(SELECT id FROM heed_jobs WHERE state = 'available' AND queue = $1 AND available_at <= $2` + cond + `
+		ORDER BY priority, available_at, id LIMIT 1) IS NOT NULL
 FROM heed_queues WHERE name = $1 AND paused_at IS NULL AND (concurrency_limit > 0 OR rate_limit > 0)`
 }
 
@@ -110,7 +113,10 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, cached bo
 	if peek.limit.Claimable(p.Limit, running, peek.bucket, p.Now) == 0 {
 		return nil, true, nil
 	}
-	tx, err := s.lazy.Begin(ctx)
+	// READ COMMITTED whatever the connection's default: the claim's
+	// statement must see every claim committed before the lock was
+	// taken, which a snapshot taken at the transaction's start may not.
+	tx, err := s.lazy.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return nil, false, err
 	}
