@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/heed-go/heed/internal/redact"
@@ -410,7 +411,8 @@ type deadView struct {
 	Total   int // dead jobs in the dead-letter
 	Grouped int // of which grouped
 	Oldest  time.Time
-	Causes  int // the causes read, at most maxCauses
+	Causes  int       // the causes read, at most maxCauses
+	At      time.Time // when they were counted
 	// Newest: grouped from the newest dead jobs (a database one release
 	// behind, without the index of causes), not from all of them.
 	Newest bool
@@ -422,14 +424,14 @@ type deadView struct {
 // known.
 func (h *Handler) groups(r *http.Request, samples bool) (deadView, error) {
 	ctx := r.Context()
-	counts, err := h.inspect.DeadCauseCounts(ctx, maxCauses)
+	counts, at, err := h.causes.get(ctx, h)
 	if errors.Is(err, queue.ErrSchemaTooOld) {
 		return h.groupsNewest(r)
 	}
 	if err != nil {
 		return deadView{}, err
 	}
-	v := deadView{Groups: groupCounts(counts), Causes: len(counts)}
+	v := deadView{Groups: groupCounts(counts), Causes: len(counts), At: at}
 	for _, c := range counts {
 		v.Grouped += c.Count
 		if v.Oldest.IsZero() || c.First.Before(v.Oldest) {
@@ -479,6 +481,44 @@ func (h *Handler) groups(r *http.Request, samples bool) (deadView, error) {
 		}
 	}
 	return v, nil
+}
+
+// causeCache is the latest count of the dead-letter's causes, shared by
+// every viewer of the dead-letter and its groups as the overview's count
+// is: reused while younger than max(Config.Refresh, 10 × its duration),
+// one count at a time, dropped after an action.
+type causeCache struct {
+	mu     sync.Mutex
+	at     time.Time
+	took   time.Duration
+	counts []queue.DeadCauseCount
+}
+
+// get returns the cached counts while fresh, else counts.
+func (c *causeCache) get(ctx context.Context, h *Handler) ([]queue.DeadCauseCount, time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := h.now()
+	if c.counts != nil && now.Sub(c.at) < max(h.cfg.Refresh, 10*c.took) {
+		return c.counts, c.at, nil
+	}
+	start := time.Now()
+	counts, err := h.inspect.DeadCauseCounts(ctx, maxCauses)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if counts == nil {
+		counts = []queue.DeadCauseCount{}
+	}
+	c.counts, c.at, c.took = counts, now, time.Since(start)
+	return counts, now, nil
+}
+
+// drop forgets the cached counts (after an action).
+func (c *causeCache) drop() {
+	c.mu.Lock()
+	c.counts = nil
+	c.mu.Unlock()
 }
 
 // groupsNewest groups the newest maxGrouped dead jobs.

@@ -64,8 +64,9 @@ type Config struct {
 	// TimeBudget), drawn on the timelines of jobs that have no budget of
 	// their own. 0: drawn only for those that do.
 	TimeBudget time.Duration
-	// Refresh is the least interval between two counts of the overview
-	// (default 2s). The counts of all viewers are shared: however many
+	// Refresh is the least interval between two counts of the overview,
+	// and of the dead-letter's causes (default 2s). The counts of all
+	// viewers are shared: however many
 	// pages are open, the database counts at most once per interval, and
 	// never more than a tenth of the time (a count that takes 300ms is
 	// repeated at most every 3s).
@@ -99,6 +100,7 @@ type Handler struct {
 	hosts   map[string]bool // Config.Hosts, lower-case; nil: any
 	anyIP   bool            // an unspecified address is among Config.Hosts
 	session sessions
+	causes  causeCache // the dead-letter's counts by cause
 }
 
 // New returns a dashboard over c. It returns an error when c's store does
@@ -364,6 +366,7 @@ func (c *counter) warm() {
 // invalidate drops the cached overview after an action: the next request
 // waits for a count that started after it.
 func (c *counter) invalidate() {
+	c.h.causes.drop()
 	c.mu.Lock()
 	c.cur = nil
 	c.gen++
