@@ -406,6 +406,60 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 	return v.res, n + v.k, v.cancel
 }
 
+// HedgeAt is the first step of hedging for an executor whose attempts are
+// events, not goroutines (the simulator; others use [Call.Race]): for the
+// attempt Admit admitted at start, it returns when its first hedge is
+// due, and true; false when the attempt is not to be hedged (as for Race:
+// no Policy.Hedge, a durable call, an upstream owner, no room under the
+// attempt limit, or an adaptive delay not known yet). When the attempt
+// has not ended by then, the executor calls [Call.Hedge].
+func (c *Call) HedgeAt(start time.Time) (time.Time, bool) {
+	h := c.Policy.Hedge
+	c.start = start
+	if h == nil || c.Durable || c.History.UpstreamOwns {
+		return time.Time{}, false
+	}
+	if m := c.Policy.MaxAttempts(); m > 0 && c.History.Attempts+1 >= m {
+		return time.Time{}, false
+	}
+	d, ok := h.delay()
+	if !ok {
+		return time.Time{}, false
+	}
+	return start.Add(d), true
+}
+
+// Hedge admits a hedge of the attempt in flight at now, as Race admits
+// them (within Max and the attempt limit, with time for a whole attempt,
+// the breaker's permit and a token of the retry budget), and returns the
+// hedge's Limit, when the next one is due (zero for none), and true; false
+// when it may not start. The hedge counts as an attempt. The executor
+// ends the race with one [Call.End]: with the first acceptable result, or
+// when every attempt of the race has failed, the last failure; Result.Hedge
+// says the result is a hedge's. The breaker learns the outcome of the
+// result decided on only (a hedge's permit is given back at once).
+func (c *Call) Hedge(now time.Time) (Limit, time.Time, bool) {
+	h := c.Policy.Hedge
+	if h == nil || c.Durable || c.History.UpstreamOwns || c.raceHedges >= h.max() {
+		return Limit{}, time.Time{}, false
+	}
+	lim, permit, ok := c.admitHedge(now, c.History.Attempts+2)
+	if !ok {
+		return Limit{}, time.Time{}, false
+	}
+	permit.RecordAt(now, breaker.Ignored)
+	c.History.Attempts++
+	c.hedges++
+	c.raceHedges++
+	var next time.Time
+	if c.raceHedges < h.max() {
+		if d, ok := h.delay(); ok {
+			next = now.Add(d)
+		}
+	}
+	return lim, next, true
+}
+
 // fire starts the hedges of r, unless its first attempt has ended.
 func (r *race) fire(now time.Time) {
 	r.results = make(chan raceResult, maxHedges+1)
@@ -520,6 +574,7 @@ func (r *race) coordinate(now time.Time) {
 	c.History.Attempts += sent
 	c.hedges += sent
 	c.raceHedges, c.raceWon = sent, v.k != 0
+	v.res.Hedge = v.k != 0
 	c.start = starts[v.k]
 	r.verdict <- v
 }

@@ -377,9 +377,11 @@ type racer struct {
 	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
 }
 
-// release puts r back in the pool, cleared.
+// release puts r back in the pool, without the request it holds (its
+// Call is overwritten by the next request; clearing all of r cost a
+// request 1.2 KB of writes).
 func (r *racer) release() {
-	*r = racer{fn: r.fn}
+	r.c, r.rw, r.body = call{}, rewinder{}, nil
 	racerPool.Put(r)
 }
 

@@ -57,6 +57,13 @@ const (
 	// worker took is finished whatever happens to its caller. Outside the
 	// fault, and for a call whose turn comes after it, C answers at once.
 	FIFO
+	// Spike: C is a congested service, each call taking Service plus
+	// LoadLatency for every other call in it when it starts, with no
+	// limit on the calls in it (it finishes every call it took, whether
+	// its caller waits or not), and during the fault users arrive at
+	// SpikeFactor times the Rate: the seeds' metastable spike (sim's
+	// built-in "spike") on real services.
+	Spike
 )
 
 // Config is one run. Zero fields take the defaults named.
@@ -85,10 +92,17 @@ type Config struct {
 	// fault).
 	Workers int
 	Service time.Duration
+	// LoadLatency and SpikeFactor are the Spike fault's (defaults 10 ms
+	// per call in C, and 2).
+	LoadLatency time.Duration
+	SpikeFactor float64
 	// Client, when set, makes the clients of every hop (the user's, A's
 	// and B's) over base (nil for the user's: net/http's default) instead
 	// of zero retryhttp.Transports: for other libraries.
 	Client func(base http.RoundTripper) http.RoundTripper
+	// ClientFor is Client told the hop ("user", "A" or "B"); it wins over
+	// Client.
+	ClientFor func(hop string, base http.RoundTripper) http.RoundTripper
 	// Transport, when set, is called with each hop's retryhttp.Transport
 	// before its first request, to change its settings: hop is "user",
 	// "A" (A's client, which calls B) or "B".
@@ -122,6 +136,12 @@ func (c *Config) defaults() {
 	}
 	if c.Service == 0 {
 		c.Service = 200 * time.Millisecond
+	}
+	if c.LoadLatency == 0 {
+		c.LoadLatency = 10 * time.Millisecond
+	}
+	if c.SpikeFactor == 0 {
+		c.SpikeFactor = 2
 	}
 }
 
@@ -256,6 +276,15 @@ func Run(t testing.TB, cfg Config) Result {
 		})
 		cInner = p
 	}
+	if cfg.Fault == Spike {
+		var in atomic.Int64
+		cInner = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := in.Add(1)
+			time.Sleep(cfg.Service + time.Duration(n-1)*cfg.LoadLatency)
+			in.Add(-1)
+			io.WriteString(w, "ok")
+		})
+	}
 	if cfg.Overload != nil {
 		lim, err := overload.New(*cfg.Overload)
 		if err != nil {
@@ -277,6 +306,9 @@ func Run(t testing.TB, cfg Config) Result {
 	// happen to get the same ports.
 	reg := &budget.Registry{}
 	transport := func(hop string, base http.RoundTripper) http.RoundTripper {
+		if cfg.ClientFor != nil {
+			return cfg.ClientFor(hop, base)
+		}
 		if cfg.Client != nil {
 			return cfg.Client(base)
 		}
@@ -345,9 +377,18 @@ func Run(t testing.TB, cfg Config) Result {
 		ok          bool
 	}
 	var recMu sync.Mutex
-	recs := make([]userRec, 0, int(cfg.Rate*total.Seconds())+1)
-	n := int(cfg.Rate * total.Seconds())
-	gap := time.Duration(float64(time.Second) / cfg.Rate)
+	recs := make([]userRec, 0, int(cfg.Rate*cfg.SpikeFactor*total.Seconds())+1)
+	// Open-loop pacing: users arrive evenly spaced at the Rate (times the
+	// SpikeFactor in a Spike's fault), whatever happened to the others.
+	var arrivals []time.Duration
+	for at := time.Duration(0); at < total; {
+		arrivals = append(arrivals, at)
+		gap := time.Duration(float64(time.Second) / cfg.Rate)
+		if cfg.Fault == Spike && inFault(at) {
+			gap = time.Duration(float64(gap) / cfg.SpikeFactor)
+		}
+		at += gap
+	}
 	var wg sync.WaitGroup
 	// How late a timer wakes, from the fault on (see OnTime).
 	lates := make(chan []time.Duration, 1)
@@ -368,10 +409,8 @@ func Run(t testing.TB, cfg Config) Result {
 			}
 		}
 	}()
-	for i := range n {
-		// Open-loop pacing: the i-th user arrives at start + i × gap,
-		// whatever happened to the others.
-		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+	for _, at := range arrivals {
+		if d := time.Until(start.Add(at)); d > 0 {
 			time.Sleep(d)
 		}
 		wg.Go(func() {
