@@ -25,11 +25,12 @@ import (
 // (matching retry.ErrExhausted, and budget.ErrExhausted or breaker.ErrOpen
 // when those ended the call) when it gives up without a response; and an
 // error wrapping ErrBodyTooLarge when the response is larger than
-// MaxResponseBody. Those errors, and any other but ctx.Err(), come as a
-// *url.Error whose URL is the redacted one ([RedactURL]) and whose message
-// has the URL's secrets removed, so that err.Error() is safe to log; use
-// errors.As and errors.Is to reach the cause. (http.Client.Do wraps them
-// again with the raw URL: see [RedactError].)
+// MaxResponseBody. Those errors, and any other but ctx.Err(), have the
+// URL's secrets removed from their message and no URL prefix of their own,
+// as http.Transport's errors have none: http.Client.Do adds one, the
+// *url.Error "Get \"URL\": ...", which quotes the raw URL; log
+// [RedactError](err) to have it redacted, once. Use errors.As and
+// errors.Is to reach the cause.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.init()
 	if t.initErr != nil {
