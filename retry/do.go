@@ -99,12 +99,15 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		return err
 	}
 	c := Call{Policy: *p}
-	var success *Decision // the one decision the Call does not keep
+	var (
+		success   Decision // the one decision the Call does not keep
+		succeeded bool
+	)
 	if trace != nil {
 		defer func() {
 			*trace = c.Trace()
-			if success != nil {
-				*trace = append(*trace, *success)
+			if succeeded {
+				*trace = append(*trace, success)
 			}
 		}()
 	}
@@ -164,7 +167,7 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		}
 		switch d.Action {
 		case Done:
-			success = &d
+			success, succeeded = d, true
 			return nil
 		case GiveUp:
 			return c.Exhausted(err)
