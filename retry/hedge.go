@@ -264,11 +264,13 @@ func (t *tracker) add(r *race, at time.Time) {
 }
 
 // remove takes r off the list, unless the timer took it first, and
-// reports whether it did.
+// reports whether it did; then no hedge can be sent, and r's context is
+// settled (see raceCtx).
 func (t *tracker) remove(r *race) bool {
 	t.mu.Lock()
 	i := r.idx
 	if i >= 0 {
+		r.actx.settled = true
 		last := len(t.races) - 1
 		t.races[i] = t.races[last]
 		t.races[i].idx = i
@@ -383,10 +385,11 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 	}
 	r := racePool.Get().(*race)
 	r.c, r.attempt, r.n, r.delay = c, attempt, n, delay
-	r.state.Store(raceRunning)
-	actx := &raceCtx{Context: ctx}
-	r.actx = actx
+	// r.state is raceRunning: a new race's zero, or that of a race put
+	// back in the pool (only the races that sent no hedge are).
 	st := h.state()
+	actx := &raceCtx{Context: ctx, mu: &st.tr.mu}
+	r.actx = actx
 	if c.Policy.Clock == nil {
 		st.tr.add(r, now.Add(delay))
 	} else {
@@ -410,7 +413,7 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 		// barriers on a busy machine.
 		r.c, r.attempt, r.actx = nil, nil, nil
 		racePool.Put(r)
-		return res, n, actx.settle()
+		return res, n, actx.settle() // remove set settled
 	}
 	if r.state.CompareAndSwap(raceRunning, raceClaimed) {
 		// No hedge was sent, but a timer may still reach r: it is left
@@ -418,7 +421,7 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 		if r.stop != nil {
 			close(r.stop)
 		}
-		return res, n, actx.settle()
+		return res, n, actx.settleLocked()
 	}
 	// Hedges were sent: the coordinator decides.
 	r.results <- raceResult{k: 0, res: res, end: clock.Now(c.Policy.Clock), cancel: actx.stop}
