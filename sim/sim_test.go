@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -457,8 +458,10 @@ func TestLayersBudgetSmooth(t *testing.T) {
 			t.Errorf("at %v: %d attempts at the bottom for %d user requests (%.2f×), want at most 1.2×", p.At, p.Attempts, p.UserRequests, a)
 		}
 	}
-	if mean := float64(attempts) / float64(users); mean < 1.05 || mean > 1.15 {
-		t.Errorf("mean %.3f× over the outage, want about 1.1×", mean)
+	mean := float64(attempts) / float64(users)
+	t.Logf("mean %.3f× over the outage", mean)
+	if want := 1 + budget.DefaultRatio; math.Abs(mean-want) > 0.05 {
+		t.Errorf("mean %.3f× over the outage, want about 1 + Ratio, %.2f×", mean, want)
 	}
 }
 
