@@ -56,6 +56,7 @@ var jobsCommands = []command{
 	{"pause", "pause queues: workers claim none of their jobs until resumed", jobsPauseMain},
 	{"resume", "resume paused queues", jobsResumeMain},
 	{"stats", "count jobs by state per queue; dead-letter size and age", jobsStatsMain},
+	{"periodic", "list periodic jobs: schedule, last and next tick", jobsPeriodicMain},
 	{"migrate", "create or upgrade the database schema", jobsMigrateMain},
 	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
 }
