@@ -50,6 +50,8 @@
 //	heed.http.client.retries         {retry}    heed.http.status_class, heed.retry.reason
 //	heed.http.client.give_ups        {call}     heed.http.status_class, heed.retry.reason
 //	heed.http.client.breaker.refused {call}     -
+//	heed.http.client.hedges          {attempt}  -
+//	heed.http.client.hedges.won      {call}     -
 //	heed.http.client.retry.delay     s          heed.retry.reason
 //	heed.http.client.call.duration   s          heed.http.status_class, heed.retry.reason (final)
 //

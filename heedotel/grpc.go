@@ -54,6 +54,8 @@ type grpcInstruments struct {
 	refused    metric.Int64Counter
 	delay      metric.Float64Histogram
 	callDur    metric.Float64Histogram
+	hedges     metric.Int64Counter
+	hedgeWon   metric.Int64Counter
 }
 
 // GRPCClient makes c record its calls: it sets c.OnAttempt (calling any
@@ -63,7 +65,8 @@ type grpcInstruments struct {
 // retries, their waits, give-ups (by status code and reason, "canceled"
 // for a call whose caller's context ended), breaker refusals and whole
 // calls (heed.grpc.client.call.duration, from the first attempt to the
-// final decision) as the other heed.grpc.client.* instruments; all with
+// final decision), hedges sent and hedges that won (heed.grpc.client.hedges,
+// heed.grpc.client.hedges.won) as the other heed.grpc.client.* instruments; all with
 // rpc.system "grpc", rpc.service, rpc.method and server.address (the
 // target, with anything that looks like a credential replaced by
 // REDACTED). Metadata and messages are never recorded. At most
@@ -79,6 +82,8 @@ func (m *Metrics) GRPCClient(c *heedgrpc.Client) error {
 		giveUps:    b.counter("heed.grpc.client.give_ups", "{call}", "gRPC calls on which heedgrpc gave up, by status code of the last attempt and reason (canceled: the caller's context ended)."),
 		refused:    b.counter("heed.grpc.client.breaker.refused", "{call}", "gRPC attempts refused by an open per-target circuit breaker before they were sent."),
 		delay:      b.histogram("heed.grpc.client.retry.delay", "s", "Wait before a gRPC retry, by reason.", delayBuckets),
+		hedges:     b.counter("heed.grpc.client.hedges", "{attempt}", "Hedges heedgrpc sent beside a slow unary attempt (retry.Policy.Hedge); heed.grpc.client.attempts counts a race as one attempt."),
+		hedgeWon:   b.counter("heed.grpc.client.hedges.won", "{call}", "Races of heedgrpc whose result came from a hedge, not from the attempt it raced."),
 		callDur:    b.histogram("heed.grpc.client.call.duration", "s", "Duration of a gRPC call through heedgrpc, all attempts and waits included, by final status code and reason.", durationBuckets),
 	}
 	if b.err != nil {
@@ -102,6 +107,12 @@ func (in *grpcInstruments) observe(ctx context.Context, s *grpcSets, a *heedgrpc
 		return
 	}
 	e := &a.Event
+	if e.Hedges > 0 {
+		in.hedges.Add(ctx, int64(e.Hedges), s.base.add...)
+		if e.HedgeWon {
+			in.hedgeWon.Add(ctx, 1, s.base.add...)
+		}
+	}
 	ri := reasonIndex(e.Reason)
 	if a.Refused {
 		if e.Reason == retry.ReasonBreakerOpen {

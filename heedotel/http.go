@@ -133,6 +133,12 @@ func (m *Metrics) observeHTTP(ctx context.Context, e *retry.Event) {
 		return // sent to the retryhttp.Transport directly
 	}
 	hs := c.sets
+	if e.Hedges > 0 {
+		m.httpHedges.Add(ctx, int64(e.Hedges), hs.base.add...)
+		if e.HedgeWon {
+			m.httpHedgeWon.Add(ctx, 1, hs.base.add...)
+		}
+	}
 	ri := reasonIndex(e.Reason)
 	if refusedEvent(e) {
 		m.httpRefused.Add(ctx, 1, hs.base.add...)

@@ -334,3 +334,29 @@ func TestTransportRedactsTokenHosts(t *testing.T) {
 		t.Error("no server.address REDACTED.hooks.example")
 	}
 }
+
+// A hedge sent beside a slow attempt, which wins, is counted in
+// heed.http.client.hedges and heed.http.client.hedges.won.
+func TestTransportHedge(t *testing.T) {
+	m, r := newMetrics(t)
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			<-r.Context().Done() // slow until the client leaves
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	defer srv.Close()
+	rt := m.Transport(&retryhttp.Transport{Policy: retry.Policy{Hedge: &retry.Hedge{Delay: 10 * time.Millisecond}}})
+	client := &http.Client{Transport: rt}
+	defer client.CloseIdleConnections()
+	resp, err := get(t, context.Background(), client, srv.URL+"/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET = %v, %v; want 200", resp, err)
+	}
+	c := collect(t, r)
+	dst := destination(t, srv)
+	c.wantSum("heed.http.client.hedges", 1, dst...)
+	c.wantSum("heed.http.client.hedges.won", 1, dst...)
+}

@@ -108,6 +108,8 @@ type Metrics struct {
 	httpRefused  metric.Int64Counter
 	httpDelay    metric.Float64Histogram
 	httpCallDur  metric.Float64Histogram
+	httpHedges   metric.Int64Counter
+	httpHedgeWon metric.Int64Counter
 
 	// breaker and budget
 	breakerState       metric.Int64ObservableGauge
@@ -168,6 +170,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.httpGiveUps = b.counter("heed.http.client.give_ups", "{call}", "HTTP calls on which retryhttp gave up, by status class of the last attempt and reason.")
 	m.httpRefused = b.counter("heed.http.client.breaker.refused", "{call}", "HTTP attempts refused by an open per-host circuit breaker before they were sent.")
 	m.httpDelay = b.histogram("heed.http.client.retry.delay", "s", "Wait before an HTTP retry, by reason.", delayBuckets)
+	m.httpHedges = b.counter("heed.http.client.hedges", "{attempt}", "Hedges retryhttp sent beside a slow attempt (retry.Policy.Hedge); heed.http.client.attempts counts a race as one attempt.")
+	m.httpHedgeWon = b.counter("heed.http.client.hedges.won", "{call}", "Races of retryhttp whose result came from a hedge, not from the attempt it raced.")
 	m.httpCallDur = b.histogram("heed.http.client.call.duration", "s", "Duration of an HTTP call through retryhttp, all attempts and waits included, by final status class and reason.", durationBuckets)
 
 	m.breakerState = b.gauge("heed.breaker.state", "{state}", "1 for the state a circuit breaker is in, 0 for the others.")

@@ -98,9 +98,11 @@ func discard(resp *http.Response, limit int64) {
 type finalBody struct {
 	rc     io.ReadCloser
 	cancel context.CancelFunc // may be nil
-	left   int64              // bytes still allowed, when max > 0
-	max    int64
-	once   sync.Once
+	// raceCancel, when set, ends the context of a race's winner.
+	raceCancel context.CancelFunc
+	left       int64 // bytes still allowed, when max > 0
+	max        int64
+	once       sync.Once
 }
 
 func (b *finalBody) Read(p []byte) (int, error) {
@@ -128,6 +130,9 @@ func (b *finalBody) Close() error {
 	b.once.Do(func() {
 		if b.cancel != nil {
 			b.cancel()
+		}
+		if b.raceCancel != nil {
+			b.raceCancel()
 		}
 	})
 	return err

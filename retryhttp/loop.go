@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/heed-go/heed/clock"
@@ -137,11 +138,13 @@ func (c *call) upstreamOwns(ctx context.Context) bool {
 
 // attempt is the result of one attempt.
 type attempt struct {
-	resp     *http.Response
-	err      error // the transport error, unmarked
-	cancel   context.CancelFunc
-	timedOut bool
-	prog     *progress
+	resp   *http.Response
+	err    error // the transport error, unmarked
+	cancel context.CancelFunc
+	// raceCancel ends the context of a race's winner (retry.Call.Race).
+	raceCancel context.CancelFunc
+	timedOut   bool
+	prog       *progress
 }
 
 func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body io.ReadCloser, rw *rewinder, repeatable bool) (*http.Response, error) {
@@ -192,7 +195,14 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		start := now
 		var a attempt
 		if repeatable && rw.ok && p.Hedge != nil {
-			a, start = c.race(ctx, &rc, now, lim, body, rw, tracing)
+			// The race hands the Call to goroutines of its own: a copy
+			// on the heap, so that rc stays on the stack of the calls
+			// that do not hedge (&rc here cost every request 640 bytes
+			// and an allocation).
+			hrc := new(retry.Call)
+			*hrc = rc
+			a, start = c.race(ctx, hrc, now, lim, body, rw, tracing)
+			rc = *hrc
 		} else {
 			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		}
@@ -207,9 +217,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 
 		if a.err != nil && ctx.Err() != nil {
 			rc.Abandon(now)
-			if a.cancel != nil {
-				a.cancel()
-			}
+			c.discard(a)
 			return nil, ctx.Err()
 		}
 		cl := c.classify(&a, now, rw, repeatable)
@@ -328,48 +336,65 @@ func (c *call) classify(a *attempt, now time.Time, rw *rewinder, repeatable bool
 // started; the others' responses are drained. Each hedge sends a body of
 // its own (GetBody, or the buffer).
 func (c *call) race(ctx context.Context, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
-	// Read what c reads lazily now: the attempts must not change it. They
-	// use copies, so that c and rw stay on the stack of calls that do not
-	// hedge.
+	// Read what c reads lazily now: the attempts must not change it.
 	c.idempotencyKey()
 	c.upstreamOwns(ctx)
-	hc, hrw := *c, *rw
-	clk := rc.Policy.Clock
-	first := rc.History.Attempts + 1
-	var (
-		slots  [maxRacers]attempt
-		starts [maxRacers]time.Time
-	)
-	_, n, cancel := rc.Race(ctx, now, lim, func(actx context.Context, n int, lim retry.Limit) retry.Result {
-		k := n - first
-		b, start := body, now
-		if k > 0 {
-			start = clock.Now(clk)
-			var err error
-			if b, err = hrw.body(); err != nil {
-				slots[k] = attempt{err: err}
-				return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
-			}
-		}
-		starts[k] = start
-		slots[k] = hc.send(actx, hc.req, n, start, lim, b, &hrw, tracing)
-		return hc.classify(&slots[k], clock.Now(clk), &hrw, true).res
-	})
-	k := n - first
-	for j := range slots {
+	// The attempts run on other goroutines too: they use copies of c, rw
+	// and rc in a racer from a pool, so that c, rw and rc stay on the
+	// stack of every call (most do not hedge).
+	r := racerPool.Get().(*racer)
+	r.c, r.rw, r.rc = *c, *rw, *rc
+	r.body, r.now, r.tracing, r.first = body, now, tracing, rc.History.Attempts+1
+	_, n, cancel := r.rc.Race(ctx, now, lim, r.fn)
+	*rc = r.rc
+	k := n - r.first
+	for j := range r.slots {
 		if j != k {
-			hc.discard(slots[j])
+			c.discard(r.slots[j])
 		}
 	}
-	a := slots[k]
-	if cancel != nil {
-		if own := a.cancel; own != nil {
-			a.cancel = func() { own(); cancel() }
-		} else {
-			a.cancel = cancel
+	a, start := r.slots[k], r.starts[k]
+	a.raceCancel = cancel
+	*r = racer{fn: r.fn}
+	racerPool.Put(r)
+	return a, start
+}
+
+// racer is what the attempts of one race share.
+type racer struct {
+	c       call
+	rw      rewinder
+	rc      retry.Call
+	body    io.ReadCloser // the first attempt's
+	now     time.Time     // when the first attempt started
+	tracing bool
+	first   int // the first attempt's number
+	slots   [maxRacers]attempt
+	starts  [maxRacers]time.Time
+	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
+}
+
+var racerPool = sync.Pool{New: func() any {
+	r := new(racer)
+	r.fn = r.attempt
+	return r
+}}
+
+// attempt makes attempt n of the race, the first or a hedge.
+func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Result {
+	k := n - r.first
+	b, start := r.body, r.now
+	if k > 0 {
+		start = clock.Now(r.rc.Policy.Clock)
+		var err error
+		if b, err = r.rw.body(); err != nil {
+			r.slots[k] = attempt{err: err}
+			return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
 		}
 	}
-	return a, starts[k]
+	r.starts[k] = start
+	r.slots[k] = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
+	return r.c.classify(&r.slots[k], clock.Now(r.rc.Policy.Clock), &r.rw, true).res
 }
 
 // maxRacers is the most attempts a race makes: the first and
@@ -384,8 +409,8 @@ func (c *call) final(a attempt) (*http.Response, error) {
 		c.discard(a)
 		return nil, retry.Permanent(&bodyTooLargeError{size: resp.ContentLength, max: max})
 	}
-	if (a.cancel != nil || max > 0) && resp.Body != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-		resp.Body = &finalBody{rc: resp.Body, cancel: a.cancel, max: max, left: max}
+	if (a.cancel != nil || a.raceCancel != nil || max > 0) && resp.Body != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp.Body = &finalBody{rc: resp.Body, cancel: a.cancel, raceCancel: a.raceCancel, max: max, left: max}
 	}
 	return resp, nil
 }
@@ -394,6 +419,9 @@ func (c *call) discard(a attempt) {
 	discard(a.resp, c.t.drainLimit())
 	if a.cancel != nil {
 		a.cancel()
+	}
+	if a.raceCancel != nil {
+		a.raceCancel()
 	}
 }
 

@@ -29,7 +29,7 @@ const (
 var getDoc = helpDoc{
 	file: "get",
 	groups: []flagGroup{
-		{"Request flags", []string{"X", "H", "d", "A", "u", "I", "L", "idempotency-key", "connect-timeout", "m", "max-time", "retry-max-time", "retry", "propagate"}},
+		{"Request flags", []string{"X", "H", "d", "A", "u", "I", "L", "idempotency-key", "connect-timeout", "m", "max-time", "retry-max-time", "retry", "hedge", "propagate"}},
 		{"Output flags", []string{"o", "i", "f", "s", "S", "v", "w"}},
 		{"curl's long names", []string{"fail", "head", "include", "location", "show-error", "silent", "user", "user-agent", "verbose", "write-out"}},
 		policyGroup,
@@ -59,6 +59,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	agent := fs.String("A", "", "send User-Agent: `AGENT` (default heed-get)")
 	user := fs.String("u", "", "send `USER:PASSWORD` as Basic authentication")
 	head := fs.Bool("I", false, "send HEAD and write the status line and headers (curl's --head)")
+	hedge := durationFlag(fs, "hedge", 0, "send a hedge, a second copy of a request that is safe to repeat, when an attempt has not answered after `DUR`; the first answer wins (default: none)")
 	retries := fs.Int("retry", 0, "curl's retry count: `N` retries, the same as --attempts N+1")
 	output := fs.String("o", "", "write the body to `FILE` instead of stdout")
 	include := fs.Bool("i", false, "write the status line and response headers before the body")
@@ -137,6 +138,11 @@ func getMain(ctx context.Context, s streams, args []string) int {
 		return usageError(s, "get", flagError("connect-timeout", "%v, must not be negative", *connectTimeout))
 	case *maxTime < 0:
 		return usageError(s, "get", flagError("max-time", "%v, must not be negative", *maxTime))
+	case *hedge < 0:
+		return usageError(s, "get", flagError("hedge", "%v, must not be negative", *hedge))
+	}
+	if *hedge > 0 {
+		p.Hedge = &retry.Hedge{Delay: *hedge}
 	}
 	u, err := url.Parse(positional[0])
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -234,3 +234,25 @@ func TestGetUsage(t *testing.T) {
 		t.Errorf("--help: exit %d, stdout %q", code, stdout)
 	}
 }
+
+// --hedge sends a second copy of a slow GET; the hedge's answer wins and
+// -v says so.
+func TestGetHedge(t *testing.T) {
+	srv, n := getServer(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+		if n == 1 {
+			<-r.Context().Done() // slow until the client leaves
+			return
+		}
+		io.WriteString(w, "fast "+r.Header.Get("Retry-Attempt"))
+	})
+	code, stdout, stderr := heed(t, "", "get", "-v", "--hedge", "20ms", srv.URL)
+	if code != 0 || stdout != "fast 2" || n.Load() != 2 {
+		t.Fatalf("exit %d, stdout %q, stderr %q, %d requests", code, stdout, stderr, n.Load())
+	}
+	if strings.TrimSpace(stderr) != "heed: attempt 2: ok (1 hedged, a hedge won)" {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	if code, _, stderr := heed(t, "", "get", "--hedge", "-1s", srv.URL); code != 2 {
+		t.Errorf("--hedge -1s: exit %d, stderr %q; want a usage error", code, stderr)
+	}
+}
