@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/admit"
 )
 
 // Wrap returns a handler that admits each request through l (see
@@ -38,8 +38,8 @@ func (l *Limiter) Wrap(next http.Handler) http.Handler {
 func refuse(w http.ResponseWriter, err error) {
 	secs := int64(1)
 	var re *RefusedError
-	if errors.As(err, &re) && re.RetryAfter > time.Second {
-		secs = int64((re.RetryAfter + time.Second - 1) / time.Second)
+	if errors.As(err, &re) {
+		secs = admit.RetryAfterSeconds(re.RetryAfter)
 	}
 	h := w.Header()
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))

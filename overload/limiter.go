@@ -2,7 +2,6 @@ package overload
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,11 +10,11 @@ import (
 
 // Defaults of [Config].
 const (
-	DefaultInitialLimit  = 20
-	DefaultMinLimit      = 1
-	DefaultMaxLimit      = 1000
-	DefaultQueueTarget   = 5 * time.Millisecond
-	DefaultQueueInterval = 100 * time.Millisecond
+	DefaultInitialLimit  = admit.DefaultInitial
+	DefaultMinLimit      = admit.DefaultMin
+	DefaultMaxLimit      = admit.DefaultMax
+	DefaultQueueTarget   = admit.DefaultTarget
+	DefaultQueueInterval = admit.DefaultInterval
 )
 
 // Config configures a [Limiter]. The zero Config is the documented
@@ -53,32 +52,7 @@ type Config struct {
 	Observe func(Event)
 }
 
-func (c Config) validate() error {
-	switch {
-	case c.Limit < 0:
-		return fmt.Errorf("overload: Limit %d is negative (0 means adaptive)", c.Limit)
-	case c.InitialLimit < 0, c.MinLimit < 0, c.MaxLimit < 0:
-		return fmt.Errorf("overload: InitialLimit, MinLimit and MaxLimit must not be negative")
-	case c.QueueTarget < 0, c.QueueInterval < 0:
-		return fmt.Errorf("overload: QueueTarget and QueueInterval must not be negative")
-	}
-	lo, hi := cmpOr(c.MinLimit, DefaultMinLimit), cmpOr(c.MaxLimit, DefaultMaxLimit)
-	if max(c.Limit, c.InitialLimit, hi) > admit.MaxLimit {
-		return fmt.Errorf("overload: a limit above %d", admit.MaxLimit)
-	}
-	if lo > hi {
-		return fmt.Errorf("overload: MinLimit %d is above MaxLimit %d", lo, hi)
-	}
-	return nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
+func (c Config) validate() error { return c.core().Validate() }
 
 // Limiter is a concurrency limit with a queue in front. Make one with
 // [New] per server (or per class of requests whose costs differ) and share
@@ -98,21 +72,12 @@ func New(cfg Config) (*Limiter, error) {
 	return &Limiter{observe: cfg.Observe, c: admit.New(cfg.core())}, nil
 }
 
-// core returns the admit.Config of a valid c, its defaults applied.
+// core returns c's decision fields for the Core.
 func (c Config) core() admit.Config {
-	ac := admit.Config{
-		MaxQueue: c.MaxQueue,
-		Target:   cmpOr(c.QueueTarget, DefaultQueueTarget),
-		Interval: cmpOr(c.QueueInterval, DefaultQueueInterval),
-		FIFO:     c.LIFOOff,
+	return admit.Config{
+		Limit: c.Limit, Initial: c.InitialLimit, Min: c.MinLimit, Max: c.MaxLimit,
+		MaxQueue: c.MaxQueue, Target: c.QueueTarget, Interval: c.QueueInterval, FIFO: c.LIFOOff,
 	}
-	if c.Limit > 0 {
-		ac.Initial, ac.Min, ac.Max = c.Limit, c.Limit, c.Limit
-	} else {
-		ac.Min, ac.Max = cmpOr(c.MinLimit, DefaultMinLimit), cmpOr(c.MaxLimit, DefaultMaxLimit)
-		ac.Initial = min(max(cmpOr(c.InitialLimit, DefaultInitialLimit), ac.Min), ac.Max)
-	}
-	return ac
 }
 
 // Permit is a request admitted by [Limiter.Acquire]. Call Release exactly

@@ -84,6 +84,10 @@ type Store struct {
 	// it before first use.
 	pollTimeout time.Duration
 
+	// limited holds the names of queues whose last claim found a limit
+	// (limit.go): their claims skip the statement for queues without.
+	limited sync.Map
+
 	closeOnce sync.Once
 }
 

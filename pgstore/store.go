@@ -17,10 +17,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Store implements queue.Store, queue.Notifier and queue.TransitionBatcher.
+// Store implements queue.Store, queue.Notifier, queue.HeldClaimer and
+// queue.TransitionBatcher.
 var (
-	_ queue.Store    = (*Store)(nil)
-	_ queue.Notifier = (*Store)(nil)
+	_ queue.Store       = (*Store)(nil)
+	_ queue.Notifier    = (*Store)(nil)
+	_ queue.HeldClaimer = (*Store)(nil)
 
 	_ queue.TransitionBatcher = (*Store)(nil)
 )
@@ -386,17 +388,24 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 // its count. cond is the claim's own condition (sqlfilter.Claim). (A
 // variable, so that BenchmarkClaimDurability can take the durable commit
 // out.)
+//
+// This statement claims from queues without limits only (nor a pause);
+// a limited queue's claim is claimLimited's (limit.go).
 var claimSQL = func(cond string) string {
 	return `WITH due AS (
 	SELECT id FROM heed_jobs
 	WHERE state = 'available' AND queue = $1 AND available_at <= $2` + cond + `
-		AND NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = $1 AND paused_at IS NOT NULL)
+		AND NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = $1 AND ` + pausedOrLimited + `)
 		AND (SELECT set_config('synchronous_commit', 'on', true)) = 'on'
 	ORDER BY priority, available_at, id
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
 )
-UPDATE heed_jobs j SET
+` + claimUpdate
+}
+
+// claimUpdate makes the jobs of the CTE due running.
+var claimUpdate = `UPDATE heed_jobs j SET
 	state = 'running',
 	lease_token = gen_random_uuid()::text,
 	lease_until = $4,
@@ -406,25 +415,38 @@ UPDATE heed_jobs j SET
 	started_at = coalesce(j.started_at, $2)
 WHERE j.id = ANY(ARRAY(SELECT id FROM due))
 RETURNING ` + colsJ
-}
 
 // JobClaim leases up to p.Limit due jobs of p.Queue in (Priority,
 // AvailableAt, ID) order, with FOR UPDATE SKIP LOCKED.
 func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	jobs, _, err := s.JobClaimHeld(ctx, p)
+	return jobs, err
+}
+
+// JobClaimHeld is JobClaim that also reports whether the queue's limit
+// held due jobs back (queue.HeldClaimer).
+func (s *Store) JobClaimHeld(ctx context.Context, p queue.ClaimParams) (jobs []*queue.Job, held bool, err error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	jobs, err := collectJobs(s.lazy.Query(ctx, claimSQL(sqlfilter.Claim(&p)), p.Queue, p.Now, p.Limit, p.LeaseUntil, p.Worker))
+	_, limited := s.limited.Load(p.Queue)
+	if !limited {
+		jobs, err = collectJobs(s.lazy.Query(ctx, claimSQL(sqlfilter.Claim(&p)), p.Queue, p.Now, p.Limit, p.LeaseUntil, p.Worker))
+	}
+	if err == nil && len(jobs) == 0 {
+		// Nothing due, a pause, or a limit: look at the queue's limit.
+		jobs, held, err = s.claimLimited(ctx, p, limited)
+	}
 	if err != nil {
-		return nil, wrapErr("claim jobs", err)
+		return nil, false, wrapErr("claim jobs", err)
 	}
 	// UPDATE ... RETURNING does not keep the CTE's order.
 	slices.SortFunc(jobs, func(a, b *queue.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.AvailableAt.Compare(b.AvailableAt), cmp.Compare(a.ID, b.ID))
 	})
-	return jobs, nil
+	return jobs, held, nil
 }
 
 // JobLeaseExtend moves the lease of the running job p.ID held with

@@ -365,3 +365,29 @@ func ExampleCompactHistory() {
 	// attempt 2: deferred 3 times since 2026-05-04T03:02:03Z; defer in 5s (breaker_open)
 	// attempt 2: success; done
 }
+
+// A queue whose jobs call a rate-limited API gets a global limit: at most
+// 10 of its jobs run at once and at most 50 start a second, across every
+// worker of every process that shares the store. The store enforces it
+// when workers claim; jobs held back wait as they are.
+func ExampleClient_SetLimit() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:") // a file path or pgstore in real use
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	c := queue.NewClient(st, queue.ClientConfig{})
+	if err := c.SetLimit(ctx, "geocode", queue.Limit{Concurrency: 10, Rate: 50}); err != nil {
+		panic(err)
+	}
+	limits, err := c.Limits(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range limits {
+		fmt.Printf("%s: %v\n", l.Queue, l.Limit)
+	}
+	// Output:
+	// geocode: at most 10 running, 50 starts per 1s
+}

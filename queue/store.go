@@ -449,7 +449,12 @@ type Store interface {
 	// new random LeaseToken, LeaseUntil = p.LeaseUntil, Worker = p.Worker,
 	// Attempt + 1, AttemptedAt = p.Now, and StartedAt = p.Now when it was
 	// zero. A job is never claimed by two callers at once. A paused queue
-	// ([QueueOps.QueuePause]) gives no jobs.
+	// ([QueueOps.QueuePause]) gives no jobs. A limited queue
+	// ([QueueOps.QueueLimit]) gives at most [Limit.Claimable] jobs, with
+	// the queue's running jobs counted and its rate bucket read and moved
+	// ([Limit.Took]) atomically with the claim across every caller of the
+	// database (a claim may give none while another claim of the queue
+	// holds its limit); jobs held back are not written.
 	JobClaim(ctx context.Context, p ClaimParams) ([]*Job, error)
 
 	// JobLeaseExtend moves the lease of the running job p.ID held with

@@ -530,6 +530,10 @@ func (w *Worker) claimLoop(q string, limit int) {
 	// and the breaker or the budget cannot tell yet what they took.
 	limited := 0
 	limitEnds := make(chan struct{}, limit)
+	// held: the last claim left due jobs behind for the queue's global
+	// Limit (fleetlimit.go); each of our jobs whose result is stored frees
+	// a place, so claim again then rather than at the next poll.
+	held := false
 	for {
 		select {
 		case <-w.stopping:
@@ -548,6 +552,7 @@ func (w *Worker) claimLoop(q string, limit int) {
 			}
 			var jobs []*Job
 			var err error
+			held = false
 			n, capped := free, false
 			switch {
 			case h.probe:
@@ -557,7 +562,7 @@ func (w *Worker) claimLoop(q string, limit int) {
 			}
 			if !h.all && !(capped && limited > 0) {
 				w.active.claimStart()
-				jobs, err = w.store.JobClaim(w.ctx, ClaimParams{Queue: q, Limit: n, Now: now,
+				jobs, held, err = w.claim(ClaimParams{Queue: q, Limit: n, Now: now,
 					LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID, FirstOnly: h.first})
 				w.active.claimEnd(len(jobs))
 				if err != nil {
@@ -602,6 +607,7 @@ func (w *Worker) claimLoop(q string, limit int) {
 				storing++
 			} else {
 				storing--
+				poke = poke || held // its place is free once its result is stored
 			}
 		case <-w.wake[q]:
 			poke = true

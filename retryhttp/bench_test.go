@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/budget"
@@ -76,6 +77,9 @@ func (f *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 //   - retryhttp: retryhttp.Transport with its defaults: default policy,
 //     per-host retry budget on (so one clock read and one budget count per
 //     request), Retry-Attempt sent, no deadline. Same allocations as floor.
+//   - retryhttp-hedge: retryhttp with Policy.Hedge (a 1 s delay, never
+//     reached: no hedge is sent); the difference to retryhttp is what
+//     hedging costs a call that needs no hedge.
 //   - retryhttp-nopropagate: retryhttp with Propagate off: nothing is
 //     added to the request, so the base gets the caller's request itself
 //     and the transport adds no allocation to base's.
@@ -101,6 +105,10 @@ func BenchmarkSuccess(b *testing.B) {
 	})
 	b.Run("retryhttp", func(b *testing.B) {
 		benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{}})
+	})
+	b.Run("retryhttp-hedge", func(b *testing.B) {
+		// Hedging on, no hedge fired (the delay is never reached).
+		benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{}, Policy: retry.Policy{Hedge: &retry.Hedge{Delay: time.Second}}})
 	})
 	b.Run("retryhttp-nopropagate", func(b *testing.B) {
 		benchRoundTrip(b, &retryhttp.Transport{Base: &memBase{}, Propagate: func(*http.Request) bool { return false }})

@@ -151,7 +151,21 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	t := c.t
 	clk := p.Clock
 	now := clock.Now(clk)
-	rc := retry.Call{Policy: *p, History: h}
+	// A request that may hedge keeps its Call in a racer from a pool,
+	// whose attempts run on goroutines of their own (retry.Call.Race);
+	// the others keep it on the stack (&rc handed to the race would move
+	// every request's Call to the heap: 640 bytes and an allocation).
+	var (
+		local retry.Call
+		rc    = &local
+		r     *racer
+	)
+	if repeatable && rw.ok && p.Hedge != nil {
+		r = racerPool.Get().(*racer)
+		rc = &r.rc
+		defer r.release()
+	}
+	*rc = retry.Call{Policy: *p, History: h}
 	var (
 		timer clock.Timer
 		last  error // the last attempt's error
@@ -194,23 +208,17 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		}
 		start := now
 		var a attempt
-		if repeatable && rw.ok && p.Hedge != nil {
-			// The race hands the Call to goroutines of its own: a copy
-			// on the heap, so that rc stays on the stack of the calls
-			// that do not hedge (&rc here cost every request 640 bytes
-			// and an allocation).
-			hrc := new(retry.Call)
-			*hrc = rc
-			a, start = c.race(ctx, hrc, now, lim, body, rw, tracing)
-			rc = *hrc
+		if r != nil {
+			a, start = c.race(ctx, r, now, lim, body, rw, tracing)
 		} else {
 			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		}
 		body = nil
-		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil && p.Hedge == nil {
+		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil && (p.Hedge == nil || p.Hedge.Delay > 0) {
 			// Fast path: a first attempt accepted, and nothing needs the
 			// time (a retry that succeeds goes through End, which tells
-			// the budget).
+			// the budget; a hedge sent counts as an attempt, and an
+			// adaptive hedge delay learns the latency in End).
 			return c.final(a)
 		}
 		now = clock.Now(clk)
@@ -330,23 +338,19 @@ func (c *call) classify(a *attempt, now time.Time, rw *rewinder, repeatable bool
 	return cl
 }
 
-// race makes the attempt rc admitted at now with the hedges its policy
+// race makes the attempt r.rc admitted at now with the hedges its policy
 // allows beside it (retry.Call.Race), for a request that is safe to
 // repeat, and returns the attempt the call goes on with and when it
 // started; the others' responses are drained. Each hedge sends a body of
 // its own (GetBody, or the buffer).
-func (c *call) race(ctx context.Context, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
-	// Read what c reads lazily now: the attempts must not change it.
+func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
+	// Read what c reads lazily now: the attempts must not change it. They
+	// use copies of c and rw, so that those stay on the stack.
 	c.idempotencyKey()
 	c.upstreamOwns(ctx)
-	// The attempts run on other goroutines too: they use copies of c, rw
-	// and rc in a racer from a pool, so that c, rw and rc stay on the
-	// stack of every call (most do not hedge).
-	r := racerPool.Get().(*racer)
-	r.c, r.rw, r.rc = *c, *rw, *rc
-	r.body, r.now, r.tracing, r.first = body, now, tracing, rc.History.Attempts+1
+	r.c, r.rw = *c, *rw
+	r.body, r.now, r.tracing, r.first = body, now, tracing, r.rc.History.Attempts+1
 	_, n, cancel := r.rc.Race(ctx, now, lim, r.fn)
-	*rc = r.rc
 	k := n - r.first
 	for j := range r.slots {
 		if j != k {
@@ -355,8 +359,7 @@ func (c *call) race(ctx context.Context, rc *retry.Call, now time.Time, lim retr
 	}
 	a, start := r.slots[k], r.starts[k]
 	a.raceCancel = cancel
-	*r = racer{fn: r.fn}
-	racerPool.Put(r)
+	r.slots, r.body = [maxRacers]attempt{}, nil
 	return a, start
 }
 
@@ -372,6 +375,12 @@ type racer struct {
 	slots   [maxRacers]attempt
 	starts  [maxRacers]time.Time
 	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
+}
+
+// release puts r back in the pool, cleared.
+func (r *racer) release() {
+	*r = racer{fn: r.fn}
+	racerPool.Put(r)
 }
 
 var racerPool = sync.Pool{New: func() any {

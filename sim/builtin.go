@@ -7,6 +7,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -51,7 +52,11 @@ func Builtins() []string {
 //     service whose latency is 1 s plus 10 ms per request in flight, and a
 //     10 s spike to twice the rate. Compares naive retries (3 immediate
 //     retries after a 3 s timeout), which leave the service collapsed long
-//     after the spike, with heed's defaults (a zero Layer), which recover.
+//     after the spike, with heed's defaults (a zero Layer), which recover,
+//     and the naive retries again with the service behind overload
+//     control (Chain.Overload): a fixed limit of 100, which recovers at
+//     once, and the adaptive limit at its defaults, which holds this
+//     service at half its throughput.
 //   - "spike-naive" and "spike-heed": "spike" with one of its two chains.
 //   - "brownout": 300 user requests/s to a service of 400/s with an
 //     unbounded queue loses half its capacity for 10 s. Naive retries
@@ -115,21 +120,38 @@ func spikeScenario() Scenario {
 		Description: "40 user requests/s, each waiting up to 6s, to a service whose latency is 1s plus 10ms " +
 			"per request in flight; the load doubles from 20s to 30s. " +
 			"Naive retries (3 immediate retries after a 3s timeout) keep the service overloaded after the spike " +
-			"ends (a metastable failure); heed's defaults let it recover.",
+			"ends (a metastable failure); heed's defaults let it recover, and so does the service itself behind " +
+			"overload control with a fixed limit of 100, even with the naive retries.",
 		Horizon: 2 * time.Minute,
 		Seed:    1,
 		Load:    Load{Rate: 40, Deadline: 6 * time.Second},
 		Service: Service{ServiceTime: time.Second, LoadLatency: 10 * time.Millisecond},
 		Faults:  []Fault{{Kind: Spike, Start: 20 * time.Second, End: 30 * time.Second, Factor: 2}},
 		Chains: []Chain{
-			{Name: "naive", Layers: []Layer{{Retry: retry.Policy{
-				Attempts:       4,
-				Backoff:        backoff.Schedule{Kind: backoff.Immediate},
-				AttemptTimeout: 3 * time.Second,
-			}, Budget: budget.Config{Ratio: -1}}}},
+			{Name: "naive", Layers: []Layer{naiveSpikeLayer()}},
 			{Name: "heed", PropagateDeadline: true, Layers: []Layer{{}}},
+			// The naive clients again, the service behind heed's overload
+			// control: a fixed limit of 100 in service (latency 2 s, under
+			// the clients' 3 s timeout) refuses the spike's excess at once,
+			// so nothing times out and no retry storm starts.
+			{Name: "naive + server limit 100", Layers: []Layer{naiveSpikeLayer()}, Overload: &overload.Config{Limit: 100}},
+			// And behind its adaptive limit, at its defaults: it reads the
+			// latency that grows with every request in flight as a queue,
+			// and holds the service near its no-queue latency at half the
+			// throughput.
+			{Name: "naive + server adaptive", Layers: []Layer{naiveSpikeLayer()}, Overload: &overload.Config{}},
 		},
 	}
+}
+
+// naiveSpikeLayer is the spike scenario's naive client: 3 immediate
+// retries after a 3 s timeout, no budget.
+func naiveSpikeLayer() Layer {
+	return Layer{Retry: retry.Policy{
+		Attempts:       4,
+		Backoff:        backoff.Schedule{Kind: backoff.Immediate},
+		AttemptTimeout: 3 * time.Second,
+	}, Budget: budget.Config{Ratio: -1}}
 }
 
 func brownoutScenario() Scenario {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/admit"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -82,6 +83,7 @@ const (
 	evTimer   // the attempt of call idx ran out of time
 	evServed  // bottom job idx finished service
 	evOutage  // an outage starts: fail the queue
+	evWaited  // bottom job idx waited in the overload queue as long as it may
 )
 
 // What an attempt's timer means.
@@ -108,12 +110,22 @@ type call struct {
 	endKind uint8
 	waiting bool // an attempt is in flight
 	fault   bool // a user request that arrived during a fault
+
+	// A job behind the overload control: admitted at admAt with admN in
+	// flight (held: it holds a place until it leaves the service), or
+	// waiting in its queue (w).
+	held  bool
+	timed bool
+	admN  int32
+	admAt int64
+	w     *waiter
 }
 
 type layerRT struct {
 	policy retry.Policy // with the layer's budget and breaker set
 	owned  bool         // a layer above owns retries
 	share  float64      // the attempt share; 0: none
+	sends  bool         // it sends Retry-Attempt: it claims the retries
 }
 
 type faultRT struct {
@@ -166,6 +178,10 @@ type engine struct {
 	errRate     float64
 	busy        int
 	queue       ring
+	adm         *admit.Core // the overload control in front; nil: none
+	plainWire   bool        // Chain.plainWire
+	woken       []woken     // waiters the Core answered, to act on
+	waking      bool
 
 	// metrics
 	interval int64
@@ -206,6 +222,10 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 		progress: progress,
 	}
 	e.rnd = rand.New(e.rng)
+	if p.Overload != nil {
+		e.adm = admit.New(admitConfig(p.Overload))
+		e.plainWire = p.plainWire
+	}
 	e.lanes = make([]lane, len(p.Layers))
 	claimed := false // the layer above sends Retry-Attempt
 	for _, l := range p.Layers {
@@ -222,6 +242,7 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 		// As retryhttp: a layer claims the retries when it may retry, or
 		// passes on the claim of a layer above.
 		claimed = rt.owned || rt.policy.MaxAttempts() != 1
+		e.layers[len(e.layers)-1].sends = claimed
 	}
 	for _, f := range s.Faults {
 		if int64(f.Start) >= e.horizon {
@@ -287,6 +308,10 @@ func (e *engine) run() *Result {
 			e.served(ev.idx)
 		case evOutage:
 			e.outageStarts()
+		case evWaited:
+			if j := e.pool.at(ev.idx); j.w != nil && j.tok == ev.tok {
+				e.waited(ev.idx, j)
+			}
 		}
 		e.events++
 		if e.events%progressEvery == 0 {
@@ -637,6 +662,14 @@ func (e *engine) submit(idx int32, j *call) {
 		e.fail(idx, j, errRefused)
 		return
 	}
+	if e.adm != nil && !e.admit(idx, j) {
+		return // refused, or waiting in the overload queue
+	}
+	e.enter(idx, j)
+}
+
+// enter hands job j to the service's workers, or its queue.
+func (e *engine) enter(idx int32, j *call) {
 	if e.conc == 0 || e.busy < e.conc {
 		e.serve(idx, j)
 		return
@@ -675,8 +708,10 @@ func (e *engine) serve(idx int32, j *call) {
 // fail ends job j at once with err.
 func (e *engine) fail(idx int32, j *call, err error) {
 	parent, ptok := j.parent, j.ptok
+	e.leave(j, err == errExpired)
 	e.pool.put(idx)
 	e.deliver(parent, ptok, err)
+	e.wake()
 }
 
 // served finishes job j's service.
@@ -692,8 +727,10 @@ func (e *engine) served(idx int32) {
 		err = errFailed
 	}
 	parent, ptok := j.parent, j.ptok
+	e.leave(j, false)
 	e.pool.put(idx)
 	e.startQueued()
+	e.wake()
 	if p := e.pool.at(parent); p.tok != ptok || !p.waiting {
 		e.sum.Orphaned++ // served for a caller that stopped waiting
 		return
@@ -724,6 +761,145 @@ func (e *engine) errorRate() float64 {
 		}
 	}
 	return r
+}
+
+// --- the overload control in front of the bottom service (package
+// overload's decision, internal/admit, on the virtual clock) ---
+
+// waiter is a job in the overload queue.
+type waiter struct {
+	w      admit.Waiter
+	e      *engine
+	idx    int32
+	expire uint8 // why it is refused when its wait ends
+}
+
+// woken is a waiter the Core answered.
+type woken struct {
+	w      *waiter
+	reason uint8
+}
+
+func (w *waiter) Wake(r uint8) { w.e.woken = append(w.e.woken, woken{w, r}) }
+
+// admit puts job j through the overload control, as overload.Limiter's
+// Acquire does: it reports whether j is admitted now; otherwise j was
+// refused (failed) or waits in the queue.
+func (e *engine) admit(idx int32, j *call) bool {
+	retry := e.attemptOf(j) >= 2
+	if !retry {
+		if n, timed, ok := e.adm.TryFast(); ok {
+			j.held, j.timed, j.admN, j.admAt = true, timed, int32(n), e.now
+			return true
+		}
+	}
+	var dl time.Time
+	if j.dl != never {
+		dl = epoch.Add(time.Duration(j.dl))
+	}
+	out := e.adm.Arrive(e.tnow, retry, dl)
+	switch {
+	case out.Admitted:
+		j.held, j.timed, j.admN, j.admAt = true, out.Timed, int32(out.Inflight), e.now
+		return true
+	case out.Reason != admit.None:
+		e.fail(idx, j, e.refusal(out.RetryAfter))
+		return false
+	}
+	w := &waiter{e: e, idx: idx, expire: out.Expire}
+	e.adm.Queue(&w.w, e.tnow, dl, w)
+	j.w = w
+	j.tok = e.token()
+	e.push(e.now+int64(out.Wait), evWaited, idx, j.tok)
+	return false
+}
+
+// refusal is the error of an attempt the overload control refused: a 503
+// whose Retry-After (whole seconds, at least 1, as overload.Limiter.Wrap
+// writes it) heed's layers honour as retryhttp does.
+func (e *engine) refusal(ra time.Duration) error {
+	if e.plainWire {
+		return errOverloaded
+	}
+	return retry.After(time.Duration(admit.RetryAfterSeconds(ra))*time.Second, errOverloaded)
+}
+
+// attemptOf returns the attempt number that job j's Retry-Attempt carries,
+// as heed's clients send it: the largest attempt number of the layers
+// above that pass the claim down, 0 when the last layer sends none.
+func (e *engine) attemptOf(j *call) int {
+	if e.plainWire {
+		return 0
+	}
+	n := 0
+	for i := j.parent; i >= 0; {
+		c := e.pool.at(i)
+		if !e.layers[c.layer].sends {
+			break
+		}
+		n = max(n, c.rc.History.Attempts+1)
+		i = c.parent
+	}
+	return n
+}
+
+// waited refuses job j, whose time in the overload queue ended.
+func (e *engine) waited(idx int32, j *call) {
+	w := j.w
+	j.w = nil
+	ra, _ := e.adm.Leave(&w.w, e.tnow, w.expire)
+	e.fail(idx, j, e.refusal(ra))
+}
+
+// leave gives back the place job j holds, if any, as it leaves the
+// service: its latency is a sample, unless its caller went away (no
+// sample) or its deadline passed (expired: it ran out of time).
+func (e *engine) leave(j *call, expired bool) {
+	if e.adm == nil || !j.held {
+		return
+	}
+	j.held = false
+	how := admit.Unsampled
+	if j.timed {
+		how = admit.Sampled
+		if p := e.pool.at(j.parent); p.tok != j.ptok || !p.waiting {
+			how = admit.Unsampled
+		}
+		if expired || j.dl <= e.now {
+			how = admit.TimedOut
+		}
+	}
+	e.adm.Release(e.tnow, time.Duration(e.now-j.admAt), int(j.admN), how)
+}
+
+// wake acts on the waiters the Core answered: a refused one fails; an
+// admitted one enters the service, unless its caller has gone, whose
+// place passes on (a caller who has gone is never served).
+func (e *engine) wake() {
+	if e.waking {
+		return // the outer call acts on what is added
+	}
+	e.waking = true
+	for k := 0; k < len(e.woken); k++ {
+		wk := e.woken[k]
+		idx := wk.w.idx
+		j := e.pool.at(idx)
+		j.w = nil
+		j.tok = e.token() // its wait's timer is stale
+		if wk.reason != admit.None {
+			e.fail(idx, j, e.refusal(e.adm.RetryAfter(e.tnow)))
+			continue
+		}
+		if p := e.pool.at(j.parent); p.tok != j.ptok || !p.waiting {
+			e.adm.Release(e.tnow, 0, 0, admit.Unsampled)
+			e.pool.put(idx)
+			continue
+		}
+		j.held, j.timed, j.admN, j.admAt = true, true, int32(e.adm.Inflight()), e.now
+		e.enter(idx, j)
+	}
+	e.woken = e.woken[:0]
+	e.waking = false
 }
 
 // outageStarts fails every queued job.

@@ -20,6 +20,7 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/internal/duration"
+	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -100,9 +101,22 @@ type fileFault struct {
 }
 
 type filePolicy struct {
-	Name              string      `yaml:"name" json:"name"`
-	PropagateDeadline bool        `yaml:"propagate_deadline" json:"propagate_deadline"`
-	Layers            []fileLayer `yaml:"layers" json:"layers"`
+	Name              string        `yaml:"name" json:"name"`
+	PropagateDeadline bool          `yaml:"propagate_deadline" json:"propagate_deadline"`
+	Layers            []fileLayer   `yaml:"layers" json:"layers"`
+	Overload          *fileOverload `yaml:"overload" json:"overload"`
+}
+
+// fileOverload is overload.Config; "overload: {}" is its defaults.
+type fileOverload struct {
+	Limit         int    `yaml:"limit" json:"limit"`
+	InitialLimit  int    `yaml:"initial_limit" json:"initial_limit"`
+	MinLimit      int    `yaml:"min_limit" json:"min_limit"`
+	MaxLimit      int    `yaml:"max_limit" json:"max_limit"`
+	MaxQueue      int    `yaml:"max_queue" json:"max_queue"`
+	QueueTarget   string `yaml:"queue_target" json:"queue_target"`
+	QueueInterval string `yaml:"queue_interval" json:"queue_interval"`
+	LIFOOff       bool   `yaml:"lifo_off" json:"lifo_off"`
 }
 
 type fileLayer struct {
@@ -147,7 +161,7 @@ type fileBreaker struct {
 var fileParts = map[string]any{
 	"the scenario": fileScenario{}, "load": fileLoad{}, "service": fileService{}, "a fault": fileFault{},
 	"a policy": filePolicy{}, "a layer": fileLayer{}, "backoff": fileBackoff{}, "budget": fileBudget{},
-	"breaker": fileBreaker{},
+	"breaker": fileBreaker{}, "overload": fileOverload{},
 }
 
 // renamedFields are a layer's fields that scenario files once spelled
@@ -299,6 +313,15 @@ func (f *fileScenario) scenario() (Scenario, error) {
 	for i, fp := range f.Policies {
 		p := fmt.Sprintf("policies[%d]", i)
 		pol := Chain{Name: fp.Name, PropagateDeadline: fp.PropagateDeadline}
+		if o := fp.Overload; o != nil {
+			pol.Overload = &overload.Config{
+				Limit: o.Limit, InitialLimit: o.InitialLimit, MinLimit: o.MinLimit, MaxLimit: o.MaxLimit,
+				MaxQueue:      o.MaxQueue,
+				QueueTarget:   d.parse(p+".overload.queue_target", o.QueueTarget),
+				QueueInterval: d.parse(p+".overload.queue_interval", o.QueueInterval),
+				LIFOOff:       o.LIFOOff,
+			}
+		}
 		// A file's owner marks the layer whose attempts claim the retries;
 		// layers down to it honour no claim (with none, every layer
 		// retries on its own), as before ownership followed retrying.

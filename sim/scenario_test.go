@@ -27,6 +27,9 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"horizon: 10s\nload: {rate: 1}\npolicies: []\n", "policies is empty"},
 		{"horizon: 10s\nload: {rate: x}\n", "line 2: cannot unmarshal"},
 		{"horizon: 10s\nload: {rate: 1}\nservice: {workers: 3}\n", `unknown field "workers" in service (known: concurrency,`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{}], overload: {limit: -1}}]\n", "policies[0].overload Limit -1 is negative"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{}], overload: {queue_target: soon}}]\n", "policies[0].overload.queue_target"},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{}], overload: {lifo: true}}]\n", `unknown field "lifo" in overload`},
 	} {
 		_, err := ParseScenario("x.yaml", []byte(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -35,6 +38,29 @@ func TestParseScenarioErrors(t *testing.T) {
 	}
 	if _, err := ParseScenario("x.json", []byte(`{"horizon": "10s", "load": {"rate": 1}} {}`)); err == nil || !strings.Contains(err.Error(), "more than one JSON value") {
 		t.Errorf("two JSON values: %v", err)
+	}
+}
+
+// A policy's overload puts the service behind overload control in its
+// runs: "{}" is overload.Config's defaults; fields take its names in
+// snake_case.
+func TestParseScenarioOverload(t *testing.T) {
+	s, err := ParseScenario("x.yaml", []byte("horizon: 10s\nload: {rate: 1}\npolicies:\n"+
+		"  - {name: plain, layers: [{}]}\n"+
+		"  - {name: defaults, layers: [{}], overload: {}}\n"+
+		"  - {name: fixed, layers: [{}], overload: {limit: 100, max_queue: -1, queue_target: 2ms, lifo_off: true}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Chains
+	if c[0].Overload != nil || c[1].Overload == nil || c[1].Overload.Limit != 0 {
+		t.Errorf("overload: %+v, %+v; want none, then the defaults", c[0].Overload, c[1].Overload)
+	}
+	if o := c[2].Overload; o == nil || o.Limit != 100 || o.MaxQueue != -1 || o.QueueTarget != 2*time.Millisecond || !o.LIFOOff {
+		t.Errorf("fixed: %+v", o)
+	}
+	if _, err := Run(s); err != nil {
+		t.Fatal(err)
 	}
 }
 

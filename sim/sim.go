@@ -42,6 +42,8 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/admit"
+	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -255,6 +257,23 @@ type Chain struct {
 	// deadline, and the bottom service drops queued attempts whose deadline
 	// has passed instead of serving them.
 	PropagateDeadline bool
+	// Overload, when set, puts the bottom service behind heed's
+	// server-side overload control in this chain's runs, with this Config
+	// (default nil: none), as overload.Limiter.Wrap in front of the
+	// service's handler: a limit on the attempts in the service that
+	// adapts to their latency, a short queue in front of it, refusals (a
+	// transient 503 with when to come back, which heed's layers honour)
+	// for what cannot finish in time, retries (an attempt number of 2 or
+	// more from the layer above, as Retry-Attempt carries it) refused
+	// first. It is overload's own decision, run on the simulator's clock;
+	// Observe is not called. Scenario files call it overload, with the
+	// snake_case names of the Config's fields.
+	Overload *overload.Config
+
+	// plainWire, in tests: the layers send no attempt number to the
+	// overload control and ignore its Retry-After, as clients outside
+	// heed do.
+	plainWire bool
 }
 
 // Layer is one service in the chain and how it calls the next one.
@@ -402,8 +421,21 @@ func (s *Scenario) Validate() error {
 		if err := p.validate(path); err != nil {
 			return err
 		}
+		if p.Overload != nil {
+			if err := admitConfig(p.Overload).Validate(); err != nil {
+				return bad(path+".overload", "%s", strings.TrimPrefix(err.Error(), "overload: "))
+			}
+		}
 	}
 	return nil
+}
+
+// admitConfig returns the decision fields of c for admit.New.
+func admitConfig(c *overload.Config) admit.Config {
+	return admit.Config{
+		Limit: c.Limit, Initial: c.InitialLimit, Min: c.MinLimit, Max: c.MaxLimit,
+		MaxQueue: c.MaxQueue, Target: c.QueueTarget, Interval: c.QueueInterval, FIFO: c.LIFOOff,
+	}
 }
 
 func (p *Chain) validate(path string) error {

@@ -274,32 +274,52 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 	return jobs, wrap("list", err)
 }
 
-// notPaused is the condition that the queue in parameter ?1 is not paused.
-const notPaused = `NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = ?1 AND paused_at IS NOT NULL)`
+// notPausedOrLimited is the condition that the queue in parameter ?1 is
+// neither paused nor limited: claimSQL claims from such queues only, and
+// claimLimited (limit.go) from limited ones.
+const notPausedOrLimited = `NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = ?1 AND
+	(paused_at IS NOT NULL OR concurrency_limit > 0 OR rate_limit > 0))`
 
-// dueSQL and claimSQL take the claim's own condition (sqlfilter.Claim).
+// dueSQL tells whether a job is due in a queue that is not paused, and
+// whether the queue is limited. dueSQL and claimSQL take the claim's own
+// condition (sqlfilter.Claim).
 func dueSQL(cond string) string {
 	return `SELECT EXISTS (SELECT 1 FROM heed_jobs
-	WHERE state = 'available' AND queue = ?1 AND available_at <= ?2` + cond + `) AND ` + notPaused
+	WHERE state = 'available' AND queue = ?1 AND available_at <= ?2` + cond + `)
+		AND NOT EXISTS (SELECT 1 FROM heed_queues WHERE name = ?1 AND paused_at IS NOT NULL),
+	EXISTS (SELECT 1 FROM heed_queues WHERE name = ?1 AND (concurrency_limit > 0 OR rate_limit > 0))`
 }
 
-func claimSQL(cond string) string {
+// claimSQL claims up to ?3 due jobs of a queue that is neither paused
+// nor limited; claimLimited's statement leaves out the condition on the
+// queue, which it checked in its transaction.
+func claimSQL(cond string) string { return claimWhereSQL(cond + ` AND ` + notPausedOrLimited) }
+
+func claimWhereSQL(cond string) string {
 	return `UPDATE heed_jobs SET
 		state = 'running', attempt = attempt + 1,
 		lease_token = lower(hex(randomblob(16))), lease_until = ?4, worker = ?5,
 		attempted_at = ?2, started_at = coalesce(started_at, ?2)
 	WHERE id IN (
 		SELECT id FROM heed_jobs
-		WHERE state = 'available' AND queue = ?1 AND available_at <= ?2` + cond + ` AND ` + notPaused + `
+		WHERE state = 'available' AND queue = ?1 AND available_at <= ?2` + cond + `
 		ORDER BY priority, available_at, id LIMIT ?3)
 	RETURNING ` + jobColumns
 }
 
 // JobClaim implements queue.Store with one UPDATE ... WHERE id IN (SELECT
-// ... LIMIT n) RETURNING statement; the single writer makes it atomic.
+// ... LIMIT n) RETURNING statement; the single writer makes it atomic. A
+// limited queue's claim is a transaction (claimLimited).
 func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	jobs, _, err := s.JobClaimHeld(ctx, p)
+	return jobs, err
+}
+
+// JobClaimHeld implements queue.HeldClaimer: JobClaim that also reports
+// whether the queue's limit held due jobs back.
+func (s *Store) JobClaimHeld(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, bool, error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	now, cond := micros(p.Now), sqlfilter.Claim(&p)
 	// Idle polling should not queue behind writers: look first on a read
@@ -310,29 +330,33 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 	full := s.full[p.Queue]
 	s.fullMu.Unlock()
 	if !full {
-		var due bool
+		var due, limited bool
 		check, err := s.preparedRead(ctx, dueSQL(cond))
 		if err != nil {
-			return nil, wrap("claim", err)
+			return nil, false, wrap("claim", err)
 		}
-		if err := check.QueryRowContext(ctx, p.Queue, now).Scan(&due); err != nil {
-			return nil, wrap("claim", err)
+		if err := check.QueryRowContext(ctx, p.Queue, now).Scan(&due, &limited); err != nil {
+			return nil, false, wrap("claim", err)
 		}
 		if !due {
-			return nil, nil
+			return nil, false, nil
+		}
+		if limited {
+			jobs, err := s.claimLimited(ctx, p, cond)
+			return sortClaimed(jobs), err == nil && len(jobs) < p.Limit, wrap("claim", err)
 		}
 	}
 	claim, err := s.prepared(ctx, claimSQL(cond))
 	if err != nil {
-		return nil, wrap("claim", err)
+		return nil, false, wrap("claim", err)
 	}
 	rows, err := claim.QueryContext(ctx, p.Queue, now, p.Limit, micros(p.LeaseUntil), p.Worker)
 	if err != nil {
-		return nil, wrap("claim", err)
+		return nil, false, wrap("claim", err)
 	}
 	jobs, err := scanJobs(rows)
 	if err != nil {
-		return nil, wrap("claim", err)
+		return nil, false, wrap("claim", err)
 	}
 	s.fullMu.Lock()
 	if len(jobs) == p.Limit {
@@ -341,6 +365,11 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 		delete(s.full, p.Queue)
 	}
 	s.fullMu.Unlock()
+	return sortClaimed(jobs), false, nil
+}
+
+// sortClaimed sorts jobs in claim order (RETURNING does not keep it).
+func sortClaimed(jobs []*queue.Job) []*queue.Job {
 	sort.Slice(jobs, func(i, j int) bool {
 		a, b := jobs[i], jobs[j]
 		if a.Priority != b.Priority {
@@ -351,7 +380,7 @@ func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job
 		}
 		return a.ID < b.ID
 	})
-	return jobs, nil
+	return jobs
 }
 
 // JobLeaseExtend implements queue.Store.

@@ -12,6 +12,7 @@
 package admit
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -52,13 +53,52 @@ const (
 	limitShift = 32
 )
 
-// Config is what a Core needs; zero fields are not defaulted here (package
-// overload documents and applies the defaults).
+// Defaults of Config's zero fields (overload.Config documents them).
+const (
+	DefaultInitial  = 20
+	DefaultMin      = 1
+	DefaultMax      = 1000
+	DefaultTarget   = 5 * time.Millisecond
+	DefaultInterval = 100 * time.Millisecond
+)
+
+// Config is overload.Config's decision fields, zero meaning the default;
+// package overload and package sim copy theirs in, so that both validate
+// and default them alike.
 type Config struct {
-	Initial, Min, Max int // the adaptive limit's start and bounds; equal for a fixed limit
+	Limit             int // a fixed limit; 0: adaptive
+	Initial, Min, Max int // the adaptive limit's start and bounds
 	MaxQueue          int // the most requests waiting; 0: as many as the limit; negative: none
 	Target, Interval  time.Duration
 	FIFO              bool // serve waiters in arrival order even while overloaded
+}
+
+// Validate returns an error naming overload.Config's bad field, or nil.
+func (c Config) Validate() error {
+	switch {
+	case c.Limit < 0:
+		return fmt.Errorf("overload: Limit %d is negative (0 means adaptive)", c.Limit)
+	case c.Initial < 0, c.Min < 0, c.Max < 0:
+		return fmt.Errorf("overload: InitialLimit, MinLimit and MaxLimit must not be negative")
+	case c.Target < 0, c.Interval < 0:
+		return fmt.Errorf("overload: QueueTarget and QueueInterval must not be negative")
+	}
+	lo, hi := cmpOr(c.Min, DefaultMin), cmpOr(c.Max, DefaultMax)
+	if max(c.Limit, c.Initial, hi) > MaxLimit {
+		return fmt.Errorf("overload: a limit above %d", MaxLimit)
+	}
+	if lo > hi {
+		return fmt.Errorf("overload: MinLimit %d is above MaxLimit %d", lo, hi)
+	}
+	return nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 // Waker is told the answer for a request that waited: [None] when it is
@@ -99,11 +139,16 @@ type Core struct {
 	queued    int
 }
 
-// New returns a Core for cfg.
+// New returns a Core for a valid cfg, its defaults applied.
 func New(cfg Config) *Core {
 	c := &Core{maxQ: cfg.MaxQueue, fifo: cfg.FIFO}
-	c.v = newVegas(cfg.Initial, cfg.Min, cfg.Max, probe)
-	c.q = newCodel(cfg.Target, cfg.Interval)
+	if cfg.Limit > 0 {
+		c.v = newVegas(cfg.Limit, cfg.Limit, cfg.Limit, probe)
+	} else {
+		lo, hi := cmpOr(cfg.Min, DefaultMin), cmpOr(cfg.Max, DefaultMax)
+		c.v = newVegas(min(max(cmpOr(cfg.Initial, DefaultInitial), lo), hi), lo, hi, probe)
+	}
+	c.q = newCodel(cmpOr(cfg.Target, DefaultTarget), cmpOr(cfg.Interval, DefaultInterval))
 	c.st.Store(uint64(int(c.v.limit)) << limitShift)
 	return c
 }
@@ -253,6 +298,12 @@ func (c *Core) RetryAfter(now time.Time) time.Duration { return c.refuse(now) }
 func (c *Core) Inflight() int {
 	in, _ := unpack(c.st.Load())
 	return in
+}
+
+// RetryAfterSeconds returns d as HTTP's Retry-After says it: whole
+// seconds, rounded up, at least 1 (the header's unit).
+func RetryAfterSeconds(d time.Duration) int64 {
+	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
 // Ending says how a request ended, for [Core.Release].

@@ -126,6 +126,16 @@ func (v *vegas) sample(now time.Time, rtt time.Duration, inflight, current int, 
 	return v.limit
 }
 
+// step is the rule's unit for served requests in service: log10 of them,
+// at least 1; alpha is 3 steps and beta 6.
+func step(served float64) float64 { return max(1, math.Log10(max(served, 1))) }
+
+// SteadyLimit is where the adaptive limit settles for a service that
+// serves n requests at once at its no-queue latency (by Little's law, its
+// capacity times that latency): n plus alpha, a few requests waiting
+// inside so that a place freed is never idle. heed plan prints it.
+func SteadyLimit(n float64) float64 { return n + 3*step(n) }
+
 // urgent reports whether the window so far already says to shrink: three
 // samples whose mean queue inside is above beta close it early, because a
 // queue inside grows with every request admitted while the window fills.
@@ -134,13 +144,13 @@ func (v *vegas) urgent() bool {
 		return false
 	}
 	served := v.served / float64(v.n)
-	return v.queue/float64(v.n) > 6*max(1, math.Log10(max(served, 1)))
+	return v.queue/float64(v.n) > 6*step(served)
 }
 
 // decide applies the rule to a closed window whose samples had queue
 // requests waiting inside and served being served, on average.
 func (v *vegas) decide(queue, served float64) {
-	step := max(1, math.Log10(max(served, 1)))
+	step := step(served)
 	switch {
 	case v.dropped:
 		v.limit *= 0.9

@@ -55,6 +55,7 @@ var jobsCommands = []command{
 	{"delete", "delete finished jobs: IDs, or --all matching", jobsDeleteMain},
 	{"pause", "pause queues: workers claim none of their jobs until resumed", jobsPauseMain},
 	{"resume", "resume paused queues", jobsResumeMain},
+	{"limit", "list or set queues' global limits: running at once, starts per second", jobsLimitMain},
 	{"stats", "count jobs by state per queue; dead-letter size and age", jobsStatsMain},
 	{"periodic", "list periodic jobs: schedule, last and next tick", jobsPeriodicMain},
 	{"migrate", "create or upgrade the database schema", jobsMigrateMain},

@@ -14,7 +14,7 @@ import (
 var planDoc = helpDoc{
 	file: "plan",
 	groups: []flagGroup{policyGroup, {"Plan flags", []string{"attempt-time", "json"}},
-		{"Call chain flags", []string{"layers", "retries-per-layer", "rate", "capacity", "budget-ratio"}}},
+		{"Call chain flags", []string{"layers", "retries-per-layer", "rate", "capacity", "latency", "budget-ratio"}}},
 }
 
 // Limits that keep a plan printable.
@@ -37,6 +37,7 @@ func planMain(ctx context.Context, s streams, args []string) int {
 	retries := fs.Int("retries-per-layer", -1, "retries `R` each layer makes per call (default --attempts − 1)")
 	rate := fs.Float64("rate", 0, "user requests per second at the top, `RPS` (default: loads not shown)")
 	capacity := fs.Float64("capacity", 0, "requests per second, `RPS`, that the bottom service can serve (default: not compared)")
+	latency := durationFlag(fs, "latency", 0, "the bottom service's latency `D` with no queue: with --capacity, the overload limit they lead to (default: not shown)")
 	ratio := fs.Float64("budget-ratio", budget.DefaultRatio, "retry budget `F`: retries allowed per request, 0 to 1000")
 	if code, done := parseFlags(fs, args, s, planDoc); done {
 		return code
@@ -76,6 +77,8 @@ func planMain(ctx context.Context, s streams, args []string) int {
 		err = flagError("rate", "%v, must be a number not below 0", *rate)
 	case !finite(*capacity) || *capacity < 0:
 		err = flagError("capacity", "%v, must be a number not below 0", *capacity)
+	case *latency < 0:
+		err = flagError("latency", "%v, must not be negative", *latency)
 	case !finite(*ratio) || *ratio < 0 || *ratio > budget.MaxRatio:
 		err = flagError("budget-ratio", "%v, must be from 0 to %v", *ratio, budget.MaxRatio)
 	}
@@ -84,8 +87,8 @@ func planMain(ctx context.Context, s streams, args []string) int {
 	}
 
 	pl := planreport.Plan{Policy: p, AttemptTime: at}
-	if anySet(fs, "layers", "retries-per-layer", "rate", "capacity", "budget-ratio") {
-		pl.Chain = &planreport.Chain{Layers: *layers, Retries: *retries, Rate: *rate, Capacity: *capacity, Ratio: *ratio}
+	if anySet(fs, "layers", "retries-per-layer", "rate", "capacity", "latency", "budget-ratio") {
+		pl.Chain = &planreport.Chain{Layers: *layers, Retries: *retries, Rate: *rate, Capacity: *capacity, Ratio: *ratio, Latency: *latency}
 	}
 	if *asJSON {
 		if err := pl.WriteJSON(s.stdout); err != nil {

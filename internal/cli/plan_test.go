@@ -35,6 +35,50 @@ func TestPlanTable(t *testing.T) {
 	}
 }
 
+// With a capacity and a latency, plan explains the overload limit they
+// lead to: the half-capacity chain's C (60/s at 200 ms) under 100 users/s,
+// where overload's chain test measures a limit of about 15 and p50 about
+// 290 ms through three hops.
+func TestPlanOverloadLimit(t *testing.T) {
+	code, stdout, stderr := heed(t, "", "plan", "--rate", "100", "--capacity", "60", "--latency", "200ms")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit code %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"overload control at the bottom service (overload.Limiter), by Little's law:",
+		"in service at capacity: 60 requests/s × 200ms = 12 at once",
+		"settles near 15.2 in flight: 3.2 more, each waiting inside about 54ms",
+		"a served request takes about 254ms; the queue in front holds up to 15 more, each waiting at most 100ms (10ms once it has not emptied for 100ms)",
+		"a request with less than about 217ms left is refused at once",
+		"at 100 requests/s, about 40/s are refused at once",
+		"a fixed limit (Config.Limit) from 12 to 16",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output does not contain %q:\n%s", want, stdout)
+		}
+	}
+	_, stdout, _ = heed(t, "", "plan", "--capacity", "60")
+	if strings.Contains(stdout, "overload control") {
+		t.Errorf("without --latency: %s", stdout)
+	}
+	if code, _, stderr := heed(t, "", "plan", "--latency", "-1s"); code != 2 || !strings.Contains(stderr, "--latency") {
+		t.Errorf("negative latency: exit %d, %q", code, stderr)
+	}
+	_, stdout, _ = heed(t, "", "plan", "--capacity", "60", "--latency", "200ms", "--json")
+	var v struct {
+		Chain struct {
+			Overload *struct {
+				InService float64 `json:"in_service"`
+				Limit     float64 `json:"limit"`
+				RefusedMs float64 `json:"refuse_below_ms"`
+			} `json:"overload"`
+		} `json:"chain"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || v.Chain.Overload == nil || v.Chain.Overload.InService != 12 || math.Abs(v.Chain.Overload.Limit-15.24) > 0.01 || v.Chain.Overload.RefusedMs != 217 {
+		t.Errorf("JSON: %v, %+v", err, v.Chain.Overload)
+	}
+}
+
 func TestPlanTableWithoutChain(t *testing.T) {
 	_, stdout, _ := heed(t, "", "plan")
 	if strings.Contains(stdout, "call chain") || strings.Contains(stdout, "FITS") {

@@ -36,7 +36,7 @@ func TestSimBuiltin(t *testing.T) {
 	}
 	for _, want := range []string{
 		"scenario spike: 40 user requests/s (poisson) for 2m0s, seeds 1–5 (median and range); faults: load ×2 20s–30s",
-		"POLICY  SERVED IN FAULTS     LOAD PER USER IN FAULTS  WORST SECOND         RECOVERY",
+		"POLICY                    SERVED IN FAULTS     LOAD PER USER IN FAULTS  WORST SECOND         RECOVERY",
 		"did not recover in 5 of 5 seeds",
 		"0s in 5 of 5 seeds",
 	} {
@@ -50,7 +50,7 @@ func TestSimBuiltin(t *testing.T) {
 	}
 	for _, want := range []string{
 		"scenario spike: 40 user requests/s (poisson) for 2m0s, seed 1; faults: load ×2 20s–30s",
-		"POLICY  ATTEMPTS/REQUEST  PEAK AMPLIFICATION  SUCCEEDED  P99",
+		"POLICY                    ATTEMPTS/REQUEST  PEAK AMPLIFICATION  SUCCEEDED  P99",
 		"did not recover within the horizon",
 		"recovered when the faults ended",
 		"naive: 3,466 of 5,069 user requests failed (gave up: deadline 3,466)",
@@ -77,7 +77,7 @@ func TestSimOutputs(t *testing.T) {
 	}
 	b, _ := os.ReadFile(csv)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if lines[0] != strings.Join(sim.CSVHeader, ",") || len(lines) != 1+2*40 {
+	if lines[0] != strings.Join(sim.CSVHeader, ",") || len(lines) != 1+4*40 {
 		t.Errorf("CSV: %d lines, header %q", len(lines), lines[0])
 	}
 	if !strings.HasPrefix(lines[1], "naive,0,") || !strings.HasPrefix(lines[41], "heed,0,") {
@@ -188,7 +188,7 @@ func TestSimErrors(t *testing.T) {
 		{[]string{td("impossible.yaml")}, "impossible.yaml: faults[0].factor is 1.5, must be in (0, 1]: the share of capacity left"},
 		{[]string{td("bad-duration.yaml")}, `policies[0].layers[0].attempt_timeout: "2 seconds" is not a duration`},
 		{[]string{td("missing.yaml")}, "no such file"},
-		{[]string{"--policy", "smart", "spike"}, `invalid --policy: no policy "smart" in the scenario (it has "naive", "heed")`},
+		{[]string{"--policy", "smart", "spike"}, `invalid --policy: no policy "smart" in the scenario (it has "naive", "heed", "naive + server limit 100", "naive + server adaptive")`},
 		{[]string{"--chart", "x.gif", "spike"}, "invalid --chart: \"x.gif\": the file name must end in .png or .svg"},
 		{[]string{"--horizon", "-1s", "spike"}, "invalid --horizon: -1s, must be positive"},
 		{[]string{"--horizon", "100h", "spike"}, "spike: sim: horizon is 100h0m0s, must be at most 24h0m0s"},

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/internal/admit"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/retry"
 )
@@ -30,11 +32,57 @@ type Plan struct {
 // A Chain is a call chain of Layers services that each retry their call to
 // the next Retries times, Rate user requests per second at the top (0: not
 // given) against a bottom service of Capacity requests per second (0: not
-// given), with a retry budget of Ratio on a single retry owner.
+// given) whose latency with no queue is Latency (0: not given), with a
+// retry budget of Ratio on a single retry owner.
 type Chain struct {
 	Layers, Retries int
 	Rate, Capacity  float64
 	Ratio           float64
+	Latency         time.Duration
+}
+
+// limit is what overload control at the bottom service comes to, by
+// Little's law, for a Chain with a Capacity and a Latency.
+type limit struct {
+	inService float64       // capacity × latency: the requests in service at capacity
+	steady    float64       // where the adaptive limit settles
+	inside    time.Duration // the wait inside the handler of a request at the steady limit
+	served    time.Duration // a served request's latency there
+	cutoff    time.Duration // less time left than this: refused at once
+	refused   float64       // requests/s refused at Rate, when Rate is above Capacity
+}
+
+func (c *Chain) limit() *limit {
+	if c == nil || c.Capacity <= 0 || c.Latency <= 0 {
+		return nil
+	}
+	l := &limit{inService: c.Capacity * c.Latency.Seconds()}
+	l.steady = admit.SteadyLimit(l.inService)
+	// The queue inside, steady - inService, drains at the capacity.
+	l.inside = time.Duration((l.steady - l.inService) / c.Capacity * float64(time.Second)).Round(time.Millisecond)
+	l.served = c.Latency + l.inside
+	// A new waiter expects one place to free (served / limit) and then
+	// the no-queue latency.
+	l.cutoff = (time.Duration(float64(l.served)/l.steady) + c.Latency).Round(time.Millisecond)
+	l.refused = max(0, c.Rate-c.Capacity)
+	return l
+}
+
+func (l *limit) write(w io.Writer, c *Chain) {
+	fmt.Fprintf(w, "\noverload control at the bottom service (overload.Limiter), by Little's law:\n")
+	fmt.Fprintf(w, "  in service at capacity: %s requests/s × %v = %s at once\n", textfmt.Num(c.Capacity), c.Latency, textfmt.Num(l.inService))
+	fmt.Fprintf(w, "  its adaptive limit (the zero Config) settles near %s in flight: %s more, each waiting inside about %v, so that a place freed is never idle\n",
+		textfmt.Num(math.Round(l.steady*10)/10), textfmt.Num(math.Round((l.steady-l.inService)*10)/10), textfmt.Dur(l.inside))
+	fmt.Fprintf(w, "  a served request takes about %v; the queue in front holds up to %s more, each waiting at most %v (%v once it has not emptied for %v)\n",
+		textfmt.Dur(l.served), textfmt.Num(math.Floor(l.steady)), admit.DefaultInterval, 2*admit.DefaultTarget, admit.DefaultInterval)
+	fmt.Fprintf(w, "  at the limit, a request with less than about %v left is refused at once: its deadline cannot cover a place freeing plus %v\n",
+		textfmt.Dur(l.cutoff), c.Latency)
+	if l.refused > 0 {
+		fmt.Fprintf(w, "  at %s requests/s, about %s/s are refused at once with 503 and Retry-After (retries first), and %s/s served\n",
+			textfmt.Num(c.Rate), textfmt.Num(l.refused), textfmt.Num(c.Capacity))
+	}
+	fmt.Fprintf(w, "  a fixed limit (Config.Limit) from %s to %s suits a service whose capacity does not move\n",
+		textfmt.Num(math.Ceil(l.inService)), textfmt.Num(math.Ceil(l.steady)))
 }
 
 // load is the load a total outage of the bottom service puts on it.
@@ -115,6 +163,9 @@ func (pl *Plan) Write(w io.Writer) {
 
 	if c := pl.Chain.load(); c != nil {
 		c.write(w)
+	}
+	if l := pl.Chain.limit(); l != nil {
+		l.write(w, pl.Chain)
 	}
 }
 
@@ -206,16 +257,27 @@ type rowJSON struct {
 }
 
 type chainJSON struct {
-	Layers          int      `json:"layers"`
-	RetriesPerLayer int      `json:"retries_per_layer"`
-	Rate            *float64 `json:"rate,omitempty"`
-	Capacity        *float64 `json:"capacity,omitempty"`
-	BudgetRatio     float64  `json:"budget_ratio"`
-	BudgetFloor     float64  `json:"budget_floor"`
-	BudgetBurst     float64  `json:"budget_burst"`
-	EveryLayer      loadJSON `json:"every_layer"`
-	SingleOwner     loadJSON `json:"single_owner"`
-	Budget          loadJSON `json:"budget"`
+	Layers          int        `json:"layers"`
+	RetriesPerLayer int        `json:"retries_per_layer"`
+	Rate            *float64   `json:"rate,omitempty"`
+	Capacity        *float64   `json:"capacity,omitempty"`
+	BudgetRatio     float64    `json:"budget_ratio"`
+	BudgetFloor     float64    `json:"budget_floor"`
+	BudgetBurst     float64    `json:"budget_burst"`
+	EveryLayer      loadJSON   `json:"every_layer"`
+	SingleOwner     loadJSON   `json:"single_owner"`
+	Budget          loadJSON   `json:"budget"`
+	Overload        *limitJSON `json:"overload,omitempty"`
+}
+
+type limitJSON struct {
+	LatencyMs     float64 `json:"latency_ms"`
+	InService     float64 `json:"in_service"`
+	Limit         float64 `json:"limit"`
+	WaitInsideMs  float64 `json:"wait_inside_ms"`
+	ServedLatency float64 `json:"served_latency_ms"`
+	RefuseBelowMs float64 `json:"refuse_below_ms"`
+	RefusedRPS    float64 `json:"refused_rps"`
 }
 
 type loadJSON struct {
@@ -293,6 +355,10 @@ func (pl *Plan) json() planJSON {
 			return lj
 		}
 		cj.EveryLayer, cj.SingleOwner, cj.Budget = conv(c.EveryLayer), conv(c.OneOwner), conv(c.Budgeted)
+		if l := pl.Chain.limit(); l != nil {
+			cj.Overload = &limitJSON{LatencyMs: ms(c.Latency), InService: l.inService, Limit: l.steady,
+				WaitInsideMs: ms(l.inside), ServedLatency: ms(l.served), RefuseBelowMs: ms(l.cutoff), RefusedRPS: l.refused}
+		}
 		out.Chain = cj
 	}
 	return out

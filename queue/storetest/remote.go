@@ -279,3 +279,13 @@ func (s *remoteStore) QueuesPaused(ctx context.Context) (ps []queue.PausedQueue,
 	s.r.do(func(ctx context.Context) { ps, err = s.r.s.QueuesPaused(ctx) })
 	return ps, err
 }
+
+func (s *remoteStore) QueueLimit(ctx context.Context, q string, l queue.Limit, now time.Time) (err error) {
+	s.r.do(func(ctx context.Context) { err = s.r.s.QueueLimit(ctx, q, l, now) })
+	return err
+}
+
+func (s *remoteStore) QueuesLimited(ctx context.Context) (ls []queue.QueueLimit, err error) {
+	s.r.do(func(ctx context.Context) { ls, err = s.r.s.QueuesLimited(ctx) })
+	return ls, err
+}

@@ -74,7 +74,8 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"HistoryReplaceLast", testHistoryReplaceLast},
 		{"BreakerOutage", testBreakerOutage},
 	}
-	tests = append(tests, opsTests...) // ops.go
+	tests = append(tests, opsTests...)   // ops.go
+	tests = append(tests, limitTests...) // limit.go
 	for _, tt := range tests {
 		runOne(t, tt.name, open, tt.fn)
 	}

@@ -1,0 +1,343 @@
+package pgstore
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heed-go/heed/queue"
+)
+
+// The fleet tests run claimers in several OS processes (this test binary,
+// run again as TestLimitFleetProcess), each with its own store and pools,
+// against one database and one limited queue, as workers on many
+// machines would.
+
+// fleetEnv carries a process's fleetRole as JSON.
+const fleetEnv = "HEED_TEST_LIMIT_FLEET"
+
+// fleetMinuteEnv, when set, makes TestLimitFleetRate run for a minute
+// (the figure of issue 28) instead of 10 seconds.
+const fleetMinuteEnv = "HEED_TEST_LIMIT_MINUTE"
+
+// fleetRole is what one process of the fleet does.
+type fleetRole struct {
+	URL      string        // the store (its own schema)
+	Queue    string        // the queue to claim from
+	Claimers int           // concurrent claimers (workers) in the process
+	Until    time.Time     // when to stop claiming
+	Hold     time.Duration // each job runs for Hold to 2×Hold
+	Out      string        // file of "start end" lines, Unix nanoseconds, per job run
+}
+
+// TestLimitFleetProcess is one process of the fleet; it does nothing
+// unless run by a fleet test.
+func TestLimitFleetProcess(t *testing.T) {
+	env := os.Getenv(fleetEnv)
+	if env == "" {
+		t.Skip("run by TestLimitFleetConcurrency and TestLimitFleetRate")
+	}
+	var r fleetRole
+	if err := json.Unmarshal([]byte(env), &r); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), withParam(t, r.URL, "pool_max_conns", "8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := os.Create(r.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	type run struct{ start, end int64 }
+	runs := make(chan run, 1024)
+	errs := make(chan error, r.Claimers)
+	for i := range r.Claimers {
+		go func() {
+			errs <- fleetClaimer(s, r, fmt.Sprintf("p%d-w%d", os.Getpid(), i), func(a, b time.Time) { runs <- run{a.UnixNano(), b.UnixNano()} })
+		}()
+	}
+	w := bufio.NewWriter(out)
+	for left := r.Claimers; left > 0; {
+		select {
+		case x := <-runs:
+			fmt.Fprintln(w, x.start, x.end)
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+			left--
+		}
+	}
+	for len(runs) > 0 {
+		x := <-runs
+		fmt.Fprintln(w, x.start, x.end)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fleetClaimer claims one job at a time until r.Until, holds it for its
+// run (ran records the start and the end of each: after the claim
+// returned, before the result is written: inside the store's running
+// interval), and finishes it. An empty claim waits 250-750 ms, as a
+// worker's poll (a second by default) would.
+func fleetClaimer(s *Store, r fleetRole, worker string, ran func(start, end time.Time)) error {
+	ctx := context.Background()
+	for time.Now().Before(r.Until) {
+		now := time.Now().UTC()
+		jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: r.Queue, Limit: 1, Now: now, LeaseUntil: now.Add(time.Minute), Worker: worker})
+		if err != nil {
+			return err
+		}
+		if len(jobs) == 0 {
+			time.Sleep(250*time.Millisecond + rand.N(500*time.Millisecond))
+			continue
+		}
+		start := time.Now()
+		if r.Hold > 0 {
+			time.Sleep(r.Hold + rand.N(r.Hold))
+		}
+		end := time.Now()
+		ran(start, end)
+		j := jobs[0]
+		if err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded,
+			Attempt: j.Attempt, FinishedAt: end.UTC(), Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker,
+				StartedAt: j.AttemptedAt, FinishedAt: end.UTC(), Outcome: "success", Action: "done"}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runFleet runs processes × claimers against queue q of the store at
+// url until until, calling during (in this process) meanwhile, and returns
+// every job run of every process.
+func runFleet(t *testing.T, url, q string, processes, claimers int, until time.Time, hold time.Duration, during func()) [][2]int64 {
+	dir := t.TempDir()
+	var (
+		cmds  []*exec.Cmd
+		files []string
+	)
+	for i := range processes {
+		out := filepath.Join(dir, strconv.Itoa(i))
+		role, _ := json.Marshal(fleetRole{URL: url, Queue: q, Claimers: claimers, Until: until, Hold: hold, Out: out})
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLimitFleetProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), fleetEnv+"="+string(role))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, files = append(cmds, cmd), append(files, out)
+	}
+	during()
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("fleet process %d: %v", i, err)
+		}
+	}
+	return readRuns(t, files)
+}
+
+// readRuns reads the runs the processes wrote to dir.
+func readRuns(t *testing.T, files []string) [][2]int64 {
+	var runs [][2]int64
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			var r [2]int64
+			if _, err := fmt.Sscan(line, &r[0], &r[1]); err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
+// maxOverlap is the most runs that hold one instant.
+func maxOverlap(runs [][2]int64) int {
+	type ev struct {
+		at int64
+		d  int
+	}
+	evs := make([]ev, 0, 2*len(runs))
+	for _, r := range runs {
+		evs = append(evs, ev{r[0], 1}, ev{r[1], -1})
+	}
+	// Ends before starts at the same instant.
+	slices.SortFunc(evs, func(a, b ev) int {
+		if a.at != b.at {
+			return int(a.at - b.at) //nolint:gosec // differences of nearby instants
+		}
+		return a.d - b.d
+	})
+	n, most := 0, 0
+	for _, e := range evs {
+		n += e.d
+		most = max(most, n)
+	}
+	return most
+}
+
+// fill inserts n jobs of kind "call" into queue q.
+func fillQueue(t *testing.T, s *Store, q string, n int) {
+	t.Helper()
+	now := time.Now().UTC()
+	for n > 0 {
+		ins := make([]queue.JobInsert, min(n, 1000))
+		for i := range ins {
+			in, err := queue.NewJobInsert("call", json.RawMessage(`{}`), queue.EnqueueOptions{Queue: q}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins[i] = in
+		}
+		if _, err := s.JobInsertMany(context.Background(), ins); err != nil {
+			t.Fatal(err)
+		}
+		n -= len(ins)
+	}
+}
+
+// TestLimitFleetConcurrency: 1,000 workers (4 processes of 250 claimers,
+// each process with its own pools) claim jobs of one queue with a global
+// concurrency limit of 10; each job runs 50-100 ms. At no instant do more
+// than 10 run: neither in the store (the running count, sampled as fast
+// as one connection can read it) nor in the handlers (the most runs, as
+// the processes recorded them, that overlap one instant; each run lies
+// within the job's running interval in the store).
+func TestLimitFleetConcurrency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet of processes for 10 s")
+	}
+	_, url := testSchema(t)
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const limit, processes, claimers = 10, 4, 250
+	fillQueue(t, s, "api", 3000)
+	if err := s.QueueLimit(context.Background(), "api", queue.Limit{Concurrency: limit}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	run := 8 * time.Second
+	until := time.Now().Add(run)
+	var samples, atLimit, most int
+	runs := runFleet(t, url, "api", processes, claimers, until, 50*time.Millisecond, func() {
+		for time.Now().Before(until) {
+			var n int
+			if err := s.pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM heed_jobs WHERE state = 'running' AND queue = 'api'`).Scan(&n); err != nil {
+				t.Error(err)
+				return
+			}
+			samples++
+			most = max(most, n)
+			if n == limit {
+				atLimit++
+			}
+		}
+	})
+	overlap := maxOverlap(runs)
+	t.Logf("%d workers in %d processes, %v, limit %d: %d jobs ran (%.0f/s); store: %d samples of the running count, most %d, at the limit in %.0f%%; handlers: most %d at once",
+		processes*claimers, processes, run, limit, len(runs), float64(len(runs))/run.Seconds(), samples, most, 100*float64(atLimit)/float64(max(samples, 1)), overlap)
+	if most > limit || overlap > limit {
+		t.Errorf("over the limit of %d: %d running in the store, %d handlers at once", limit, most, overlap)
+	}
+	if len(runs) < 100 || atLimit == 0 {
+		t.Errorf("%d jobs ran, %d samples at the limit: the fleet did not press on it", len(runs), atLimit)
+	}
+}
+
+// TestLimitFleetRate: 1,000 workers (4 processes of 250) claim jobs of
+// one queue with a global rate limit of 50 a second, and finish them at
+// once. Starts, as the store recorded them (each job's attempted_at), stay
+// within the bucket's bound (at most 50 + 50 per second of the window)
+// and at least 90% of 50 a second: within 10% of the rate over the run
+// once its first second's burst (a full bucket) is left out. 10 s by
+// default; a minute with HEED_TEST_LIMIT_MINUTE=1.
+func TestLimitFleetRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet of processes for 10 s")
+	}
+	_, url := testSchema(t)
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const rate, processes, claimers = 50, 4, 250
+	run := 10 * time.Second
+	if os.Getenv(fleetMinuteEnv) != "" {
+		run = time.Minute
+	}
+	fillQueue(t, s, "api", rate*int(run.Seconds())*2)
+	if err := s.QueueLimit(context.Background(), "api", queue.Limit{Rate: rate}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(run + 2*time.Second) // the processes take a moment to start
+	runFleet(t, url, "api", processes, claimers, until, 0, func() {})
+	rows, err := s.pool.Query(context.Background(), `SELECT attempted_at FROM heed_jobs WHERE queue = 'api' AND attempt > 0 ORDER BY attempted_at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []time.Time
+	for rows.Next() {
+		var at time.Time
+		if err := rows.Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, at)
+	}
+	if err := rows.Err(); err != nil || len(starts) == 0 {
+		t.Fatalf("no starts: %v", err)
+	}
+	// The window: from the first start, run long (the processes claim
+	// until until, which is after it).
+	first := starts[0]
+	in := func(from, to time.Time) int {
+		return sortIndex(starts, to) - sortIndex(starts, from)
+	}
+	whole := in(first, first.Add(run))
+	steady := in(first.Add(time.Second), first.Add(run))
+	steadyRate := float64(steady) / (run - time.Second).Seconds()
+	most := 0 // starts in any window of one second that begins at a start
+	for i, at := range starts {
+		most = max(most, sortIndex(starts, at.Add(time.Second))-i)
+	}
+	t.Logf("%d workers in %d processes, rate limit %d/s over %v: %d starts (%.1f/s with the first second's full bucket, bound %d); after the first second %.1f/s; most in any 1 s: %d",
+		processes*claimers, processes, rate, run, whole, float64(whole)/run.Seconds(), rate+rate*int(run.Seconds()), steadyRate, most)
+	if whole > rate+rate*int(run.Seconds()) {
+		t.Errorf("%d starts in %v: over the bound %d", whole, run, rate+rate*int(run.Seconds()))
+	}
+	if steadyRate < 0.9*rate || steadyRate > 1.1*rate {
+		t.Errorf("%.1f starts a second after the first second, want %d ± 10%%", steadyRate, rate)
+	}
+}
+
+// sortIndex is the number of instants in sorted ts before at.
+func sortIndex(ts []time.Time, at time.Time) int {
+	i, _ := slices.BinarySearchFunc(ts, at, func(a, b time.Time) int { return a.Compare(b) })
+	return i
+}
