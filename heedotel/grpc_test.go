@@ -124,3 +124,52 @@ func TestGRPCClientBounded(t *testing.T) {
 		t.Errorf("canceled %d, want 1", got)
 	}
 }
+
+// TestGRPCClientHedge: a health Check whose first attempt is slow is
+// raced by a hedge, which wins: heed.grpc.client.hedges and
+// heed.grpc.client.hedges.won count it.
+func TestGRPCClientHedge(t *testing.T) {
+	m, r := newMetrics(t)
+	var calls atomic.Int32
+	slow := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // slow until the client leaves
+			return nil, ctx.Err()
+		}
+		return h(ctx, req)
+	}
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(slow))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(lis) }()
+	t.Cleanup(func() { srv.Stop(); <-done })
+
+	hc := &heedgrpc.Client{
+		Policy:     retry.Policy{Hedge: &retry.Hedge{Delay: 10 * time.Millisecond}},
+		Idempotent: []string{healthpb.Health_Check_FullMethodName},
+		Budgets:    new(budget.Registry),
+	}
+	if err := m.GRPCClient(hc); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("passthrough:///health", append(hc.DialOptions(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	c := collect(t, r)
+	if n := c.sum("heed.grpc.client.hedges"); n != 1 {
+		t.Errorf("hedges %d, want 1", n)
+	}
+	if n := c.sum("heed.grpc.client.hedges.won"); n != 1 {
+		t.Errorf("hedges won %d, want 1", n)
+	}
+}

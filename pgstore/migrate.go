@@ -92,16 +92,54 @@ func (s *Store) Version(ctx context.Context) (int, error) {
 	return v, nil
 }
 
+// CompatibleDownTo returns the oldest binary schema version ([SchemaVersion]
+// of the heed that built it) that works on the database: the version of
+// its last migration that older binaries cannot work with. Binaries that
+// know an older schema refuse the database with a
+// [*queue.SchemaTooNewError].
+func (s *Store) CompatibleDownTo(ctx context.Context) (int, error) {
+	l, err := level(ctx, s.pool)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: read schema version: %w", err)
+	}
+	return l.Floor, nil
+}
+
 // version reads the schema version without writing anything.
 func version(ctx context.Context, q querier) (int, error) {
-	var exists bool
-	if err := q.QueryRow(ctx, `SELECT to_regclass('heed_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
-		return 0, err
-	}
-	var v int
-	err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM heed_migrations`).Scan(&v)
-	return v, err
+	l, err := level(ctx, q)
+	return l.Version, err
 }
+
+// level reads the floor from heed_migrations (as every heed has) and the
+// version from heed_expansions too when it exists, without writing
+// anything.
+func level(ctx context.Context, q querier) (schema.Level, error) {
+	var l schema.Level
+	var ledger, expansions bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('heed_migrations') IS NOT NULL, to_regclass('heed_expansions') IS NOT NULL`).Scan(&ledger, &expansions); err != nil || !ledger {
+		return l, err
+	}
+	if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM heed_migrations`).Scan(&l.Floor); err != nil {
+		return l, err
+	}
+	l.Version = l.Floor
+	if expansions {
+		if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM heed_expansions`).Scan(&l.Version); err != nil {
+			return l, err
+		}
+		l.Version = max(l.Version, l.Floor)
+	}
+	return l, nil
+}
+
+// expansionTable records the migrations applied above the floor (see
+// schema.Level), as versionTable does the others.
+const expansionTable = `CREATE TABLE IF NOT EXISTS heed_expansions (
+	version    integer PRIMARY KEY,
+	name       text NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`
 
 // migrate applies steps beyond the database's version, recorded at now,
 // and returns the versions it applied.
@@ -112,14 +150,14 @@ func migrate(ctx context.Context, d db, steps []schema.Step, now time.Time) ([]i
 // pgDB and pgTx are the store's side of the shared migration runner.
 type pgDB struct{ d db }
 
-func (p pgDB) Version(ctx context.Context) (int, error) { return version(ctx, p.d) }
+func (p pgDB) Version(ctx context.Context) (schema.Level, error) { return level(ctx, p.d) }
 
 func (p pgDB) Begin(ctx context.Context) (schema.Tx, error) {
 	tx, err := p.d.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, q := range []string{migrateLock, versionTable} {
+	for _, q := range []string{migrateLock, versionTable, expansionTable} {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 			return nil, err
@@ -135,17 +173,25 @@ func (t pgTx) Exec(ctx context.Context, sql string, args ...any) error {
 	return err
 }
 
-func (t pgTx) Version(ctx context.Context) (int, error) {
-	var v int
-	err := t.tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM heed_migrations`).Scan(&v)
-	return v, err
-}
+func (t pgTx) Version(ctx context.Context) (schema.Level, error) { return level(ctx, t.tx) }
 
 // Record keeps the name without its number ("succeeded_index"), as heed
 // always recorded it here.
-func (t pgTx) Record(ctx context.Context, s schema.Step, at time.Time) error {
+func (t pgTx) Record(ctx context.Context, s schema.Step, at time.Time, ahead bool) error {
+	table := "heed_migrations"
+	if ahead {
+		table = "heed_expansions"
+	}
 	_, name, _ := strings.Cut(s.Name, "_")
-	_, err := t.tx.Exec(ctx, `INSERT INTO heed_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, s.Version, name, at)
+	_, err := t.tx.Exec(ctx, `INSERT INTO `+table+` (version, name, applied_at) VALUES ($1, $2, $3)`, s.Version, name, at)
+	return err
+}
+
+func (t pgTx) Promote(ctx context.Context, floor int) error {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO heed_migrations SELECT * FROM heed_expansions WHERE version <= $1`, floor); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, `DELETE FROM heed_expansions WHERE version <= $1`, floor)
 	return err
 }
 

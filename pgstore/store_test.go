@@ -274,7 +274,8 @@ func TestDeadRequeueRacesInsert(t *testing.T) {
 	}
 }
 
-// TestClaimUsesIndex checks the plans of the claim and rescue queries over
+// TestClaimUsesIndex checks the plans of the claim (with and without a
+// limit) and rescue queries over
 // 20,000 jobs, generic (as pgx's prepared statements get after a few
 // executions) and custom: they must use their partial indexes and never
 // scan the table.
@@ -300,6 +301,12 @@ func TestClaimUsesIndex(t *testing.T) {
 	defer conn.Release()
 	defer conn.Exec(context.WithoutCancel(ctx), `RESET plan_cache_mode`)
 	ts := func(t time.Time) string { return "'" + t.Format(time.RFC3339Nano) + "'" }
+	// The limited claim (limit.go) and its look at the queue's limit.
+	if err := s.QueueLimit(ctx, "q1", queue.Limit{Concurrency: 20000}, t0); err != nil {
+		t.Fatal(err)
+	}
+	const limitedTypes = "text, timestamptz, int, timestamptz, text, int, float8, timestamptz, bool"
+	limitedArgs := "'q1', " + ts(t0) + ", 10, " + ts(t0.Add(time.Minute)) + ", 'w', 20000, 0, " + ts(t0) + ", false"
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
 			t.Fatal(err)
@@ -313,6 +320,9 @@ func TestClaimUsesIndex(t *testing.T) {
 				"'q1', " + ts(t0) + ", 10, " + ts(t0.Add(time.Minute)) + ", 'w'", "heed_jobs_claim_idx"},
 			{"claim_first", "text, timestamptz, int, timestamptz, text", claimSQL(sqlfilter.Claim(&queue.ClaimParams{FirstOnly: true})),
 				"'q1', " + ts(t0) + ", 10, " + ts(t0.Add(time.Minute)) + ", 'w'", "heed_jobs_claim_idx"},
+			{"claim_limited", limitedTypes, claimLimitedSQL(""), limitedArgs, "heed_jobs_claim_idx"},
+			{"claim_limited_count", limitedTypes, claimLimitedSQL(""), limitedArgs, "heed_jobs_running_idx"},
+			{"limit_peek", "text, timestamptz", limitPeekSQL(""), "'q1', " + ts(t0), "heed_jobs_running_idx"},
 			{"rescue", "timestamptz, timestamptz, int", rescueSQL,
 				ts(t0.Add(time.Hour)) + ", " + ts(t0.Add(2*time.Hour)) + ", 10", "heed_jobs_lease_idx"},
 		} {

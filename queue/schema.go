@@ -14,12 +14,20 @@ type SchemaTooNewError struct {
 	Store    string // the store package, such as "pgstore"
 	Database int    // the schema version recorded in the database
 	Binary   int    // the newest version this binary knows
+	// Floor is the oldest binary schema version the database is
+	// compatible down to (0 when not known): binaries that know at least
+	// Floor work on it.
+	Floor int
 }
 
-// Error names both versions.
+// Error names both versions, and the floor when it is known and lower.
 func (e *SchemaTooNewError) Error() string {
-	return fmt.Sprintf("%s: database schema version %d is newer than this binary knows (version %d): upgrade heed",
-		e.Store, e.Database, e.Binary)
+	compat := ""
+	if e.Floor > 0 && e.Floor < e.Database {
+		compat = fmt.Sprintf(", compatible down to %d,", e.Floor)
+	}
+	return fmt.Sprintf("%s: database schema version %d%s is newer than this binary knows (version %d): upgrade heed",
+		e.Store, e.Database, compat, e.Binary)
 }
 
 // Is reports whether target is ErrSchemaTooNew.
@@ -37,6 +45,9 @@ type SchemaBehindError struct {
 	// Missing names the migrations not applied, in order, such as
 	// "0003_succeeded_index".
 	Missing []string
+	// Changes says, for each of Missing, what it changes and whether
+	// binaries that know the database's version keep working after it.
+	Changes []string
 }
 
 // Error names the missing migrations.

@@ -453,8 +453,7 @@ type Store interface {
 	// ([QueueOps.QueueLimit]) gives at most [Limit.Claimable] jobs, with
 	// the queue's running jobs counted and its rate bucket read and moved
 	// ([Limit.Took]) atomically with the claim across every caller of the
-	// database (a claim may give none while another claim of the queue
-	// holds its limit); jobs held back are not written.
+	// database; jobs held back are not written.
 	JobClaim(ctx context.Context, p ClaimParams) ([]*Job, error)
 
 	// JobLeaseExtend moves the lease of the running job p.ID held with

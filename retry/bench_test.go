@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/heed-go/heed/backoff"
 )
@@ -53,5 +54,34 @@ func BenchmarkDecide(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Decide(&p, h, errFlaky, t0, nil)
+	}
+}
+
+// BenchmarkRace: one attempt through Call.Race that succeeds at once,
+// without a Hedge (Race makes the attempt alone) and with one whose 1 s
+// delay is never reached: what hedging costs a call that sends no hedge
+// in the protocol itself (a cancellable context, the race's entry in the
+// hedge's timer).
+func BenchmarkRace(b *testing.B) {
+	ok := func(context.Context, int, Limit) Result { return Result{} }
+	for _, bc := range []struct {
+		name  string
+		hedge *Hedge
+	}{{"off", nil}, {"on", &Hedge{Delay: time.Second}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			p := Policy{Hedge: bc.hedge}
+			b.ReportAllocs()
+			for b.Loop() {
+				c := Call{Policy: p}
+				now := time.Now()
+				lim, _ := c.Admit(now)
+				res, _, cancel := c.Race(ctx, now, lim, ok)
+				if cancel != nil {
+					cancel()
+				}
+				c.End(now, res)
+			}
+		})
 	}
 }

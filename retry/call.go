@@ -105,6 +105,9 @@ type Result struct {
 	// it is not known to be safe: its failure gives up with
 	// ReasonNotRepeatable.
 	NotRepeatable bool
+	// Hedge says the result is a hedge's (see [Call.Hedge]), not the
+	// attempt's it raced.
+	Hedge bool
 }
 
 // Errors of decisions taken before an attempt could start.
@@ -234,6 +237,7 @@ func (c *Call) End(now time.Time, r Result) Decision {
 			d.Elapsed = now.Sub(h.Start)
 		}
 		if hg := c.Policy.Hedge; hg != nil {
+			c.raceWon = c.raceWon || r.Hedge && c.raceHedges > 0
 			if !c.start.IsZero() && !now.IsZero() {
 				hg.record(now.Sub(c.start))
 			}
@@ -245,6 +249,7 @@ func (c *Call) End(now time.Time, r Result) Decision {
 	h.TimedOut, h.NotRepeatable = r.TimedOut, r.NotRepeatable
 	d := decide(p, h, &r, now, p.Rand, c.Durable)
 	if p.Hedge != nil {
+		c.raceWon = c.raceWon || r.Hedge && c.raceHedges > 0
 		c.hedgeDecision(&d)
 	}
 	c.outcome(now, d.Outcome)

@@ -199,9 +199,8 @@ func ExampleRedactError() {
 	client := &http.Client{Transport: tr}
 	_, err := client.Get("http://127.0.0.1:1/hooks?token=s3cr3t-t0ken")
 	fmt.Println(strings.Contains(err.Error(), "s3cr3t"))
-	safe := retryhttp.RedactError(err).Error()
-	fmt.Println(strings.Contains(safe, "s3cr3t"), strings.HasPrefix(safe, `Get "http://127.0.0.1:1/hooks?token=REDACTED": `))
+	fmt.Println(retryhttp.RedactError(err))
 	// Output:
 	// true
-	// false true
+	// Get "http://127.0.0.1:1/hooks?token=REDACTED": retry: gave up after 1 attempt (attempts exhausted): dial tcp 127.0.0.1:1: connect: connection refused
 }

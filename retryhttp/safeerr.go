@@ -11,9 +11,9 @@ import (
 )
 
 // urlError returns err, an error of the call for req that is not its
-// context's, as a *url.Error whose URL is redacted ([RedactURL]) and whose
-// message has the request URL's secrets removed, so that err.Error() is
-// safe to log. It unwraps to err.
+// context's, with the request URL's secrets removed from its message, so
+// that err.Error() is safe to log. It has no "Get \"URL\":" prefix:
+// http.Client adds one (see [RedactError]). It unwraps to err.
 func urlError(req *http.Request, err error) error {
 	if err == nil {
 		return nil
@@ -21,19 +21,7 @@ func urlError(req *http.Request, err error) error {
 	if ctx := req.Context(); err == ctx.Err() || err == context.Cause(ctx) {
 		return err // the caller's own error, unchanged
 	}
-	return &url.Error{Op: urlErrorOp(req.Method), URL: RedactURL(req.URL), Err: &safeError{err: err, u: req.URL}}
-}
-
-// urlErrorOp is the Op of a *url.Error, as net/http writes it: "Get",
-// "Post".
-func urlErrorOp(method string) string {
-	if method == "" {
-		return "Get"
-	}
-	if lower := strings.ToLower(method); lower != method {
-		return method[:1] + lower[1:]
-	}
-	return method
+	return &safeError{err: err, u: req.URL}
 }
 
 // safeError is an error whose message has the secrets of u removed, lazily:
@@ -67,8 +55,9 @@ func (e *safeError) Temporary() bool {
 // [Transport]'s included, in a *url.Error of its own that quotes the
 // request's URL whole (query tokens included; only a password is masked),
 // which a Transport cannot change. RedactError returns a *url.Error with
-// the redacted URL instead, folding in the Transport's own *url.Error, so
-// the message names the URL once:
+// the redacted URL instead (folding in a base transport's own *url.Error,
+// if any), so the message names the URL once, redacted, with one "Get"
+// prefix:
 //
 //	resp, err := client.Do(req)
 //	if err != nil {
@@ -86,7 +75,7 @@ func RedactError(err error) error {
 	if ue, ok := err.(*url.Error); ok {
 		inner := ue.Err
 		if iu, ok := inner.(*url.Error); ok && iu.Op == ue.Op {
-			inner = iu.Err // a Transport's own, already redacted
+			inner = iu.Err // a base transport's own: say the URL once
 		}
 		u, perr := url.Parse(ue.URL)
 		if perr != nil {

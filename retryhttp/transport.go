@@ -70,8 +70,9 @@
 //
 // Secrets: log records and returned errors show URLs through [RedactURL]
 // and idempotency keys through [KeyHash]; header values are never logged.
-// Errors come as a *url.Error with the redacted URL; http.Client.Do wraps
-// them in its own, which quotes the raw URL: log [RedactError](err).
+// Errors carry no URL of their own; http.Client.Do wraps them in a
+// *url.Error that quotes the raw URL: log [RedactError](err), which says
+// the redacted URL once.
 package retryhttp
 
 import (

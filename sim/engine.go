@@ -84,6 +84,7 @@ const (
 	evServed  // bottom job idx finished service
 	evOutage  // an outage starts: fail the queue
 	evWaited  // bottom job idx waited in the overload queue as long as it may
+	evHedge   // the hedge delay of call idx's attempt ended: send a hedge
 )
 
 // What an attempt's timer means.
@@ -110,6 +111,8 @@ type call struct {
 	endKind uint8
 	waiting bool // an attempt is in flight
 	fault   bool // a user request that arrived during a fault
+	hedge   bool // a hedge of its parent's attempt (retry.Call.Hedge)
+	racers  int8 // attempts of the race in flight (the attempt and its hedges)
 
 	// A job behind the overload control: admitted at admAt with admN in
 	// flight (held: it holds a place until it leaves the service), or
@@ -176,6 +179,8 @@ type engine struct {
 	loadLat     int64
 	qlimit      int
 	errRate     float64
+	slowShare   float64
+	slowTime    float64
 	busy        int
 	queue       ring
 	adm         *admit.Core // the overload control in front; nil: none
@@ -217,6 +222,8 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 		loadLat:     int64(s.Service.LoadLatency),
 		qlimit:      s.Service.QueueLimit,
 		errRate:     s.Service.ErrorRate,
+		slowShare:   s.Service.SlowShare,
+		slowTime:    float64(s.Service.SlowTime),
 
 		interval: int64(s.interval()),
 		progress: progress,
@@ -235,6 +242,10 @@ func newEngine(s *Scenario, i int, progress func(time.Duration)) *engine {
 		}
 		if l.Breaker != nil {
 			rt.policy.Breaker, _ = breaker.New(*l.Breaker) // validated
+		}
+		if h := l.Retry.Hedge; h != nil {
+			// Each run learns its own latencies, so that runs repeat.
+			rt.policy.Hedge = &retry.Hedge{Delay: h.Delay, Quantile: h.Quantile, MinDelay: h.MinDelay, MaxDelay: h.MaxDelay, Max: h.Max}
 		}
 		rt.share = max(l.AttemptShare, 0)
 		rt.policy.Rand = e.rng
@@ -312,6 +323,12 @@ func (e *engine) run() *Result {
 			if j := e.pool.at(ev.idx); j.w != nil && j.tok == ev.tok {
 				e.waited(ev.idx, j)
 			}
+		case evHedge:
+			c := e.pool.at(ev.idx)
+			if c.tok != ev.tok || !c.waiting {
+				continue // stale: the attempt ended before its hedge was due
+			}
+			e.hedge(ev.idx, c)
 		}
 		e.events++
 		if e.events%progressEvery == 0 {
@@ -501,11 +518,36 @@ func (e *engine) attempt(idx int32, c *call) {
 	if e.propagate {
 		cdl = end
 	}
+	c.racers = 1
+	e.startChild(idx, c, tok, cdl, false)
+	// The attempt may have ended already (an instant failure); the call,
+	// and so its slot, then moved on.
+	if c.tok == tok && c.waiting && e.layers[c.layer].policy.Hedge != nil {
+		if at, ok := c.rc.HedgeAt(e.tnow); ok && int64(at.Sub(epoch)) < end {
+			e.push(int64(at.Sub(epoch)), evHedge, idx, tok)
+		}
+	}
+	if end != never && c.tok == tok && c.waiting {
+		if kind == endOwn && !shared {
+			// now + the layer's timeout: in time order, so a lane.
+			e.ev.seq++
+			e.lanes[c.layer].push(event{at: end, seq: e.ev.seq, kind: evTimer, idx: idx, tok: tok})
+		} else {
+			e.push(end, evTimer, idx, tok)
+		}
+	}
+}
+
+// startChild starts the attempt of call c (at idx) whose token is tok: a
+// call to the layer below, or a job at the bottom service, with deadline
+// cdl; hedge says it is a hedge of the attempt in flight.
+func (e *engine) startChild(idx int32, c *call, tok uint64, cdl int64, hedge bool) {
 	cidx, child := e.pool.get()
 	child.parent = idx
 	child.ptok = tok
 	child.dl = cdl
 	child.layer = c.layer + 1
+	child.hedge = hedge
 	switch {
 	case len(e.faults) > 0 && e.blackHole(int(e.nlayers-child.layer)):
 		// Accepted, never answered: the attempt's own limit ends it.
@@ -520,15 +562,28 @@ func (e *engine) attempt(idx int32, c *call) {
 	default:
 		e.submit(cidx, child)
 	}
-	// The attempt may have ended already (an instant failure); the call,
-	// and so its slot, then moved on.
-	if end != never && c.tok == tok && c.waiting {
-		if kind == endOwn && !shared {
-			// now + the layer's timeout: in time order, so a lane.
-			e.ev.seq++
-			e.lanes[c.layer].push(event{at: end, seq: e.ev.seq, kind: evTimer, idx: idx, tok: tok})
-		} else {
-			e.push(end, evTimer, idx, tok)
+}
+
+// hedge sends a hedge of the attempt of c in flight, as the call protocol
+// admits it (retry.Call.Hedge), and schedules the next one. A race in the
+// simulator ends at its first attempt's limit: a hedge's own later limit
+// is not waited for.
+func (e *engine) hedge(idx int32, c *call) {
+	_, next, ok := c.rc.Hedge(e.tnow)
+	if !ok {
+		return
+	}
+	e.events++ // an attempt starts
+	c.racers++
+	tok := c.tok
+	cdl := int64(never)
+	if e.propagate {
+		cdl = c.aend
+	}
+	e.startChild(idx, c, tok, cdl, true)
+	if !next.IsZero() && c.tok == tok && c.waiting {
+		if at := int64(next.Sub(epoch)); at < c.aend {
+			e.push(at, evHedge, idx, tok)
 		}
 	}
 }
@@ -555,10 +610,19 @@ func (e *engine) expireWith(idx int32, c *call, kind uint8) {
 
 // deliver hands the result of an attempt to the call that made it, if it
 // is still waiting for it.
-func (e *engine) deliver(parent int32, ptok uint64, err error) {
+func (e *engine) deliver(parent int32, ptok uint64, err error, hedge bool) {
 	p := e.pool.at(parent)
 	if p.tok != ptok || !p.waiting {
 		return
+	}
+	if p.racers > 1 && err != nil && err != errCtx {
+		if o, _ := p.rc.Policy.Classify(err, false); o != retry.OutcomePermanent && o != retry.OutcomeRefused {
+			// One attempt of a race failed in a way that may pass: the
+			// others go on, and the next hedge goes now.
+			p.racers--
+			e.hedge(parent, p)
+			return
+		}
 	}
 	if err == errCtx && p.aend <= e.now {
 		// The layer below ran out of the time this attempt gave it: this
@@ -569,13 +633,19 @@ func (e *engine) deliver(parent int32, ptok uint64, err error) {
 		return
 	}
 	p.waiting = false
-	e.decide(parent, p, err, false)
+	e.decideRace(parent, p, err, false, hedge)
 }
 
 // decide ends the attempt of c that just ended through the call protocol.
 func (e *engine) decide(idx int32, c *call, err error, timedOut bool) {
+	e.decideRace(idx, c, err, timedOut, false)
+}
+
+// decideRace is decide for a result that may be a hedge's.
+func (e *engine) decideRace(idx int32, c *call, err error, timedOut, hedge bool) {
 	e.events++ // an attempt ends
-	d := c.rc.End(e.tnow, retry.Result{Err: err, TimedOut: timedOut})
+	c.racers = 0
+	d := c.rc.End(e.tnow, retry.Result{Err: err, TimedOut: timedOut, Hedge: hedge})
 	if e.decided != nil {
 		e.decided(d)
 	}
@@ -593,10 +663,10 @@ func (e *engine) decide(idx int32, c *call, err error, timedOut bool) {
 
 // finish ends call c with err (nil for success) and passes the result up.
 func (e *engine) finish(idx int32, c *call, err error, reason retry.Reason) {
-	parent, ptok, start, fault := c.parent, c.ptok, c.start, c.fault
+	parent, ptok, start, fault, hedge := c.parent, c.ptok, c.start, c.fault, c.hedge
 	e.pool.put(idx)
 	if parent >= 0 {
-		e.deliver(parent, ptok, err)
+		e.deliver(parent, ptok, err, hedge)
 		return
 	}
 	if fault && err == nil {
@@ -688,6 +758,9 @@ func (e *engine) serve(idx int32, j *call) {
 	if e.exponential && st > 0 {
 		st *= e.rnd.ExpFloat64()
 	}
+	if e.slowShare > 0 && e.rnd.Float64() < e.slowShare {
+		st = e.slowTime
+	}
 	for i := range e.faults {
 		f := &e.faults[i]
 		if f.kind == CapacityDrop && f.start <= e.now && e.now < f.end {
@@ -707,10 +780,10 @@ func (e *engine) serve(idx int32, j *call) {
 
 // fail ends job j at once with err.
 func (e *engine) fail(idx int32, j *call, err error) {
-	parent, ptok := j.parent, j.ptok
+	parent, ptok, hedge := j.parent, j.ptok, j.hedge
 	e.leave(j, err == errExpired)
 	e.pool.put(idx)
-	e.deliver(parent, ptok, err)
+	e.deliver(parent, ptok, err, hedge)
 	e.wake()
 }
 
@@ -726,7 +799,7 @@ func (e *engine) served(idx int32) {
 	} else if r := e.errorRate(); r > 0 && e.rnd.Float64() < r {
 		err = errFailed
 	}
-	parent, ptok := j.parent, j.ptok
+	parent, ptok, hedge := j.parent, j.ptok, j.hedge
 	e.leave(j, false)
 	e.pool.put(idx)
 	e.startQueued()
@@ -735,7 +808,7 @@ func (e *engine) served(idx int32) {
 		e.sum.Orphaned++ // served for a caller that stopped waiting
 		return
 	}
-	e.deliver(parent, ptok, err)
+	e.deliver(parent, ptok, err, hedge)
 }
 
 // startQueued starts queued jobs while workers are free, dropping those

@@ -40,17 +40,18 @@ func (simExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	var ds []retry.Decision
 	e.decided = func(d retry.Decision) { ds = append(ds, d) }
 	e.script = func(n int) (error, time.Duration) {
-		switch st := c.Step(n); st.Kind {
+		st := c.Step(n)
+		switch st.Kind {
 		case executortest.Transient:
-			return errFailed, 0
+			return errFailed, st.Takes
 		case executortest.Permanent:
-			return retry.Permanent(errors.New("400 bad request")), 0
+			return retry.Permanent(errors.New("400 bad request")), st.Takes
 		case executortest.Timeout:
 			return nil, time.Hour // the attempt's timeout comes first
 		case executortest.Pushback:
-			return retry.After(st.Wait, errOverloaded), 0
+			return retry.After(st.Wait, errOverloaded), st.Takes
 		}
-		return nil, 0
+		return nil, st.Takes
 	}
 	if r := e.run(); r.Summary.UserRequests != 1 {
 		t.Fatalf("%d user requests, want 1", r.Summary.UserRequests)
@@ -59,3 +60,5 @@ func (simExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 }
 
 func TestExecutorConformance(t *testing.T) { executortest.Run(t, simExecutor{}) }
+
+func TestExecutorConformanceHedge(t *testing.T) { executortest.RunHedge(t, simExecutor{}) }

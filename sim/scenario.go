@@ -89,6 +89,8 @@ type fileService struct {
 	LoadLatency string  `yaml:"load_latency" json:"load_latency"`
 	QueueLimit  int     `yaml:"queue_limit" json:"queue_limit"`
 	ErrorRate   float64 `yaml:"error_rate" json:"error_rate"`
+	SlowShare   float64 `yaml:"slow_share" json:"slow_share"`
+	SlowTime    string  `yaml:"slow_time" json:"slow_time"`
 }
 
 type fileFault struct {
@@ -130,6 +132,17 @@ type fileLayer struct {
 	Share      float64      `yaml:"attempt_share" json:"attempt_share"`
 	Budget     *fileBudget  `yaml:"budget" json:"budget"`
 	Breaker    *fileBreaker `yaml:"breaker" json:"breaker"`
+	Hedge      *fileHedge   `yaml:"hedge" json:"hedge"`
+}
+
+// fileHedge is a layer's retry.Hedge: delay (absent: learnt, the
+// quantile of the latencies seen), max, quantile, min_delay, max_delay.
+type fileHedge struct {
+	Delay    string  `yaml:"delay" json:"delay"`
+	Max      int     `yaml:"max" json:"max"`
+	Quantile float64 `yaml:"quantile" json:"quantile"`
+	MinDelay string  `yaml:"min_delay" json:"min_delay"`
+	MaxDelay string  `yaml:"max_delay" json:"max_delay"`
 }
 
 type fileBackoff struct {
@@ -283,6 +296,8 @@ func (f *fileScenario) scenario() (Scenario, error) {
 			LoadLatency: d.parse("service.load_latency", f.Service.LoadLatency),
 			QueueLimit:  f.Service.QueueLimit,
 			ErrorRate:   f.Service.ErrorRate,
+			SlowShare:   f.Service.SlowShare,
+			SlowTime:    d.parse("service.slow_time", f.Service.SlowTime),
 		},
 	}
 	if f.Horizon == "" {
@@ -375,6 +390,10 @@ func (f *fileScenario) scenario() (Scenario, error) {
 			if b := fl.Breaker; b != nil {
 				l.Breaker = &breaker.Config{FailureRatio: b.FailureRatio, MinCalls: b.MinCalls, Probes: b.Probes,
 					Window: d.parse(lp+".breaker.window", b.Window), Cooldown: d.parse(lp+".breaker.cooldown", b.Cooldown)}
+			}
+			if h := fl.Hedge; h != nil {
+				l.Retry.Hedge = &retry.Hedge{Delay: d.parse(lp+".hedge.delay", h.Delay), Max: h.Max, Quantile: h.Quantile,
+					MinDelay: d.parse(lp+".hedge.min_delay", h.MinDelay), MaxDelay: d.parse(lp+".hedge.max_delay", h.MaxDelay)}
 			}
 			pol.Layers = append(pol.Layers, l)
 		}

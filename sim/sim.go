@@ -174,6 +174,12 @@ type Service struct {
 	// ErrorRate is the share of attempts that fail with a transient error
 	// after being served (default 0), outside error-rate faults.
 	ErrorRate float64
+	// SlowShare is the share of attempts, drawn at random, that take
+	// SlowTime instead of ServiceTime (default 0: none): a slow tail, as
+	// of a replica in twenty that answers in seconds. Hedging
+	// (retry.Policy.Hedge) is for it.
+	SlowShare float64
+	SlowTime  time.Duration
 }
 
 // FaultKind is the kind of a [Fault].
@@ -368,6 +374,10 @@ func (s *Scenario) Validate() error {
 		return bad("service.queue_limit", "is %d, must be at least -1 (0: no limit, -1: no queue)", s.Service.QueueLimit)
 	case !finite(s.Service.ErrorRate) || s.Service.ErrorRate < 0 || s.Service.ErrorRate > 1:
 		return bad("service.error_rate", "is %v, must be from 0 to 1", s.Service.ErrorRate)
+	case !finite(s.Service.SlowShare) || s.Service.SlowShare < 0 || s.Service.SlowShare > 1:
+		return bad("service.slow_share", "is %v, must be from 0 to 1", s.Service.SlowShare)
+	case s.Service.SlowTime < 0:
+		return bad("service.slow_time", "is %v, must not be negative", s.Service.SlowTime)
 	}
 	for i, f := range s.Faults {
 		p := fmt.Sprintf("faults[%d]", i)

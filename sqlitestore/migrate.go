@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"fmt"
 	"time"
 
 	"github.com/heed-go/heed/internal/schema"
@@ -35,6 +36,26 @@ func SchemaVersion() int { return len(migrations) }
 // workers write them; readers say they are missing); a migration that
 // changes what a client reads or writes raises it.
 const MinReadVersion = 8
+
+// CompatibleDownTo returns the oldest binary schema version ([SchemaVersion]
+// of the heed that built it) that works on the database: the version of
+// its last migration that older binaries cannot work with. Binaries that
+// know an older schema refuse the database with a
+// [*queue.SchemaTooNewError].
+func (s *Store) CompatibleDownTo(ctx context.Context) (int, error) {
+	l, err := liteDB{s, s.r}.Version(ctx)
+	return l.Floor, err
+}
+
+// Version returns the schema version recorded in the database: 0 for a
+// database never migrated.
+func (s *Store) Version(ctx context.Context) (int, error) {
+	l, err := liteDB{s, s.r}.Version(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: read schema version: %w", err)
+	}
+	return l.Version, nil
+}
 
 // Check reads the schema version without changing anything: nil when it
 // is [SchemaVersion], a [*queue.SchemaBehindError] when migrations are
@@ -70,28 +91,56 @@ type liteDB struct {
 	db *sql.DB
 }
 
-func (d liteDB) Version(ctx context.Context) (int, error) {
+// Version reads the level: the floor from heed_schema_migrations (as
+// every heed has), the version from heed_schema_expansions too when it
+// exists.
+func (d liteDB) Version(ctx context.Context) (schema.Level, error) {
 	var n int
 	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'heed_schema_migrations'`).Scan(&n); err != nil || n == 0 {
-		return 0, err
+		return schema.Level{}, err
 	}
-	var v int
-	err := d.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&v)
-	return v, err
+	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'heed_schema_expansions'`).Scan(&n); err != nil {
+		return schema.Level{}, err
+	}
+	return level(ctx, d.db, n > 0)
 }
+
+// level reads the floor and the version; the expansions table exists
+// when expansions is true.
+func level(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, expansions bool) (schema.Level, error) {
+	var l schema.Level
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&l.Floor); err != nil {
+		return l, err
+	}
+	l.Version = l.Floor
+	if expansions {
+		if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_expansions`).Scan(&l.Version); err != nil {
+			return l, err
+		}
+		l.Version = max(l.Version, l.Floor)
+	}
+	return l, nil
+}
+
+// ledgerColumns are the columns of both bookkeeping tables.
+const ledgerColumns = `(
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`
 
 func (d liteDB) Begin(ctx context.Context) (schema.Tx, error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS heed_schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_at INTEGER NOT NULL
-	) STRICT`); err != nil {
-		tx.Rollback()
-		return nil, err
+	for _, t := range []string{"heed_schema_migrations", "heed_schema_expansions"} {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+t+` `+ledgerColumns); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
 	}
 	return liteTx{tx}, nil
 }
@@ -103,17 +152,27 @@ func (t liteTx) Exec(ctx context.Context, q string, args ...any) error {
 	return err
 }
 
-func (t liteTx) Version(ctx context.Context) (int, error) {
-	var v int
-	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&v)
-	return v, err
+func (t liteTx) Version(ctx context.Context) (schema.Level, error) {
+	return level(ctx, t.tx, true)
 }
 
 // Record keeps the file's name ("0003_succeeded_index.sql"), as heed always
 // recorded it here, and the time in Unix microseconds.
-func (t liteTx) Record(ctx context.Context, s schema.Step, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO heed_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+func (t liteTx) Record(ctx context.Context, s schema.Step, at time.Time, ahead bool) error {
+	table := "heed_schema_migrations"
+	if ahead {
+		table = "heed_schema_expansions"
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO `+table+` (version, name, applied_at) VALUES (?, ?, ?)`,
 		s.Version, s.Name+".sql", at.UnixMicro())
+	return err
+}
+
+func (t liteTx) Promote(ctx context.Context, floor int) error {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO heed_schema_migrations SELECT * FROM heed_schema_expansions WHERE version <= ?`, floor); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM heed_schema_expansions WHERE version <= ?`, floor)
 	return err
 }
 

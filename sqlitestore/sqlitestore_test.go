@@ -101,7 +101,7 @@ func TestMigrateRecordsVersions(t *testing.T) {
 	raw, _ := sql.Open("sqlite", path)
 	defer raw.Close()
 	var n, v int
-	if err := raw.QueryRow(`SELECT count(*), max(version) FROM heed_schema_migrations`).Scan(&n, &v); err != nil {
+	if err := raw.QueryRow(`SELECT count(*), max(version) FROM (SELECT version FROM heed_schema_migrations UNION ALL SELECT version FROM heed_schema_expansions)`).Scan(&n, &v); err != nil {
 		t.Fatal(err)
 	}
 	if n != sqlitestore.SchemaVersion() || v != sqlitestore.SchemaVersion() || v < 1 {

@@ -171,14 +171,17 @@ func (d *DB) SchemaVersion(ctx context.Context) (have, known int, err error) {
 		return have, pgstore.SchemaVersion(), err
 	}
 	known = sqlitestore.SchemaVersion()
-	err = d.lite.Check(ctx)
-	if be, ok := errors.AsType[*queue.SchemaBehindError](err); ok {
-		return be.Database, known, nil
+	have, err = d.lite.Version(ctx)
+	return have, known, err
+}
+
+// CompatibleDownTo returns the oldest schema version a heed binary must
+// know to work on the database (see sqlitestore.Store.CompatibleDownTo).
+func (d *DB) CompatibleDownTo(ctx context.Context) (int, error) {
+	if d.pg != nil {
+		return d.pg.CompatibleDownTo(ctx)
 	}
-	if err != nil {
-		return 0, known, err
-	}
-	return known, known, nil
+	return d.lite.CompatibleDownTo(ctx)
 }
 
 // Close closes the database.

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/heed-go/heed/retry"
+	"github.com/heed-go/heed/sqlitestore"
 )
 
 // Exit codes shared by the subcommands. A subcommand's help lists the ones
@@ -158,7 +159,7 @@ func versionMain(_ context.Context, s streams, args []string) int {
 			version = v
 		}
 	}
-	fmt.Fprintf(s.stdout, "heed %s (%s)\n", version, goVersion)
+	fmt.Fprintf(s.stdout, "heed %s (%s), job store schema %d\n", version, goVersion, sqlitestore.SchemaVersion())
 	return exitOK
 }
 

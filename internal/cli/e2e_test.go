@@ -48,7 +48,10 @@ func heedBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "heed")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/heed-go/heed/cmd/heed").CombinedOutput()
+		// As the README installs it: static, without cgo.
+		build := exec.Command("go", "build", "-o", binPath, "github.com/heed-go/heed/cmd/heed")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

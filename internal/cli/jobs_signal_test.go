@@ -113,3 +113,28 @@ func TestE2EJobsWorkSecondSignal(t *testing.T) {
 		t.Errorf("job after the second signal: attempt %d, history %+v", j.Attempt, j.History)
 	}
 }
+
+// A worker SIGTERMed early in its start, 40 times from 50 to 100 ms
+// after the process started (on a busy machine the process's first
+// milliseconds of CPU spread over tens of milliseconds), stops gracefully:
+// exit 0, never killed by the signal.
+func TestE2EJobsWorkSIGTERMAtStart(t *testing.T) {
+	bin, db := heedBinary(t), filepath.Join(t.TempDir(), "jobs.db")
+	killed := 0
+	for i := range 40 {
+		cmd := exec.Command(bin, "jobs", "work", "--db", db)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50*time.Millisecond + time.Duration(i)*50*time.Millisecond/39)
+		cmd.Process.Signal(syscall.SIGTERM)
+		err := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			killed++
+			t.Errorf("start %d: killed by the signal sent after %v", i, 50*time.Millisecond+time.Duration(i)*50*time.Millisecond/39)
+		} else if err != nil {
+			t.Errorf("start %d: %v", i, err)
+		}
+	}
+	t.Logf("%d of 40 starts killed by an early SIGTERM", killed)
+}

@@ -180,7 +180,7 @@ func TestSimErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "no scenario: give a built-in scenario's name (brownout, layers, outage, partial, spike, spike-heed, spike-naive) or a file"},
+		{nil, "no scenario: give a built-in scenario's name (brownout, layers, outage, partial, spike, spike-heed, spike-naive, tail) or a file"},
 		{[]string{"nope"}, `no built-in scenario or file "nope"`},
 		{[]string{"spike", "layers"}, `unexpected argument "layers"`},
 		{[]string{td("unknown-field.yaml")}, `line 5: unknown field "attemps" in a layer (known: name, attempts, backoff,`},

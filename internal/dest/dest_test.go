@@ -2,6 +2,7 @@ package dest_test
 
 import (
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -133,4 +134,24 @@ func TestSet(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Each destination's Hedge is a copy of every setting of the client's, so
+// that a setting added to retry.Hedge is not silently dropped.
+func TestHedgeCopied(t *testing.T) {
+	h := &retry.Hedge{Delay: 1, Quantile: 0.5, MinDelay: 2, MaxDelay: 3, Max: 2}
+	var s dest.Set
+	if err := s.Init(dest.Config{Policy: retry.Policy{Hedge: h}, Budget: budget.Config{Ratio: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Get("a", nil).Policy.Hedge
+	if got == h || got == s.Get("b", nil).Policy.Hedge {
+		t.Fatal("destinations share a Hedge")
+	}
+	hv, gv := reflect.ValueOf(h).Elem(), reflect.ValueOf(got).Elem()
+	for i := range hv.NumField() {
+		if f := hv.Type().Field(i); f.IsExported() && !hv.Field(i).Equal(gv.Field(i)) {
+			t.Errorf("Hedge.%s not copied: %v, want %v", f.Name, gv.Field(i), hv.Field(i))
+		}
+	}
 }

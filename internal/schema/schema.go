@@ -28,28 +28,95 @@ type Step struct {
 	// Go, when set, runs after SQL in the same transaction: for data
 	// rewrites that need Go (decoding and re-encoding stored JSON).
 	Go func(ctx context.Context, tx Tx) error
+	// Floor is the oldest binary schema version that still works on the
+	// database once this step is applied: the step's own version (the
+	// default) for a step older binaries cannot work with, lower for an
+	// expand step (a new table, a column with a default, an index, a data
+	// rewrite both forms read) that binaries down to Floor keep working
+	// with. The file declares it in a line "-- compatible down to: N".
+	Floor int
+	// Summary is what the step changes, in a phrase: its file's leading
+	// comment up to the first colon or full stop.
+	Summary string
+}
+
+// summary returns the leading comment of a step's SQL up to its first
+// colon or full stop, on one line.
+func summary(sql string) string {
+	var b strings.Builder
+	for line := range strings.Lines(sql) {
+		text, ok := strings.CutPrefix(strings.TrimSpace(line), "--")
+		if !ok || strings.TrimSpace(text) == "" {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strings.TrimSpace(text))
+	}
+	s := b.String()
+	if i := strings.IndexAny(s, ":"); i > 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, ". "); i > 0 {
+		s = s[:i]
+	}
+	return strings.TrimSuffix(s, ".")
+}
+
+// Level is a database's schema as recorded: Version, the newest step
+// applied, and Floor, the oldest binary schema version that may work on
+// it ("compatible down to"). Floor is what the migrations table's newest
+// row says, as every heed has read it; the steps applied above Floor are
+// recorded apart (the expansions table), so that a binary of the previous
+// release, which refuses a migrations table newer than it knows, keeps
+// working after a newer binary applied only expand steps.
+type Level struct{ Version, Floor int }
+
+// floorLine declares a step's Floor in its SQL file.
+const floorLine = "-- compatible down to:"
+
+// parseFloor returns the Floor a step's SQL declares, or version.
+func parseFloor(sql string, version int) (int, error) {
+	for line := range strings.Lines(sql) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), floorLine)
+		if !ok {
+			continue
+		}
+		f, err := strconv.Atoi(strings.TrimSpace(rest))
+		if err != nil || f < 1 || f > version {
+			return 0, fmt.Errorf("%q must name a version from 1 to %d", line, version)
+		}
+		return f, nil
+	}
+	return version, nil
 }
 
 // Tx is the store's migration transaction.
 type Tx interface {
 	// Exec runs statements.
 	Exec(ctx context.Context, sql string, args ...any) error
-	// Version returns the highest version recorded (0 for none).
-	Version(ctx context.Context) (int, error)
-	// Record records step as applied at the time given.
-	Record(ctx context.Context, s Step, at time.Time) error
+	// Version returns the level recorded (zero for none).
+	Version(ctx context.Context) (Level, error)
+	// Record records step as applied at the time given: in the
+	// migrations table, or in the expansions table when ahead (its
+	// version is above the database's floor).
+	Record(ctx context.Context, s Step, at time.Time, ahead bool) error
+	// Promote moves the expansions up to version floor into the
+	// migrations table, as they were recorded: the floor rose to it.
+	Promote(ctx context.Context, floor int) error
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 }
 
 // DB is the store's side of the runner.
 type DB interface {
-	// Version returns the recorded schema version without writing
-	// anything: 0 when the migrations table does not exist.
-	Version(ctx context.Context) (int, error)
+	// Version returns the recorded level without writing anything:
+	// zero when the migrations table does not exist.
+	Version(ctx context.Context) (Level, error)
 	// Begin starts the migration transaction, holding the store's
 	// migration lock (so that processes starting at once apply each step
-	// once), with the migrations table created.
+	// once), with the migrations and expansions tables created.
 	Begin(ctx context.Context) (Tx, error)
 }
 
@@ -75,7 +142,12 @@ func Load(store string, fsys fs.FS, dir string, goSteps map[int]func(context.Con
 		if err != nil {
 			return nil, fmt.Errorf("%s: read migration %s: %w", store, base, err)
 		}
-		steps = append(steps, Step{Version: v, Name: strings.TrimSuffix(base, ".sql"), SQL: string(b), Go: goSteps[v]})
+		floor, err := parseFloor(string(b), v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: migration %s: %w", store, base, err)
+		}
+		steps = append(steps, Step{Version: v, Name: strings.TrimSuffix(base, ".sql"), SQL: string(b), Go: goSteps[v], Floor: floor,
+			Summary: summary(string(b))})
 	}
 	slices.SortFunc(steps, func(a, b Step) int { return a.Version - b.Version })
 	for i, s := range steps {
@@ -101,36 +173,59 @@ func MustLoad(store string, fsys fs.FS, dir string, goSteps map[int]func(context
 	return steps
 }
 
-// Compare returns nil when version (the database's) is the newest of
-// steps, a *queue.SchemaBehindError naming the missing steps when it is
-// older, and a *queue.SchemaTooNewError when it is newer.
-func Compare(store string, version int, steps []Step) error {
+// Compare returns nil when the database at level is usable by a binary
+// that knows steps: at the newest of them, or newer but compatible down to
+// them (its Floor at most len(steps)); a *queue.SchemaBehindError naming
+// the missing steps when it is older, and a *queue.SchemaTooNewError when
+// it is newer and not compatible.
+func Compare(store string, level Level, steps []Step) error {
 	switch {
-	case version > len(steps):
-		return &queue.SchemaTooNewError{Store: store, Database: version, Binary: len(steps)}
-	case version < len(steps):
-		e := &queue.SchemaBehindError{Store: store, Database: version, Binary: len(steps)}
-		for _, s := range steps[version:] {
+	case level.Version > len(steps) && level.Floor > len(steps):
+		return &queue.SchemaTooNewError{Store: store, Database: level.Version, Binary: len(steps), Floor: level.Floor}
+	case level.Version < len(steps):
+		e := &queue.SchemaBehindError{Store: store, Database: level.Version, Binary: len(steps)}
+		for _, s := range steps[level.Version:] {
 			e.Missing = append(e.Missing, s.Name)
+			change := s.Summary
+			if s.Floor < s.Version {
+				change += fmt.Sprintf(" (expand: compatible down to %d)", s.Floor)
+			} else {
+				change += fmt.Sprintf(" (binaries that know a schema before %d refuse the database after it)", s.Version)
+			}
+			e.Changes = append(e.Changes, change)
 		}
 		return e
 	}
 	return nil
 }
 
-// Check reads db's version and compares it with steps, changing nothing.
+// Check reads db's level and compares it with steps, changing nothing.
 func Check(ctx context.Context, store string, db DB, steps []Step) error {
-	v, err := db.Version(ctx)
+	l, err := db.Version(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: read schema version: %w", store, err)
 	}
-	return Compare(store, v, steps)
+	return Compare(store, l, steps)
+}
+
+// FloorAfter returns the floor of a database at level once steps up to
+// version are applied: the highest Floor of the steps applied, never below
+// the level's own.
+func FloorAfter(level Level, steps []Step, version int) int {
+	f := level.Floor
+	for _, s := range steps[min(level.Version, len(steps)):min(version, len(steps))] {
+		f = max(f, s.Floor)
+	}
+	return f
 }
 
 // Run applies the steps beyond db's version, in order, in one
 // transaction, recording each at now, and returns the versions it applied
-// (none when the schema is current). It changes nothing and returns a
-// *queue.SchemaTooNewError when the database is newer than steps.
+// (none when the schema is current, or newer and compatible). Steps at or
+// below the new floor are recorded in the migrations table, the others in
+// the expansions table (see [Level]). It changes nothing and returns a
+// *queue.SchemaTooNewError when the database is newer than steps and not
+// compatible with them.
 func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) (applied []int, err error) {
 	// Fast path without locks or DDL, so that a role that may not create
 	// tables can open a current database.
@@ -138,11 +233,8 @@ func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: migrate: read version: %w", store, err)
 	}
-	if current > len(steps) {
-		return nil, &queue.SchemaTooNewError{Store: store, Database: current, Binary: len(steps)}
-	}
-	if current == len(steps) {
-		return nil, nil
+	if current.Version >= len(steps) {
+		return nil, Compare(store, current, steps)
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
@@ -157,10 +249,12 @@ func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) 
 	if current, err = tx.Version(ctx); err != nil {
 		return nil, fmt.Errorf("%s: migrate: read version: %w", store, err)
 	}
-	if current > len(steps) {
-		return nil, &queue.SchemaTooNewError{Store: store, Database: current, Binary: len(steps)}
+	if current.Version >= len(steps) {
+		_ = tx.Rollback(ctx) // nothing to do
+		return nil, Compare(store, current, steps)
 	}
-	for _, s := range steps[current:] {
+	floor := FloorAfter(current, steps, len(steps))
+	for _, s := range steps[current.Version:] {
 		if strings.TrimSpace(s.SQL) != "" {
 			if err := tx.Exec(ctx, s.SQL); err != nil {
 				return nil, fmt.Errorf("%s: migrate: apply %s: %w", store, s.Name, err)
@@ -171,10 +265,15 @@ func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) 
 				return nil, fmt.Errorf("%s: migrate: apply %s: %w", store, s.Name, err)
 			}
 		}
-		if err := tx.Record(ctx, s, now); err != nil {
+		if err := tx.Record(ctx, s, now, s.Version > floor); err != nil {
 			return nil, fmt.Errorf("%s: migrate: record %s: %w", store, s.Name, err)
 		}
 		applied = append(applied, s.Version)
+	}
+	if floor > current.Floor {
+		if err := tx.Promote(ctx, floor); err != nil {
+			return nil, fmt.Errorf("%s: migrate: record floor %d: %w", store, floor, err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("%s: migrate: commit: %w", store, err)

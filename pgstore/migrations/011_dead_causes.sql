@@ -15,6 +15,8 @@
 -- already there are filled in here. At 1,000,000 jobs with 10,000 dead
 -- the migration took 1.6 s here (the fill 1.0 s, locking dead jobs only;
 -- the index 0.5 s, holding writes).
+--
+-- compatible down to: 10
 ALTER TABLE heed_jobs ADD COLUMN dead_cause text;
 
 CREATE FUNCTION heed_dead_cause() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -5,6 +5,8 @@
 -- the queue's row, so that claimers in every process count the running
 -- jobs and take tokens one at a time. Expand only: a worker one release
 -- behind reads name and paused_at as before, and ignores the limits.
+--
+-- compatible down to: 10
 ALTER TABLE heed_queues
     ADD COLUMN concurrency_limit integer          NOT NULL DEFAULT 0,
     ADD COLUMN rate_limit        integer          NOT NULL DEFAULT 0,

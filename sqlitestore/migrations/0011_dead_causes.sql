@@ -10,6 +10,8 @@
 --
 -- Expand only. The column is VIRTUAL (computed when read, nothing
 -- rewritten); the index stores it.
+--
+-- compatible down to: 10
 ALTER TABLE heed_jobs ADD COLUMN dead_cause TEXT GENERATED ALWAYS AS (
     CASE WHEN state = 'dead'
     THEN replace(replace(replace(replace(replace(replace(replace(replace(replace(

@@ -5,6 +5,8 @@
 -- Claims are write transactions, which SQLite runs one at a time in the
 -- file. Expand only: a worker one release behind reads name and paused_at
 -- as before, and ignores the limits.
+--
+-- compatible down to: 10
 ALTER TABLE heed_queues ADD COLUMN concurrency_limit INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE heed_queues ADD COLUMN rate_limit INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE heed_queues ADD COLUMN rate_period INTEGER NOT NULL DEFAULT 0;
