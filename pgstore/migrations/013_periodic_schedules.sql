@@ -4,6 +4,8 @@
 -- (queue.ScheduleRecorder) for the dashboard and `heed jobs periodic`.
 -- Expand only: the columns are nullable, a worker one release behind
 -- leaves them as they are, and readers show "not recorded".
+--
+-- compatible down to: 10
 ALTER TABLE heed_periodic ADD COLUMN schedule text;
 ALTER TABLE heed_periodic ADD COLUMN next_tick timestamptz;
 ALTER TABLE heed_periodic ADD COLUMN seen_at timestamptz;

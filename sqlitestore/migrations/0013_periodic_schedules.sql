@@ -5,6 +5,8 @@
 -- jobs periodic`. Expand only: the columns are nullable, a worker one
 -- release behind leaves them as they are, and readers show "not
 -- recorded".
+--
+-- compatible down to: 10
 ALTER TABLE heed_periodic ADD COLUMN schedule TEXT;
 ALTER TABLE heed_periodic ADD COLUMN next_tick INTEGER;
 ALTER TABLE heed_periodic ADD COLUMN seen_at INTEGER;
