@@ -365,7 +365,10 @@ func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limi
 	// The attempts the race made (the first and the hedges sent) filled
 	// slots 0 to used-1; the others stay zero.
 	k, used := n-r.first, 1+r.rc.History.Attempts-attempts
-	a, start := r.slots[k], r.starts[k]
+	a, start := r.slots[k], r.now
+	if k > 0 {
+		start = r.starts[k]
+	}
 	for j := range used {
 		if j != k {
 			c.discard(r.slots[j])
@@ -418,9 +421,17 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 			return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
 		}
 	}
-	r.starts[k] = start
-	r.slots[k] = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
-	return r.c.classify(&r.slots[k], time.Time{}, r.rc.Policy.Clock, &r.rw, true).res
+	if k > 0 {
+		r.starts[k] = start // the first's is r.now
+	}
+	a := &r.slots[k]
+	*a = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
+	if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
+		// Accepted, as classify would say, without its cost (the
+		// common case: most races send no hedge and look no further).
+		return retry.Result{}
+	}
+	return r.c.classify(a, time.Time{}, r.rc.Policy.Clock, &r.rw, true).res
 }
 
 // maxRacers is the most attempts a race makes: the first and
