@@ -83,9 +83,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A request that may hedge keeps its Call in a racer from a pool,
 	// whose attempts run on goroutines of their own (retry.Call.Race);
 	// the others keep it on the stack (&rc handed to the race would move
-	// every request's Call to the heap: 640 bytes and an allocation).
+	// every request's Call to the heap: 640 bytes and an allocation). A
+	// request whose caller owns the retries is never hedged (retry.Hedge).
 	var r *racer
-	if repeatable && rw.ok && p.Hedge != nil {
+	if repeatable && rw.ok && p.Hedge != nil && !c.upstreamOwns(ctx) {
 		r = racerPool.Get().(*racer)
 	}
 	resp, err := c.run(ctx, p, h, first, &rw, repeatable, r)
@@ -355,9 +356,9 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 // its own (GetBody, or the buffer).
 func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
 	// Read what c reads lazily now: the attempts must not change it. They
-	// use copies of c and rw, so that those stay on the stack.
+	// use copies of c and rw, so that those stay on the stack. (c.owns was
+	// read by RoundTrip, which races only without an upstream owner.)
 	c.idempotencyKey()
-	c.upstreamOwns(ctx)
 	r.c, r.rw = *c, *rw
 	r.body, r.now, r.tracing, r.first = body, now, tracing, r.rc.History.Attempts+1
 	attempts := r.rc.History.Attempts
