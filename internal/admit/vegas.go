@@ -80,6 +80,7 @@ type vegas struct {
 	opened        time.Time
 	n             int
 	queue, served float64
+	inSum         float64 // the samples' in flight
 	peak          int
 	dropped       bool
 
@@ -140,13 +141,14 @@ func (v *vegas) sample(now time.Time, rtt time.Duration, inflight, current int, 
 	v.n++
 	v.queue += float64(max(inflight, current)) * (1 - ratio)
 	v.served += float64(inflight) * ratio
+	v.inSum += float64(inflight)
 	v.peak = max(v.peak, inflight)
 	v.dropped = v.dropped || dropped
 	if v.n < windowSamples && now.Sub(v.opened) < windowMax && !v.urgent() {
 		return v.limit
 	}
 	v.decide(v.queue/float64(v.n), v.served/float64(v.n))
-	v.opened, v.n, v.queue, v.served, v.peak, v.dropped = now, 0, 0, 0, 0, false
+	v.opened, v.n, v.queue, v.served, v.inSum, v.peak, v.dropped = now, 0, 0, 0, 0, 0, false
 	return v.limit
 }
 
@@ -187,6 +189,26 @@ func (v *vegas) gain() float64 {
 	return v.lastGain
 }
 
+// contention reports whether the latency of a window that served served
+// on average is contention, not a queue: the gain is at least gainGrow,
+// and the window served what the regression says for its in flight, to
+// within a fifth (two steps at least). A capacity that drops serves less
+// for as many in flight at once, before the regression's slope turns: it
+// remembers ~64 samples from before the drop, when a pool below its
+// capacity served one more for each request more (a gain of 1), and
+// alone it would hold off the cut until a quarter of them are new.
+func (v *vegas) contention(served, step float64) bool {
+	g := v.gain()
+	if g < gainGrow {
+		return false
+	}
+	if v.n == 0 {
+		return true
+	}
+	want := v.my + g*(v.inSum/float64(v.n)-v.mx)
+	return served >= want-max(2*step, want/5)
+}
+
 // gainGrow is the gain above which latency above the baseline is not
 // read as a queue: the limit still grows while each request added in
 // flight serves at least a quarter of a request more (for latency L + c
@@ -223,7 +245,7 @@ func (v *vegas) decide(queue, served float64) {
 		v.limit *= 0.9
 	case float64(v.peak) < v.limit/2:
 		// Too few in flight to say anything about the limit.
-	case queue > step && v.gain() >= gainGrow:
+	case queue > step && v.contention(served, step):
 		// The latency grew with in flight, but so did the requests served:
 		// contention, not a queue. Grow by a step while the most in flight
 		// comes near the limit; never down here.

@@ -215,3 +215,24 @@ func TestVegasQueueCountsCurrent(t *testing.T) {
 		t.Errorf("limit %v with the queue counted at the start, want 30 kept", w.limit)
 	}
 }
+
+// A pool that served one more for each request more in flight (a gain of
+// 1) and then lost half its workers is a queue at once: the window serves
+// less than the regression says for its in flight, so the limit is cut
+// to those served plus alpha, not grown on the old gain.
+func TestVegasCapacityDropIsAQueue(t *testing.T) {
+	v := newVegas(28, 1, 1000, 10*time.Second)
+	for i := range 64 {
+		n := float64(14 + i%11) // 14..24 in flight, all served
+		v.regress(n, n)
+	}
+	if g := v.gain(); g < 0.9 {
+		t.Fatalf("gain %.2f below the capacity, want about 1", g)
+	}
+	// A window after the drop: 26 in flight, 12 served, 14 waiting.
+	v.peak, v.n, v.inSum = 26, 1, 26
+	v.decide(14, 12)
+	if want := 12 + 3*1.0791812; v.limit-want > 1e-5 || want-v.limit > 1e-5 {
+		t.Errorf("limit %v after the drop, want %v: 12 served plus alpha", v.limit, want)
+	}
+}
