@@ -76,7 +76,8 @@ type JobOps interface {
 
 // CancelNotifier is implemented by stores that can tell the worker running
 // a job that it was cancelled (pgstore through LISTEN/NOTIFY, for any
-// process; sqlitestore within its own process). A [Worker] cancels the
+// process; sqlitestore at once within its own process, within a quarter
+// second from others). A [Worker] cancels the
 // job's handler context when told; without a notification it notices at
 // the job's next lease renewal (within a third of the lease).
 type CancelNotifier interface {

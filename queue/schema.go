@@ -45,6 +45,9 @@ type SchemaBehindError struct {
 	// Missing names the migrations not applied, in order, such as
 	// "0003_succeeded_index".
 	Missing []string
+	// Changes says, for each of Missing, what it changes and whether
+	// binaries that know the database's version keep working after it.
+	Changes []string
 }
 
 // Error names the missing migrations.

@@ -34,6 +34,30 @@ func ExampleDo() {
 	// Output: <nil> 3
 }
 
+// DoTrace returns the decision log of a call that succeeded, as of one
+// that gave up: here two retries, then the success.
+func ExampleDoTrace() {
+	calls := 0
+	trace, err := retry.DoTrace(context.Background(), retry.Policy{
+		Backoff: backoff.Schedule{Base: time.Millisecond, Jitter: backoff.NoJitter}, // short for the example
+	}, func(ctx context.Context) error {
+		calls++
+		if calls < 3 {
+			return retry.Transient(errors.New("connection reset"))
+		}
+		return nil
+	})
+	fmt.Println(err)
+	for _, d := range trace {
+		fmt.Println(d)
+	}
+	// Output:
+	// <nil>
+	// attempt 1: connection reset, retry in 1ms
+	// attempt 2: connection reset, retry in 2ms
+	// attempt 3: ok
+}
+
 // A permanent error ends the call at once; the error returned wraps it.
 func ExampleDo_permanent() {
 	errNotFound := errors.New("user not found")

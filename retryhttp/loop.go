@@ -80,7 +80,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	resp, err := c.run(ctx, p, h, first, &rw, repeatable)
+	// A request that may hedge keeps its Call in a racer from a pool,
+	// whose attempts run on goroutines of their own (retry.Call.Race);
+	// the others keep it on the stack (&rc handed to the race would move
+	// every request's Call to the heap: 640 bytes and an allocation).
+	var r *racer
+	if repeatable && rw.ok && p.Hedge != nil {
+		r = racerPool.Get().(*racer)
+	}
+	resp, err := c.run(ctx, p, h, first, &rw, repeatable, r)
+	if r != nil {
+		r.release() // not deferred in run: a deferred call there cost 30 ns
+	}
 	if err != nil {
 		return nil, urlError(req, err)
 	}
@@ -148,23 +159,17 @@ type attempt struct {
 	prog       *progress
 }
 
-func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body io.ReadCloser, rw *rewinder, repeatable bool) (*http.Response, error) {
+func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body io.ReadCloser, rw *rewinder, repeatable bool, r *racer) (*http.Response, error) {
 	t := c.t
 	clk := p.Clock
 	now := clock.Now(clk)
-	// A request that may hedge keeps its Call in a racer from a pool,
-	// whose attempts run on goroutines of their own (retry.Call.Race);
-	// the others keep it on the stack (&rc handed to the race would move
-	// every request's Call to the heap: 640 bytes and an allocation).
+	// r, when not nil, holds the Call (see RoundTrip).
 	var (
 		local retry.Call
 		rc    = &local
-		r     *racer
 	)
-	if repeatable && rw.ok && p.Hedge != nil {
-		r = racerPool.Get().(*racer)
+	if r != nil {
 		rc = &r.rc
-		defer r.release()
 	}
 	*rc = retry.Call{Policy: *p, History: h}
 	var (
@@ -229,7 +234,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			c.discard(a)
 			return nil, ctx.Err()
 		}
-		cl := c.classify(&a, now, rw, repeatable)
+		cl := c.classify(&a, now, clk, rw, repeatable)
 		res, class, status, hint, hinted := cl.res, cl.class, cl.status, cl.hint, cl.hinted
 		rc.History.UpstreamOwns = c.upstreamOwns(ctx)
 		d := rc.End(now, res)
@@ -291,8 +296,9 @@ type classified struct {
 // classify classifies attempt a, ended at now, for the call protocol: the
 // class is handed over as data; an error the transport does not know is
 // left to the policy's classifier. It must not change c: the attempts of
-// a race call it at the same time.
-func (c *call) classify(a *attempt, now time.Time, rw *rewinder, repeatable bool) (cl classified) {
+// a race call it at the same time. A zero now is read from clk when a
+// Retry-After needs it (a race's attempt: most need no clock).
+func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder, repeatable bool) (cl classified) {
 	t := c.t
 	res := &cl.res
 	*res = retry.Result{Err: a.err, TimedOut: a.timedOut}
@@ -324,6 +330,9 @@ func (c *call) classify(a *attempt, now time.Time, rw *rewinder, repeatable bool
 			cl.class = RetryableStatus
 			se := &StatusError{StatusCode: cl.status, Status: a.resp.Status}
 			if v := a.resp.Header.Get("Retry-After"); v != "" {
+				if now.IsZero() {
+					now = clock.Now(clk)
+				}
 				cl.hint, cl.hinted = ParseRetryAfter(v, now)
 			}
 			se.RetryAfter = cl.hint
@@ -351,16 +360,20 @@ func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limi
 	c.upstreamOwns(ctx)
 	r.c, r.rw = *c, *rw
 	r.body, r.now, r.tracing, r.first = body, now, tracing, r.rc.History.Attempts+1
+	attempts := r.rc.History.Attempts
 	_, n, cancel := r.rc.Race(ctx, now, lim, r.fn)
-	k := n - r.first
-	for j := range r.slots {
+	// The attempts the race made (the first and the hedges sent) filled
+	// slots 0 to used-1; the others stay zero.
+	k, used := n-r.first, 1+r.rc.History.Attempts-attempts
+	a, start := r.slots[k], r.starts[k]
+	for j := range used {
 		if j != k {
 			c.discard(r.slots[j])
 		}
+		r.slots[j] = attempt{}
 	}
-	a, start := r.slots[k], r.starts[k]
 	a.raceCancel = cancel
-	r.slots, r.body = [maxRacers]attempt{}, nil
+	r.body = nil
 	return a, start
 }
 
@@ -378,11 +391,12 @@ type racer struct {
 	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
 }
 
-// release puts r back in the pool, without the request it holds (its
-// Call is overwritten by the next request; clearing all of r cost a
-// request 1.2 KB of writes).
+// release puts r back in the pool, without the request and body it holds
+// (its Call is overwritten by the next request; clearing all of r cost a
+// request 1.2 KB of writes, and each pointer cleared costs a write
+// barrier while the GC marks).
 func (r *racer) release() {
-	r.c, r.rw, r.body = call{}, rewinder{}, nil
+	r.c.req, r.rw.getBody, r.rw.buf, r.body = nil, nil, nil, nil
 	racerPool.Put(r)
 }
 
@@ -406,7 +420,7 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 	}
 	r.starts[k] = start
 	r.slots[k] = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
-	return r.c.classify(&r.slots[k], clock.Now(r.rc.Policy.Clock), &r.rw, true).res
+	return r.c.classify(&r.slots[k], time.Time{}, r.rc.Policy.Clock, &r.rw, true).res
 }
 
 // maxRacers is the most attempts a race makes: the first and

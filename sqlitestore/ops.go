@@ -39,8 +39,10 @@ func opArgs(ferr error, f *queue.JobFilter, now time.Time, entry queue.Attempt, 
 }
 
 // JobCancel implements queue.JobOps. Workers of this process that run a
-// cancelled job hear of it through JobCancelNotify; those of other
-// processes at their next lease renewal.
+// cancelled job hear of it through JobCancelNotify at once; those of other
+// processes within [cancelPoll] (their JobCancelNotify looks for jobs
+// cancelled elsewhere), or at their next lease renewal when they do not
+// listen.
 func (s *Store) JobCancel(ctx context.Context, params queue.OpParams) (int, error) {
 	f, now, entry := params.Filter, params.Now, params.Entry
 	all, w, err := opArgs(queue.CancelFilter(f), &f, now, entry, "cancel")
@@ -215,10 +217,23 @@ func (s *Store) JobCancelNotify(ctx context.Context) (<-chan int64, error) {
 	}
 	s.cancels.subs[c] = struct{}{}
 	s.cancels.mu.Unlock()
+	// Jobs cancelled by other processes, which this one is not told of:
+	// looked for every cancelPoll, from a second before now (a cancel
+	// that raced this call), by the index of cancelled jobs.
+	since := micros(s.clock.Now().Add(-time.Second))
 	go func() {
-		select {
-		case <-ctx.Done():
-		case <-s.done:
+		tick := time.NewTicker(cancelPoll)
+		defer tick.Stop()
+	poll:
+		for {
+			select {
+			case <-ctx.Done():
+				break poll
+			case <-s.done:
+				break poll
+			case <-tick.C:
+				since = s.cancelledSince(ctx, since, c)
+			}
 		}
 		s.cancels.mu.Lock()
 		if _, ok := s.cancels.subs[c]; ok {
@@ -228,6 +243,35 @@ func (s *Store) JobCancelNotify(ctx context.Context) (<-chan int64, error) {
 		s.cancels.mu.Unlock()
 	}()
 	return c, nil
+}
+
+// cancelPoll is how often a JobCancelNotify subscriber looks for jobs
+// cancelled by other processes: a cross-process cancel takes effect
+// within it.
+const cancelPoll = 250 * time.Millisecond
+
+// cancelledSince sends c the jobs cancelled after since (Unix
+// microseconds), without blocking, and returns the newest cancel time
+// seen (since when none). An error leaves it to the next look.
+func (s *Store) cancelledSince(ctx context.Context, since int64, c chan int64) int64 {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, finished_at FROM heed_jobs
+		WHERE state = 'cancelled' AND finished_at > ? ORDER BY finished_at LIMIT 1000`, since)
+	if err != nil {
+		return since
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, at int64
+		if rows.Scan(&id, &at) != nil {
+			return since
+		}
+		select {
+		case c <- id:
+		default:
+		}
+		since = max(since, at)
+	}
+	return since
 }
 
 func (c *cancelSubs) notify(ids []int64) {

@@ -58,6 +58,23 @@ func waiting(r deadline.Report, s deadline.StepReport, rate float64) (underTimeo
 	return underTimeout, rate * min(s.Budget, r.Available).Seconds()
 }
 
+// callersGone returns the share of the requests waiting on step s under
+// its own timeout, when it hangs, whose caller has already given up: each
+// caller waits at most the plan's time for the step (min(budget,
+// deadline − reserve)), so of the timeout's worth of requests held, the
+// part older than that is work for nobody. -1 when the step has no
+// timeout.
+func callersGone(r deadline.Report, s deadline.StepReport) float64 {
+	if s.AttemptTimeout <= 0 {
+		return -1
+	}
+	waits := min(s.Budget, r.Available)
+	if waits >= s.AttemptTimeout {
+		return 0
+	}
+	return float64(s.AttemptTimeout-waits) / float64(s.AttemptTimeout)
+}
+
 // WriteReport writes r as heed plan deadline prints it: a table of the
 // steps, with rate > 0 the requests left waiting on a step that hangs, and
 // the problems found.
@@ -101,26 +118,29 @@ min(BUDGET, LEFT); a step is refused when LEFT is below its p99.
 	if rate > 0 {
 		fmt.Fprintf(w, "\nAt %s requests/s, requests left waiting on a step that hangs:\n\n", textfmt.Num(rate))
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "STEP\tUNDER ITS TIMEOUT\tUNDER THE PLAN")
+		fmt.Fprintln(tw, "STEP\tUNDER ITS TIMEOUT\tCALLER GONE\tUNDER THE PLAN")
 		worst, worstRatio := -1, 0.0
 		for i, s := range r.Steps {
 			t, p := waiting(r, s, rate)
-			under := "-"
+			under, gone := "-", "-"
 			if t >= 0 {
 				under = fmt.Sprintf("%s (%v)", textfmt.Num(t), textfmt.Dur(s.AttemptTimeout))
+				gone = percent(callersGone(r, s))
 				if p > 0 && t/p > worstRatio {
 					worst, worstRatio = i, t/p
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s (%v)\n", s.Name, under, textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%v)\n", s.Name, under, gone, textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)))
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "\nrate × how long each request waits; a step with no timeout (-) waits as long as its caller lets it.")
+		fmt.Fprintln(w, "CALLER GONE: the share of the requests held under the step's timeout whose caller has already given up (waited the plan's time): work for nobody.")
 		if worst >= 0 && worstRatio > 1 {
 			s := r.Steps[worst]
 			t, p := waiting(r, s, rate)
-			fmt.Fprintf(w, "If %s hangs, %s requests wait on it under its %v timeout, %s× the %s under the plan's %v.\n",
-				s.Name, textfmt.Num(t), textfmt.Dur(s.AttemptTimeout), textfmt.Num(worstRatio), textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)))
+			fmt.Fprintf(w, "If %s hangs, %s requests wait on it under its %v timeout, %s× the %s under the plan's %v; %s of them for callers who have gone.\n",
+				s.Name, textfmt.Num(t), textfmt.Dur(s.AttemptTimeout), textfmt.Num(worstRatio), textfmt.Num(p), textfmt.Dur(min(s.Budget, r.Available)),
+				percent(callersGone(r, s)))
 		}
 	}
 
@@ -174,6 +194,7 @@ type deadlineStepJSON struct {
 
 type waitingJSON struct {
 	UnderTimeout *float64 `json:"under_timeout,omitempty"`
+	CallerGone   *float64 `json:"caller_gone,omitempty"`
 	UnderPlan    float64  `json:"under_plan"`
 }
 
@@ -217,7 +238,8 @@ func reportJSON(r deadline.Report, rate float64) deadlineJSON {
 			t, p := waiting(r, s, rate)
 			wj := &waitingJSON{UnderPlan: p}
 			if t >= 0 {
-				wj.UnderTimeout = &t
+				g := callersGone(r, s)
+				wj.UnderTimeout, wj.CallerGone = &t, &g
 			}
 			j.Waiting = wj
 		}
@@ -230,3 +252,6 @@ func reportJSON(r deadline.Report, rate float64) deadlineJSON {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percent writes a share from 0 to 1 as a whole percentage ("70%").
+func percent(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }

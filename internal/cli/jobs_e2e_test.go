@@ -40,6 +40,16 @@ func TestE2EReadmeFirstSteps(t *testing.T) {
 	if n := strings.Count(r.stdout, "  ok\n"); n != 5 {
 		t.Errorf("%d jobs ok, want 5:\n%s", n, r.stdout)
 	}
+	// The demo's fate table and what it suggests are the README's, line
+	// for line (the lines above them carry times and a port).
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tail, _ := strings.Cut(r.stdout, "Every job's fate:\n")
+	if tail == "" || !strings.Contains(string(readme), tail) {
+		t.Errorf("the demo's table and suggestions are not the README's:\n%s", tail)
+	}
 	if r.took > 20*time.Second {
 		t.Errorf("the demo took %v", r.took)
 	}
@@ -89,6 +99,15 @@ func TestE2EReadmeFirstSteps(t *testing.T) {
 			if got.took > 20*time.Second || !strings.Contains(got.stderr, "1 job of these queues scheduled for later, not waited for") {
 				t.Errorf("heed %s took %v:\n%s", strings.Join(args, " "), got.took, got.stderr)
 			}
+		}
+	}
+
+	// The README shows heed jobs show 7, the tour's permanent failure.
+	show7 := runHeed(t, dir, "jobs", "show", "7")
+	for _, want := range []string{"job        7\n", "state      dead (permanent)\n", `args       {"permanent": true, "message": "invalid address"}` + "\n",
+		"requeue it with: heed jobs dead requeue 7\n"} {
+		if !strings.Contains(show7.stdout, want) || !strings.Contains(string(readme), want) {
+			t.Errorf("heed jobs show 7 and the README should both say %q:\n%s", want, show7.stdout)
 		}
 	}
 

@@ -63,13 +63,13 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	// What is missing, and the floor, before opening migrates it.
-	var missing []string
+	var missing, changes []string
 	floorBefore := 0
 	if d, err := openDB(ctx, resolveDB(*db), storeurl.Write); err == nil {
 		floorBefore, _ = d.CompatibleDownTo(ctx)
 		d.Close()
 	} else if be, ok := errors.AsType[*queue.SchemaBehindError](err); ok && be.Database > 0 {
-		missing, floorBefore = be.Missing, be.Database
+		missing, changes, floorBefore = be.Missing, be.Changes, be.Database
 		if d, err := openWith(ctx, resolveDB(*db), storeurl.Options{Mode: storeurl.Read, ReadBehind: true}); err == nil {
 			floorBefore, _ = d.CompatibleDownTo(ctx)
 			d.Close()
@@ -93,6 +93,11 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(s.stdout, "%s: applied %s\n", d.Name(), strings.Join(missing, ", "))
+		for i, m := range missing {
+			if i < len(changes) {
+				fmt.Fprintf(s.stdout, "  %s: %s\n", m, changes[i])
+			}
+		}
 		writeLeftBehind(s.stdout, floorBefore, floor)
 	}
 	fmt.Fprintf(s.stdout, "%s: schema at version %d, compatible down to %d (this heed knows %d): up to date\n", d.Name(), v, floor, known)

@@ -136,11 +136,13 @@ func TestPlanDeadlineJSON(t *testing.T) {
 		stock.Refused || !slices.Equal(stock.Problems, []string{"retry-does-not-fit", "timeout-above-upstream"}) {
 		t.Errorf("stock: %+v", stock)
 	}
-	// 500 requests/s × 30s against × 300ms.
-	if w := stock.Waiting; w == nil || w.UnderTimeout == nil || *w.UnderTimeout != 15000 || w.UnderPlan != 150 {
+	// 500 requests/s × 30s against × 300ms; of the 30 s held, all but the
+	// last 300 ms is for callers who have gone: 99%.
+	if w := stock.Waiting; w == nil || w.UnderTimeout == nil || *w.UnderTimeout != 15000 || w.UnderPlan != 150 ||
+		w.CallerGone == nil || *w.CallerGone != 0.99 {
 		t.Errorf("stock waiting: %+v", stock.Waiting)
 	}
-	if w := got.Steps[0].Waiting; w == nil || w.UnderTimeout != nil || w.UnderPlan != 10 {
+	if w := got.Steps[0].Waiting; w == nil || w.UnderTimeout != nil || w.CallerGone != nil || w.UnderPlan != 10 {
 		t.Errorf("validate waiting: %+v", w)
 	}
 	if got.Steps[0].TimeoutMs != nil || got.Steps[0].Problems == nil {
@@ -298,6 +300,7 @@ type deadlineStepJSON struct {
 
 type waitingJSON struct {
 	UnderTimeout *float64 `json:"under_timeout,omitempty"`
+	CallerGone   *float64 `json:"caller_gone,omitempty"`
 	UnderPlan    float64  `json:"under_plan"`
 }
 
@@ -305,4 +308,30 @@ type deadlineProblemJSON struct {
 	Code    string `json:"code"`
 	Step    string `json:"step,omitempty"`
 	Message string `json:"message"`
+}
+
+// Seed 004's figure: a step with a 10 s timeout under a 3 s deadline holds
+// 10 s of requests when it hangs, and the callers of 7 s of them (70%)
+// have gone.
+func TestPlanDeadlineCallersGone(t *testing.T) {
+	for _, tt := range []struct {
+		step string
+		want string
+	}{
+		{"name=search,p99=200ms,budget=3s,attempt_timeout=10s", "70%"},
+		{"name=search,p99=200ms,budget=3s,attempt_timeout=3s", "0%"},
+		{"name=search,p99=200ms,budget=3s,attempt_timeout=2s", "0%"},
+		{"name=search,p99=200ms,budget=3s", "-"},
+	} {
+		_, out, _ := heed(t, "", "plan", "deadline", "--deadline", "3s", "--rate", "100", "--step", tt.step)
+		var row []string
+		for line := range strings.Lines(out) {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == "search" && strings.Contains(line, "(3s)") && !strings.Contains(line, "200ms") {
+				row = f
+			}
+		}
+		if len(row) < 3 || row[len(row)-3] != tt.want {
+			t.Errorf("%s: waiting row %q, want CALLER GONE %s\n%s", tt.step, row, tt.want, out)
+		}
+	}
 }

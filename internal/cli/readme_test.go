@@ -180,7 +180,11 @@ func TestREADMEExamples(t *testing.T) {
 		varies bool
 	}{
 		"heed jobs show": {varies: true, setup: func(t *testing.T) {
-			// The README's tour, before "heed jobs show 2".
+			// Five jobs as the demo's, then the README's tour before
+			// "heed jobs show 7".
+			for range 5 {
+				mustHeed(t, 0, "jobs", "enqueue", "noop", `{}`)
+			}
 			mustHeed(t, 0, "jobs", "enqueue", "fail", `{"times": 2}`)
 			mustHeed(t, 0, "jobs", "enqueue", "fail", `{"permanent": true, "message": "invalid address"}`)
 			mustHeed(t, 0, "jobs", "work", "--base", "10ms", "--until-empty", "--quiet")

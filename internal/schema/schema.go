@@ -35,6 +35,33 @@ type Step struct {
 	// rewrite both forms read) that binaries down to Floor keep working
 	// with. The file declares it in a line "-- compatible down to: N".
 	Floor int
+	// Summary is what the step changes, in a phrase: its file's leading
+	// comment up to the first colon or full stop.
+	Summary string
+}
+
+// summary returns the leading comment of a step's SQL up to its first
+// colon or full stop, on one line.
+func summary(sql string) string {
+	var b strings.Builder
+	for line := range strings.Lines(sql) {
+		text, ok := strings.CutPrefix(strings.TrimSpace(line), "--")
+		if !ok || strings.TrimSpace(text) == "" {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strings.TrimSpace(text))
+	}
+	s := b.String()
+	if i := strings.IndexAny(s, ":"); i > 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, ". "); i > 0 {
+		s = s[:i]
+	}
+	return strings.TrimSuffix(s, ".")
 }
 
 // Level is a database's schema as recorded: Version, the newest step
@@ -119,7 +146,8 @@ func Load(store string, fsys fs.FS, dir string, goSteps map[int]func(context.Con
 		if err != nil {
 			return nil, fmt.Errorf("%s: migration %s: %w", store, base, err)
 		}
-		steps = append(steps, Step{Version: v, Name: strings.TrimSuffix(base, ".sql"), SQL: string(b), Go: goSteps[v], Floor: floor})
+		steps = append(steps, Step{Version: v, Name: strings.TrimSuffix(base, ".sql"), SQL: string(b), Go: goSteps[v], Floor: floor,
+			Summary: summary(string(b))})
 	}
 	slices.SortFunc(steps, func(a, b Step) int { return a.Version - b.Version })
 	for i, s := range steps {
@@ -158,6 +186,13 @@ func Compare(store string, level Level, steps []Step) error {
 		e := &queue.SchemaBehindError{Store: store, Database: level.Version, Binary: len(steps)}
 		for _, s := range steps[level.Version:] {
 			e.Missing = append(e.Missing, s.Name)
+			change := s.Summary
+			if s.Floor < s.Version {
+				change += fmt.Sprintf(" (expand: compatible down to %d)", s.Floor)
+			} else {
+				change += fmt.Sprintf(" (binaries that know a schema before %d refuse the database after it)", s.Version)
+			}
+			e.Changes = append(e.Changes, change)
 		}
 		return e
 	}

@@ -86,6 +86,21 @@ func TestCompareFloor(t *testing.T) {
 	if len(steps) != 3 || steps[0].Floor != 1 || steps[1].Floor != 1 || steps[2].Floor != 3 {
 		t.Errorf("floors: %+v", steps)
 	}
+	for sql, want := range map[string]string{
+		"-- Global limits per queue (issue 28): at most N\n-- running.\nALTER TABLE x;": "Global limits per queue (issue 28)",
+		"-- Purging succeeded jobs by age (Store.SucceededDelete).\nCREATE INDEX i;":    "Purging succeeded jobs by age (Store.SucceededDelete)",
+		"-- A run of deferrals is one entry. Expand only.\n":                            "A run of deferrals is one entry",
+		"CREATE TABLE t (a);": "",
+	} {
+		if got := summary(sql); got != want {
+			t.Errorf("summary(%q) = %q, want %q", sql, got, want)
+		}
+	}
+	var behind *queue.SchemaBehindError
+	if err := Compare("s", Level{1, 1}, steps); !errors.As(err, &behind) || len(behind.Changes) != 2 ||
+		!strings.HasSuffix(behind.Changes[0], "(expand: compatible down to 1)") || !strings.Contains(behind.Changes[1], "refuse") {
+		t.Errorf("changes: %v", err)
+	}
 	if _, err := Load("s", fstest.MapFS{"m/0001_a.sql": {Data: []byte(floorLine + " 2\n")}}, "m", nil); err == nil {
 		t.Error("Load accepted a floor above the step's version")
 	}
