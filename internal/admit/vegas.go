@@ -89,7 +89,6 @@ type vegas struct {
 	// regression of served on in flight, whose slope is the gain.
 	mx, my, mxx, mxy float64
 	fit              bool
-	lastGain         float64 // the slope when in flight last varied enough
 }
 
 // A window closes after windowSamples samples or windowMax.
@@ -179,25 +178,32 @@ func (v *vegas) regress(x, y float64) {
 // slope of the regression: 1 below a capacity cliff, 0 for a queue,
 // between for a service whose latency grows with every request in flight
 // and whose throughput grows with it too (1/(1+n·c/L)² for latency L +
-// c per request in flight). It keeps the last slope while in flight has
-// varied by less than 2 requests (a variance below 4), and starts at 0:
-// until shown otherwise, latency above the baseline is a queue.
+// c per request in flight). It is 0 while in flight has varied by less
+// than 2 requests (a variance below 4): until shown otherwise, latency
+// above the baseline is a queue.
 func (v *vegas) gain() float64 {
 	if vx := v.mxx - v.mx*v.mx; vx >= 4 {
-		v.lastGain = (v.mxy - v.mx*v.my) / vx
+		return (v.mxy - v.mx*v.my) / vx
 	}
-	return v.lastGain
+	return 0
 }
 
-// contention reports whether the latency of a window that served served
-// on average is contention, not a queue: the gain is at least gainGrow,
-// and the window served what the regression says for its in flight, to
+// contention reports whether the latency of a window whose samples had
+// queue waiting inside and served being served, on average, is
+// contention, not a queue: its latency is at most twice the baseline
+// (queue ≤ served; beyond it, points below a pool's capacity, where one
+// more in flight is one more served, lift the slope of a pool past it to
+// 0.25-0.48: TestAdaptiveFindsPool under -race), the gain is at least
+// gainGrow, and the window served what the regression says for its in flight, to
 // within a fifth (two steps at least). A capacity that drops serves less
 // for as many in flight at once, before the regression's slope turns: it
 // remembers ~64 samples from before the drop, when a pool below its
 // capacity served one more for each request more (a gain of 1), and
 // alone it would hold off the cut until a quarter of them are new.
-func (v *vegas) contention(served, step float64) bool {
+func (v *vegas) contention(queue, served, step float64) bool {
+	if queue > served {
+		return false // at most twice the baseline latency
+	}
 	g := v.gain()
 	if g < gainGrow {
 		return false
@@ -245,7 +251,7 @@ func (v *vegas) decide(queue, served float64) {
 		v.limit *= 0.9
 	case float64(v.peak) < v.limit/2:
 		// Too few in flight to say anything about the limit.
-	case queue > step && v.contention(served, step):
+	case queue > step && v.contention(queue, served, step):
 		// The latency grew with in flight, but so did the requests served:
 		// contention, not a queue. Grow by a step while the most in flight
 		// comes near the limit; never down here.

@@ -39,6 +39,10 @@ func TestVegasDecide(t *testing.T) {
 		{"latency that serves more is not a queue", 67, 67, 27, 40, false, 0.36, 68.60206},
 		{"but its growth stops at alpha above the most in flight", 67, 60, 27, 40, false, 0.36, 67},
 		{"a queue that serves no more is", 67, 67, 27, 40, false, 0.1, 40 + 3*1.60206},
+		// 60 waiting, 40 served: above twice the baseline latency, a
+		// queue whatever the gain; to the 40 served plus alpha, but no
+		// less than half.
+		{"beyond twice the baseline latency it is a queue", 100, 100, 60, 40, false, 0.36, 50},
 		// 1.7 waiting: above the step of 1, below alpha 3.
 		{"steps are 1 below 10", 5, 5, 1.7, 3.3, false, 0, 6},
 		{"clamped at the minimum", 1, 1, 0, 1, true, 0, 1},
@@ -47,7 +51,10 @@ func TestVegasDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVegas(int(tt.limit), 1, 1000, 10*time.Second)
-			v.limit, v.peak, v.dropped, v.lastGain = tt.limit, tt.peak, tt.dropped, tt.gain
+			v.limit, v.peak, v.dropped = tt.limit, tt.peak, tt.dropped
+			// A regression of slope tt.gain, in flight varying by 10.
+			v.mx, v.my, v.mxx = 50, 40, 50*50+100
+			v.mxy = v.mx*v.my + tt.gain*100
 			v.decide(tt.queue, tt.served)
 			if d := v.limit - tt.want; d > 1e-5 || d < -1e-5 {
 				t.Errorf("limit = %v, want %v", v.limit, tt.want)
