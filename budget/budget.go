@@ -3,7 +3,7 @@
 //
 // A [Budget] holds up to Burst retries (default 5) and starts full, so that
 // a new process may retry its first failures. Each request (a first
-// attempt) adds Ratio of a retry (0.1); time adds MinPerSecond retries per
+// attempt) adds Ratio of a retry (0.09); time adds MinPerSecond retries per
 // second (1) as a floor, not on top: while requests add at least that,
 // time adds nothing. A retry is allowed while the bucket holds a whole
 // one, and takes it. A retry that succeeds puts Earn retries back (3: its
@@ -23,12 +23,13 @@
 //   - A total outage, where no retry succeeds: the bucket is spent, then
 //     refills at max(Ratio × r, MinPerSecond) retries per second. Over an
 //     outage of T seconds the dependency sees at most
-//     1 + Ratio + Burst/(r × T) times its load (1.1× in the long run;
-//     1.106× for 8 s at 100 requests/s), and in any one second at most
-//     1 + Ratio + Burst/r (1.15× at 100 requests/s), wherever in a second
+//     1 + Ratio + Burst/(r × T) times its load (1.09× in the long run;
+//     1.095× for 10 s at 100 requests/s, and at most 1.10× for any outage
+//     of 5 s or more at 100 requests/s), and in any one second at most
+//     1 + Ratio + Burst/r (1.14× at 100 requests/s), wherever in a second
 //     the outage starts. Below MinPerSecond / Ratio requests per second
-//     (10) the floor rules: MinPerSecond retries per second after the
-//     burst.
+//     (about 11) the floor rules: MinPerSecond retries per second after
+//     the burst.
 //   - A fleet of N processes: at most N × Burst retries at the onset, then
 //     the sum of max(Ratio × r_i, MinPerSecond) per second. Short-lived
 //     processes (commands, functions): at most Burst retries per process
@@ -43,7 +44,7 @@
 //     alone. An outage that follows a partial one may spend what
 //     successes put by: at most 3 × Burst at its onset.
 //   - Recovery: the bucket refills at Ratio × r as soon as requests flow
-//     (10 retries a second at 100 requests/s), and a durable backlog whose
+//     (9 retries a second at 100 requests/s), and a durable backlog whose
 //     retries succeed drains with no new requests at all: its succeeded
 //     retries count as demand, so once they outnumber the failed retries
 //     still in the window each earns more than it spent (500 jobs after a
@@ -60,7 +61,10 @@
 // requests per second); here the floor is a minimum. Envoy's budget bounds
 // concurrent retries to 20% of active requests (min_retry_concurrency 3),
 // which bounds work in flight, not the rate a failing dependency sees. The
-// Google SRE book's per-client limit of 10% is the Ratio.
+// Google SRE book's per-client limit of 10% is where the Ratio comes from;
+// it is 9% so that the bucket's burst, spent at an outage's onset, still
+// leaves the whole outage within 1.1× (1 + 0.1 alone leaves no room for a
+// burst: 1.105× over 10 s at 100 requests/s).
 //
 // Share one Budget between every call to the same destination (one per
 // process and dependency, not one per call or per client object: buckets
@@ -88,18 +92,21 @@ import (
 
 // Defaults used for a zero [Config] field and by the zero [Budget].
 const (
-	// DefaultRatio is 0.1: each request adds a tenth of a retry, so retries
-	// add at most 10% to the requests of a long outage. This is the
-	// per-client limit of the Google SRE book ("Handling Overload"), which
-	// bounds the load of an outage to about 1.1× the normal load.
-	DefaultRatio = 0.1
+	// DefaultRatio is 0.09: each request adds 0.09 of a retry, so retries
+	// add at most 9% to the requests of a long outage. The Google SRE
+	// book's per-client limit ("Handling Overload") is 10%, for an outage
+	// at about 1.1× the normal load; 9% keeps the whole outage within
+	// 1.1× with the bucket's burst spent at its onset:
+	// 1 + Ratio + Burst/(r × T) is at most 1.10 from 5 s at 100 requests
+	// per second (1.09× in the long run).
+	DefaultRatio = 0.09
 	// DefaultWindow is 10 s: long enough to hold a meaningful sample of a
 	// busy client's traffic, short enough to follow a change of it.
 	// Finagle's retry budget uses the same 10 s.
 	DefaultWindow = 10 * time.Second
 	// DefaultBurst is 5: a new process may retry its first 5 failures at
 	// once, and an outage that follows health sees no more than 5
-	// retries beyond the fill rate in any second: 1.15× in its worst
+	// retries beyond the fill rate in any second: 1.14× in its worst
 	// second at 100 requests per second (1 + Ratio + Burst/100), with
 	// room under 1.2× for arrivals that bunch up.
 	DefaultBurst = 5.0
@@ -107,8 +114,8 @@ const (
 	// bucket refills at least one retry a second, so that a process whose
 	// calls are rare (a command, a worker draining a backlog with no new
 	// requests) is not held to one retry per ten seconds. It is a
-	// minimum, not an addition: from 10 requests a second on (Floor /
-	// Ratio) it changes nothing and the ratio holds. (Finagle adds 10
+	// minimum, not an addition: from about 11 requests a second on
+	// (Floor / Ratio) it changes nothing and the ratio holds. (Finagle adds 10
 	// retries per second to its ratio, which at 2 requests per second is
 	// a 6× load.)
 	DefaultMinPerSecond = 1.0
@@ -170,7 +177,7 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // Config describes a [Budget]; pass it to [New] or [For]. It is a plain
 // value, safe to copy. The zero Config is the default budget, and what most
-// callers want: a bucket of 5 retries that starts full, refilled by 10% of
+// callers want: a bucket of 5 retries that starts full, refilled by 9% of
 // the requests or 1 retry a second, whichever is more, and by retries
 // that succeed.
 //
@@ -178,7 +185,7 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 // everywhere in heed.
 type Config struct {
 	// Ratio is the part of a retry each request adds to the bucket
-	// (default 0.1, see [DefaultRatio]); at most [MaxRatio]. Negative: no
+	// (default 0.09, see [DefaultRatio]); at most [MaxRatio]. Negative: no
 	// budget at all, every retry is allowed ([New] and [For] then return
 	// a nil *Budget, which a retry.Policy reads as no budget).
 	Ratio float64

@@ -147,7 +147,7 @@ func TestBucket(t *testing.T) {
 	}{
 		{"a new budget is full: 5 retries at once", Config{}, []step{{0, 0, 10, 5, 0}}},
 		{"requests into a full bucket are lost", Config{}, []step{{0, 100, 10, 5, 0}}},
-		{"requests refill: 10 make one retry", Config{MinPerSecond: -1},
+		{"requests refill: 10 make one retry at a Ratio of 0.1", Config{MinPerSecond: -1, Ratio: 0.1},
 			[]step{{0, 0, 5, 5, 0}, {s, 9, 1, 0, 0}, {s, 1, 2, 1, 0}}},
 		{"float rounding: ten deposits of 0.1 are a retry", Config{MinPerSecond: -1, Ratio: 0.1},
 			[]step{{0, 0, 5, 5, 0}, {0, 10, 2, 1, 0}, {0, 30, 4, 3, 0}}},
@@ -155,7 +155,7 @@ func TestBucket(t *testing.T) {
 			[]step{{0, 0, 5, 5, 0}, {999 * ms, 0, 1, 0, 0}, {s, 0, 2, 1, 0}, {3500 * ms, 0, 5, 2, 0}, {4 * s, 0, 2, 1, 0}}},
 		{"the floor fills the bucket, no more", Config{},
 			[]step{{0, 0, 5, 5, 0}, {time.Hour, 0, 10, 5, 0}}},
-		{"the floor is a minimum: 20 requests a second add 2, not 3", Config{},
+		{"the floor is a minimum: 20 requests a second add 2, not 3", Config{Ratio: 0.1},
 			[]step{{0, 0, 5, 5, 0}, {100 * ms, 2, 0, 0, 0}, {200 * ms, 2, 0, 0, 0}, {300 * ms, 2, 0, 0, 0},
 				{400 * ms, 2, 0, 0, 0}, {500 * ms, 2, 0, 0, 0}, {600 * ms, 2, 0, 0, 0}, {700 * ms, 2, 0, 0, 0},
 				{800 * ms, 2, 0, 0, 0}, {900 * ms, 2, 0, 0, 0}, {s, 2, 5, 2, 0}}},
@@ -165,12 +165,12 @@ func TestBucket(t *testing.T) {
 			[]step{{0, 0, 5, 5, 0}, {s, 0, 5, 2, 0}, {2 * s, 0, 5, 3, 0}}},
 		{"no floor, no requests: nothing", Config{MinPerSecond: -1},
 			[]step{{0, 0, 5, 5, 0}, {time.Hour, 0, 1, 0, 0}}},
-		{"Burst 2.5 holds two whole retries", Config{Burst: 2.5, MinPerSecond: -1},
+		{"Burst 2.5 holds two whole retries", Config{Burst: 2.5, MinPerSecond: -1, Ratio: 0.1},
 			[]step{{0, 0, 5, 2, 0}, {0, 5, 1, 1, 0}}},
 		{"Burst 1", Config{Burst: 1}, []step{{0, 0, 2, 1, 0}, {s, 0, 2, 1, 0}}},
 		{"no burst: starts empty and holds one", Config{Burst: -1},
 			[]step{{0, 0, 1, 0, 0}, {s, 0, 2, 1, 0}, {time.Hour, 0, 2, 1, 0}}},
-		{"a success puts back 3, up to 3 × Burst", Config{MinPerSecond: -1},
+		{"a success puts back 3, up to 3 × Burst", Config{MinPerSecond: -1, Ratio: 0.1},
 			[]step{{0, 10, 1, 1, 1}, {0, 0, 7, 7, 0}, {0, 0, 1, 0, 0},
 				{s, 10, 1, 1, 1}, {s, 0, 0, 0, 5}, {s, 0, 16, 15, 0}}},
 		{"Earn 2", Config{Earn: 2, MinPerSecond: -1},
@@ -290,12 +290,12 @@ func TestOutageOnset(t *testing.T) {
 			end := start.Add(60 * time.Second)
 			worst := worstWindow(reqs, rets, start, end)
 			mean := float64(len(reqs)+len(rets)) / float64(len(reqs))
-			limit := 1.15 + 1e-9
+			limit := 1 + DefaultRatio + DefaultBurst/100 + 1e-9 // 1.14
 			if poisson {
 				limit = 1.2
 			}
-			if worst > limit || mean > 1.1+5.0/6000+1e-9 {
-				t.Errorf("poisson %v, offset %v: worst 1 s window %.3f×, mean %.4f×; want at most %.2f× and 1.1008×", poisson, offset, worst, mean, limit)
+			if bound := 1 + DefaultRatio + DefaultBurst/6000; worst > limit || mean > bound+1e-9 {
+				t.Errorf("poisson %v, offset %v: worst 1 s window %.3f×, mean %.4f×; want at most %.2f× and %.4f×", poisson, offset, worst, mean, limit, 1+DefaultRatio+DefaultBurst/6000)
 			}
 			if k == 0 {
 				t.Logf("poisson %v: worst 1 s window %.3f×, mean %.4f× over 60 s", poisson, worst, mean)
@@ -328,7 +328,7 @@ func TestEarn(t *testing.T) {
 	}{
 		// 3 attempts at 50% failures: 87.5% served, 0.75 retries per request.
 		{"half fail: served as with 3 attempts", Config{}, 0.5, 0.85, 0.76, 0.7},
-		{"none succeed: the ratio", Config{}, 1, 0, 0.1 + 5.0/6000, 0.099},
+		{"none succeed: the ratio", Config{}, 1, 0, DefaultRatio + DefaultBurst/6000, DefaultRatio - 0.001},
 		{"no earning", Config{Earn: -1}, 0.5, 0.5, 0.12, 0.09},
 		{"Earn 2 at half: break-even, the bucket runs dry at times", Config{Earn: 2}, 0.5, 0.78, 0.76, 0.5},
 	}
@@ -440,8 +440,8 @@ func TestRefillAt(t *testing.T) {
 		t.Fatal("a full bucket refills later")
 	}
 	// Requests faster than the floor: at their rate, 1000 in the window
-	// of 10 s add 10 retries a second.
-	b = mustNew(t, Config{})
+	// of 10 s add 10 retries a second at a Ratio of 0.1.
+	b = mustNew(t, Config{Ratio: 0.1})
 	for i := range 1000 {
 		b.RequestAt(at(time.Duration(i) * 10 * time.Millisecond))
 	}

@@ -10,9 +10,9 @@ import (
 
 // A budget with the defaults in a total outage of 100 requests a second,
 // each failing and asking for a retry: the bucket's 5 retries go at once,
-// then each request adds a tenth of a retry. No second sees more than
-// 1 + Ratio + Burst/100 = 1.15 times its requests, and the outage as a
-// whole 1.1 times, plus the burst.
+// then each request adds 0.09 of a retry. No second sees more than
+// 1 + Ratio + Burst/100 = 1.14 times its requests, and the outage as a
+// whole 1 + Ratio + Burst/1,000 = 1.095 times (1.09 in the long run).
 func Example() {
 	b, err := budget.New(budget.Config{})
 	if err != nil {
@@ -35,8 +35,8 @@ func Example() {
 	fmt.Println("=", total)
 	fmt.Printf("%+v\n", b.StatsAt(t0.Add(9*time.Second)))
 	// Output:
-	// 14 10 10 10 10 10 10 10 10 10 = 104
-	// {Requests:1000 Retries:104 Denied:896 Succeeded:0}
+	// 13 9 9 9 9 9 9 9 9 9 = 94
+	// {Requests:1000 Retries:94 Denied:906 Succeeded:0}
 }
 
 // A new process may retry its first failures: five calls to endpoints that

@@ -332,8 +332,12 @@ func TestLimitFleetRate(t *testing.T) {
 	if whole > rate+rate*int(run.Seconds()) {
 		t.Errorf("%d starts in %v: over the bound %d", whole, run, rate+rate*int(run.Seconds()))
 	}
-	if steadyRate < 0.9*rate || steadyRate > 1.1*rate {
-		t.Errorf("%.1f starts a second after the first second, want %d ± 10%%", steadyRate, rate)
+	// Above the rate, only the bound matters: a bucket that the fleet did
+	// not empty in the first second (slow to start on a busy machine)
+	// spends its rest later, within the bound checked above. Below it, the
+	// limit must not starve the fleet.
+	if steadyRate < 0.9*rate {
+		t.Errorf("%.1f starts a second after the first second, want at least %d - 10%%", steadyRate, rate)
 	}
 }
 

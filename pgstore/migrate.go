@@ -35,10 +35,11 @@ func SchemaVersion() int { return len(migrations) }
 // ticks, which only workers use, migration 10 compacted runs of
 // deferrals in histories (data only, read either way), migration 11
 // added the dead-letter's index of causes, computed by the database
-// (the dashboard groups the newest dead jobs without it), and migration
-// 12 added queues' global limits, which only workers' claims and heed
-// jobs limit read; a migration that changes what a client reads or
-// writes raises it.
+// (the dashboard groups the newest dead jobs without it), migration 12
+// added queues' global limits, which only workers' claims and heed jobs
+// limit read, and migration 13 the periodic jobs' schedules (only
+// workers write them; readers say they are missing); a migration that
+// changes what a client reads or writes raises it.
 const MinReadVersion = 8
 
 // Check reads the database's schema version without changing anything: nil

@@ -52,3 +52,40 @@ func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time
 	}
 	return job, inserted, nil
 }
+
+var _ queue.ScheduleRecorder = (*Store)(nil)
+
+// JobScheduleRecord implements queue.ScheduleRecorder.
+func (s *Store) JobScheduleRecord(ctx context.Context, ps queue.PeriodicSchedule) error {
+	var next *time.Time
+	if !ps.NextTick.IsZero() {
+		next = &ps.NextTick
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE heed_periodic SET schedule = $3, next_tick = $4, seen_at = $5 WHERE kind = $1 AND queue = $2`,
+		ps.Kind, ps.Queue, ps.Schedule, next, ps.SeenAt)
+	return behindErr("record schedule", 13, err)
+}
+
+// JobSchedules implements queue.ScheduleRecorder.
+func (s *Store) JobSchedules(ctx context.Context) ([]queue.PeriodicSchedule, error) {
+	rows, err := s.pool.Query(ctx, `SELECT kind, queue, coalesce(schedule, ''), last_tick, next_tick, seen_at
+		FROM heed_periodic ORDER BY kind, queue`)
+	if err != nil {
+		return nil, behindErr("list schedules", 13, err)
+	}
+	var (
+		out        []queue.PeriodicSchedule
+		p          queue.PeriodicSchedule
+		next, seen *time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&p.Kind, &p.Queue, &p.Schedule, &p.LastTick, &next, &seen}, func() error {
+		q := p
+		q.LastTick, q.NextTick, q.SeenAt = p.LastTick.UTC(), utcOrZero(next), utcOrZero(seen)
+		out = append(out, q)
+		return nil
+	})
+	if err != nil {
+		return nil, behindErr("list schedules", 13, err)
+	}
+	return out, nil
+}

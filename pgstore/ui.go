@@ -162,7 +162,7 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 	}
 	rows, err := s.pool.Query(ctx, q)
 	if err != nil {
-		return nil, causeErr("dead cause counts", err)
+		return nil, behindErr("dead cause counts", 11, err)
 	}
 	var (
 		out       []queue.DeadCauseCount
@@ -176,7 +176,7 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 		return nil
 	})
 	if err != nil {
-		return nil, causeErr("dead cause counts", err)
+		return nil, behindErr("dead cause counts", 11, err)
 	}
 	return out, nil
 }
@@ -192,7 +192,7 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 	}
 	rows, err := s.pool.Query(ctx, q, key.Kind, key.Reason, key.Cause)
 	if err != nil {
-		return nil, causeErr("dead of cause", err)
+		return nil, behindErr("dead of cause", 11, err)
 	}
 	var (
 		out []queue.DeadCause
@@ -206,17 +206,18 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 		return nil
 	})
 	if err != nil {
-		return nil, causeErr("dead of cause", err)
+		return nil, behindErr("dead of cause", 11, err)
 	}
 	return out, nil
 }
 
-// causeErr wraps err; a missing dead_cause column (a schema one release
-// behind, opened to read) matches queue.ErrSchemaTooOld.
-func causeErr(op string, err error) error {
+// behindErr wraps err; a missing column or table (a schema one release
+// behind, opened to read, without the migration that added it) matches
+// queue.ErrSchemaTooOld.
+func behindErr(op string, migration int, err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column
-		return fmt.Errorf("pgstore: %s: %w (migration 11 not applied): %w", op, queue.ErrSchemaTooOld, err)
+	if errors.As(err, &pgErr) && (pgErr.Code == "42703" || pgErr.Code == "42P01") { // undefined_column, undefined_table
+		return fmt.Errorf("pgstore: %s: %w (migration %d not applied): %w", op, queue.ErrSchemaTooOld, migration, err)
 	}
 	return wrapErr(op, err)
 }

@@ -237,7 +237,9 @@ func (w *Worker) periodicLoop() {
 					earlier(now.Add(time.Second + backoff.Uniform(w.cfg.Rand, time.Second)))
 					continue
 				}
-				if next[i] = p.Schedule.Next(tick); next[i].IsZero() {
+				next[i] = p.Schedule.Next(tick)
+				w.recordSchedule(p, next[i])
+				if next[i].IsZero() {
 					continue
 				}
 			}
@@ -304,4 +306,64 @@ type TickInserter interface {
 	// that of many workers racing for one tick exactly one inserts its
 	// job. Errors match ErrInvalid for bad input.
 	JobInsertTick(ctx context.Context, in JobInsert, tick time.Time) (job *Job, inserted bool, err error)
+}
+
+// Schedule records (for store implementers and dashboards).
+
+// PeriodicSchedule is a periodic job as the store records it
+// ([ScheduleRecorder]): what a dashboard shows of it.
+type PeriodicSchedule struct {
+	Kind, Queue string
+	// Schedule is the schedule in words ("every 1h0m0s", "cron 0 9 * *
+	// 1-5"), as the workers running it wrote it; "" when none did (a
+	// worker one release behind ticked it).
+	Schedule string
+	// LastTick is the latest tick whose job was enqueued.
+	LastTick time.Time
+	// NextTick is the tick after it, as the workers computed it (zero when
+	// not recorded, or when the schedule has no more ticks).
+	NextTick time.Time
+	// SeenAt is when a worker running it last recorded it (zero: never).
+	SeenAt time.Time
+}
+
+// ScheduleRecorder (for store implementers) is implemented by stores that
+// keep, beside each periodic job's latest tick ([TickInserter]), its
+// schedule and next tick, so that a dashboard or a CLI in another process
+// can show them. sqlitestore and pgstore implement it. A [Worker] records
+// each periodic job after enqueueing a tick (the record of a job that
+// never ticked is written with its first tick).
+type ScheduleRecorder interface {
+	// JobScheduleRecord writes s.Schedule, s.NextTick and s.SeenAt for
+	// the periodic job s.Kind on s.Queue, when its tick is recorded
+	// (otherwise it writes nothing); s.LastTick is ignored.
+	JobScheduleRecord(ctx context.Context, s PeriodicSchedule) error
+	// JobSchedules returns every recorded periodic job, by kind then
+	// queue. A database whose schema predates the schedules returns an
+	// error matching [ErrSchemaTooOld].
+	JobSchedules(ctx context.Context) ([]PeriodicSchedule, error)
+}
+
+// scheduleWords is s in words: its String method when it has one.
+func scheduleWords(s Schedule) string {
+	if str, ok := s.(fmt.Stringer); ok {
+		return str.String()
+	}
+	return fmt.Sprintf("%T", s)
+}
+
+// recordSchedule writes p's schedule and next tick, best effort: a
+// failure is logged, never retried (the next tick writes it again).
+func (w *Worker) recordSchedule(p *periodic, next time.Time) {
+	sr, ok := w.store.(ScheduleRecorder)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, w.resultTimeout())
+	defer cancel()
+	err := sr.JobScheduleRecord(ctx, PeriodicSchedule{Kind: p.Kind, Queue: p.Options.Queue,
+		Schedule: scheduleWords(p.Schedule), NextTick: next, SeenAt: w.now()})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrSchemaTooOld) {
+		w.log(fmt.Sprintf("record the schedule of periodic job %s", p.Kind), err)
+	}
 }

@@ -119,9 +119,10 @@ func TestBudgetColdStart(t *testing.T) {
 
 // TestBudgetOutageOffsets: a total outage of a dependency called 100 times
 // a second, starting at 10 offsets within a second after 3 s of health:
-// every 1 s window of it sees at most 1.2× the calls in attempts, 1.1× plus
-// the bucket's 5 over 10 s; and once it heals, retries work again within
-// a second.
+// every 1 s window of it sees at most 1.2× the calls in attempts, and the
+// outage as a whole at most 1 + Ratio + Burst/(r × T) of the defaults (1.095
+// over 10 s at 100/s), within 1.10; and once it heals, retries work again
+// within a second.
 func TestBudgetOutageOffsets(t *testing.T) {
 	for k := range 10 {
 		offset := time.Duration(k) * 97 * time.Millisecond
@@ -139,8 +140,8 @@ func TestBudgetOutageOffsets(t *testing.T) {
 				worst = max(worst, float64(within(l.attempts, a, a.Add(time.Second)))/float64(users))
 			}
 			mean := float64(within(l.attempts, down, up)) / float64(within(l.users, down, up))
-			if worst > 1.2 || mean > 1.1+5.0/1000+0.01 {
-				t.Errorf("offset %v: worst 1 s window %.3f×, mean %.3f×; want at most 1.2× and 1.115×", offset, worst, mean)
+			if bound := 1 + budget.DefaultRatio + budget.DefaultBurst/1000; worst > 1.2 || mean > bound || bound > 1.10 {
+				t.Errorf("offset %v: worst 1 s window %.3f×, mean %.4f×; want at most 1.2× and %.4f× (at most 1.10×)", offset, worst, mean, bound)
 			}
 			// After the heal: a call failing once gets its retry.
 			n := 0

@@ -264,11 +264,13 @@ func (t *tracker) add(r *race, at time.Time) {
 }
 
 // remove takes r off the list, unless the timer took it first, and
-// reports whether it did.
+// reports whether it did; then no hedge can be sent, and r's context is
+// settled (see raceCtx).
 func (t *tracker) remove(r *race) bool {
 	t.mu.Lock()
 	i := r.idx
 	if i >= 0 {
+		r.actx.settled = true
 		last := len(t.races) - 1
 		t.races[i] = t.races[last]
 		t.races[i].idx = i
@@ -326,8 +328,6 @@ type race struct {
 	c       *Call
 	attempt func(ctx context.Context, n int, lim Limit) Result
 	n       int // the first attempt's number
-	lim     Limit
-	start   time.Time
 	delay   time.Duration
 	state   atomic.Int32
 	due     int64         // see tracker.since
@@ -384,11 +384,12 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 		return attempt(ctx, n, lim), n, nil
 	}
 	r := racePool.Get().(*race)
-	r.c, r.attempt, r.n, r.lim, r.start, r.delay = c, attempt, n, lim, now, delay
-	r.state.Store(raceRunning)
-	actx := &raceCtx{Context: ctx}
-	r.actx = actx
+	r.c, r.attempt, r.n, r.delay = c, attempt, n, delay
+	// r.state is raceRunning: a new race's zero, or that of a race put
+	// back in the pool (only the races that sent no hedge are).
 	st := h.state()
+	actx := &raceCtx{Context: ctx, mu: &st.tr.mu}
+	r.actx = actx
 	if c.Policy.Clock == nil {
 		st.tr.add(r, now.Add(delay))
 	} else {
@@ -404,19 +405,23 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 		}()
 	}
 	res := attempt(actx, n, lim)
+	if r.stop == nil && st.tr.remove(r) {
+		// No hedge was sent, nor can be: the common case. Only the timer
+		// starts hedges, and r is off its list. Only what would keep the
+		// call's memory alive is cleared (the rest is written anew by the
+		// next race): clearing all of r cost a call 70 ns of write
+		// barriers on a busy machine.
+		r.c, r.attempt, r.actx = nil, nil, nil
+		racePool.Put(r)
+		return res, n, actx.settle() // remove set settled
+	}
 	if r.state.CompareAndSwap(raceRunning, raceClaimed) {
-		// No hedge was sent: the common case. The race goes back to the
-		// pool only when no timer can still reach it.
+		// No hedge was sent, but a timer may still reach r: it is left
+		// to the collector.
 		if r.stop != nil {
 			close(r.stop)
-		} else if st.tr.remove(r) {
-			// Only what would keep the call's memory alive is cleared
-			// (the rest is written anew by the next race): clearing all
-			// of r cost a call 70 ns of write barriers on a busy machine.
-			r.c, r.attempt, r.actx = nil, nil, nil
-			racePool.Put(r)
 		}
-		return res, n, actx.settle()
+		return res, n, actx.settleLocked()
 	}
 	// Hedges were sent: the coordinator decides.
 	r.results <- raceResult{k: 0, res: res, end: clock.Now(c.Policy.Clock), cancel: actx.stop}
@@ -506,7 +511,7 @@ func (r *race) coordinate(now time.Time) {
 		stopped  bool // no more hedges: a pushback, a winner or the caller gone
 		timer    clock.Timer
 	)
-	permits[0], cancels[0], starts[0] = c.permit, r.actx.stop, r.start
+	permits[0], cancels[0], starts[0] = c.permit, r.actx.stop, c.start
 	c.permit = breaker.Permit{}
 	launch := func(now time.Time) {
 		if stopped || sent >= h.max() || ctx.Err() != nil {

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 )
 
@@ -37,7 +38,7 @@ func TestRaceCtx(t *testing.T) {
 				outer, cancelOuter = context.WithCancel(outer)
 				defer cancelOuter()
 			}
-			c := &raceCtx{Context: outer}
+			c := &raceCtx{Context: outer, mu: new(sync.Mutex)}
 			if tt.done {
 				c.Done()
 			}
@@ -45,7 +46,7 @@ func TestRaceCtx(t *testing.T) {
 				c.stop()
 			}
 			if tt.settle {
-				release := c.settle()
+				release := c.settleLocked()
 				if (release != nil) != tt.wantRelease {
 					t.Errorf("settle gave a release function: %v, want %v", release != nil, tt.wantRelease)
 				}

@@ -3,6 +3,7 @@ package retryhttp_test
 import (
 	"testing"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/internal/chaintest"
 )
 
@@ -12,8 +13,8 @@ import (
 // and C answering 503 to every call for 8 s. At 100 user requests/s the
 // load on C per user request stays within 1.15× over the outage and 1.2×
 // in every second of it; at 20, where the budget's bucket of 5 retries is
-// a quarter of a second's requests, within 1.15× and 1 + 0.1 + 5/20 (and
-// one retry of rounding). The other faults are measured alongside and
+// a quarter of a second's requests, within 1.15× and 1 + Ratio + Burst/20
+// of the budget's defaults (and one retry of rounding). The other faults are measured alongside and
 // logged (go test -run TestLoadSafety -v ./retryhttp prints the README's
 // table).
 func TestLoadSafety(t *testing.T) {
@@ -26,7 +27,7 @@ func TestLoadSafety(t *testing.T) {
 		// bounds; zero: measured only
 		mean, worst float64
 	}{
-		{"every call 503", chaintest.Config{}, 1.15, 1.1 + 5.0/20 + 1.0/20},
+		{"every call 503", chaintest.Config{}, 1.15, 1 + budget.DefaultRatio + budget.DefaultBurst/20 + 1.0/20},
 		{"every call 503 (100 user requests/s)", chaintest.Config{Rate: 100}, 1.15, 1.2},
 		{"connection refused", chaintest.Config{Fault: chaintest.Refused}, 0, 0},
 		{"black hole (accepts, never answers)", chaintest.Config{Fault: chaintest.BlackHole}, 0, 0},

@@ -83,9 +83,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A request that may hedge keeps its Call in a racer from a pool,
 	// whose attempts run on goroutines of their own (retry.Call.Race);
 	// the others keep it on the stack (&rc handed to the race would move
-	// every request's Call to the heap: 640 bytes and an allocation).
+	// every request's Call to the heap: 640 bytes and an allocation). A
+	// request whose caller owns the retries is never hedged (retry.Hedge).
 	var r *racer
-	if repeatable && rw.ok && p.Hedge != nil {
+	if repeatable && rw.ok && p.Hedge != nil && !c.upstreamOwns(ctx) {
 		r = racerPool.Get().(*racer)
 	}
 	resp, err := c.run(ctx, p, h, first, &rw, repeatable, r)
@@ -355,9 +356,9 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 // its own (GetBody, or the buffer).
 func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
 	// Read what c reads lazily now: the attempts must not change it. They
-	// use copies of c and rw, so that those stay on the stack.
+	// use copies of c and rw, so that those stay on the stack. (c.owns was
+	// read by RoundTrip, which races only without an upstream owner.)
 	c.idempotencyKey()
-	c.upstreamOwns(ctx)
 	r.c, r.rw = *c, *rw
 	r.body, r.now, r.tracing, r.first = body, now, tracing, r.rc.History.Attempts+1
 	attempts := r.rc.History.Attempts
@@ -365,7 +366,10 @@ func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limi
 	// The attempts the race made (the first and the hedges sent) filled
 	// slots 0 to used-1; the others stay zero.
 	k, used := n-r.first, 1+r.rc.History.Attempts-attempts
-	a, start := r.slots[k], r.starts[k]
+	a, start := r.slots[k], r.now
+	if k > 0 {
+		start = r.starts[k]
+	}
 	for j := range used {
 		if j != k {
 			c.discard(r.slots[j])
@@ -418,9 +422,17 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 			return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
 		}
 	}
-	r.starts[k] = start
-	r.slots[k] = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
-	return r.c.classify(&r.slots[k], time.Time{}, r.rc.Policy.Clock, &r.rw, true).res
+	if k > 0 {
+		r.starts[k] = start // the first's is r.now
+	}
+	a := &r.slots[k]
+	*a = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
+	if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
+		// Accepted, as classify would say, without its cost (the
+		// common case: most races send no hedge and look no further).
+		return retry.Result{}
+	}
+	return r.c.classify(a, time.Time{}, r.rc.Policy.Clock, &r.rw, true).res
 }
 
 // maxRacers is the most attempts a race makes: the first and

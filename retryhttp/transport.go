@@ -223,7 +223,7 @@ type Transport struct {
 
 	// Budget configures the retry budget of each destination host (zero:
 	// budget's defaults, a bucket of 5 retries that starts full, refilled
-	// by 10% of the requests or 1 a second, whichever is more, and by
+	// by 9% of the requests or 1 a second, whichever is more, and by
 	// retries that succeed; a negative Budget.Ratio turns the budgets
 	// off). The budgets are shared by every Transport of the process that
 	// calls the same host and port with the same Budget: see Budgets.

@@ -171,6 +171,9 @@ type engine struct {
 
 	faults    []faultRT
 	rateEdges []int64 // times the arrival rate changes, ascending
+	// arrivalsEnd, when set, ends arrivals before the horizon, so that
+	// the calls under way finish (the over-time suite's executor).
+	arrivalsEnd int64
 
 	// bottom service
 	conc        int
@@ -281,7 +284,10 @@ func (e *engine) run() *Result {
 			e.push(f.start, evOutage, int32(i), 0)
 		}
 	}
-	if t := e.nextArrival(0, true); t < e.horizon {
+	if e.arrivalsEnd == 0 {
+		e.arrivalsEnd = e.horizon
+	}
+	if t := e.nextArrival(0, true); t < e.arrivalsEnd {
 		e.push(t, evArrival, 0, 0)
 	}
 	const progressEvery = 1 << 16
@@ -300,7 +306,7 @@ func (e *engine) run() *Result {
 		switch ev.kind {
 		case evArrival:
 			e.arrive()
-			if t := e.nextArrival(e.now, false); t < e.horizon {
+			if t := e.nextArrival(e.now, false); t < e.arrivalsEnd {
 				e.push(t, evArrival, 0, 0)
 			}
 		case evRetry:

@@ -13,7 +13,7 @@ import (
 // Three layers that each make 4 attempts, with ownership off and no retry
 // budget, turn one user request into 64 attempts at a service that is down;
 // with heed's defaults (ownership on, the default budget) the top layer
-// owns the retries and its budget keeps them near 1.1.
+// owns the retries and its budget keeps them near 1 + Ratio (1.09).
 func Example() {
 	layer := retry.Policy{Attempts: 4, Backoff: backoff.Schedule{Kind: backoff.Immediate}}
 	naive := sim.Layer{Retry: layer, Budget: budget.Config{Ratio: -1}, OwnershipOff: true}
@@ -40,11 +40,11 @@ func Example() {
 			users += p.UserRequests
 			attempts += p.Attempts
 		}
-		fmt.Printf("%s: %.1f attempts per user request in the outage\n", r.Chain, float64(attempts)/float64(users))
+		fmt.Printf("%s: %.2f attempts per user request in the outage\n", r.Chain, float64(attempts)/float64(users))
 	}
 	// Output:
-	// every layer retries: 64.0 attempts per user request in the outage
-	// heed defaults: 1.1 attempts per user request in the outage
+	// every layer retries: 64.00 attempts per user request in the outage
+	// heed defaults: 1.09 attempts per user request in the outage
 }
 
 // A built-in scenario: a load spike that naive retries turn into a

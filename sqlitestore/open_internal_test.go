@@ -193,6 +193,9 @@ func TestOpenReadBehind(t *testing.T) {
 		if _, err := s.DeadOfCause(ctx, queue.CauseKey{Kind: "noop"}, 1); !errors.Is(err, queue.ErrSchemaTooOld) {
 			t.Errorf("schema %d: DeadOfCause: %v, want ErrSchemaTooOld", v, err)
 		}
+		if _, err := s.JobSchedules(ctx); !errors.Is(err, queue.ErrSchemaTooOld) {
+			t.Errorf("schema %d: JobSchedules: %v, want ErrSchemaTooOld", v, err)
+		}
 		if _, err := c.Cancel(ctx, queue.JobFilter{IDs: []int64{1}}); err != nil {
 			t.Errorf("schema %d: Cancel: %v", v, err)
 		}

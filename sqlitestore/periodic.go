@@ -63,3 +63,36 @@ func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time
 	}
 	return j, inserted, nil
 }
+
+var _ queue.ScheduleRecorder = (*Store)(nil)
+
+// JobScheduleRecord implements queue.ScheduleRecorder.
+func (s *Store) JobScheduleRecord(ctx context.Context, ps queue.PeriodicSchedule) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE heed_periodic SET schedule = ?3, next_tick = ?4, seen_at = ?5 WHERE kind = ?1 AND queue = ?2`,
+		ps.Kind, ps.Queue, ps.Schedule, nullMicros(ps.NextTick), nullMicros(ps.SeenAt))
+	return behindErr("record schedule", 13, err)
+}
+
+// JobSchedules implements queue.ScheduleRecorder.
+func (s *Store) JobSchedules(ctx context.Context) ([]queue.PeriodicSchedule, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT kind, queue, coalesce(schedule, ''), last_tick, next_tick, seen_at
+		FROM heed_periodic ORDER BY kind, queue`)
+	if err != nil {
+		return nil, behindErr("list schedules", 13, err)
+	}
+	defer rows.Close()
+	var out []queue.PeriodicSchedule
+	for rows.Next() {
+		var (
+			p          queue.PeriodicSchedule
+			last       int64
+			next, seen sql.NullInt64
+		)
+		if err := rows.Scan(&p.Kind, &p.Queue, &p.Schedule, &last, &next, &seen); err != nil {
+			return nil, wrap("list schedules", err)
+		}
+		p.LastTick, p.NextTick, p.SeenAt = time.UnixMicro(last).UTC(), fromMicros(next), fromMicros(seen)
+		out = append(out, p)
+	}
+	return out, wrap("list schedules", rows.Err())
+}

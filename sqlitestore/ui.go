@@ -165,7 +165,7 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 	}
 	rows, err := s.r.QueryContext(ctx, q)
 	if err != nil {
-		return nil, causeErr("dead cause counts", err)
+		return nil, behindErr("dead cause counts", 11, err)
 	}
 	defer rows.Close()
 	var out []queue.DeadCauseCount
@@ -194,7 +194,7 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 	}
 	rows, err := s.r.QueryContext(ctx, q, key.Kind, key.Reason, key.Cause)
 	if err != nil {
-		return nil, causeErr("dead of cause", err)
+		return nil, behindErr("dead of cause", 11, err)
 	}
 	defer rows.Close()
 	var out []queue.DeadCause
@@ -212,11 +212,12 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 	return out, wrap("dead of cause", rows.Err())
 }
 
-// causeErr wraps err; a missing dead_cause column (a schema one release
-// behind, opened to read) matches queue.ErrSchemaTooOld.
-func causeErr(op string, err error) error {
-	if err != nil && strings.Contains(err.Error(), "no such column: dead_cause") {
-		return fmt.Errorf("sqlitestore: %s: %w (migration 11 not applied): %w", op, queue.ErrSchemaTooOld, err)
+// behindErr wraps err; a missing column or table (a schema one release
+// behind, opened to read, without the migration that added it) matches
+// queue.ErrSchemaTooOld.
+func behindErr(op string, migration int, err error) error {
+	if err != nil && (strings.Contains(err.Error(), "no such column") || strings.Contains(err.Error(), "no such table: heed_")) {
+		return fmt.Errorf("sqlitestore: %s: %w (migration %d not applied): %w", op, queue.ErrSchemaTooOld, migration, err)
 	}
 	return wrap(op, err)
 }

@@ -34,6 +34,18 @@ func TestBrowserOperations(t *testing.T) {
 	killMany(t, s, now.Add(-time.Minute), 2500, "notify", "mail", func(i int) string {
 		return fmt.Sprintf("smtp 550: mailbox user%d@example.com unavailable", i)
 	})
+	hour := now.Truncate(time.Hour)
+	in, err := queue.NewJobInsert("report", nil, queue.EnqueueOptions{Queue: "cron", At: hour}, hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.JobInsertTick(context.Background(), in, hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.JobScheduleRecord(context.Background(), queue.PeriodicSchedule{Kind: "report", Queue: "cron", Schedule: "cron 0 * * * *",
+		NextTick: hour.Add(time.Hour), SeenAt: hour}); err != nil {
+		t.Fatal(err)
+	}
 	e := newEnv(t, s, ui.Config{Token: token, Refresh: 100 * time.Millisecond}, 60)
 	u := e.srv.URL
 	type css = chromedp.CSS
@@ -75,6 +87,13 @@ func TestBrowserOperations(t *testing.T) {
 	if st, _ := e.client.Stats(context.Background()); st.Dead != 3508-2 {
 		t.Errorf("after the bulk retry: %d dead, want %d", st.Dead, 3508-2)
 	}
+
+	// The periodic jobs: schedule, ticks, a link to the jobs.
+	run(t, ctx, "periodic", chromedp.Navigate(u+"/periodic"), chromedp.WaitVisible(css(`tr[data-periodic="report/cron"]`)))
+	if row := value(t, ctx, "periodic row", chromedp.Text(css(`tr[data-periodic="report/cron"]`))); !strings.Contains(row, "cron 0 * * * *") || !strings.Contains(row, "in ") {
+		t.Errorf("periodic page: row %q", row)
+	}
+	screenshot(t, ctx, "ui-periodic.png")
 
 	// Live updates of a long list: a new job shows without a reload, at
 	// the same scroll position; not while a box is ticked.

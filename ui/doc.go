@@ -3,9 +3,11 @@
 // [queue.Inspector] (sqlitestore and pgstore do). `heed ui` serves it; a
 // Go service mounts it under its own path and authentication.
 //
-// It serves four pages, rendered on the server with html/template and
-// readable without JavaScript (a small embedded script only refreshes the
-// overview and selects a group's jobs):
+// It serves five pages, rendered on the server with html/template and
+// readable without JavaScript (a small embedded script refreshes every
+// page that reads, in place, keeping its URL, filter and scroll position
+// and waiting while the reader has ticked a box or is typing, and selects
+// the jobs shown):
 //
 //   - the overview: every queue's jobs by state, its lag (the age of the
 //     oldest job waiting to run), whether it is paused, and the last
@@ -13,7 +15,9 @@
 //     charts; the dead-letter's size and oldest age; live updates;
 //   - the jobs: filtered by queue, kind, state and text (in error texts,
 //     and in arguments for a signed-in reader), newest or oldest first,
-//     in pages by keyset (an ID cursor, never an offset);
+//     in pages by keyset (an ID cursor, never an offset); retry, cancel
+//     or delete the jobs a filter selects (or those ticked) after a
+//     confirmation that states how many it takes and which it leaves;
 //   - a job: its arguments, redacted as the heed command redacts them
 //     unless a signed-in reader reveals them, and its decision timeline:
 //     one row per attempt with its start, duration, outcome, decision,
@@ -27,7 +31,9 @@
 //     the database), which the page reads with one GROUP BY and merges by
 //     fingerprint ([queue.Inspector].DeadCauseCounts). Over a database one
 //     release behind, without that index, it groups the newest 2,000 and
-//     says so.
+//     says so;
+//   - the periodic jobs: each one's schedule, latest and next tick as the
+//     workers record them ([queue.ScheduleRecorder]), and its jobs.
 //
 // The overview's counts are shared: one count at a time runs in the
 // background and every viewer gets the latest (see [Config].Refresh), so

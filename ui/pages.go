@@ -111,7 +111,7 @@ func (h *Handler) parseTemplates() error {
 		return fmt.Errorf("ui: templates: %w", err)
 	}
 	h.pages = map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "dead", "group", "confirm", "bulk", "login", "message"} {
+	for _, name := range []string{"overview", "jobs", "job", "dead", "group", "confirm", "bulk", "periodic", "login", "message"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return fmt.Errorf("ui: template %s: %w", name, err)
@@ -123,7 +123,7 @@ func (h *Handler) parseTemplates() error {
 
 // livePages are the pages that refresh themselves: every page that
 // reads (not a confirmation, a form or a message).
-var livePages = map[string]bool{"overview": true, "jobs": true, "job": true, "dead": true, "group": true}
+var livePages = map[string]bool{"overview": true, "jobs": true, "job": true, "dead": true, "group": true, "periodic": true}
 
 // render writes the page name with data; a request with the header
 // X-Heed-Partial gets only its main part (the live updates swap it in).

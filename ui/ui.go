@@ -179,6 +179,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET "+p+"jobs/{id}", h.job)
 	m.HandleFunc("GET "+p+"dead", h.dead)
 	m.HandleFunc("GET "+p+"dead/{group}", h.deadGroup)
+	m.HandleFunc("GET "+p+"periodic", h.periodic)
 	static, _ := fs.Sub(staticFS, "static")
 	m.Handle("GET "+p+"static/", http.StripPrefix(p+"static/", staticHandler(static)))
 	m.HandleFunc(p+"{rest...}", func(w http.ResponseWriter, r *http.Request) {

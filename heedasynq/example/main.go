@@ -81,7 +81,7 @@ func run(ctx context.Context, redisURL string, out io.Writer) error {
 	defer receiver.Close()
 
 	// The heed part: one policy for the server and the handlers.
-	b, _ := budget.New(budget.Config{MinPerSecond: 1}) // 10% of the attempts, and at least 1 retry a second
+	b, _ := budget.New(budget.Config{MinPerSecond: 1}) // 9% of the attempts, and at least 1 retry a second
 	br, _ := breaker.New(breaker.Config{})
 	h, err := heedasynq.New(retry.Policy{
 		Attempts:       5,

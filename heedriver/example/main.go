@@ -109,7 +109,7 @@ func run(ctx context.Context, dbURL string, out io.Writer) error {
 	defer receiver.Close()
 
 	// The heed part: one policy, the client's retry policy and middleware.
-	b, _ := budget.New(budget.Config{MinPerSecond: 1}) // 10% of the attempts, and at least 1 retry a second
+	b, _ := budget.New(budget.Config{MinPerSecond: 1}) // 9% of the attempts, and at least 1 retry a second
 	br, _ := breaker.New(breaker.Config{})
 	h, err := heedriver.New(retry.Policy{
 		Attempts:       5,

@@ -57,6 +57,7 @@ var jobsCommands = []command{
 	{"resume", "resume paused queues", jobsResumeMain},
 	{"limit", "list or set queues' global limits: running at once, starts per second", jobsLimitMain},
 	{"stats", "count jobs by state per queue; dead-letter size and age", jobsStatsMain},
+	{"periodic", "list periodic jobs: schedule, last and next tick", jobsPeriodicMain},
 	{"migrate", "create or upgrade the database schema", jobsMigrateMain},
 	{"bench", "measure burn-down throughput and enqueue-to-start latency", jobsBenchMain},
 }

@@ -25,9 +25,10 @@ func TestPlanTable(t *testing.T) {
 		"4        400ms  0s–400ms      0s–700ms    740ms    yes",
 		"All 4 attempts fit in the 3s deadline.",
 		"call chain: 3 layers, each making up to 4 attempts per call (3 retries); 1,000 requests/s; bottom capacity 1,500 requests/s",
-		"every layer (4^3)      64                   64,000/s        42.67×",
-		"one owner (4)          4                    4,000/s         2.67×",
-		"one owner, 10% budget  1.1                  1,100/s         0.73×",
+		"every layer (4^3)     64                   64,000/s        42.67×",
+		"one owner (4)         4                    4,000/s         2.67×",
+		"one owner, 9% budget  1.09                 1,090/s         0.73×",
+		"a total outage of T seconds at r requests/s per client sees at most 1 + 0.09 + 5/(r × T) times its load (1.09× in the long run)",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output does not contain %q:\n%s", want, stdout)
@@ -132,7 +133,7 @@ func TestPlanJSON(t *testing.T) {
 	if c == nil {
 		t.Fatal("no chain")
 	}
-	if c.Layers != 3 || c.RetriesPerLayer != 3 || *c.Rate != 1000 || *c.Capacity != 1500 || c.BudgetRatio != 0.1 {
+	if c.Layers != 3 || c.RetriesPerLayer != 3 || *c.Rate != 1000 || *c.Capacity != 1500 || c.BudgetRatio != budget.DefaultRatio {
 		t.Errorf("chain = %+v", c)
 	}
 	checkLoad := func(name string, l loadJSON, attempts, rps float64) {
@@ -144,7 +145,7 @@ func TestPlanJSON(t *testing.T) {
 	}
 	checkLoad("every_layer", c.EveryLayer, 64, 64000)
 	checkLoad("single_owner", c.SingleOwner, 4, 4000)
-	checkLoad("budget", c.Budget, 1.1, 1100) // 1000 + 10% (the floor of 1/s is less)
+	checkLoad("budget", c.Budget, 1+budget.DefaultRatio, 1000*(1+budget.DefaultRatio)) // 1000 + 9% (the floor of 1/s is less)
 	if c.BudgetFloor != budget.DefaultMinPerSecond || c.BudgetBurst != budget.DefaultBurst {
 		t.Errorf("budget floor %v, burst %v", c.BudgetFloor, c.BudgetBurst)
 	}

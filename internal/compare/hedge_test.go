@@ -20,9 +20,10 @@ import (
 //
 //   - heed: retryhttp.Transport as in BenchmarkHTTPSuccess (3 attempts,
 //     immediate retries, no budget), no hedging: the reference.
-//   - heed-hedge: the same with retry.Hedge{Delay: 1s}: a cancellable
-//     context for the attempt and its race registered with the hedge's
-//     timer.
+//   - heed-hedge: the same with retry.Hedge{Delay: 1s}: a context for the
+//     attempt (made cancellable only when asked for Done, as
+//     http.Transport does; memTransport never asks) and its race in the
+//     hedge's timer list.
 //   - heed-hedge-adaptive: retry.Hedge{} (the delay learnt from the
 //     latencies, p95 and at least 1 ms): the same plus recording each
 //     latency.

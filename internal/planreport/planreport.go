@@ -219,8 +219,8 @@ func (c *load) write(w io.Writer) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nA retry budget lets retries add at most %[1]s%% to the requests (or %[2]s retry/s per client, when that is more), however many attempts each call may make, after a burst of at most %[3]s retries per client: N clients add N × %[3]s at an outage's onset, and a short-lived process %[3]s per start.\n",
-		textfmt.Num(c.Ratio*100), textfmt.Num(c.floor), textfmt.Num(c.burst))
+	fmt.Fprintf(w, "\nA retry budget lets retries add at most %[1]s%% to the requests (or %[2]s retry/s per client, when that is more), however many attempts each call may make, after a burst of at most %[3]s retries per client: a total outage of T seconds at r requests/s per client sees at most 1 + %[4]s + %[3]s/(r × T) times its load (%[5]s× in the long run), N clients add N × %[3]s at an outage's onset, and a short-lived process %[3]s per start.\n",
+		textfmt.Num(c.Ratio*100), textfmt.Num(c.floor), textfmt.Num(c.burst), textfmt.Num(c.Ratio), textfmt.Num(1+c.Ratio))
 }
 
 // The JSON form; the field names are documented in heed plan's help and

@@ -48,6 +48,22 @@ func (c countingStore) JobInsertTick(ctx context.Context, in queue.JobInsert, ti
 	return j, ok, err
 }
 
+// JobScheduleRecord and JobSchedules pass the calls on to the store's,
+// when it is a queue.ScheduleRecorder.
+func (c countingStore) JobScheduleRecord(ctx context.Context, ps queue.PeriodicSchedule) error {
+	if sr, ok := c.Store.(queue.ScheduleRecorder); ok {
+		return sr.JobScheduleRecord(ctx, ps)
+	}
+	return nil
+}
+
+func (c countingStore) JobSchedules(ctx context.Context) ([]queue.PeriodicSchedule, error) {
+	if sr, ok := c.Store.(queue.ScheduleRecorder); ok {
+		return sr.JobSchedules(ctx)
+	}
+	return nil, nil
+}
+
 func (c countingStore) count(key string) {
 	c.mu.Lock()
 	c.calls[key]++
@@ -312,6 +328,14 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The worker recorded the schedule it runs, for dashboards.
+	if sr, ok := s.(queue.ScheduleRecorder); ok {
+		got, err := sr.JobSchedules(ctx)
+		if err != nil || len(got) != 1 || got[0].Schedule != "every 1h0m0s" || !got[0].LastTick.Equal(first) ||
+			!got[0].NextTick.Equal(first.Add(time.Hour)) || !got[0].SeenAt.Equal(first.Add(30*time.Minute)) {
+			t.Errorf("JobSchedules = %+v, %v; want every 1h0m0s, last tick %v, next %v, seen %v", got, err, first, first.Add(time.Hour), first.Add(30*time.Minute))
+		}
+	}
 	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: first.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want the tick's job deleted", n, err)
 	}
@@ -339,5 +363,50 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 	close(ran)
 	for at := range ran {
 		t.Errorf("the tick of %v ran again", at)
+	}
+}
+
+// testScheduleRecord: a store that implements queue.ScheduleRecorder
+// keeps a ticked periodic job's schedule, next tick and when a worker saw
+// it, and lists every periodic job with its latest tick, the schedule
+// empty where none was recorded.
+func testScheduleRecord(t *testing.T, s queue.Store) {
+	sr, ok := s.(queue.ScheduleRecorder)
+	if !ok {
+		t.Skip("the store is not a queue.ScheduleRecorder")
+	}
+	ti := s.(queue.TickInserter)
+	tick := t0.Truncate(time.Hour)
+	// Not ticked yet: nothing to record.
+	rec := queue.PeriodicSchedule{Kind: "tick", Queue: "cron", Schedule: "every 1h0m0s", NextTick: tick.Add(time.Hour), SeenAt: tick.Add(time.Second)}
+	if err := sr.JobScheduleRecord(ctx, rec); err != nil {
+		t.Fatalf("JobScheduleRecord before a tick: %v", err)
+	}
+	if got, err := sr.JobSchedules(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("JobSchedules before a tick = %+v, %v", got, err)
+	}
+	if _, _, err := ti.JobInsertTick(ctx, tickInsert(t, tick), tick); err != nil {
+		t.Fatal(err)
+	}
+	other, err := queue.NewJobInsert("report", nil, queue.EnqueueOptions{Queue: "cron", At: tick}, tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ti.JobInsertTick(ctx, other, tick); err != nil { // ticked by a worker one release behind
+		t.Fatal(err)
+	}
+	if err := sr.JobScheduleRecord(ctx, rec); err != nil {
+		t.Fatalf("JobScheduleRecord: %v", err)
+	}
+	got, err := sr.JobSchedules(ctx)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("JobSchedules = %+v, %v; want 2", got, err)
+	}
+	if g := got[0]; g.Kind != "report" || g.Schedule != "" || !g.LastTick.Equal(tick) || !g.NextTick.IsZero() || !g.SeenAt.IsZero() {
+		t.Errorf("JobSchedules[0] = %+v, want report with its tick only", g)
+	}
+	if g := got[1]; g.Kind != "tick" || g.Queue != "cron" || g.Schedule != rec.Schedule || !g.LastTick.Equal(tick) ||
+		!g.NextTick.Equal(rec.NextTick) || !g.SeenAt.Equal(rec.SeenAt) {
+		t.Errorf("JobSchedules[1] = %+v, want %+v with LastTick %v", g, rec, tick)
 	}
 }

@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"UniqueByPeriod", testUniqueByPeriod},
 		{"UniqueByState", testUniqueByState},
 		{"TickMemory", testTickMemory},
+		{"ScheduleRecord", testScheduleRecord},
 		{"ClaimFirstOnly", testClaimFirstOnly},
 		{"HistoryReplaceLast", testHistoryReplaceLast},
 		{"BreakerOutage", testBreakerOutage},

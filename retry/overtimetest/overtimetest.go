@@ -31,10 +31,10 @@
 //   - steady: no failures, 1 attempt per user, every user served;
 //   - outage at an offset: healthy for 2 s, then every attempt fails for
 //     10 s from one of ten sub-second offsets: attempts per user over the
-//     outage at most 1.105, and in every 1 s window that touches it at
-//     most 1.20; then 10% of attempts fail at random and, from 1 s after the
-//     heal, at least 99% of users are served (retries resumed: without
-//     them 90% would be);
+//     outage at most 1 + Ratio + Burst/(r × T) = 1.095 (see [OutageMean]),
+//     and in every 1 s window that touches it at most 1.20; then 10% of
+//     attempts fail at random and, from 1 s after the heal, at least 99%
+//     of users are served (retries resumed: without them 90% would be);
 //   - half failures: half of all attempts fail at random: at least 85% of
 //     users served at most 2 attempts per user (an executor that serves
 //     them all makes 2 by arithmetic, so the failures are dealt from
@@ -74,6 +74,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -140,12 +141,12 @@ type Bounds struct {
 	Load   float64 // most attempts per user over the run
 	// FaultMean is the most attempts per user from Down to Up;
 	// FaultWindow the most in any 1 s window that touches [Down, Up).
-	// (For an outage the suite's FaultMean is 1.105, not the 1.10 of
-	// "1 + Ratio": a retry budget that lets a fresh process retry its
-	// first failures spends that burst at the onset of any outage too,
-	// and over an outage of T seconds at r users a second it adds
-	// Burst/(r × T) to the mean: 5/1,000 here, 0.0008 over a minute.
-	// A strict 1.10 leaves no burst at all, or a Ratio below 0.1.)
+	// (For an outage the suite's FaultMean is [OutageMean] of its 10 s at
+	// 100 users a second, 1 + 0.09 + 5/1,000 = 1.095 at the budget's
+	// defaults: a retry budget that lets a fresh process retry its first
+	// failures spends that burst at the onset of any outage too, and over
+	// an outage of T seconds at r users a second it adds Burst/(r × T) to
+	// the mean, on top of Ratio.)
 	FaultMean, FaultWindow float64
 	// HealWindow is the most attempts per user in the 1 s from Up.
 	HealWindow float64
@@ -193,10 +194,13 @@ func (x skip) Run(t *testing.T, s Scenario) Trace {
 	return x.ex.Run(t, s)
 }
 
-// outageMean is the most attempts per user over the suite's outage (10 s
-// at 100 users a second): 1 + Ratio + Burst/(r × T) at the budget's
-// defaults, 1 + 0.1 + 5/1,000.
-const outageMean = 1.105
+// OutageMean is the most attempts per user that the budget's defaults
+// allow over a total outage of length at rate users a second:
+// 1 + Ratio + Burst/(rate × length), from budget's constants (1.095 for the
+// suite's 10 s at 100 users a second; 1.09 in the long run).
+func OutageMean(rate float64, length time.Duration) float64 {
+	return 1 + budget.DefaultRatio + budget.DefaultBurst/(rate*length.Seconds())
+}
 
 // Offsets is the number of sub-second offsets the outage starts at.
 const Offsets = 10
@@ -215,7 +219,7 @@ func Scenarios() []Scenario {
 		off := time.Duration(k) * 97 * time.Millisecond
 		ss = append(ss, Scenario{Name: fmt.Sprintf("outage at +%v", off), Rate: rate, Length: 15*time.Second + off,
 			Deadline: dl, Down: 2*time.Second + off, Up: 12*time.Second + off, After: 0.1,
-			Bounds: Bounds{FaultMean: outageMean, FaultWindow: 1.20}})
+			Bounds: Bounds{FaultMean: OutageMean(rate, 10*time.Second), FaultWindow: 1.20}})
 	}
 	rec := ss[2]
 	rec.Name, rec.Bounds = "recovery", Bounds{Healed: 0.99, HealedAfter: time.Second}

@@ -84,3 +84,28 @@ func TestDeck(t *testing.T) {
 		}
 	}
 }
+
+// The outage bound comes from the budget's defaults, and those defaults
+// keep issue 26's promise: a total outage at 100 users a second, from 5 s
+// on (the suite's is 10 s), stays at most 1.10 attempts per user.
+func TestOutageMean(t *testing.T) {
+	for _, tt := range []struct {
+		rate   float64
+		length time.Duration
+		want   float64
+	}{
+		{100, 5 * time.Second, 1.10},
+		{100, 10 * time.Second, 1.095},
+		{100, time.Minute, 1 + 0.09 + 5.0/6000},
+		{1000, time.Hour, 1.09 + 5.0/3.6e6},
+	} {
+		if got := OutageMean(tt.rate, tt.length); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("OutageMean(%v, %v) = %.6f, want %.6f", tt.rate, tt.length, got, tt.want)
+		}
+	}
+	for _, s := range Scenarios() {
+		if s.Bounds.FaultMean > 1.10 {
+			t.Errorf("%s: FaultMean bound %.4f, want at most 1.10", s.Name, s.Bounds.FaultMean)
+		}
+	}
+}
