@@ -57,11 +57,13 @@ func (n naive) RoundTrip(r *http.Request) (*http.Response, error) {
 // keep hundreds of calls in it, each slower than the clients' 3 s); behind
 // overload.Config{Limit: 100} (at most 100 in it: 2 s, under their
 // timeout) the spike's excess is refused at once and every second after
-// the spike serves at least 90% of its users within 2 s of its end
+// the spike serves at least 90% of its users within 2 s of its end. The
+// adaptive limit at its defaults, which tells this latency (contention:
+// more in flight, more served) from a queue, is measured, not asserted
 // (go test -run TestChainSpike -v ./overload).
 func TestChainSpike(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs two 50 s loads")
+		t.Skip("runs three 50 s loads")
 	}
 	if raceOn {
 		t.Skip("the collapse holds hundreds of calls in flight: more than the race detector lets a busy machine carry")
@@ -73,6 +75,7 @@ func TestChainSpike(t *testing.T) {
 	}{
 		{"without overload", nil},
 		{"overload.Config{Limit: 100}", &overload.Config{Limit: 100}},
+		{"overload.Config{}", &overload.Config{}},
 	} {
 		cfg := chaintest.Config{
 			Fault: chaintest.Spike, Rate: 40, Deadline: 6 * time.Second,
@@ -110,6 +113,14 @@ func TestChainSpike(t *testing.T) {
 			recovered = k - end
 		}
 		t.Logf("| %s | %d of %d | %d of %d | %ds |", row.name, fs, fu, as, au, recovered)
+		if row.cfg != nil && row.cfg.Limit == 0 {
+			// Measured only: the adaptive limit recovered every second
+			// ≥90% at once in 3 runs of an earlier build (1,197-1,199 of
+			// 1,200 after the spike) that kept the last gain while in
+			// flight was steady, which let a 4-worker pool's limit stay
+			// at 13-14 under -race; this build served 1,093 of 1,200.
+			continue
+		}
 		if row.cfg == nil {
 			if recovered >= 0 && recovered <= 2 {
 				t.Logf("without overload control C recovered %ds after the spike: no metastable failure this run", recovered)
@@ -117,7 +128,7 @@ func TestChainSpike(t *testing.T) {
 			continue
 		}
 		if recovered < 0 || recovered > 2 {
-			t.Errorf("behind the limit: every second served ≥90%% only from %ds after the spike (-1: never), want within 2s", recovered)
+			t.Errorf("behind %s: every second served ≥90%% only from %ds after the spike (-1: never), want within 2s", row.name, recovered)
 		}
 	}
 }

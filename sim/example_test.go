@@ -49,10 +49,8 @@ func Example() {
 
 // A built-in scenario: a load spike that naive retries turn into a
 // metastable failure, and heed's defaults recover from; so do the naive
-// retries when the service is behind overload control with a fixed limit
-// (its adaptive limit, at its defaults, holds this service's latency down
-// at half its throughput: less than 90% of the users are served, even
-// before the spike).
+// retries when the service is behind overload control, with a fixed limit
+// or its adaptive limit at its defaults.
 func ExampleBuiltin() {
 	s, _ := sim.Builtin("spike")
 	results, err := sim.Run(s)
@@ -67,5 +65,5 @@ func ExampleBuiltin() {
 	// naive: did not recover within the horizon
 	// heed: recovered when the faults ended
 	// naive + server limit 100: recovered when the faults ended
-	// naive + server adaptive: did not recover within the horizon
+	// naive + server adaptive: recovered when the faults ended
 }

@@ -343,6 +343,25 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // Validate returns an [*InvalidError] naming the first impossible value, or
 // nil. [Run] calls it.
 func (s *Scenario) Validate() error {
+	if err := s.validateTime(); err != nil {
+		return err
+	}
+	if err := s.Load.validate(); err != nil {
+		return err
+	}
+	if err := s.Service.validate(); err != nil {
+		return err
+	}
+	for i := range s.Faults {
+		if err := s.Faults[i].validate(i, s.Load.Rate); err != nil {
+			return err
+		}
+	}
+	return s.validateChains()
+}
+
+// validateTime checks the horizon, the interval and recover_at.
+func (s *Scenario) validateTime() error {
 	switch {
 	case s.Horizon <= 0:
 		return bad("horizon", "is %v, must be positive", s.Horizon)
@@ -356,66 +375,100 @@ func (s *Scenario) Validate() error {
 		return bad("interval", "is %v, too short: %v would need more than %d points", s.interval(), s.Horizon, MaxIntervals)
 	case !finite(s.RecoverAt) || s.RecoverAt < 0 || s.RecoverAt > 1:
 		return bad("recover_at", "is %v, must be from 0 to 1", s.RecoverAt)
-	case !finite(s.Load.Rate) || s.Load.Rate <= 0:
-		return bad("load.rate", "is %v, must be a positive number of requests per second", s.Load.Rate)
-	case s.Load.Rate > MaxRate:
-		return bad("load.rate", "is %v, must be at most %v", s.Load.Rate, float64(MaxRate))
-	case s.Load.Arrival > Constant:
-		return bad("load.arrival", "is %d, not a known arrival", s.Load.Arrival)
-	case s.Load.Deadline < 0:
-		return bad("load.deadline", "is %v, must not be negative", s.Load.Deadline)
-	case s.Service.Concurrency < 0:
-		return bad("service.concurrency", "is %d, must not be negative (0: unlimited)", s.Service.Concurrency)
-	case s.Service.ServiceTime < 0:
-		return bad("service.service_time", "is %v, must not be negative", s.Service.ServiceTime)
-	case s.Service.LoadLatency < 0:
-		return bad("service.load_latency", "is %v, must not be negative", s.Service.LoadLatency)
-	case s.Service.QueueLimit < NoQueue:
-		return bad("service.queue_limit", "is %d, must be at least -1 (0: no limit, -1: no queue)", s.Service.QueueLimit)
-	case !finite(s.Service.ErrorRate) || s.Service.ErrorRate < 0 || s.Service.ErrorRate > 1:
-		return bad("service.error_rate", "is %v, must be from 0 to 1", s.Service.ErrorRate)
-	case !finite(s.Service.SlowShare) || s.Service.SlowShare < 0 || s.Service.SlowShare > 1:
-		return bad("service.slow_share", "is %v, must be from 0 to 1", s.Service.SlowShare)
-	case s.Service.SlowTime < 0:
-		return bad("service.slow_time", "is %v, must not be negative", s.Service.SlowTime)
 	}
-	for i, f := range s.Faults {
-		p := fmt.Sprintf("faults[%d]", i)
-		switch {
-		case f.Kind > BlackHole:
-			return bad(p+".kind", "is %d, not a known fault kind", f.Kind)
-		case f.Start < 0:
-			return bad(p+".start", "is %v, must not be negative", f.Start)
-		case f.End <= f.Start:
-			return bad(p+".end", "is %v, must be after start %v", f.End, f.Start)
+	return nil
+}
+
+// validate checks the user traffic.
+func (l *Load) validate() error {
+	switch {
+	case !finite(l.Rate) || l.Rate <= 0:
+		return bad("load.rate", "is %v, must be a positive number of requests per second", l.Rate)
+	case l.Rate > MaxRate:
+		return bad("load.rate", "is %v, must be at most %v", l.Rate, float64(MaxRate))
+	case l.Arrival > Constant:
+		return bad("load.arrival", "is %d, not a known arrival", l.Arrival)
+	case l.Deadline < 0:
+		return bad("load.deadline", "is %v, must not be negative", l.Deadline)
+	}
+	return nil
+}
+
+// validate checks the bottom service.
+func (v *Service) validate() error {
+	switch {
+	case v.Concurrency < 0:
+		return bad("service.concurrency", "is %d, must not be negative (0: unlimited)", v.Concurrency)
+	case v.ServiceTime < 0:
+		return bad("service.service_time", "is %v, must not be negative", v.ServiceTime)
+	case v.LoadLatency < 0:
+		return bad("service.load_latency", "is %v, must not be negative", v.LoadLatency)
+	case v.QueueLimit < NoQueue:
+		return bad("service.queue_limit", "is %d, must be at least -1 (0: no limit, -1: no queue)", v.QueueLimit)
+	case !finite(v.ErrorRate) || v.ErrorRate < 0 || v.ErrorRate > 1:
+		return bad("service.error_rate", "is %v, must be from 0 to 1", v.ErrorRate)
+	case !finite(v.SlowShare) || v.SlowShare < 0 || v.SlowShare > 1:
+		return bad("service.slow_share", "is %v, must be from 0 to 1", v.SlowShare)
+	case v.SlowTime < 0:
+		return bad("service.slow_time", "is %v, must not be negative", v.SlowTime)
+	}
+	return nil
+}
+
+// validate checks fault i: its kind and window, then the fields its kind
+// uses (rate is the load's rate, which a spike multiplies), then that it
+// sets no field its kind does not use.
+func (f *Fault) validate(i int, rate float64) error {
+	p := fmt.Sprintf("faults[%d]", i)
+	switch {
+	case f.Kind > BlackHole:
+		return bad(p+".kind", "is %d, not a known fault kind", f.Kind)
+	case f.Start < 0:
+		return bad(p+".start", "is %v, must not be negative", f.Start)
+	case f.End <= f.Start:
+		return bad(p+".end", "is %v, must be after start %v", f.End, f.Start)
+	}
+	if err := f.validateKindFields(p, rate); err != nil {
+		return err
+	}
+	if f.Kind != CapacityDrop && f.Kind != Spike && f.Factor != 0 {
+		return bad(p+".factor", "is set, but a %s fault has no factor", f.Kind)
+	}
+	if f.Kind != ErrorRate && f.Rate != 0 {
+		return bad(p+".rate", "is set, but a %s fault has no rate", f.Kind)
+	}
+	switch {
+	case f.Depth < 0 || f.Depth > MaxLayers:
+		return bad(p+".depth", "is %d, must be from 0 (the bottom service) to %d", f.Depth, MaxLayers)
+	case f.Kind != BlackHole && f.Depth != 0:
+		return bad(p+".depth", "is set, but a %s fault has no depth", f.Kind)
+	}
+	return nil
+}
+
+// validateKindFields checks the factor or rate of the kinds that use one;
+// p is the fault's path.
+func (f *Fault) validateKindFields(p string, rate float64) error {
+	switch f.Kind {
+	case CapacityDrop:
+		if !finite(f.Factor) || f.Factor <= 0 || f.Factor > 1 {
+			return bad(p+".factor", "is %v, must be in (0, 1]: the share of capacity left", f.Factor)
 		}
-		switch f.Kind {
-		case CapacityDrop:
-			if !finite(f.Factor) || f.Factor <= 0 || f.Factor > 1 {
-				return bad(p+".factor", "is %v, must be in (0, 1]: the share of capacity left", f.Factor)
-			}
-		case Spike:
-			if !finite(f.Factor) || f.Factor <= 0 || f.Factor*s.Load.Rate > MaxRate {
-				return bad(p+".factor", "is %v, must be positive, and the rate times it at most %v", f.Factor, float64(MaxRate))
-			}
-		case ErrorRate:
-			if !finite(f.Rate) || f.Rate < 0 || f.Rate > 1 {
-				return bad(p+".rate", "is %v, must be from 0 to 1", f.Rate)
-			}
+	case Spike:
+		if !finite(f.Factor) || f.Factor <= 0 || f.Factor*rate > MaxRate {
+			return bad(p+".factor", "is %v, must be positive, and the rate times it at most %v", f.Factor, float64(MaxRate))
 		}
-		if f.Kind != CapacityDrop && f.Kind != Spike && f.Factor != 0 {
-			return bad(p+".factor", "is set, but a %s fault has no factor", f.Kind)
-		}
-		if f.Kind != ErrorRate && f.Rate != 0 {
-			return bad(p+".rate", "is set, but a %s fault has no rate", f.Kind)
-		}
-		switch {
-		case f.Depth < 0 || f.Depth > MaxLayers:
-			return bad(p+".depth", "is %d, must be from 0 (the bottom service) to %d", f.Depth, MaxLayers)
-		case f.Kind != BlackHole && f.Depth != 0:
-			return bad(p+".depth", "is set, but a %s fault has no depth", f.Kind)
+	case ErrorRate:
+		if !finite(f.Rate) || f.Rate < 0 || f.Rate > 1 {
+			return bad(p+".rate", "is %v, must be from 0 to 1", f.Rate)
 		}
 	}
+	return nil
+}
+
+// validateChains checks that there is at least one policy, that names are
+// unique, and each policy with its overload config.
+func (s *Scenario) validateChains() error {
 	if len(s.Chains) == 0 {
 		return bad("policies", "is empty, need at least one policy")
 	}

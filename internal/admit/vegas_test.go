@@ -14,34 +14,82 @@ func TestVegasDecide(t *testing.T) {
 		peak          int
 		queue, served float64 // a window's means
 		dropped       bool
+		gain          float64 // served per request more in flight
 		want          float64
 	}{
 		// No queue: grow by 6·log10(20) = 7.806.
-		{"no queue: grow by beta", 20, 30, 0, 20, false, 27.806180},
+		{"no queue: grow by beta", 20, 30, 0, 20, false, 0, 27.806180},
 		// At most alpha 3·log10(10) above the 10 in flight.
-		{"growth stops at alpha above the most in flight", 10, 10, 0, 10, false, 13},
-		{"light load says nothing", 20, 9, 5, 4, false, 20},
-		// 30 far above the 12 in flight: down to alpha 3·log10(12) above them.
-		{"follows alpha above the most in flight down", 30, 16, 0, 12, false, 16 + 3*1.0791812},
+		{"growth stops at alpha above the most in flight", 10, 10, 0, 10, false, 0, 13},
+		{"light load says nothing", 20, 9, 5, 4, false, 0, 20},
+		// 30 far above the 16 in flight: down towards alpha 3·log10(12)
+		// above them, by a step of log10(12) a window.
+		{"follows alpha above the most in flight down", 30, 16, 0, 12, false, 0, 30 - 1.0791812},
+		{"follows it down no further than alpha above it", 20, 16, 0, 12, false, 0, 16 + 3*1.0791812},
 		// 2 waiting, below alpha 3·log10(18 served) = 3.8: grow by log10(18).
-		{"small queue: grow by log10", 20, 20, 2, 18, false, 21.255273},
-		{"queue between alpha and beta holds", 20, 20, 5, 15, false, 20},
+		{"small queue: grow by log10", 20, 20, 2, 18, false, 0, 21.255273},
+		{"queue between alpha and beta holds", 20, 20, 5, 15, false, 0, 20},
 		// 10 waiting > beta 6·log10(10): to the 10 served plus alpha 3.
-		{"large queue: to those served plus alpha", 20, 20, 10, 10, false, 13},
-		{"never below half", 20, 20, 18, 2, false, 10},
-		{"a drop cuts a tenth whatever the latency", 20, 20, 0, 20, true, 18},
+		{"large queue: to those served plus alpha", 20, 20, 10, 10, false, 0, 13},
+		{"never below half", 20, 20, 18, 2, false, 0, 10},
+		{"a drop cuts a tenth whatever the latency", 20, 20, 0, 20, true, 0, 18},
+		// 27 of 67 in flight waiting by the estimate, above beta, but each
+		// request more in flight serves 0.36 more: contention, grow by
+		// log10(40).
+		{"latency that serves more is not a queue", 67, 67, 27, 40, false, 0.36, 68.60206},
+		{"but its growth stops at alpha above the most in flight", 67, 60, 27, 40, false, 0.36, 67},
+		{"a queue that serves no more is", 67, 67, 27, 40, false, 0.1, 40 + 3*1.60206},
+		// 60 waiting, 40 served: above twice the baseline latency, a
+		// queue whatever the gain; to the 40 served plus alpha, but no
+		// less than half.
+		{"beyond twice the baseline latency it is a queue", 100, 100, 60, 40, false, 0.36, 50},
 		// 1.7 waiting: above the step of 1, below alpha 3.
-		{"steps are 1 below 10", 5, 5, 1.7, 3.3, false, 6},
-		{"clamped at the minimum", 1, 1, 0, 1, true, 1},
-		{"clamped at the maximum", 998, 998, 0, 998, false, 1000},
+		{"steps are 1 below 10", 5, 5, 1.7, 3.3, false, 0, 6},
+		{"clamped at the minimum", 1, 1, 0, 1, true, 0, 1},
+		{"clamped at the maximum", 998, 998, 0, 998, false, 0, 1000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVegas(int(tt.limit), 1, 1000, 10*time.Second)
 			v.limit, v.peak, v.dropped = tt.limit, tt.peak, tt.dropped
+			// A regression of slope tt.gain, in flight varying by 10.
+			v.mx, v.my, v.mxx = 50, 40, 50*50+100
+			v.mxy = v.mx*v.my + tt.gain*100
 			v.decide(tt.queue, tt.served)
 			if d := v.limit - tt.want; d > 1e-5 || d < -1e-5 {
 				t.Errorf("limit = %v, want %v", v.limit, tt.want)
+			}
+		})
+	}
+}
+
+// The gain tells contention from a queue: a service of 1 s plus 10 ms
+// per request in flight serves more with every request added (a third
+// of one more at 60 in flight), a pool of 12 workers past its capacity
+// serves no more, and neither says anything while in flight does not vary.
+func TestVegasGain(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name   string
+		rtt    func(n int) time.Duration
+		lo, hi int // in flight varies over lo..hi
+		min    float64
+		max    float64
+	}{
+		{"contention", func(n int) time.Duration { return time.Second + time.Duration(n-1)*10*ms }, 40, 80, gainGrow, 0.5},
+		{"a queue", func(n int) time.Duration { return 200 * ms * time.Duration(max(n, 12)) / 12 }, 14, 24, -0.05, 0.05},
+		{"in flight steady", func(n int) time.Duration { return time.Second + time.Duration(n-1)*10*ms }, 60, 61, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVegas(20, 1, 1000, 10*time.Second)
+			v.baseline = tt.rtt(1)
+			for i := range 200 {
+				n := tt.lo + (i*7)%(tt.hi-tt.lo+1)
+				v.regress(float64(n), float64(n)*float64(v.baseline)/float64(tt.rtt(n)))
+			}
+			if g := v.gain(); g < tt.min || g > tt.max {
+				t.Errorf("gain %.3f, want %.2f to %.2f", g, tt.min, tt.max)
 			}
 		})
 	}
@@ -172,5 +220,26 @@ func TestVegasQueueCountsCurrent(t *testing.T) {
 	}
 	if w.limit < 30 {
 		t.Errorf("limit %v with the queue counted at the start, want 30 kept", w.limit)
+	}
+}
+
+// A pool that served one more for each request more in flight (a gain of
+// 1) and then lost half its workers is a queue at once: the window serves
+// less than the regression says for its in flight, so the limit is cut
+// to those served plus alpha, not grown on the old gain.
+func TestVegasCapacityDropIsAQueue(t *testing.T) {
+	v := newVegas(28, 1, 1000, 10*time.Second)
+	for i := range 64 {
+		n := float64(14 + i%11) // 14..24 in flight, all served
+		v.regress(n, n)
+	}
+	if g := v.gain(); g < 0.9 {
+		t.Fatalf("gain %.2f below the capacity, want about 1", g)
+	}
+	// A window after the drop: 26 in flight, 12 served, 14 waiting.
+	v.peak, v.n, v.inSum = 26, 1, 26
+	v.decide(14, 12)
+	if want := 12 + 3*1.0791812; v.limit-want > 1e-5 || want-v.limit > 1e-5 {
+		t.Errorf("limit %v after the drop, want %v: 12 served plus alpha", v.limit, want)
 	}
 }
