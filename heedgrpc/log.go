@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/heed-go/heed/internal/attemptlog"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
@@ -21,13 +22,7 @@ const maxLogError = 8 << 10
 // removed (redact.Text), and a target host label that looks like a
 // credential replaced.
 func logAttempt(ctx context.Context, l *slog.Logger, cs *call, code codes.Code, e retry.Event) {
-	level := slog.LevelDebug
-	switch e.Action {
-	case retry.Retry:
-		level = slog.LevelInfo
-	case retry.GiveUp:
-		level = slog.LevelWarn
-	}
+	level := attemptlog.Level(e.Action == retry.Retry, e.Action == retry.GiveUp)
 	if !l.Enabled(ctx, level) {
 		return
 	}
@@ -44,12 +39,6 @@ func logAttempt(ctx context.Context, l *slog.Logger, cs *call, code codes.Code, 
 	if cs.key != "" {
 		attrs = append(attrs, slog.String("idempotency_key_hash", redact.KeyHash(cs.key)))
 	}
-	attrs = append(attrs,
-		slog.Duration("elapsed", e.Elapsed),
-		slog.Duration("duration", e.Duration),
-		slog.String("decision", e.Action.String()),
-		slog.String("reason", e.Reason.Key()),
-		slog.Duration("delay", e.Delay),
-	)
+	attrs = attemptlog.Decision{Elapsed: e.Elapsed, Duration: e.Duration, Action: e.Action.String(), Reason: e.Reason.Key(), Delay: e.Delay}.Append(attrs)
 	l.LogAttrs(ctx, level, "grpc attempt", attrs...)
 }

@@ -3,6 +3,8 @@ package retry
 import (
 	"context"
 	"log/slog"
+
+	"github.com/heed-go/heed/internal/attemptlog"
 )
 
 // LogObserver returns a function for Policy.Observe that writes one record
@@ -15,32 +17,20 @@ import (
 // with tokens, for example) should be redacted before they are returned.
 func LogObserver(l *slog.Logger, op string) func(context.Context, Event) {
 	return func(ctx context.Context, e Event) {
-		level := slog.LevelDebug
-		switch e.Action {
-		case Retry:
-			level = slog.LevelInfo
-		case GiveUp:
-			level = slog.LevelWarn
-		}
+		level := attemptlog.Level(e.Action == Retry, e.Action == GiveUp)
 		if !l.Enabled(ctx, level) {
 			return
 		}
-		attrs := [...]slog.Attr{
+		var buf [9]slog.Attr
+		attrs := append(buf[:0],
 			slog.String("op", op),
 			slog.Int("attempt", e.Attempt),
 			slog.String("outcome", e.Outcome.String()),
-			slog.Duration("elapsed", e.Elapsed),
-			slog.Duration("duration", e.Duration),
-			slog.String("decision", e.Action.String()),
-			slog.String("reason", e.Reason.String()),
-			slog.Duration("delay", e.Delay),
-			{},
-		}
-		n := len(attrs) - 1
+		)
+		attrs = attemptlog.Decision{Elapsed: e.Elapsed, Duration: e.Duration, Action: e.Action.String(), Reason: e.Reason.String(), Delay: e.Delay}.Append(attrs)
 		if e.Err != nil {
-			attrs[n] = slog.String("error", e.Err.Error())
-			n++
+			attrs = append(attrs, slog.String("error", e.Err.Error()))
 		}
-		l.LogAttrs(ctx, level, "retry attempt", attrs[:n]...)
+		l.LogAttrs(ctx, level, "retry attempt", attrs...)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/heed-go/heed/internal/attemptlog"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
@@ -44,13 +45,7 @@ type attemptLog struct {
 // logAttempt writes the record of one attempt: Debug for a success, Info
 // for a retry, Warn for a give-up.
 func logAttempt(ctx context.Context, l *slog.Logger, a *attemptLog, u *url.URL) {
-	level := slog.LevelDebug
-	switch a.d.Action {
-	case retry.Retry:
-		level = slog.LevelInfo
-	case retry.GiveUp:
-		level = slog.LevelWarn
-	}
+	level := attemptlog.Level(a.d.Action == retry.Retry, a.d.Action == retry.GiveUp)
 	if !l.Enabled(ctx, level) {
 		return
 	}
@@ -75,12 +70,6 @@ func logAttempt(ctx context.Context, l *slog.Logger, a *attemptLog, u *url.URL) 
 	if a.keyHash != "" {
 		attrs = append(attrs, slog.String("idempotency_key_hash", a.keyHash))
 	}
-	attrs = append(attrs,
-		slog.Duration("elapsed", a.d.Elapsed),
-		slog.Duration("duration", a.duration),
-		slog.String("decision", a.d.Action.String()),
-		slog.String("reason", a.d.Reason.Key()),
-		slog.Duration("delay", a.d.Delay),
-	)
+	attrs = attemptlog.Decision{Elapsed: a.d.Elapsed, Duration: a.duration, Action: a.d.Action.String(), Reason: a.d.Reason.Key(), Delay: a.d.Delay}.Append(attrs)
 	l.LogAttrs(ctx, level, "http attempt", attrs...)
 }
