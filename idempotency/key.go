@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/heed-go/heed/internal/redact"
 )
 
 // Header is the request header that carries the idempotency key (IETF
@@ -157,13 +159,7 @@ func trimOWS(s string) string {
 // first 8 hex digits of the SHA-256 of the header value as sent. It is the
 // same function as retryhttp.KeyHash, so client and server logs of one
 // request show the same hash. Full keys are never logged.
-func KeyHash(headerValue string) string {
-	if headerValue == "" {
-		return ""
-	}
-	s := sha256.Sum256([]byte(headerValue))
-	return hex.EncodeToString(s[:4])
-}
+func KeyHash(headerValue string) string { return redact.KeyHash(headerValue) }
 
 // StoredKey returns what a store keeps in place of the client's key: the
 // SHA-256 of scope, a NUL byte and key, in 64 lower-case hex digits. A key

@@ -76,6 +76,12 @@ func TestKeyHashMatchesRetryHTTP(t *testing.T) {
 	if idempotency.KeyHash("") != "" {
 		t.Error("KeyHash of empty is not empty")
 	}
+	// Logs already written hold these hashes: they never change.
+	for k, want := range map[string]string{`"order-42"`: "90140eb1", "key-42": "a0334cf4"} {
+		if got := idempotency.KeyHash(k); got != want {
+			t.Errorf("KeyHash(%q) = %q, want %q", k, got, want)
+		}
+	}
 }
 
 func FuzzParseKey(f *testing.F) {

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"time"
 
 	"github.com/heed-go/heed/queue"
 )
@@ -36,7 +35,7 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, kind string, args any
 	if err != nil {
 		return nil, false, err
 	}
-	in, err := queue.NewJobInsert(kind, raw, opts, time.Now())
+	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
 	if err != nil {
 		return nil, false, err
 	}

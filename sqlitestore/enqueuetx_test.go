@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -142,4 +143,27 @@ func newInsert(t *testing.T, kind string, opts queue.EnqueueOptions) queue.JobIn
 		t.Fatal(err)
 	}
 	return in
+}
+
+// EnqueueTx times the job by the store's clock, as pgstore's does.
+func TestEnqueueTxUsesStoreClock(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s, err := sqlitestore.OpenWith(ctx, filepath.Join(t.TempDir(), "q.db"), sqlitestore.OpenOptions{Clock: clocktest.New(now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	job, _, err := s.EnqueueTx(ctx, tx, "k", nil, queue.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !job.CreatedAt.Equal(now) || !job.AvailableAt.Equal(now) {
+		t.Errorf("created %v, available %v; want the store clock's %v", job.CreatedAt, job.AvailableAt, now)
+	}
 }
