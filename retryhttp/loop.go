@@ -189,24 +189,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	for {
 		lim, ok := rc.Admit(now)
 		if !ok {
-			d := rc.Last()
-			if d.Reason == retry.ReasonBreakerOpen {
-				// Tell our own caller that we are healthy and our
-				// dependency is not (when we serve it through
-				// deadline.Middleware), so that its breaker does not open.
-				deadline.MarkUpstreamOpen(ctx)
-			}
-			if body != nil {
-				body.Close()
-			}
-			if d.Reason == retry.ReasonDeadline && ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			c.observe(ctx, p, &attemptLog{d: d, err: d.Err}, 0)
-			if last == nil {
-				last = d.Err
-			}
-			return nil, rc.Exhausted(last)
+			return nil, c.refused(ctx, p, rc, body, last)
 		}
 		if repeatable && lim.Reason == retry.ReasonDeadline && t.AttemptShare > 0 {
 			// The share of the time left, so that a retry fits.
@@ -236,45 +219,23 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			return nil, ctx.Err()
 		}
 		cl := c.classify(&a, now, clk, rw, repeatable)
-		res, class, status, hint, hinted := cl.res, cl.class, cl.status, cl.hint, cl.hinted
 		rc.History.UpstreamOwns = c.upstreamOwns(ctx)
-		d := rc.End(now, res)
+		d := rc.End(now, cl.res)
 		last = a.err
 		if d.Action != retry.Done || t.Logger != nil || p.Observe != nil {
-			c.observe(ctx, p, &attemptLog{class: class, status: status, err: a.err, prog: a.prog, d: d}, now.Sub(start))
+			c.observe(ctx, p, &attemptLog{class: cl.class, status: cl.status, err: a.err, prog: a.prog, d: d}, now.Sub(start))
 		}
 
 		switch d.Action {
 		case retry.Done:
 			return c.final(a)
 		case retry.GiveUp:
-			if a.resp != nil {
-				if hinted && (d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget || d.Reason == retry.ReasonPushbackTooLong) {
-					// The server's wait does not fit: say so with an
-					// error carrying its hint, so the caller can come
-					// back later, instead of sleeping into the deadline.
-					c.discard(a)
-					return nil, rc.Exhausted(retry.After(hint, res.Err))
-				}
-				return c.final(a)
-			}
-			return nil, rc.Exhausted(a.err)
+			return c.giveUp(rc, a, &cl, d)
 		}
 
 		// Retry: free the connection, then wait.
 		c.discard(a)
-		if d.Delay > 0 {
-			if timer == nil {
-				timer = clock.Or(clk).NewTimer(d.Delay)
-			} else {
-				timer.Reset(d.Delay)
-			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-timer.C():
-			}
-		} else if err := ctx.Err(); err != nil {
+		if err := wait(ctx, clk, &timer, d.Delay); err != nil {
 			return nil, err
 		}
 		var err error
@@ -282,6 +243,65 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 			return nil, retry.Permanent(err)
 		}
 		now = clock.Now(clk)
+	}
+}
+
+// refused ends a call that rc did not admit to another attempt, and
+// returns its error; body is the unsent attempt's, last the error of the
+// last attempt sent.
+func (c *call) refused(ctx context.Context, p *retry.Policy, rc *retry.Call, body io.ReadCloser, last error) error {
+	d := rc.Last()
+	if d.Reason == retry.ReasonBreakerOpen {
+		// Tell our own caller that we are healthy and our
+		// dependency is not (when we serve it through
+		// deadline.Middleware), so that its breaker does not open.
+		deadline.MarkUpstreamOpen(ctx)
+	}
+	if body != nil {
+		body.Close()
+	}
+	if d.Reason == retry.ReasonDeadline && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	c.observe(ctx, p, &attemptLog{d: d, err: d.Err}, 0)
+	if last == nil {
+		last = d.Err
+	}
+	return rc.Exhausted(last)
+}
+
+// giveUp returns the result of attempt a, classified as cl, on which rc
+// gave up with d.
+func (c *call) giveUp(rc *retry.Call, a attempt, cl *classified, d retry.Decision) (*http.Response, error) {
+	if a.resp == nil {
+		return nil, rc.Exhausted(a.err)
+	}
+	if cl.hinted && (d.Reason == retry.ReasonDeadline || d.Reason == retry.ReasonTimeBudget || d.Reason == retry.ReasonPushbackTooLong) {
+		// The server's wait does not fit: say so with an
+		// error carrying its hint, so the caller can come
+		// back later, instead of sleeping into the deadline.
+		c.discard(a)
+		return nil, rc.Exhausted(retry.After(cl.hint, cl.res.Err))
+	}
+	return c.final(a)
+}
+
+// wait sleeps for delay on *timer (made on first use), or returns ctx's
+// error if ctx ends first.
+func wait(ctx context.Context, clk clock.Clock, timer *clock.Timer, delay time.Duration) error {
+	if delay <= 0 {
+		return ctx.Err()
+	}
+	if *timer == nil {
+		*timer = clock.Or(clk).NewTimer(delay)
+	} else {
+		(*timer).Reset(delay)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-(*timer).C():
+		return nil
 	}
 }
 
