@@ -1,9 +1,16 @@
 package pgstore
 
+// The store's two combined writes, transitions (batcher) and inserts
+// without a unique key (inserter), share one combiner.
+
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5"
@@ -11,6 +18,149 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// maxBatch caps the number of calls one statement carries.
+const maxBatch = 256
+
+// batchTimeout bounds one batch's statement.
+const batchTimeout = time.Minute
+
+// request is one call waiting in a combiner.
+type request interface {
+	context() context.Context // the caller's context
+	fail(err error)           // finish the call with err and no result
+}
+
+// combiner applies concurrent calls together: while one batch is in
+// flight, the calls that arrive queue up and go out as the next one, in one
+// statement and one commit. A lone call goes out at once, alone, so
+// combining adds no delay; under load it saves a statement and a commit per
+// call (River's batch completer, made invisible to the caller). Each call
+// still returns only after its own work committed, with its own result.
+// batcher (transitions) and inserter (inserts) are combiners.
+type combiner[R request] struct {
+	pool *pgxpool.Pool
+	ctx  context.Context // ends on close
+
+	// take splits pending into the next batch (at most maxBatch calls)
+	// and the rest; one and many apply a batch of one or several live
+	// calls, finishing each. many returns false, having applied and
+	// finished none, when the server refused its statement: then each
+	// call is applied alone by one, for its own result.
+	take func(pending []R) (batch, rest []R)
+	one  func(r R)
+	many func(batch []R) bool
+
+	mu      sync.Mutex
+	pending []R
+	busy    bool // a flush goroutine is running
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+
+	// batches and batched count the multi-row statements and the calls
+	// they carried (for tests and benchmarks).
+	batches, batched atomic.Int64
+}
+
+func (c *combiner[R]) init(pool *pgxpool.Pool) {
+	c.pool = pool
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+}
+
+// submit queues r and waits until done is closed (r finished: nil), the
+// store closes (ErrClosed) or r's context ends (its error; the work may or
+// may not have been applied).
+func (c *combiner[R]) submit(r R, done <-chan struct{}) error {
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.pending = append(c.pending, r)
+	if !c.busy {
+		c.busy = true
+		c.wg.Add(1)
+		go c.flush()
+	}
+	c.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-r.context().Done():
+		return r.context().Err()
+	}
+}
+
+// close fails what is pending and waits for the flush goroutine.
+func (c *combiner[R]) close() {
+	c.mu.Lock()
+	c.cancel()
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// next removes the next batch from pending, or returns nil (and marks the
+// combiner idle) when nothing is pending.
+func (c *combiner[R]) next() []R {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		c.busy = false
+		return nil
+	}
+	batch, rest := c.take(c.pending)
+	c.pending = rest
+	return batch
+}
+
+func (c *combiner[R]) flush() {
+	defer c.wg.Done()
+	for {
+		batch := c.next()
+		if batch == nil {
+			return
+		}
+		live := batch[:0]
+		for _, r := range batch {
+			switch {
+			case c.ctx.Err() != nil:
+				r.fail(ErrClosed)
+			case r.context().Err() != nil:
+				r.fail(r.context().Err()) // not applied
+			default:
+				live = append(live, r)
+			}
+		}
+		if len(live) == 1 {
+			c.one(live[0])
+		} else if len(live) > 1 {
+			c.batches.Add(1)
+			c.batched.Add(int64(len(live)))
+			if !c.many(live) {
+				for _, r := range live {
+					c.one(r)
+				}
+			}
+		}
+	}
+}
+
+// stmtCtx is the context of a batch's statement: it ends when the store
+// closes or after batchTimeout, and carries no caller's cancellation (a
+// batch serves several callers), but keeps parent's values.
+func (c *combiner[R]) stmtCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), batchTimeout)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// refused reports whether err is the server's refusal of a statement
+// (nothing of it committed), as opposed to a failed connection or a
+// closed store, whose outcome is unknown.
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
 
 // transitionReq is one JobTransition waiting for its batch.
 type transitionReq struct {
@@ -79,7 +229,7 @@ func (b *batcher) applyOne(r *transitionReq) {
 		nullTime(t.AvailableAt), nullTime(t.FinishedAt), t.DeadReason, r.entry, t.ReplaceLast).Scan(&q)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		r.finish("", fmt.Errorf("pgstore: transition job %d to %s: %w", t.ID, t.State, queue.ErrLeaseLost))
+		r.finish("", leaseLost(t))
 	case err != nil:
 		r.finish("", wrapErr(fmt.Sprintf("transition job %d to %s", t.ID, t.State), err))
 	default:
@@ -103,28 +253,21 @@ FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], 
 WHERE j.id = t.id AND j.state = 'running' AND j.lease_token = t.token
 RETURNING j.id, j.queue`
 
-// applyMany applies several transitions in one statement. If the server
-// refuses the statement, each is tried alone, so that one bad transition
-// (a NUL byte in a dead reason) does not fail the others.
-func (b *batcher) applyMany(batch []*transitionReq) {
+// applyMany applies several transitions in one statement, or returns
+// false, having applied none, when the server refuses the statement (then
+// the combiner tries each alone, so that one bad transition, a NUL byte in
+// a dead reason, does not fail the others).
+func (b *batcher) applyMany(batch []*transitionReq) bool {
 	ctx, cancel := b.stmtCtx(batch[0].ctx)
 	defer cancel()
-	b.batches.Add(1)
-	b.batched.Add(int64(len(batch)))
 	ts := make([]*queue.Transition, len(batch))
 	entries := make([][]byte, len(batch))
 	for i, r := range batch {
 		ts[i], entries[i] = r.t, r.entry
 	}
 	done, err := applyBatch(ctx, b.pool, ts, entries)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// The server refused the statement, so nothing of it committed:
-		// try each transition alone, for its own result.
-		for _, r := range batch {
-			b.one(r)
-		}
-		return
+	if refused(err) {
+		return false
 	}
 	if err != nil {
 		// The connection failed or the store closed: the outcome is
@@ -132,7 +275,7 @@ func (b *batcher) applyMany(batch []*transitionReq) {
 		for _, r := range batch {
 			r.finish("", wrapErr(fmt.Sprintf("transition job %d to %s", r.t.ID, r.t.State), err))
 		}
-		return
+		return true
 	}
 	for _, r := range batch {
 		if q, ok := done[r.t.ID]; ok {
@@ -141,6 +284,7 @@ func (b *batcher) applyMany(batch []*transitionReq) {
 			r.finish("", leaseLost(r.t))
 		}
 	}
+	return true
 }
 
 func leaseLost(t *queue.Transition) error {
@@ -265,12 +409,7 @@ func (s *Store) publishWakes(ts []queue.Transition, errs []error, queues []strin
 // queues[i]. It returns false, having applied nothing, when PostgreSQL
 // refused the statement, and an error when the batch as a whole failed.
 func (s *Store) applyAlone(ctx context.Context, ts []queue.Transition, entries [][]byte, round []int, errs []error, queues []string) (bool, error) {
-	sub := make([]*queue.Transition, len(round))
-	subEntries := make([][]byte, len(round))
-	for k, i := range round {
-		sub[k], subEntries[k] = &ts[i], entries[i]
-	}
-	done, err := applyBatch(ctx, s.lazy, sub, subEntries)
+	done, err := applyRoundBatch(ctx, s.lazy, ts, entries, round)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return false, nil
@@ -278,6 +417,24 @@ func (s *Store) applyAlone(ctx context.Context, ts []queue.Transition, entries [
 	if err != nil {
 		return false, wrapErr("transition jobs", err)
 	}
+	settleRound(ts, round, done, errs, queues)
+	return true, nil
+}
+
+// applyRoundBatch runs applyBatch through q for the transitions ts[i], i
+// in round (distinct jobs).
+func applyRoundBatch(ctx context.Context, q querier, ts []queue.Transition, entries [][]byte, round []int) (map[int64]string, error) {
+	sub := make([]*queue.Transition, len(round))
+	subEntries := make([][]byte, len(round))
+	for k, i := range round {
+		sub[k], subEntries[k] = &ts[i], entries[i]
+	}
+	return applyBatch(ctx, q, sub, subEntries)
+}
+
+// settleRound sets, for each i in round, queues[i] to the queue of the job
+// applyBatch changed (done), or errs[i] to a lost lease.
+func settleRound(ts []queue.Transition, round []int, done map[int64]string, errs []error, queues []string) {
 	for _, i := range round {
 		if q, ok := done[ts[i].ID]; ok {
 			queues[i] = q
@@ -285,7 +442,6 @@ func (s *Store) applyAlone(ctx context.Context, ts []queue.Transition, entries [
 			errs[i] = leaseLost(&ts[i])
 		}
 	}
-	return true, nil
 }
 
 // applyRound applies the transitions ts[i] for i in round (distinct jobs)
@@ -298,12 +454,7 @@ func (s *Store) applyRound(ctx context.Context, tx pgx.Tx, ts []queue.Transition
 	if err != nil {
 		return wrapErr("transition jobs: savepoint", err)
 	}
-	sub := make([]*queue.Transition, len(round))
-	subEntries := make([][]byte, len(round))
-	for k, i := range round {
-		sub[k], subEntries[k] = &ts[i], entries[i]
-	}
-	done, err := applyBatch(ctx, sp, sub, subEntries)
+	done, err := applyRoundBatch(ctx, sp, ts, entries, round)
 	var pgErr *pgconn.PgError
 	if err != nil && !errors.As(err, &pgErr) {
 		return wrapErr("transition jobs", err)
@@ -312,13 +463,7 @@ func (s *Store) applyRound(ctx context.Context, tx pgx.Tx, ts []queue.Transition
 		if err := sp.Commit(ctx); err != nil { // release
 			return wrapErr("transition jobs: release savepoint", err)
 		}
-		for _, i := range round {
-			if q, ok := done[ts[i].ID]; ok {
-				queues[i] = q
-			} else {
-				errs[i] = leaseLost(&ts[i])
-			}
-		}
+		settleRound(ts, round, done, errs, queues)
 		return nil
 	}
 	if err := sp.Rollback(ctx); err != nil {
@@ -352,4 +497,168 @@ func (s *Store) applyRound(ctx context.Context, tx pgx.Tx, ts []queue.Transition
 		}
 	}
 	return nil
+}
+
+// insertReq is one JobInsert without a unique key, waiting for its batch.
+type insertReq struct {
+	ctx  context.Context
+	in   *queue.JobInsert
+	done chan struct{}
+	job  *queue.Job
+	err  error
+}
+
+func (r *insertReq) finish(job *queue.Job, err error) {
+	r.job, r.err = job, err
+	close(r.done)
+}
+
+func (r *insertReq) context() context.Context { return r.ctx }
+func (r *insertReq) fail(err error)           { r.finish(nil, err) }
+
+// inserter combines concurrent JobInsert calls without a unique key (see
+// combiner): while one multi-row INSERT is in flight, the calls that arrive
+// go out together in the next, in one commit. Inserts with a unique key are
+// not combined (each needs its own conflict check and read).
+type inserter struct {
+	combiner[*insertReq]
+}
+
+func newInserter(pool *pgxpool.Pool) *inserter {
+	b := &inserter{}
+	b.init(pool)
+	b.take, b.one, b.many = takeInserts, b.applyOne, b.applyMany
+	return b
+}
+
+// do inserts r.in and returns the job. When r.ctx ends first it returns
+// r.ctx.Err(); the job may or may not have been inserted.
+func (b *inserter) do(r *insertReq) (*queue.Job, error) {
+	r.done = make(chan struct{})
+	if err := b.submit(r, r.done); err != nil {
+		return nil, err
+	}
+	return r.job, r.err
+}
+
+// takeInserts takes the first maxBatch inserts.
+func takeInserts(pending []*insertReq) (batch, rest []*insertReq) {
+	n := min(len(pending), maxBatch)
+	return pending[:n:n], append([]*insertReq(nil), pending[n:]...)
+}
+
+func (b *inserter) applyOne(r *insertReq) {
+	ctx, cancel := b.stmtCtx(r.ctx)
+	defer cancel()
+	job, _, err := insertJob(ctx, b.pool, r.in)
+	r.finish(job, err)
+}
+
+// insertManySQL inserts one job per element of the arrays, skipping the
+// elements whose unique key is held (as insertSQL does). IDs are drawn
+// first, in the CTE, so that each returned row can be matched to its
+// element (ord) without relying on the order of RETURNING.
+var insertManySQL = `WITH src AS (
+	SELECT nextval(pg_get_serial_sequence('heed_jobs', 'id')) AS id, t.*
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[])
+		WITH ORDINALITY AS t(kind, queue, args, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states, ord)
+), ins AS (
+	INSERT INTO heed_jobs (id, kind, queue, args, state, priority, max_attempts, policy, available_at, created_at, unique_key, unique_states)
+	OVERRIDING SYSTEM VALUE
+	SELECT id, kind, queue, args::json, 'available', priority, max_attempts, policy::jsonb, available_at, created_at, unique_key, unique_states::text[]
+	FROM src
+	` + onUniqueConflict + `
+	RETURNING ` + colsPlain + `
+)
+SELECT src.ord, ` + jobColumns("ins.") + ` FROM ins JOIN src USING (id)`
+
+// insertMany inserts ins (validated) through q in one statement and
+// returns one job per element, nil for those whose unique key was held
+// (including by an earlier element of ins).
+func insertMany(ctx context.Context, q querier, ins []*queue.JobInsert) ([]*queue.Job, error) {
+	n := len(ins)
+	var (
+		kinds     = make([]string, n)
+		queues    = make([]string, n)
+		args      = make([]string, n)
+		prios     = make([]int32, n)
+		maxes     = make([]int32, n)
+		policies  = make([]string, n)
+		available = make([]pgtype.Timestamptz, n)
+		created   = make([]pgtype.Timestamptz, n)
+		keys      = make([]pgtype.Text, n)
+		states    = make([]string, n)
+	)
+	for i, in := range ins {
+		policies[i] = "{}"
+		if !in.Policy.IsZero() {
+			p, err := json.Marshal(in.Policy)
+			if err != nil {
+				return nil, fmt.Errorf("pgstore: insert jobs: encode policy: %w", err)
+			}
+			policies[i] = string(p)
+		}
+		kinds[i], queues[i], args[i] = in.Kind, in.Queue, string(in.Args)
+		prios[i], maxes[i] = int32(in.Priority), int32(in.MaxAttempts)
+		available[i] = pgtype.Timestamptz{Time: in.AvailableAt, Valid: true}
+		created[i] = pgtype.Timestamptz{Time: in.CreatedAt, Valid: true}
+		keys[i] = pgtype.Text{String: in.UniqueKey, Valid: in.UniqueKey != ""}
+		states[i] = uniqueStates(in)
+	}
+	rows, err := q.Query(ctx, insertManySQL, kinds, queues, args, prios, maxes, policies, available, created, keys, states)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	jobs := make([]*queue.Job, n)
+	for rows.Next() {
+		var ord int64
+		job, err := scanJob(ordRow{rows, &ord})
+		if err != nil {
+			return nil, err
+		}
+		if ord < 1 || ord > int64(n) {
+			return nil, fmt.Errorf("row for element %d of %d", ord, n)
+		}
+		jobs[ord-1] = job
+	}
+	return jobs, rows.Err()
+}
+
+// applyMany inserts several jobs in one statement, or returns false,
+// having inserted none, when the server refuses it (a NUL byte in one
+// kind; then the combiner inserts each alone, for its own result).
+func (b *inserter) applyMany(batch []*insertReq) bool {
+	ctx, cancel := b.stmtCtx(batch[0].ctx)
+	defer cancel()
+	ins := make([]*queue.JobInsert, len(batch))
+	for i, r := range batch {
+		ins[i] = r.in
+	}
+	jobs, err := insertMany(ctx, b.pool, ins)
+	if refused(err) {
+		return false
+	}
+	for i, r := range batch {
+		switch {
+		case err != nil:
+			r.finish(nil, wrapErr("insert job", err))
+		case jobs[i] == nil:
+			r.finish(nil, errors.New("pgstore: insert job: the batch returned no row for it"))
+		default:
+			r.finish(jobs[i], nil)
+		}
+	}
+	return true
+}
+
+// ordRow scans a row whose first column is the element's ordinal, then the
+// job's columns.
+type ordRow struct {
+	pgx.Row
+	ord *int64
+}
+
+func (r ordRow) Scan(dest ...any) error {
+	return r.Row.Scan(append([]any{r.ord}, dest...)...)
 }

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -192,11 +191,8 @@ func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
 // rows another pruner holds.
 func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, error) {
 	state, before, limit := params.State, params.Before, params.Limit
-	if !state.Finished() {
-		return 0, &queue.InputError{Field: "state", Reason: fmt.Sprintf("is %q, not a finished state", state)}
-	}
-	if limit < 1 {
-		return 0, &queue.InputError{Field: "limit", Reason: fmt.Sprintf("is %d, must be at least 1", limit)}
+	if err := params.Validate(); err != nil {
+		return 0, err
 	}
 	// The state is a literal, not a parameter, so that a generic plan
 	// still matches the partial index.

@@ -113,6 +113,18 @@ func (p *RescueParams) Validate() error {
 	return nil
 }
 
+// Validate reports the first invalid field of p, or nil: a state that is
+// not finished, or a limit under 1. Errors match ErrInvalid.
+func (p *PruneParams) Validate() error {
+	switch {
+	case !p.State.Finished():
+		return &InputError{"state", fmt.Sprintf("is %q, not a finished state", p.State)}
+	case p.Limit < 1:
+		return &InputError{"limit", fmt.Sprintf("is %d, must be at least 1", p.Limit)}
+	}
+	return nil
+}
+
 // Validate reports the first invalid field of f, or nil. Errors match
 // ErrInvalid.
 func (f *JobFilter) Validate() error {

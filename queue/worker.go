@@ -502,17 +502,37 @@ func (w *Worker) listen(ch <-chan string) {
 // does not let claimed jobs pile up: a queue holds at most 2×limit jobs
 // claimed and unfinished.
 func (w *Worker) claimLoop(q string, limit int) {
-	running := 0 // claimed, handler not returned
-	storing := 0 // handler returned, result not yet stored
+	c := w.newClaimLoop(q, limit)
+	defer c.timer.Stop()
+	for {
+		select {
+		case <-w.stopping:
+			return
+		default:
+		}
+		if free := min(limit-c.running, 2*limit-c.running-c.storing); free > 0 && (c.poke || (c.more && free >= c.batchMin)) {
+			c.claim(free)
+		}
+		if !c.wait() {
+			return
+		}
+	}
+}
+
+// claimLoopState is the state of one queue's claimLoop.
+type claimLoopState struct {
+	w *Worker
+	q string
+
+	running int // claimed, handler not returned
+	storing int // handler returned, result not yet stored
 	// Each job sends ran (true) when its handler returns, then done
 	// (false) when it is finished; one channel keeps the two in order.
 	// With at most 2×limit jobs, each with at most two messages unread,
 	// job goroutines never block on it.
-	ends := make(chan bool, 4*limit)
-	poll := w.jittered(w.cfg.PollInterval)
-	timer := clock.Or(w.cfg.Clock).NewTimer(poll)
-	next := w.now().Add(poll) // when the timer fires
-	defer timer.Stop()
+	ends  chan bool
+	timer clock.Timer
+	next  time.Time // when the timer fires
 	// Claims are writes: while jobs may be waiting (the last claim filled
 	// every free slot), claim again once half of the slots are free, not
 	// for every slot, so that a busy queue claims in batches. (A busy
@@ -521,111 +541,136 @@ func (w *Worker) claimLoop(q string, limit int) {
 	// claims of 12, and claims of 37 were slower again; see
 	// internal/compare's BenchmarkQueueDrain.) A poll or a notification
 	// claims for any free slot.
-	batchMin := max(1, limit/2)
-	more, poke := false, true
+	batchMin   int
+	more, poke bool
 	// limited counts the jobs of a limited claim (the half-open breaker's
 	// probe, the retries a recovering budget may grant) that have not
 	// ended (each sends on limitEnds when it does): the next limited
 	// claim waits for them, since their admission comes after the claim
 	// and the breaker or the budget cannot tell yet what they took.
-	limited := 0
-	limitEnds := make(chan struct{}, limit)
+	limited   int
+	limitEnds chan struct{}
 	// held: the last claim left due jobs behind for the queue's global
 	// Limit (fleetlimit.go); each of our jobs whose result is stored frees
 	// a place, so claim again then rather than at the next poll.
-	held := false
-	for {
-		select {
-		case <-w.stopping:
-			return
-		default:
-		}
-		if free := min(limit-running, 2*limit-running-storing); free > 0 && (poke || (more && free >= batchMin)) {
-			poke = false
-			now := w.now()
-			// Leave what the breaker or the budget would refuse where
-			// it is (hold.go), and look again when that ends.
-			h := w.holdAt(now)
-			if !h.until.IsZero() && h.until.Before(next) {
-				timer.Reset(h.until.Sub(now))
-				next = h.until
-			}
-			var jobs []*Job
-			var err error
-			held = false
-			n, capped := free, false
-			switch {
-			case h.probe:
-				n, capped = 1, true // the breaker admits a few probes, not a batch
-			case h.grant > 0 && h.grant < n && !h.first:
-				n, capped = h.grant, true // what the budget may grant, not a batch to defer
-			}
-			if !h.all && !(capped && limited > 0) {
-				w.active.claimStart()
-				jobs, held, err = w.claim(ClaimParams{Queue: q, Limit: n, Now: now,
-					LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID, FirstOnly: h.first})
-				w.active.claimEnd(len(jobs))
-				if err != nil {
-					w.storeFailed("claim "+q, err)
-				} else {
-					w.storeOK()
-				}
-			}
-			if capped {
-				limited += len(jobs)
-			}
-			for _, job := range jobs {
-				running++
-				w.jobs.Add(1)
-				go func() {
-					if capped {
-						defer func() { limitEnds <- struct{}{} }()
-					}
-					ran := false
-					release := func() {
-						if !ran {
-							ran = true
-							ends <- true
-						}
-					}
-					defer func() { release(); w.active.jobEnd(); ends <- false; w.jobs.Done() }()
-					w.run(job, release)
-				}()
-			}
-			// While something is held, a job that ends (a probe, a retry
-			// that succeeded) may end the hold: look again then.
-			more = err == nil && (len(jobs) == n || !h.until.IsZero() || capped)
-		}
-		select {
-		case <-w.stopping:
-			return
-		case <-limitEnds:
-			limited--
-		case ran := <-ends:
-			if ran {
-				running--
-				storing++
-			} else {
-				storing--
-				poke = poke || held // its place is free once its result is stored
-			}
-		case <-w.wake[q]:
-			poke = true
-		case at := <-w.soon[q]:
-			// One of our retries is due at at: poll then if that is
-			// sooner than the timer.
-			if at.Before(next) {
-				now := w.now()
-				timer.Reset(max(at.Sub(now), 0))
-				next = at
-			}
-		case <-timer.C():
-			poke = true
-			poll := w.jittered(w.cfg.PollInterval)
-			timer.Reset(poll)
-			next = w.now().Add(poll)
+	held bool
+}
+
+// newClaimLoop returns the state of a claim loop that polls first now.
+func (w *Worker) newClaimLoop(q string, limit int) *claimLoopState {
+	poll := w.jittered(w.cfg.PollInterval)
+	return &claimLoopState{
+		w: w, q: q,
+		ends:      make(chan bool, 4*limit),
+		timer:     clock.Or(w.cfg.Clock).NewTimer(poll),
+		next:      w.now().Add(poll),
+		batchMin:  max(1, limit/2),
+		poke:      true,
+		limitEnds: make(chan struct{}, limit),
+	}
+}
+
+// claim claims up to free jobs, fewer while the breaker or the budget
+// holds them, and starts them.
+func (c *claimLoopState) claim(free int) {
+	w := c.w
+	c.poke = false
+	now := w.now()
+	// Leave what the breaker or the budget would refuse where
+	// it is (hold.go), and look again when that ends.
+	h := w.holdAt(now)
+	if !h.until.IsZero() && h.until.Before(c.next) {
+		c.timer.Reset(h.until.Sub(now))
+		c.next = h.until
+	}
+	var jobs []*Job
+	var err error
+	c.held = false
+	n, capped := free, false
+	switch {
+	case h.probe:
+		n, capped = 1, true // the breaker admits a few probes, not a batch
+	case h.grant > 0 && h.grant < n && !h.first:
+		n, capped = h.grant, true // what the budget may grant, not a batch to defer
+	}
+	if !h.all && !(capped && c.limited > 0) {
+		w.active.claimStart()
+		jobs, c.held, err = w.claim(ClaimParams{Queue: c.q, Limit: n, Now: now,
+			LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID, FirstOnly: h.first})
+		w.active.claimEnd(len(jobs))
+		if err != nil {
+			w.storeFailed("claim "+c.q, err)
+		} else {
+			w.storeOK()
 		}
 	}
+	if capped {
+		c.limited += len(jobs)
+	}
+	for _, job := range jobs {
+		c.start(job, capped)
+	}
+	// While something is held, a job that ends (a probe, a retry
+	// that succeeded) may end the hold: look again then.
+	c.more = err == nil && (len(jobs) == n || !h.until.IsZero() || capped)
+}
+
+// start runs job in its own goroutine; a capped job (of a limited claim)
+// tells limitEnds when it ends.
+func (c *claimLoopState) start(job *Job, capped bool) {
+	w, ends, limitEnds := c.w, c.ends, c.limitEnds
+	c.running++
+	w.jobs.Add(1)
+	go func() {
+		if capped {
+			defer func() { limitEnds <- struct{}{} }()
+		}
+		ran := false
+		release := func() {
+			if !ran {
+				ran = true
+				ends <- true
+			}
+		}
+		defer func() { release(); w.active.jobEnd(); ends <- false; w.jobs.Done() }()
+		w.run(job, release)
+	}()
+}
+
+// wait waits for the next event: a job that ran or ended, a wake-up, a
+// retry due soon, or the poll timer; it returns false when w stops.
+func (c *claimLoopState) wait() bool {
+	w := c.w
+	select {
+	case <-w.stopping:
+		return false
+	case <-c.limitEnds:
+		c.limited--
+	case ran := <-c.ends:
+		if ran {
+			c.running--
+			c.storing++
+		} else {
+			c.storing--
+			c.poke = c.poke || c.held // its place is free once its result is stored
+		}
+	case <-w.wake[c.q]:
+		c.poke = true
+	case at := <-w.soon[c.q]:
+		// One of our retries is due at at: poll then if that is
+		// sooner than the timer.
+		if at.Before(c.next) {
+			now := w.now()
+			c.timer.Reset(max(at.Sub(now), 0))
+			c.next = at
+		}
+	case <-c.timer.C():
+		c.poke = true
+		poll := w.jittered(w.cfg.PollInterval)
+		c.timer.Reset(poll)
+		c.next = w.now().Add(poll)
+	}
+	return true
 }
 
 // rescueLoop periodically takes running jobs whose lease expired and

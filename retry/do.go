@@ -137,17 +137,7 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		} else {
 			lim, ok := c.Admit(now)
 			if !ok {
-				d := c.Last()
-				if d.Reason == ReasonDeadline && ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if p.Observe != nil {
-					p.Observe(ctx, Event{Decision: d})
-				}
-				if last == nil {
-					last = d.Err
-				}
-				return c.Exhausted(last)
+				return refused(ctx, p, &c, last)
 			}
 			err, timedOut = attempt(ctx, fn, lim, now)
 			if timed {
@@ -172,23 +162,47 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		case GiveUp:
 			return c.Exhausted(err)
 		}
-		if d.Delay > 0 {
-			if timer == nil {
-				timer = clock.Or(p.Clock).NewTimer(d.Delay)
-			} else {
-				timer.Reset(d.Delay)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-timer.C():
-			}
-		} else if err := ctx.Err(); err != nil {
+		if err := sleep(ctx, p.Clock, &timer, d.Delay); err != nil {
 			return err
 		}
 		if timed {
 			now = clock.Now(p.Clock)
 		}
+	}
+}
+
+// refused ends a call that c did not admit to another attempt, and returns
+// its error; last is the error of the last attempt.
+func refused(ctx context.Context, p *Policy, c *Call, last error) error {
+	d := c.Last()
+	if d.Reason == ReasonDeadline && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if p.Observe != nil {
+		p.Observe(ctx, Event{Decision: d})
+	}
+	if last == nil {
+		last = d.Err
+	}
+	return c.Exhausted(last)
+}
+
+// sleep waits for delay on *timer (made on first use), or returns ctx's
+// error if ctx ends first.
+func sleep(ctx context.Context, clk clock.Clock, timer *clock.Timer, delay time.Duration) error {
+	if delay <= 0 {
+		return ctx.Err()
+	}
+	if *timer == nil {
+		*timer = clock.Or(clk).NewTimer(delay)
+	} else {
+		(*timer).Reset(delay)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-(*timer).C():
+		return nil
 	}
 }
 

@@ -15,12 +15,8 @@ var migrationFS embed.FS
 
 // migrations is the embedded list, sorted by version; loading checks at
 // init that versions are 1, 2, 3 ... without gaps. Migrations that need Go
-// (data rewrites) are attached by version.
-var migrations = schema.MustLoad("sqlitestore", migrationFS, "migrations", map[int]func(context.Context, schema.Tx) error{
-	5:  rewriteJobs(""),
-	8:  rewriteJobs(`history LIKE '%"outcome":"ok"%'`),
-	10: rewriteJobs(`history LIKE '%"outcome":"deferred"%'`),
-})
+// (data rewrites, schema.Rewrites) are attached by version.
+var migrations = schema.MustLoad("sqlitestore", migrationFS, "migrations", schema.Rewrites(rewriteJobs))
 
 // SchemaVersion returns the newest schema version this binary knows.
 func SchemaVersion() int { return len(migrations) }

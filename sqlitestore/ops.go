@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -132,11 +131,8 @@ func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
 // found through the state's partial index on finished_at.
 func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, error) {
 	state, before, limit := params.State, params.Before, params.Limit
-	if !state.Finished() {
-		return 0, &queue.InputError{Field: "state", Reason: fmt.Sprintf("is %q, not a finished state", state)}
-	}
-	if limit < 1 {
-		return 0, &queue.InputError{Field: "limit", Reason: fmt.Sprintf("is %d, must be at least 1", limit)}
+	if err := params.Validate(); err != nil {
+		return 0, err
 	}
 	// The state is a literal, not a parameter: SQLite uses a partial
 	// index only when the query's condition matches it as written.

@@ -272,46 +272,13 @@ func (pf *policyFlags) policy() (retry.Policy, error) {
 	if pf.jobs || isSet(pf.fs, "cap") {
 		s.Cap = pf.cap // else the schedule's default: 5s, or Base if larger
 	}
-	var err error
-	switch {
-	case pf.jobs && (pf.attempts < retry.Unlimited || pf.attempts == 0):
-		err = flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", pf.attempts)
-	case !pf.jobs && pf.attempts < 1:
-		err = flagError("attempts", "%d, must be at least 1", pf.attempts)
-	case pf.base <= 0 && pf.jobs:
-		err = flagError("base", "%v, must be positive", pf.base)
-	case pf.base <= 0:
-		// A zero Base would mean the default (100ms) to the backoff
-		// package, which is not what "--base 0" says.
-		err = flagError("base", "%v, must be positive (--backoff immediate does not wait)", pf.base)
-	case !pf.jobs && isSet(pf.fs, "cap") && pf.cap <= 0:
-		err = flagError("cap", "%v, must be positive", pf.cap)
-	case s.Cap > 0 && s.Cap < pf.base || pf.jobs && s.Cap < pf.base:
-		err = flagError("cap", "%v is below --base %v", pf.cap, pf.base)
-	case !finite(pf.multiplier) || pf.multiplier < 1:
-		err = flagError("multiplier", "%v, must be a number of at least 1", pf.multiplier)
-	case pf.jobs && pf.deadline <= 0:
-		err = flagError("budget", "%v, must be positive", pf.deadline)
-	case pf.jobs && pf.timeout <= 0:
-		err = flagError("timeout", "%v, must be positive", pf.timeout)
-	case pf.timeout < 0:
-		err = flagError("timeout", "%v, must not be negative", pf.timeout)
-	case pf.deadline < 0:
-		err = flagError("deadline", "%v, must not be negative", pf.deadline)
-	case pf.minAttempt < 0:
-		err = flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
-	}
-	if err != nil {
+	if err := pf.checkSchedule(s); err != nil {
 		return retry.Policy{}, err
 	}
-	if err := s.Validate(); err != nil {
-		// Not reached for the cases above; map anything new to its flag.
-		if ie, ok := errors.AsType[*backoff.InvalidError](err); ok && !pf.jobs {
-			name := map[string]string{"Kind": "backoff", "Jitter": "jitter", "Base": "base", "Cap": "cap", "Multiplier": "multiplier"}[ie.Field]
-			if name != "" {
-				return retry.Policy{}, flagError(name, "%s", ie.Reason)
-			}
-		}
+	if err := pf.checkTimes(); err != nil {
+		return retry.Policy{}, err
+	}
+	if err := pf.scheduleError(s.Validate()); err != nil {
 		return retry.Policy{}, err
 	}
 	p := retry.Policy{Attempts: pf.attempts, Backoff: s, AttemptTimeout: pf.timeout, TimeBudget: pf.deadline, MinAttemptTime: pf.minAttempt}
@@ -319,6 +286,61 @@ func (pf *policyFlags) policy() (retry.Policy, error) {
 		return retry.Policy{}, err
 	}
 	return p, nil
+}
+
+// checkSchedule checks --attempts and the backoff flags of schedule s.
+func (pf *policyFlags) checkSchedule(s backoff.Schedule) error {
+	switch {
+	case pf.jobs && (pf.attempts < retry.Unlimited || pf.attempts == 0):
+		return flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", pf.attempts)
+	case !pf.jobs && pf.attempts < 1:
+		return flagError("attempts", "%d, must be at least 1", pf.attempts)
+	case pf.base <= 0 && pf.jobs:
+		return flagError("base", "%v, must be positive", pf.base)
+	case pf.base <= 0:
+		// A zero Base would mean the default (100ms) to the backoff
+		// package, which is not what "--base 0" says.
+		return flagError("base", "%v, must be positive (--backoff immediate does not wait)", pf.base)
+	case !pf.jobs && isSet(pf.fs, "cap") && pf.cap <= 0:
+		return flagError("cap", "%v, must be positive", pf.cap)
+	case s.Cap > 0 && s.Cap < pf.base || pf.jobs && s.Cap < pf.base:
+		return flagError("cap", "%v is below --base %v", pf.cap, pf.base)
+	case !finite(pf.multiplier) || pf.multiplier < 1:
+		return flagError("multiplier", "%v, must be a number of at least 1", pf.multiplier)
+	}
+	return nil
+}
+
+// checkTimes checks the time limit flags.
+func (pf *policyFlags) checkTimes() error {
+	switch {
+	case pf.jobs && pf.deadline <= 0:
+		return flagError("budget", "%v, must be positive", pf.deadline)
+	case pf.jobs && pf.timeout <= 0:
+		return flagError("timeout", "%v, must be positive", pf.timeout)
+	case pf.timeout < 0:
+		return flagError("timeout", "%v, must not be negative", pf.timeout)
+	case pf.deadline < 0:
+		return flagError("deadline", "%v, must not be negative", pf.deadline)
+	case pf.minAttempt < 0:
+		return flagError("min-attempt-time", "%v, must not be negative", pf.minAttempt)
+	}
+	return nil
+}
+
+// scheduleError maps err, from the schedule's Validate, to its flag.
+func (pf *policyFlags) scheduleError(err error) error {
+	if err == nil {
+		return nil
+	}
+	// Not reached for the checks above; map anything new to its flag.
+	if ie, ok := errors.AsType[*backoff.InvalidError](err); ok && !pf.jobs {
+		name := map[string]string{"Kind": "backoff", "Jitter": "jitter", "Base": "base", "Cap": "cap", "Multiplier": "multiplier"}[ie.Field]
+		if name != "" {
+			return flagError(name, "%s", ie.Reason)
+		}
+	}
+	return err
 }
 
 // describe is a job policy as heed jobs work's start line says it.

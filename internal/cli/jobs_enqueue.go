@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -47,49 +48,20 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		if len(pos) > 0 {
 			return usageError(s, name, fmt.Errorf("unexpected argument %q: with --file, the jobs come from the file", pos[0]))
 		}
-		if *at != "" {
-			t, err := time.Parse(time.RFC3339, *at)
-			if err != nil {
-				return usageError(s, name, flagError("at", "%q is not an RFC 3339 time such as 2026-12-01T08:00:00Z", *at))
-			}
-			opts.At = t
+		if err := setAt(&opts, *at); err != nil {
+			return usageError(s, name, err)
 		}
 		return jobsEnqueueFile(ctx, s, name, *file, *db, opts, *asJSON)
 	}
-	switch {
-	case len(pos) == 0:
-		return usageError(s, name, errors.New("no job kind: heed jobs enqueue KIND JSON"))
-	case len(pos) == 1:
-		return usageError(s, name, fmt.Errorf("no arguments for the %s job: give a JSON object, such as '{}'", pos[0]))
-	case len(pos) > 2:
-		return usageError(s, name, fmt.Errorf("unexpected argument %q (quote the JSON as one argument)", pos[2]))
-	}
-	kind, raw := pos[0], json.RawMessage(pos[1])
-	if !json.Valid(raw) {
-		return usageError(s, name, fmt.Errorf("arguments are not valid JSON: %s", textfmt.Shorten(pos[1], 60)))
-	}
-	raw, err := jobkinds.Prepare(kind, raw)
+	kind, raw, err := enqueueArgs(pos)
 	if err != nil {
 		return usageError(s, name, err)
 	}
-	if *at != "" {
-		t, err := time.Parse(time.RFC3339, *at)
-		if err != nil {
-			return usageError(s, name, flagError("at", "%q is not an RFC 3339 time such as 2026-12-01T08:00:00Z", *at))
-		}
-		opts.At = t
+	if err := setAt(&opts, *at); err != nil {
+		return usageError(s, name, err)
 	}
-	switch {
-	case opts.In < 0:
-		return usageError(s, name, flagError("in", "%v, must not be negative", opts.In))
-	case opts.In != 0 && !opts.At.IsZero():
-		return usageError(s, name, errors.New("--in and --at are both set; set one"))
-	case opts.MaxAttempts < retry.Unlimited || opts.MaxAttempts == 0 && isSet(fs, "attempts"):
-		return usageError(s, name, flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", opts.MaxAttempts))
-	case opts.Policy.TimeBudget < 0 || opts.Policy.TimeBudget == 0 && isSet(fs, "budget"):
-		return usageError(s, name, flagError("budget", "%v, must be positive", opts.Policy.TimeBudget))
-	case opts.Policy.AttemptTimeout < 0 || opts.Policy.AttemptTimeout == 0 && isSet(fs, "timeout"):
-		return usageError(s, name, flagError("timeout", "%v, must be positive", opts.Policy.AttemptTimeout))
+	if err := checkEnqueueOptions(fs, &opts); err != nil {
+		return usageError(s, name, err)
 	}
 	// Everything the queue would refuse, refused before the database is
 	// opened (or created).
@@ -113,15 +85,73 @@ func jobsEnqueueMain(ctx context.Context, s streams, args []string) int {
 		}{inserted, jobtext.ToJSON(jobtext.Redact(job, false))})
 		return exitOK
 	}
+	printEnqueued(s, job, inserted)
+	return exitOK
+}
+
+// enqueueArgs returns the job kind and its arguments, prepared for the
+// kind, from the positional arguments KIND JSON.
+func enqueueArgs(pos []string) (string, json.RawMessage, error) {
+	switch {
+	case len(pos) == 0:
+		return "", nil, errors.New("no job kind: heed jobs enqueue KIND JSON")
+	case len(pos) == 1:
+		return "", nil, fmt.Errorf("no arguments for the %s job: give a JSON object, such as '{}'", pos[0])
+	case len(pos) > 2:
+		return "", nil, fmt.Errorf("unexpected argument %q (quote the JSON as one argument)", pos[2])
+	}
+	kind, raw := pos[0], json.RawMessage(pos[1])
+	if !json.Valid(raw) {
+		return "", nil, fmt.Errorf("arguments are not valid JSON: %s", textfmt.Shorten(pos[1], 60))
+	}
+	raw, err := jobkinds.Prepare(kind, raw)
+	if err != nil {
+		return "", nil, err
+	}
+	return kind, raw, nil
+}
+
+// setAt sets opts.At from --at, when given.
+func setAt(opts *queue.EnqueueOptions, at string) error {
+	if at == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return flagError("at", "%q is not an RFC 3339 time such as 2026-12-01T08:00:00Z", at)
+	}
+	opts.At = t
+	return nil
+}
+
+// checkEnqueueOptions checks the scheduling and policy flags in opts.
+func checkEnqueueOptions(fs *flag.FlagSet, opts *queue.EnqueueOptions) error {
+	switch {
+	case opts.In < 0:
+		return flagError("in", "%v, must not be negative", opts.In)
+	case opts.In != 0 && !opts.At.IsZero():
+		return errors.New("--in and --at are both set; set one")
+	case opts.MaxAttempts < retry.Unlimited || opts.MaxAttempts == 0 && isSet(fs, "attempts"):
+		return flagError("attempts", "%d, must be at least 1 (or -1 for no limit)", opts.MaxAttempts)
+	case opts.Policy.TimeBudget < 0 || opts.Policy.TimeBudget == 0 && isSet(fs, "budget"):
+		return flagError("budget", "%v, must be positive", opts.Policy.TimeBudget)
+	case opts.Policy.AttemptTimeout < 0 || opts.Policy.AttemptTimeout == 0 && isSet(fs, "timeout"):
+		return flagError("timeout", "%v, must be positive", opts.Policy.AttemptTimeout)
+	}
+	return nil
+}
+
+// printEnqueued writes the line saying that job was enqueued, or was
+// already there (not inserted).
+func printEnqueued(s streams, job *queue.Job, inserted bool) {
 	now := time.Now()
 	if !inserted {
 		fmt.Fprintf(s.stdout, "job %d (%s) with key %q is already %s: not enqueued again\n", job.ID, job.Kind, job.UniqueKey, jobtext.State(job, now))
-		return exitOK
+		return
 	}
 	when := "now"
 	if job.AvailableAt.After(now) {
 		when = job.AvailableAt.UTC().Format(time.RFC3339) + " (" + textfmt.Ago(job.AvailableAt, now) + ")"
 	}
 	fmt.Fprintf(s.stdout, "enqueued job %d (%s) on queue %s, to run %s\n", job.ID, job.Kind, job.Queue, when)
-	return exitOK
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -69,25 +70,8 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return usageError(s, name, flagError("queues", "%v", err))
 	}
-	for fl, d := range map[string]time.Duration{"lease": *lease, "poll": *poll, "grace": *grace} {
-		if d <= 0 {
-			return usageError(s, name, flagError(fl, "%v, must be positive", d))
-		}
-	}
-	if *lease < minLease {
-		return usageError(s, name, flagError("lease", "%v is below the minimum of %v: a lease must outlast several database round trips, or finished jobs are rescued as lost and run again", *lease, minLease))
-	}
-	if *waitWithin < 0 {
-		return usageError(s, name, flagError("wait-within", "%v, must not be negative", *waitWithin))
-	}
-	if *forD < 0 {
-		return usageError(s, name, flagError("for", "%v, must not be negative", *forD))
-	}
-	if *summaryEvery < 0 {
-		return usageError(s, name, flagError("summary-every", "%v, must not be negative", *summaryEvery))
-	}
-	if *logFormat != jobrun.LogText && *logFormat != jobrun.LogJSON {
-		return usageError(s, name, flagError("log-format", "%q is not text or json", *logFormat))
+	if err := checkWorkFlags(*lease, *poll, *grace, *waitWithin, *forD, *summaryEvery, *logFormat); err != nil {
+		return usageError(s, name, err)
 	}
 	log := jobrun.Logger(s.stderr, *logFormat, "heed "+name+": ")
 
@@ -155,13 +139,8 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 	if err != nil {
 		return usageError(s, name, err)
 	}
-	names := make([]string, 0, len(qs))
-	for q, n := range qs {
-		names = append(names, fmt.Sprintf("%s (%d at once)", q, n))
-	}
-	sort.Strings(names)
 	log.Info(fmt.Sprintf("worker %s on %s", w.ID(), d.Name()),
-		"queues", strings.Join(names, ", "), "policy", pf.describe(p), "lease", *lease)
+		"queues", queuesText(qs), "policy", pf.describe(p), "lease", *lease)
 	switch {
 	case *untilEmpty && *waitScheduled:
 		log.Info("until empty: runs every job of its queues, however far ahead (--wait-scheduled), then stops")
@@ -180,6 +159,44 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 			log.Info(fmt.Sprintf("stopping: running jobs have %v to finish", *grace))
 		}
 	})
+	return workStopped(log, r, err)
+}
+
+// checkWorkFlags checks the timing and output flags of heed jobs work.
+func checkWorkFlags(lease, poll, grace, waitWithin, forD, summaryEvery time.Duration, logFormat string) error {
+	for fl, d := range map[string]time.Duration{"lease": lease, "poll": poll, "grace": grace} {
+		if d <= 0 {
+			return flagError(fl, "%v, must be positive", d)
+		}
+	}
+	switch {
+	case lease < minLease:
+		return flagError("lease", "%v is below the minimum of %v: a lease must outlast several database round trips, or finished jobs are rescued as lost and run again", lease, minLease)
+	case waitWithin < 0:
+		return flagError("wait-within", "%v, must not be negative", waitWithin)
+	case forD < 0:
+		return flagError("for", "%v, must not be negative", forD)
+	case summaryEvery < 0:
+		return flagError("summary-every", "%v, must not be negative", summaryEvery)
+	case logFormat != jobrun.LogText && logFormat != jobrun.LogJSON:
+		return flagError("log-format", "%q is not text or json", logFormat)
+	}
+	return nil
+}
+
+// queuesText lists the queues of qs with their concurrency, sorted.
+func queuesText(qs map[string]int) string {
+	names := make([]string, 0, len(qs))
+	for q, n := range qs {
+		names = append(names, fmt.Sprintf("%s (%d at once)", q, n))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// workStopped logs what a drain left and the summary once r has stopped
+// with err, and returns the exit code.
+func workStopped(log *slog.Logger, r *jobrun.Runner, err error) int {
 	if r.Drained != nil {
 		for _, line := range jobtext.DrainReport(*r.Drained) {
 			log.Warn(line)

@@ -76,46 +76,18 @@ func simMain(ctx context.Context, s streams, args []string) int {
 			return usageError(s, "sim", flagError("policy", "%v", err))
 		}
 	}
-	format := ""
-	if *chartPath != "" {
-		switch ext := strings.ToLower(filepath.Ext(*chartPath)); ext {
-		case ".png", ".svg":
-			format = ext[1:]
-		default:
-			return usageError(s, "sim", flagError("chart", "%q: the file name must end in .png or .svg", *chartPath))
-		}
+	format, err := chartFormat(*chartPath)
+	if err != nil {
+		return usageError(s, "sim", err)
 	}
 	if err := sc.Validate(); err != nil {
 		return usageError(s, "sim", fmt.Errorf("%s: %w", pos[0], err))
 	}
-	// Refuse before simulating, not after: an existing file may be one a
-	// repository tracks (docs/sim-spike.png), overwritten only when asked.
-	for _, path := range []string{*csvPath, *chartPath} {
-		if path == "" || path == "-" || *force {
-			continue
-		}
-		if _, err := os.Stat(path); err == nil {
-			fmt.Fprintf(s.stderr, "heed sim: %s exists; give --force to overwrite it, or another file name\n", path)
-			return exitFailure
-		}
+	if refuseExisting(s, *force, *csvPath, *chartPath) {
+		return exitFailure
 	}
 
-	opts := sim.Options{Context: ctx}
-	if f, ok := s.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		opts.Progress = newProgress(s.stderr, &sc).update
-	}
-	var results []*sim.Result
-	var spreads []*sim.Seeds
-	if *seeds == 1 {
-		results, err = sim.RunWith(sc, opts)
-	} else if spreads, err = sim.RunSeeds(sc, *seeds, opts); err == nil {
-		for _, sd := range spreads {
-			results = append(results, sd.Results[0])
-		}
-	}
-	if opts.Progress != nil {
-		fmt.Fprint(s.stderr, "\r\033[K")
-	}
+	results, spreads, err := simRun(ctx, s, &sc, *seeds)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(s.stderr, "heed sim: interrupted")
@@ -136,25 +108,80 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	code = exitOK
 	if *csvPath != "" {
 		err := writeOut(s, *csvPath, *force, func(w io.Writer) error { return sim.WriteCSV(w, results...) })
-		if err != nil {
-			fmt.Fprintf(s.stderr, "heed sim: %v\n", err)
-			code = exitFailure
-		} else if *csvPath != "-" {
-			fmt.Fprintf(s.stderr, "heed sim: wrote the time series to %s\n", *csvPath)
-		}
+		code = max(code, simWrote(s, err, *csvPath, "the time series"))
 	}
 	if *chartPath != "" {
 		err := writeOut(s, *chartPath, *force, func(w io.Writer) error {
 			return chart.Write(w, format, chart.Options{Title: sc.Name, Faults: sc.Faults}, results...)
 		})
-		if err != nil {
-			fmt.Fprintf(s.stderr, "heed sim: %v\n", err)
-			code = exitFailure
-		} else if *chartPath != "-" {
-			fmt.Fprintf(s.stderr, "heed sim: wrote the chart to %s\n", *chartPath)
-		}
+		code = max(code, simWrote(s, err, *chartPath, "the chart"))
 	}
 	return code
+}
+
+// chartFormat returns the format of --chart path, by its extension: png,
+// svg, or "" when path is "".
+func chartFormat(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".png", ".svg":
+		return ext[1:], nil
+	default:
+		return "", flagError("chart", "%q: the file name must end in .png or .svg", path)
+	}
+}
+
+// refuseExisting reports whether one of paths exists (and says so on
+// stderr), unless force. It runs before simulating, not after: an existing
+// file may be one a repository tracks (docs/sim-spike.png), overwritten
+// only when asked.
+func refuseExisting(s streams, force bool, paths ...string) bool {
+	for _, path := range paths {
+		if path == "" || path == "-" || force {
+			continue
+		}
+		if _, err := os.Stat(path); err == nil {
+			fmt.Fprintf(s.stderr, "heed sim: %s exists; give --force to overwrite it, or another file name\n", path)
+			return true
+		}
+	}
+	return false
+}
+
+// simRun runs sc with seeds seeds, showing progress on a terminal's
+// stderr; with more than one seed it returns the spreads too, and the
+// first seed's results.
+func simRun(ctx context.Context, s streams, sc *sim.Scenario, seeds int) (results []*sim.Result, spreads []*sim.Seeds, err error) {
+	opts := sim.Options{Context: ctx}
+	if f, ok := s.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		opts.Progress = newProgress(s.stderr, sc).update
+	}
+	if seeds == 1 {
+		results, err = sim.RunWith(*sc, opts)
+	} else if spreads, err = sim.RunSeeds(*sc, seeds, opts); err == nil {
+		for _, sd := range spreads {
+			results = append(results, sd.Results[0])
+		}
+	}
+	if opts.Progress != nil {
+		fmt.Fprint(s.stderr, "\r\033[K")
+	}
+	return results, spreads, err
+}
+
+// simWrote reports writing what to path: err on stderr, or where it went
+// (unless stdout); it returns the exit code.
+func simWrote(s streams, err error, path, what string) int {
+	if err != nil {
+		fmt.Fprintf(s.stderr, "heed sim: %v\n", err)
+		return exitFailure
+	}
+	if path != "-" {
+		fmt.Fprintf(s.stderr, "heed sim: wrote %s to %s\n", what, path)
+	}
+	return exitOK
 }
 
 // writeOut writes to path ("-" is stdout) with write. Unless overwrite is

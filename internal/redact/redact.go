@@ -594,32 +594,14 @@ func keyed(s string) string {
 		if c != '=' && c != ':' {
 			continue
 		}
-		// The key: a word before the separator, maybe quoted (escaped or
-		// not), maybe followed by spaces.
-		k := i
-		for k > out && (s[k-1] == ' ' || s[k-1] == '\t') {
-			k--
-		}
-		for k > out && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '\\' || s[k-1] == '`') {
-			k--
-		}
-		ks := k
-		for ks > out && isKeyByte(s[ks-1]) {
-			ks--
-		}
+		ks, k := keyBefore(s, i, out)
 		if ks == k || !SecretName(s[ks:k]) {
 			continue
 		}
-		j := i + 1
-		if c == ':' && strings.HasPrefix(s[j:], "//") {
+		if c == ':' && strings.HasPrefix(s[i+1:], "//") {
 			continue // a URL's scheme
 		}
-		if j < len(s) && (c == '=' && s[j] == '>' || c == ':' && s[j] == '=') {
-			j++ // "=>", ":="
-		}
-		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-			j++
-		}
+		j := valueStart(s, i)
 		n := normName(s[ks:k])
 		line := c == ':' && (lineStart(s, ks) || strings.HasSuffix(n, "authorization") || strings.HasSuffix(n, "cookie"))
 		start, end := value(s, j, line)
@@ -636,6 +618,37 @@ func keyed(s string) string {
 	}
 	b.WriteString(s[out:])
 	return b.String()
+}
+
+// keyBefore returns the bounds of the key before the separator at s[i],
+// not before out: a word, maybe quoted (escaped or not), maybe followed by
+// spaces. The key is empty (ks == k) when there is none.
+func keyBefore(s string, i, out int) (ks, k int) {
+	k = i
+	for k > out && (s[k-1] == ' ' || s[k-1] == '\t') {
+		k--
+	}
+	for k > out && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '\\' || s[k-1] == '`') {
+		k--
+	}
+	ks = k
+	for ks > out && isKeyByte(s[ks-1]) {
+		ks--
+	}
+	return ks, k
+}
+
+// valueStart returns where the value after the separator at s[i] may
+// start: past "=>" or ":=", and spaces.
+func valueStart(s string, i int) int {
+	c, j := s[i], i+1
+	if j < len(s) && (c == '=' && s[j] == '>' || c == ':' && s[j] == '=') {
+		j++ // "=>", ":="
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	return j
 }
 
 // lineStart reports whether only spaces and the markers of a header dump

@@ -163,6 +163,17 @@ func Load(store string, fsys fs.FS, dir string, goSteps map[int]func(context.Con
 	return steps, nil
 }
 
+// Rewrites returns the migrations that rewrite stored jobs in Go, the same
+// in both stores, by version: rewrite(where) rewrites the jobs that the SQL
+// condition where selects ("" for every job).
+func Rewrites(rewrite func(where string) func(context.Context, Tx) error) map[int]func(context.Context, Tx) error {
+	return map[int]func(context.Context, Tx) error{
+		5:  rewrite(""),
+		8:  rewrite(`history LIKE '%"outcome":"ok"%'`),
+		10: rewrite(`history LIKE '%"outcome":"deferred"%'`),
+	}
+}
+
 // MustLoad is Load that panics on error: the migrations are embedded, so
 // an error is a bug of the build.
 func MustLoad(store string, fsys fs.FS, dir string, goSteps map[int]func(context.Context, Tx) error) []Step {

@@ -98,99 +98,23 @@ func Write(w io.Writer, format string, o Options, results ...*sim.Result) error 
 	}
 	peaks := make([]peak, len(results))
 	for i, r := range results {
-		sec := r.Interval.Seconds()
-		series := func(f func(sim.Point) float64) plotter.XYs {
-			xy := make(plotter.XYs, len(r.Series))
-			for k, p := range r.Series {
-				xy[k].X = (p.At + r.Interval/2).Seconds()
-				xy[k].Y = f(p)
-			}
-			return xy
-		}
-		xmax := (time.Duration(len(r.Series)) * r.Interval).Seconds()
 		pk := &peaks[i]
-		pk.policy = r.Chain
-		for _, p := range r.Series {
-			pk.attempts = max(pk.attempts, float64(p.Attempts)/sec)
-			pk.rate = max(pk.rate, float64(p.UserRequests)/sec, float64(p.Attempts)/sec, float64(p.Goodput)/sec)
-			pk.inFlight = max(pk.inFlight, p.InFlight)
-			pk.p99 = max(pk.p99, p.P99)
+		pk.measure(r)
+		xmax := (time.Duration(len(r.Series)) * r.Interval).Seconds()
+		var l0, l1, l2 *plot.Legend
+		if i == 0 { // the first column's lines stand for all in the legends
+			l0, l1, l2 = &legends[0], &legends[1], &legends[2]
 		}
-		first := i == 0 // the first column's lines stand for all in the legends
-
-		// Row 1: rates.
-		top := newPanel(0, xmax, nice(pk.rate))
-		top.Title.Text = r.Chain
-		if o.Title != "" {
-			top.Title.Text = o.Title + ": " + r.Chain
-		}
-		top.Title.TextStyle.Font.Size = vg.Points(13)
-		top.Y.Label.Text = "requests per second"
-		top.Y.Tick.Marker = plainTicks{}
-		if err := shade(top, o.Faults, xmax); err != nil {
+		var err error
+		if plots[0][i], err = rateRow(r, pk, o, xmax, l0); err != nil {
 			return err
 		}
-		for _, l := range []struct {
-			name string
-			col  color.Color
-			f    func(sim.Point) float64
-		}{
-			{"attempts at the bottom service", colAttempts, func(p sim.Point) float64 { return float64(p.Attempts) / sec }},
-			{"user requests", colUsers, func(p sim.Point) float64 { return float64(p.UserRequests) / sec }},
-			{"goodput (succeeded)", colGoodput, func(p sim.Point) float64 { return float64(p.Goodput) / sec }},
-		} {
-			line, err := addLine(top, l.col, series(l.f))
-			if err != nil {
-				return err
-			}
-			if first {
-				legends[0].Add(l.name+" (/s)", line)
-			}
-		}
-		addSummary(top, r)
-
-		// Row 2: a count, with integer ticks.
-		mid := newPanel(0, xmax, nice(float64(pk.inFlight)))
-		mid.Y.Label.Text = "attempts in flight (count)"
-		mid.Y.Tick.Marker = integerTicks{}
-		if err := shade(mid, o.Faults, xmax); err != nil {
+		if plots[1][i], err = inFlightRow(r, pk, o, xmax, l1); err != nil {
 			return err
 		}
-		line, err := addLine(mid, colInFlight, series(func(p sim.Point) float64 { return float64(p.InFlight) }))
-		if err != nil {
+		if plots[2][i], err = latencyRow(r, pk, o, xmax, l2); err != nil {
 			return err
 		}
-		if first {
-			legends[1].Add("attempts the bottom service holds,", line)
-			legends[1].Add("in service or queued, at the")
-			legends[1].Add("end of each interval")
-		}
-
-		// Row 3: latency, in seconds, with gaps where nothing finished.
-		bottom := newPanel(0, xmax, niceUp(pk.p99.Seconds()))
-		bottom.Y.Label.Text = "p99 latency (s)"
-		bottom.Y.Tick.Marker = plainTicks{}
-		bottom.X.Label.Text = "time (s)"
-		if err := shade(bottom, o.Faults, xmax); err != nil {
-			return err
-		}
-		var thumb plot.Thumbnailer
-		for _, run := range finishedRuns(r, series(func(p sim.Point) float64 { return p.P99.Seconds() })) {
-			th, err := addRun(bottom, colP99, run)
-			if err != nil {
-				return err
-			}
-			if thumb == nil {
-				thumb = th
-			}
-		}
-		if first && thumb != nil {
-			legends[2].Add("p99 latency of the user requests", thumb)
-			legends[2].Add("that finished in the interval;")
-			legends[2].Add("a gap: none finished")
-		}
-
-		plots[0][i], plots[1][i], plots[2][i] = top, mid, bottom
 	}
 	visible := false // a fault that starts before the horizon
 	for _, f := range o.Faults {
@@ -222,6 +146,114 @@ func Write(w io.Writer, format string, o Options, results ...*sim.Result) error 
 	drawCaption(caption, peaks)
 	_, err := c.WriteTo(w)
 	return err
+}
+
+// measure sets pk to the peaks of r's series.
+func (pk *peak) measure(r *sim.Result) {
+	sec := r.Interval.Seconds()
+	pk.policy = r.Chain
+	for _, p := range r.Series {
+		pk.attempts = max(pk.attempts, float64(p.Attempts)/sec)
+		pk.rate = max(pk.rate, float64(p.UserRequests)/sec, float64(p.Attempts)/sec, float64(p.Goodput)/sec)
+		pk.inFlight = max(pk.inFlight, p.InFlight)
+		pk.p99 = max(pk.p99, p.P99)
+	}
+}
+
+// seriesOf returns the points f takes from r's series, each at the middle
+// of its interval.
+func seriesOf(r *sim.Result, f func(sim.Point) float64) plotter.XYs {
+	xy := make(plotter.XYs, len(r.Series))
+	for k, p := range r.Series {
+		xy[k].X = (p.At + r.Interval/2).Seconds()
+		xy[k].Y = f(p)
+	}
+	return xy
+}
+
+// rateRow returns row 1 of r's column: rates. It adds its lines to
+// legend, when not nil.
+func rateRow(r *sim.Result, pk *peak, o Options, xmax float64, legend *plot.Legend) (*plot.Plot, error) {
+	sec := r.Interval.Seconds()
+	top := newPanel(0, xmax, nice(pk.rate))
+	top.Title.Text = r.Chain
+	if o.Title != "" {
+		top.Title.Text = o.Title + ": " + r.Chain
+	}
+	top.Title.TextStyle.Font.Size = vg.Points(13)
+	top.Y.Label.Text = "requests per second"
+	top.Y.Tick.Marker = plainTicks{}
+	if err := shade(top, o.Faults, xmax); err != nil {
+		return nil, err
+	}
+	for _, l := range []struct {
+		name string
+		col  color.Color
+		f    func(sim.Point) float64
+	}{
+		{"attempts at the bottom service", colAttempts, func(p sim.Point) float64 { return float64(p.Attempts) / sec }},
+		{"user requests", colUsers, func(p sim.Point) float64 { return float64(p.UserRequests) / sec }},
+		{"goodput (succeeded)", colGoodput, func(p sim.Point) float64 { return float64(p.Goodput) / sec }},
+	} {
+		line, err := addLine(top, l.col, seriesOf(r, l.f))
+		if err != nil {
+			return nil, err
+		}
+		if legend != nil {
+			legend.Add(l.name+" (/s)", line)
+		}
+	}
+	addSummary(top, r)
+	return top, nil
+}
+
+// inFlightRow returns row 2 of r's column: a count, with integer ticks.
+// It adds its line to legend, when not nil.
+func inFlightRow(r *sim.Result, pk *peak, o Options, xmax float64, legend *plot.Legend) (*plot.Plot, error) {
+	mid := newPanel(0, xmax, nice(float64(pk.inFlight)))
+	mid.Y.Label.Text = "attempts in flight (count)"
+	mid.Y.Tick.Marker = integerTicks{}
+	if err := shade(mid, o.Faults, xmax); err != nil {
+		return nil, err
+	}
+	line, err := addLine(mid, colInFlight, seriesOf(r, func(p sim.Point) float64 { return float64(p.InFlight) }))
+	if err != nil {
+		return nil, err
+	}
+	if legend != nil {
+		legend.Add("attempts the bottom service holds,", line)
+		legend.Add("in service or queued, at the")
+		legend.Add("end of each interval")
+	}
+	return mid, nil
+}
+
+// latencyRow returns row 3 of r's column: latency, in seconds, with gaps
+// where nothing finished. It adds its line to legend, when not nil.
+func latencyRow(r *sim.Result, pk *peak, o Options, xmax float64, legend *plot.Legend) (*plot.Plot, error) {
+	bottom := newPanel(0, xmax, niceUp(pk.p99.Seconds()))
+	bottom.Y.Label.Text = "p99 latency (s)"
+	bottom.Y.Tick.Marker = plainTicks{}
+	bottom.X.Label.Text = "time (s)"
+	if err := shade(bottom, o.Faults, xmax); err != nil {
+		return nil, err
+	}
+	var thumb plot.Thumbnailer
+	for _, run := range finishedRuns(r, seriesOf(r, func(p sim.Point) float64 { return p.P99.Seconds() })) {
+		th, err := addRun(bottom, colP99, run)
+		if err != nil {
+			return nil, err
+		}
+		if thumb == nil {
+			thumb = th
+		}
+	}
+	if legend != nil && thumb != nil {
+		legend.Add("p99 latency of the user requests", thumb)
+		legend.Add("that finished in the interval;")
+		legend.Add("a gap: none finished")
+	}
+	return bottom, nil
 }
 
 // peak is the largest value of each quantity in one run, for the caption.
