@@ -356,10 +356,7 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 		return nil, err
 	}
 	var args []any
-	order := ` ORDER BY id`
-	if f.Newest {
-		order = ` ORDER BY id DESC`
-	}
+	order := sqlfilter.Order(&f)
 	sql := `SELECT ` + colsPlain + ` FROM heed_jobs WHERE ` + where(&f, false, &args) + order + limit(&f)
 	jobs, err := collectJobs(s.pool.Query(ctx, sql, args...))
 	if err != nil {

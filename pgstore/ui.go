@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,10 +35,7 @@ func (s *Store) JobSearch(ctx context.Context, params queue.SearchParams) ([]*qu
 		}
 		w += " AND " + cond
 	}
-	order := ` ORDER BY id`
-	if f.Newest {
-		order = ` ORDER BY id DESC`
-	}
+	order := sqlfilter.Order(&f)
 	jobs, err := collectJobs(s.pool.Query(ctx, `SELECT `+colsPlain+` FROM heed_jobs WHERE `+w+order+limit(&f), args...))
 	if err != nil {
 		return nil, wrapErr("search jobs", err)

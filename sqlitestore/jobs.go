@@ -262,10 +262,7 @@ func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, e
 		return nil, err
 	}
 	w, args := where(&f, false)
-	order := ` ORDER BY id`
-	if f.Newest {
-		order = ` ORDER BY id DESC`
-	}
+	order := sqlfilter.Order(&f)
 	rows, err := s.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE `+w+order+limit(&f), args...)
 	if err != nil {
 		return nil, wrap("list", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
 )
 
@@ -33,10 +34,7 @@ func (s *Store) JobSearch(ctx context.Context, params queue.SearchParams) ([]*qu
 		}
 		w += " AND " + cond
 	}
-	order := ` ORDER BY id`
-	if f.Newest {
-		order = ` ORDER BY id DESC`
-	}
+	order := sqlfilter.Order(&f)
 	rows, err := s.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE `+w+order+limit(&f), args...)
 	if err != nil {
 		return nil, wrap("search", err)

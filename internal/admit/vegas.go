@@ -89,6 +89,7 @@ type vegas struct {
 	// regression of served on in flight, whose slope is the gain.
 	mx, my, mxx, mxy float64
 	fit              bool
+	held             float64 // the last gain measured
 }
 
 // A window closes after windowSamples samples or windowMax.
@@ -178,15 +179,24 @@ func (v *vegas) regress(x, y float64) {
 // slope of the regression: 1 below a capacity cliff, 0 for a queue,
 // between for a service whose latency grows with every request in flight
 // and whose throughput grows with it too (1/(1+n·c/L)² for latency L +
-// c per request in flight). It is 0 while in flight has varied by less
-// than 2 requests (a variance below 4): until shown otherwise, latency
-// above the baseline is a queue.
+// c per request in flight). While in flight has varied by less than 2
+// requests (a variance below 4) the slope says nothing and the last one
+// measured is held: a limit pinned by its demand keeps its gain. A gain
+// of 0 there cut the real chain's limit after the spike (1,093-1,108 of
+// 1,200 served after it); one halved each window, or each 64 samples,
+// as well. A held gain cannot keep a queue inside: contention still
+// needs the latency within twice the baseline and the window's served
+// count within a fifth of the fit.
 func (v *vegas) gain() float64 {
-	if vx := v.mxx - v.mx*v.mx; vx >= 4 {
-		return (v.mxy - v.mx*v.my) / vx
+	if v.varied() {
+		v.held = (v.mxy - v.mx*v.my) / (v.mxx - v.mx*v.mx)
 	}
-	return 0
+	return v.held
 }
+
+// varied reports whether in flight varied enough for the regression's
+// slope to mean something.
+func (v *vegas) varied() bool { return v.mxx-v.mx*v.mx >= 4 }
 
 // contention reports whether the latency of a window whose samples had
 // queue waiting inside and served being served, on average, is

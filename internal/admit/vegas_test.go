@@ -95,6 +95,33 @@ func TestVegasGain(t *testing.T) {
 	}
 }
 
+// A gain measured while in flight varied is held while it then sits
+// steady (at a limit its demand fills): the slope says nothing there, and
+// a gain of 0 cut the real chain's limit after the spike.
+func TestVegasGainHeld(t *testing.T) {
+	rtt := func(n int) time.Duration { return time.Second + time.Duration(n-1)*10*time.Millisecond }
+	v := newVegas(20, 1, 1000, 10*time.Second)
+	v.baseline = rtt(1)
+	feed := func(lo, hi int) {
+		for i := range 400 {
+			n := lo + (i*7)%(hi-lo+1)
+			v.regress(float64(n), float64(n)*float64(v.baseline)/float64(rtt(n)))
+			v.gain()
+		}
+	}
+	feed(40, 80)
+	if g := v.gain(); g < gainGrow {
+		t.Fatalf("gain %.3f while in flight varied, want at least %.2f", g, gainGrow)
+	}
+	feed(70, 70)
+	if v.varied() {
+		t.Fatal("in flight still varies after 400 samples at 70")
+	}
+	if g := v.gain(); g < gainGrow || g > 0.5 {
+		t.Errorf("gain %.3f after in flight sat steady, want the held gain, %.2f to 0.5", g, gainGrow)
+	}
+}
+
 // A window is ten samples, or a second's worth; each sample's estimate
 // is about its own in-flight count.
 func TestVegasWindow(t *testing.T) {

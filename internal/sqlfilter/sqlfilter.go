@@ -103,6 +103,15 @@ func Claim(p *queue.ClaimParams) string {
 	return ""
 }
 
+// Order returns " ORDER BY id", or " ORDER BY id DESC" when f.Newest: the
+// order in which the stores list jobs.
+func Order(f *queue.JobFilter) string {
+	if f.Newest {
+		return " ORDER BY id DESC"
+	}
+	return " ORDER BY id"
+}
+
 // Limit returns " LIMIT n" for a positive f.Limit, or "".
 func Limit(f *queue.JobFilter) string {
 	if f.Limit > 0 {

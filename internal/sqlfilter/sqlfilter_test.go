@@ -43,4 +43,7 @@ func TestWhere(t *testing.T) {
 	if Limit(&queue.JobFilter{Limit: 5}) != " LIMIT 5" || Limit(&queue.JobFilter{}) != "" {
 		t.Error("Limit")
 	}
+	if Order(&queue.JobFilter{}) != " ORDER BY id" || Order(&queue.JobFilter{Newest: true}) != " ORDER BY id DESC" {
+		t.Error("Order")
+	}
 }
