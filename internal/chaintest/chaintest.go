@@ -235,63 +235,8 @@ func Run(t testing.TB, cfg Config) Result {
 	fine := func(d time.Duration) int { return min(max(int(d/(10*time.Millisecond)), 0), nfine-1) }
 	inFault := func(d time.Duration) bool { return d >= cfg.Healthy && d < cfg.Healthy+cfg.FaultFor }
 
-	var mu sync.Mutex
-	rnd := rand.New(rand.NewPCG(cfg.Seed, 1))
-	fail := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return rnd.Float64() < cfg.ErrorRate
-	}
 	var finished, wasted atomic.Int64
-	var cInner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if inFault(time.Since(start)) && cfg.Fault != Refused && fail() {
-			if cfg.Fault == BlackHole {
-				<-r.Context().Done()
-				panic(http.ErrAbortHandler) // never answer, even late
-			}
-			http.Error(w, "C is down", http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ok")
-	})
-	var stopPool func()
-	if cfg.Fault == FIFO {
-		cInner, stopPool = fifo(cfg, func() bool { return inFault(time.Since(start)) }, &finished, &wasted)
-	}
-	if cfg.Fault == HalfCapacity {
-		workers := func() int {
-			if inFault(time.Since(start)) {
-				return cfg.Workers / 2
-			}
-			return cfg.Workers
-		}
-		var p *pool
-		p, stopPool = newPool(cfg.Workers, cfg.Service, workers, func(gone bool) {
-			if inFault(time.Since(start)) {
-				finished.Add(1)
-				if gone {
-					wasted.Add(1)
-				}
-			}
-		})
-		cInner = p
-	}
-	if cfg.Fault == Spike {
-		var in atomic.Int64
-		cInner = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n := in.Add(1)
-			time.Sleep(cfg.Service + time.Duration(n-1)*cfg.LoadLatency)
-			in.Add(-1)
-			io.WriteString(w, "ok")
-		})
-	}
-	if cfg.Overload != nil {
-		lim, err := overload.New(*cfg.Overload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cInner = lim.Wrap(cInner)
-	}
+	cInner, stopPool := serviceC(t, cfg, func() bool { return inFault(time.Since(start)) }, &finished, &wasted)
 	cHandler := deadline.Middleware{}.Wrap(cInner)
 	c := httptest.NewUnstartedServer(cHandler)
 	if cfg.Fault == Refused {
@@ -380,15 +325,7 @@ func Run(t testing.TB, cfg Config) Result {
 	recs := make([]userRec, 0, int(cfg.Rate*cfg.SpikeFactor*total.Seconds())+1)
 	// Open-loop pacing: users arrive evenly spaced at the Rate (times the
 	// SpikeFactor in a Spike's fault), whatever happened to the others.
-	var arrivals []time.Duration
-	for at := time.Duration(0); at < total; {
-		arrivals = append(arrivals, at)
-		gap := time.Duration(float64(time.Second) / cfg.Rate)
-		if cfg.Fault == Spike && inFault(at) {
-			gap = time.Duration(float64(gap) / cfg.SpikeFactor)
-		}
-		at += gap
-	}
+	arrivals := arrivalTimes(cfg, total, inFault)
 	var wg sync.WaitGroup
 	// How late a timer wakes, from the fault on (see OnTime).
 	lates := make(chan []time.Duration, 1)
@@ -446,6 +383,102 @@ func Run(t testing.TB, cfg Config) Result {
 	for k := range nsec {
 		res.Seconds = append(res.Seconds, Second{Users: users[k].Load(), Attempts: attempts[k].Load(), Served: good[k].Load()})
 	}
+	faultFigures(&res, cfg, inFault)
+	res.Fault.WorstWindow = worstWindow(fineUsers, fineAttempts, fine(cfg.Healthy), fine(cfg.Healthy+cfg.FaultFor))
+	if cfg.Fault == HalfCapacity || cfg.Fault == FIFO {
+		res.Pool = poolResult(cfg, recs, finished.Load(), wasted.Load(), func(r userRec) (time.Duration, time.Duration, bool) {
+			return r.began, r.took, r.ok
+		})
+		if cfg.Fault == FIFO {
+			res.Pool.Capacity = float64(cfg.Workers) / cfg.Service.Seconds()
+		}
+	}
+	return res
+}
+
+// serviceC returns the handler of C, the bottom service, failing as
+// cfg.Fault says while faulty() (FIFO and HalfCapacity count the attempts
+// finished and wasted in the fault), and the function that stops its
+// worker pool, if it has one.
+func serviceC(t testing.TB, cfg Config, faulty func() bool, finished, wasted *atomic.Int64) (http.Handler, func()) {
+	t.Helper()
+	var mu sync.Mutex
+	rnd := rand.New(rand.NewPCG(cfg.Seed, 1))
+	fail := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return rnd.Float64() < cfg.ErrorRate
+	}
+	var cInner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if faulty() && cfg.Fault != Refused && fail() {
+			if cfg.Fault == BlackHole {
+				<-r.Context().Done()
+				panic(http.ErrAbortHandler) // never answer, even late
+			}
+			http.Error(w, "C is down", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	var stopPool func()
+	if cfg.Fault == FIFO {
+		cInner, stopPool = fifo(cfg, faulty, finished, wasted)
+	}
+	if cfg.Fault == HalfCapacity {
+		workers := func() int {
+			if faulty() {
+				return cfg.Workers / 2
+			}
+			return cfg.Workers
+		}
+		var p *pool
+		p, stopPool = newPool(cfg.Workers, cfg.Service, workers, func(gone bool) {
+			if faulty() {
+				finished.Add(1)
+				if gone {
+					wasted.Add(1)
+				}
+			}
+		})
+		cInner = p
+	}
+	if cfg.Fault == Spike {
+		var in atomic.Int64
+		cInner = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := in.Add(1)
+			time.Sleep(cfg.Service + time.Duration(n-1)*cfg.LoadLatency)
+			in.Add(-1)
+			io.WriteString(w, "ok")
+		})
+	}
+	if cfg.Overload != nil {
+		lim, err := overload.New(*cfg.Overload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cInner = lim.Wrap(cInner)
+	}
+	return cInner, stopPool
+}
+
+// arrivalTimes returns when users arrive, from 0 to total: evenly spaced
+// at the Rate (times the SpikeFactor in a Spike's fault).
+func arrivalTimes(cfg Config, total time.Duration, inFault func(time.Duration) bool) []time.Duration {
+	var arrivals []time.Duration
+	for at := time.Duration(0); at < total; {
+		arrivals = append(arrivals, at)
+		gap := time.Duration(float64(time.Second) / cfg.Rate)
+		if cfg.Fault == Spike && inFault(at) {
+			gap = time.Duration(float64(gap) / cfg.SpikeFactor)
+		}
+		at += gap
+	}
+	return arrivals
+}
+
+// faultFigures sets res.HealthyServed and the fault's figures but
+// WorstWindow from res.Seconds.
+func faultFigures(res *Result, cfg Config, inFault func(time.Duration) bool) {
 	f := &res.Fault
 	var hu, hs int64
 	for k, s := range res.Seconds {
@@ -467,7 +500,16 @@ func Run(t testing.TB, cfg Config) Result {
 	if hu > 0 {
 		res.HealthyServed = float64(hs) / float64(hu)
 	}
-	from, to := fine(cfg.Healthy), fine(cfg.Healthy+cfg.FaultFor)
+	if f.Users > 0 {
+		f.Mean = float64(f.Attempts) / float64(f.Users)
+		f.ServedShare = float64(f.Served) / float64(f.Users)
+	}
+}
+
+// worstWindow returns the most attempts per user in any 1 s window (100
+// steps of 10 ms) of the steps from to to.
+func worstWindow(fineUsers, fineAttempts []atomic.Int64, from, to int) float64 {
+	worst := 0.0
 	for a := from; a+100 <= to; a++ {
 		var u, n int64
 		for i := a; i < a+100; i++ {
@@ -475,22 +517,10 @@ func Run(t testing.TB, cfg Config) Result {
 			n += fineAttempts[i].Load()
 		}
 		if u > 0 {
-			f.WorstWindow = max(f.WorstWindow, float64(n)/float64(u))
+			worst = max(worst, float64(n)/float64(u))
 		}
 	}
-	if f.Users > 0 {
-		f.Mean = float64(f.Attempts) / float64(f.Users)
-		f.ServedShare = float64(f.Served) / float64(f.Users)
-	}
-	if cfg.Fault == HalfCapacity || cfg.Fault == FIFO {
-		res.Pool = poolResult(cfg, recs, finished.Load(), wasted.Load(), func(r userRec) (time.Duration, time.Duration, bool) {
-			return r.began, r.took, r.ok
-		})
-		if cfg.Fault == FIFO {
-			res.Pool.Capacity = float64(cfg.Workers) / cfg.Service.Seconds()
-		}
-	}
-	return res
+	return worst
 }
 
 // fifo returns C's handler for a FIFO fault and a function that stops its

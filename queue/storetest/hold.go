@@ -263,37 +263,7 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 	// The first claim takes 500 jobs; the breaker opens before any
 	// attempt starts, so each is deferred.
 	await("the first claim's deferrals", func(d, _, _ int) bool { return d == claimed }, nil)
-	list, err := s.JobList(ctx, queue.JobFilter{State: queue.StateAvailable, Retried: false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	due := map[time.Time]int{}
-	tenths := map[int]int{} // tenths of the cooldown after it ends
-	end := t0.Add(cooldown)
-	for _, j := range list {
-		if len(j.History) == 0 {
-			continue
-		}
-		due[j.AvailableAt]++
-		if j.AvailableAt.Before(end) || j.AvailableAt.After(end.Add(cooldown)) {
-			t.Errorf("job %d deferred to %v, want within a cooldown after the breaker's end %v", j.ID, j.AvailableAt, end)
-		}
-		tenths[int(j.AvailableAt.Sub(end)/(cooldown/10))]++
-	}
-	most, mostTenth := 0, 0
-	for _, n := range due {
-		most = max(most, n)
-	}
-	for _, n := range tenths {
-		mostTenth = max(mostTenth, n)
-	}
-	// At most 10% of the jobs due at one instant; and the deferred ones
-	// spread: no tenth of the cooldown holds more than twice its share.
-	if most > jobs/10 || mostTenth > 2*claimed/10 {
-		t.Errorf("%d deferred jobs due at one instant, %d in one tenth of the cooldown; want at most %d and %d",
-			most, mostTenth, jobs/10, 2*claimed/10)
-	}
-	t.Logf("first wave: %d jobs deferred, at most %d due at one instant, %d in one tenth of the cooldown", claimed, most, mostTenth)
+	checkDeferredSpread(t, s, jobs, claimed, cooldown)
 
 	// The breaker lets one probe through at the end of each cooldown; it
 	// fails while the dependency is down, and opens the breaker again.
@@ -328,4 +298,42 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 			t.Errorf("job %d: %s with %d history entries %v, want succeeded with at most 3", j.ID, j.State, len(j.History), j.History)
 		}
 	}
+}
+
+// checkDeferredSpread checks that the claimed jobs, deferred behind a
+// breaker open from t0 for cooldown, are due within the cooldown after it
+// ends, and spread over it.
+func checkDeferredSpread(t *testing.T, s queue.Store, jobs, claimed int, cooldown time.Duration) {
+	t.Helper()
+	list, err := s.JobList(ctx, queue.JobFilter{State: queue.StateAvailable, Retried: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := map[time.Time]int{}
+	tenths := map[int]int{} // tenths of the cooldown after it ends
+	end := t0.Add(cooldown)
+	for _, j := range list {
+		if len(j.History) == 0 {
+			continue
+		}
+		due[j.AvailableAt]++
+		if j.AvailableAt.Before(end) || j.AvailableAt.After(end.Add(cooldown)) {
+			t.Errorf("job %d deferred to %v, want within a cooldown after the breaker's end %v", j.ID, j.AvailableAt, end)
+		}
+		tenths[int(j.AvailableAt.Sub(end)/(cooldown/10))]++
+	}
+	most, mostTenth := 0, 0
+	for _, n := range due {
+		most = max(most, n)
+	}
+	for _, n := range tenths {
+		mostTenth = max(mostTenth, n)
+	}
+	// At most 10% of the jobs due at one instant; and the deferred ones
+	// spread: no tenth of the cooldown holds more than twice its share.
+	if most > jobs/10 || mostTenth > 2*claimed/10 {
+		t.Errorf("%d deferred jobs due at one instant, %d in one tenth of the cooldown; want at most %d and %d",
+			most, mostTenth, jobs/10, 2*claimed/10)
+	}
+	t.Logf("first wave: %d jobs deferred, at most %d due at one instant, %d in one tenth of the cooldown", claimed, most, mostTenth)
 }

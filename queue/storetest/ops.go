@@ -68,52 +68,10 @@ func testCancel(t *testing.T, s queue.Store) {
 
 	// By state: only the running job.
 	e := opEntry(queue.OutcomeCancelled, queue.ActionCancel, now)
-	n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{State: queue.StateRunning}, Now: now, Entry: e})
-	if err != nil || n != 1 {
-		t.Fatalf("JobCancel(running) = %d, %v; want 1", n, err)
-	}
-	g := get(t, s, run.ID)
-	if g.State != queue.StateCancelled || !g.FinishedAt.Equal(now) || g.LeaseToken != "" || !g.LeaseUntil.IsZero() ||
-		g.Worker != "w1" || g.Attempt != 1 || g.DeadReason != "" {
-		t.Errorf("cancelled running job: %+v", g)
-	}
-	if len(g.History) != 1 || !slices.Equal(normalize(g.History[len(g.History)-1:]), normalize([]queue.Attempt{e})) {
-		t.Errorf("cancelled running job's history: %+v, want the cancel entry %+v", g.History, e)
-	}
-	// Its worker has lost it.
-	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: run.ID, LeaseToken: run.LeaseToken, LeaseUntil: now.Add(time.Minute)}); !errors.Is(err, queue.ErrLeaseLost) {
-		t.Errorf("renew after cancel: %v, want ErrLeaseLost", err)
-	}
-	if err := s.JobTransition(ctx, queue.Transition{ID: run.ID, LeaseToken: run.LeaseToken, State: queue.StateSucceeded,
-		Attempt: 1, FinishedAt: now, Entry: entry(1, "success", "done", "success", now)}); !errors.Is(err, queue.ErrLeaseLost) {
-		t.Errorf("transition after cancel: %v, want ErrLeaseLost", err)
-	}
-	if g := get(t, s, run.ID); g.State != queue.StateCancelled || len(g.History) != 1 {
-		t.Errorf("the late result changed the cancelled job: %+v", g)
-	}
+	testCancelRunning(t, s, run, e, now)
 
 	// Everything else that has not finished.
-	n, err = s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e})
-	if err != nil || n != 3 {
-		t.Fatalf("JobCancel(all) = %d, %v; want 3 (due, later, retry)", n, err)
-	}
-	for _, id := range []int64{due.ID, later.ID, retry.ID} {
-		g := get(t, s, id)
-		if g.State != queue.StateCancelled || !g.FinishedAt.Equal(now) || g.History[len(g.History)-1].Outcome != queue.OutcomeCancelled {
-			t.Errorf("job %d: %+v, want cancelled at %v", id, g, now)
-		}
-	}
-	if g := get(t, s, retry.ID); len(g.History) != 2 || g.Attempt != 1 {
-		t.Errorf("cancelled retrying job: attempt %d, history %+v; want 1 and the retry then the cancel", g.Attempt, g.History)
-	}
-	for id, want := range map[int64]queue.State{done.ID: queue.StateSucceeded, dead.ID: queue.StateDead} {
-		if g := get(t, s, id); g.State != want || len(g.History) != 1 {
-			t.Errorf("finished job %d changed by cancel: %+v", id, g)
-		}
-	}
-	if n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e}); err != nil || n != 0 {
-		t.Errorf("JobCancel again = %d, %v; want 0", n, err)
-	}
+	testCancelRest(t, s, []*queue.Job{due, later, retry}, done, dead, e, now)
 	// Cancelled jobs are never claimed, and free their unique key.
 	for _, q := range []string{"a", "b", "c", "d"} {
 		if jobs := claim(t, s, q, 10, now.Add(2*time.Hour)); len(jobs) != 0 {
@@ -138,6 +96,66 @@ func testCancel(t *testing.T, s queue.Store) {
 	}
 	if cancelledN != 4 {
 		t.Errorf("Stats: %d cancelled, want 4: %+v", cancelledN, st.Queues)
+	}
+}
+
+// testCancelRunning checks that cancelling by state cancels only run, the
+// running job, with the cancel entry e at now, and that its worker has lost
+// it.
+func testCancelRunning(t *testing.T, s queue.Store, run *queue.Job, e queue.Attempt, now time.Time) {
+	t.Helper()
+	n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{State: queue.StateRunning}, Now: now, Entry: e})
+	if err != nil || n != 1 {
+		t.Fatalf("JobCancel(running) = %d, %v; want 1", n, err)
+	}
+	g := get(t, s, run.ID)
+	if g.State != queue.StateCancelled || !g.FinishedAt.Equal(now) || g.LeaseToken != "" || !g.LeaseUntil.IsZero() ||
+		g.Worker != "w1" || g.Attempt != 1 || g.DeadReason != "" {
+		t.Errorf("cancelled running job: %+v", g)
+	}
+	if len(g.History) != 1 || !slices.Equal(normalize(g.History[len(g.History)-1:]), normalize([]queue.Attempt{e})) {
+		t.Errorf("cancelled running job's history: %+v, want the cancel entry %+v", g.History, e)
+	}
+	// Its worker has lost it.
+	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: run.ID, LeaseToken: run.LeaseToken, LeaseUntil: now.Add(time.Minute)}); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Errorf("renew after cancel: %v, want ErrLeaseLost", err)
+	}
+	if err := s.JobTransition(ctx, queue.Transition{ID: run.ID, LeaseToken: run.LeaseToken, State: queue.StateSucceeded,
+		Attempt: 1, FinishedAt: now, Entry: entry(1, "success", "done", "success", now)}); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Errorf("transition after cancel: %v, want ErrLeaseLost", err)
+	}
+	if g := get(t, s, run.ID); g.State != queue.StateCancelled || len(g.History) != 1 {
+		t.Errorf("the late result changed the cancelled job: %+v", g)
+	}
+}
+
+// testCancelRest checks that cancelling everything cancels the open jobs
+// (due, later, retrying) with e at now, and leaves done and dead as they
+// were.
+func testCancelRest(t *testing.T, s queue.Store, open []*queue.Job, done, dead *queue.Job, e queue.Attempt, now time.Time) {
+	t.Helper()
+	n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e})
+	if err != nil || n != 3 {
+		t.Fatalf("JobCancel(all) = %d, %v; want 3 (due, later, retry)", n, err)
+	}
+	for _, j := range open {
+		id := j.ID
+		g := get(t, s, id)
+		if g.State != queue.StateCancelled || !g.FinishedAt.Equal(now) || g.History[len(g.History)-1].Outcome != queue.OutcomeCancelled {
+			t.Errorf("job %d: %+v, want cancelled at %v", id, g, now)
+		}
+	}
+	// open[2] is the retrying job.
+	if g := get(t, s, open[2].ID); len(g.History) != 2 || g.Attempt != 1 {
+		t.Errorf("cancelled retrying job: attempt %d, history %+v; want 1 and the retry then the cancel", g.Attempt, g.History)
+	}
+	for id, want := range map[int64]queue.State{done.ID: queue.StateSucceeded, dead.ID: queue.StateDead} {
+		if g := get(t, s, id); g.State != want || len(g.History) != 1 {
+			t.Errorf("finished job %d changed by cancel: %+v", id, g)
+		}
+	}
+	if n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: e}); err != nil || n != 0 {
+		t.Errorf("JobCancel again = %d, %v; want 0", n, err)
 	}
 }
 
