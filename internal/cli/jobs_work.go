@@ -164,9 +164,12 @@ func jobsWorkMain(ctx context.Context, s streams, args []string) int {
 
 // checkWorkFlags checks the timing and output flags of heed jobs work.
 func checkWorkFlags(lease, poll, grace, waitWithin, forD, summaryEvery time.Duration, logFormat string) error {
-	for fl, d := range map[string]time.Duration{"lease": lease, "poll": poll, "grace": grace} {
-		if d <= 0 {
-			return flagError(fl, "%v, must be positive", d)
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"lease", lease}, {"poll", poll}, {"grace", grace}} {
+		if f.d <= 0 {
+			return flagError(f.name, "%v, must be positive", f.d)
 		}
 	}
 	switch {
