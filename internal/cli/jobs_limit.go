@@ -25,7 +25,7 @@ func jobsLimitMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	db := addDBFlag(fs)
 	conc := fs.Int("concurrency", 0, "at most `N` of the queue's jobs running at once, across every worker (0: no limit)")
-	rate := fs.String("rate", "", "at most N of the queue's jobs started per second (`N[/PERIOD]`: per PERIOD, as 100/1m), across every worker")
+	rate := fs.String("rate", "", "at most N of the queue's jobs started per second (`N[/PERIOD]`: per PERIOD, as 100/1m or 50/s), across every worker")
 	off := fs.Bool("off", false, "remove the queues' limits")
 	pos, code, done := parseInterleaved(fs, args, s, jobsLimitDoc)
 	if done {
@@ -89,7 +89,8 @@ func jobsLimitMain(ctx context.Context, s streams, args []string) int {
 	return exitOK
 }
 
-// parseRate parses --rate: "" (no limit), N (a second) or N/PERIOD.
+// parseRate parses --rate: "" (no limit), N (a second) or N/PERIOD,
+// where PERIOD may be a unit alone (50/s, 100/h).
 func parseRate(v string) (int, time.Duration, error) {
 	if v == "" {
 		return 0, 0, nil
@@ -101,6 +102,9 @@ func parseRate(v string) (int, time.Duration, error) {
 	}
 	if !hasPer {
 		return rate, 0, nil
+	}
+	if per != "" && (per[0] < '0' || per[0] > '9') {
+		per = "1" + per // a unit alone, as in 50/s or 100/h, is one of it
 	}
 	d, err := duration.Parse(per)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // heed jobs limit end to end: set, list, replace, remove; a worker holds
@@ -55,6 +56,30 @@ func jobsLimitTour(t *testing.T) {
 	} {
 		if code, _, stderr := heed(t, "", args...); code != exitUsage || !strings.Contains(stderr, "heed jobs limit: ") {
 			t.Errorf("%q: exit %d, want %d: %s", args, code, exitUsage, stderr)
+		}
+	}
+}
+
+// --rate takes N, N/PERIOD and N/UNIT (one of the unit).
+func TestParseRate(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		rate int
+		per  time.Duration
+		ok   bool
+	}{
+		{"", 0, 0, true},
+		{"50", 50, 0, true},
+		{"100/1m", 100, time.Minute, true},
+		{"50/s", 50, time.Second, true},
+		{"100/h", 100, time.Hour, true},
+		{"5/soon", 0, 0, false},
+		{"fast", 0, 0, false},
+		{"5/", 0, 0, false},
+	} {
+		rate, per, err := parseRate(tt.in)
+		if (err == nil) != tt.ok || rate != tt.rate || per != tt.per {
+			t.Errorf("parseRate(%q) = %d, %v, %v; want %d, %v, ok %v", tt.in, rate, per, err, tt.rate, tt.per, tt.ok)
 		}
 	}
 }
