@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/clockctx"
 )
 
 // Event is what Policy.Observe receives after every attempt: the decision
@@ -162,7 +163,7 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		case GiveUp:
 			return c.Exhausted(err)
 		}
-		if err := sleep(ctx, p.Clock, &timer, d.Delay); err != nil {
+		if err := clockctx.Sleep(ctx, p.Clock, &timer, d.Delay); err != nil {
 			return err
 		}
 		if timed {
@@ -185,25 +186,6 @@ func refused(ctx context.Context, p *Policy, c *Call, last error) error {
 		last = d.Err
 	}
 	return c.Exhausted(last)
-}
-
-// sleep waits for delay on *timer (made on first use), or returns ctx's
-// error if ctx ends first.
-func sleep(ctx context.Context, clk clock.Clock, timer *clock.Timer, delay time.Duration) error {
-	if delay <= 0 {
-		return ctx.Err()
-	}
-	if *timer == nil {
-		*timer = clock.Or(clk).NewTimer(delay)
-	} else {
-		(*timer).Reset(delay)
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-(*timer).C():
-		return nil
-	}
 }
 
 // attempt runs fn once, under a context that ends at lim (the caller's

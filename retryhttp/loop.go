@@ -10,6 +10,7 @@ import (
 
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/clockctx"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -235,7 +236,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 
 		// Retry: free the connection, then wait.
 		c.discard(a)
-		if err := wait(ctx, clk, &timer, d.Delay); err != nil {
+		if err := clockctx.Sleep(ctx, clk, &timer, d.Delay); err != nil {
 			return nil, err
 		}
 		var err error
@@ -284,25 +285,6 @@ func (c *call) giveUp(rc *retry.Call, a attempt, cl *classified, d retry.Decisio
 		return nil, rc.Exhausted(retry.After(cl.hint, cl.res.Err))
 	}
 	return c.final(a)
-}
-
-// wait sleeps for delay on *timer (made on first use), or returns ctx's
-// error if ctx ends first.
-func wait(ctx context.Context, clk clock.Clock, timer *clock.Timer, delay time.Duration) error {
-	if delay <= 0 {
-		return ctx.Err()
-	}
-	if *timer == nil {
-		*timer = clock.Or(clk).NewTimer(delay)
-	} else {
-		(*timer).Reset(delay)
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-(*timer).C():
-		return nil
-	}
 }
 
 // classified is an attempt's result classified for the call protocol.

@@ -1,6 +1,7 @@
 // Package clockctx gives an attempt a context that ends at a time read on a
 // clock.Clock, for the executors outside the retry package (heedriver,
-// heedasynq) whose tests drive time with a fake clock.
+// heedasynq) whose tests drive time with a fake clock, and the one wait
+// between attempts that retry and retryhttp share.
 package clockctx
 
 import (
@@ -36,5 +37,24 @@ func WithDeadline(ctx context.Context, c clock.Clock, at, now time.Time) (contex
 		t.Stop()
 		close(stop)
 		cancelCause(context.Canceled)
+	}
+}
+
+// Sleep waits for delay on *timer (made on first use, reused after), or
+// returns ctx's error if ctx ends first.
+func Sleep(ctx context.Context, clk clock.Clock, timer *clock.Timer, delay time.Duration) error {
+	if delay <= 0 {
+		return ctx.Err()
+	}
+	if *timer == nil {
+		*timer = clock.Or(clk).NewTimer(delay)
+	} else {
+		(*timer).Reset(delay)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-(*timer).C():
+		return nil
 	}
 }

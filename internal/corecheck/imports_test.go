@@ -27,11 +27,10 @@ const module = "github.com/heed-go/heed"
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
-	core    = []string{"clock", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
+	core    = []string{"clock", "internal/clockctx", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
 	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
 		"internal/dest":       nil, // per-destination budget and breaker, for the client executors
-		"internal/clockctx":   nil, // an attempt's context ending on a clock, for heedriver and heedasynq (modules of their own)
 		"retryhttp":           {"internal/dest"},
 		"heedgrpc":            {"internal/dest"},
 		"queue":               nil,
