@@ -2,7 +2,6 @@ package idempotency
 
 // Names the external tests use, unexported because no user needs them.
 var (
-	KeyHash   = keyHash
 	FormatKey = formatKey
 )
 

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/heed-go/heed/internal/redact"
 )
 
 // keyHeader is the request header that carries the idempotency key (IETF
@@ -154,12 +152,6 @@ func trimOWS(s string) string {
 	}
 	return s
 }
-
-// keyHash returns the short hash under which a key appears in logs: the
-// first 8 hex digits of the SHA-256 of the header value as sent. It is the
-// same function as retryhttp.KeyHash, so client and server logs of one
-// request show the same hash. Full keys are never logged.
-func keyHash(headerValue string) string { return redact.KeyHash(headerValue) }
 
 // StoredKey returns what a store keeps in place of the client's key: the
 // SHA-256 of scope, a NUL byte and key, in 64 lower-case hex digits. A key

@@ -483,7 +483,8 @@ func (h *handler) log(ctx context.Context, level slog.Level, msg, rawKey string,
 	if l == nil || !l.Enabled(ctx, level) {
 		return
 	}
-	attrs = append(attrs, slog.String("key_hash", keyHash(rawKey)), slog.String("method", r.Method), slog.String("route", h.route(r)))
+	// key_hash is the hash retryhttp logs for the same key.
+	attrs = append(attrs, slog.String("key_hash", redact.KeyHash(rawKey)), slog.String("method", r.Method), slog.String("route", h.route(r)))
 	l.LogAttrs(ctx, level, msg, attrs...)
 }
 
