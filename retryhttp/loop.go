@@ -81,11 +81,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	// A request that may hedge keeps its Call in a racer from a pool,
-	// whose attempts run on goroutines of their own (retry.Call.Race);
-	// the others keep it on the stack (&rc handed to the race would move
-	// every request's Call to the heap: 640 bytes and an allocation). A
-	// request whose caller owns the retries is never hedged (retry.Hedge).
+	// A request that may hedge shares what its attempts need in a racer
+	// from a pool: they run on goroutines of their own (retry.Call.Race).
+	// Its Call stays on the stack, as every request's (Race keeps no
+	// pointer to it). A request whose caller owns the retries is never
+	// hedged (retry.Hedge).
 	var r *racer
 	if repeatable && rw.ok && p.Hedge != nil && !c.upstreamOwns(ctx) {
 		r = racerPool.Get().(*racer)
@@ -165,15 +165,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	t := c.t
 	clk := p.Clock
 	now := clock.Now(clk)
-	// r, when not nil, holds the Call (see RoundTrip).
-	var (
-		local retry.Call
-		rc    = &local
-	)
-	if r != nil {
-		rc = &r.rc
-	}
-	*rc = retry.Call{Policy: *p, History: h}
+	rc := &retry.Call{Policy: *p, History: h}
 	var (
 		timer clock.Timer
 		last  error // the last attempt's error
@@ -200,7 +192,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		start := now
 		var a attempt
 		if r != nil {
-			a, start = c.race(ctx, r, now, lim, body, rw, tracing)
+			a, start = c.race(ctx, r, rc, now, lim, body, rw, tracing)
 		} else {
 			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		}
@@ -351,23 +343,23 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 	return cl
 }
 
-// race makes the attempt r.rc admitted at now with the hedges its policy
+// race makes the attempt rc admitted at now with the hedges its policy
 // allows beside it (retry.Call.Race), for a request that is safe to
 // repeat, and returns the attempt the call goes on with and when it
 // started; the others' responses are drained. Each hedge sends a body of
 // its own (GetBody, or the buffer).
-func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
+func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
 	// Read what c reads lazily now: the attempts must not change it. They
 	// use copies of c and rw, so that those stay on the stack. (c.owns was
 	// read by RoundTrip, which races only without an upstream owner.)
 	c.idempotencyKey()
-	r.c, r.rw = *c, *rw
-	r.body, r.now, r.tracing, r.first = body, now, tracing, r.rc.History.Attempts+1
-	attempts := r.rc.History.Attempts
-	_, n, cancel := r.rc.Race(ctx, now, lim, r.fn)
+	r.c, r.rw, r.clk = *c, *rw, rc.Policy.Clock
+	r.body, r.now, r.tracing, r.first = body, now, tracing, rc.History.Attempts+1
+	attempts := rc.History.Attempts
+	_, n, cancel := rc.Race(ctx, now, lim, r.fn)
 	// The attempts the race made (the first and the hedges sent) filled
 	// slots 0 to used-1; the others stay zero.
-	k, used := n-r.first, 1+r.rc.History.Attempts-attempts
+	k, used := n-r.first, 1+rc.History.Attempts-attempts
 	a, start := r.slots[k], r.now
 	if k > 0 {
 		start = r.starts[k]
@@ -387,7 +379,7 @@ func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limi
 type racer struct {
 	c       call
 	rw      rewinder
-	rc      retry.Call
+	clk     clock.Clock
 	body    io.ReadCloser // the first attempt's
 	now     time.Time     // when the first attempt started
 	tracing bool
@@ -398,9 +390,8 @@ type racer struct {
 }
 
 // release puts r back in the pool, without the request and body it holds
-// (its Call is overwritten by the next request; clearing all of r cost a
-// request 1.2 KB of writes, and each pointer cleared costs a write
-// barrier while the GC marks).
+// (the rest is overwritten by the next request; each pointer cleared
+// costs a write barrier while the GC marks).
 func (r *racer) release() {
 	r.c.req, r.rw.getBody, r.rw.buf, r.body = nil, nil, nil, nil
 	racerPool.Put(r)
@@ -417,7 +408,7 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 	k := n - r.first
 	b, start := r.body, r.now
 	if k > 0 {
-		start = clock.Now(r.rc.Policy.Clock)
+		start = clock.Now(r.clk)
 		var err error
 		if b, err = r.rw.body(); err != nil {
 			r.slots[k] = attempt{err: err}
@@ -434,7 +425,7 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 		// common case: most races send no hedge and look no further).
 		return retry.Result{}
 	}
-	return r.c.classify(a, time.Time{}, r.rc.Policy.Clock, &r.rw, true).res
+	return r.c.classify(a, time.Time{}, r.clk, &r.rw, true).res
 }
 
 // maxRacers is the most attempts a race makes: the first and
