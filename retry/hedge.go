@@ -228,14 +228,17 @@ func (l *latencies) quantile(st *hedgeState) time.Duration {
 // race, starts those that are due and is set again for the next.
 //
 // A race that ends with no hedge is not taken off the list: its first
-// attempt claims it with one compare-and-swap of its state (see raceCtx),
-// and the next add drops the claimed races at the list's end, the timer
-// the others. The list is a stack, so that the races of calls that end in
-// the order they started (most of them) are dropped by the next add: the
-// list holds the races in flight and few more.
+// attempt claims it with one compare-and-swap of its context's state (see
+// raceCtx), and the next add takes the claimed races off the list's end
+// and reuses one for its own race (the timer takes the others). The list
+// is a stack, so that the races of calls that end in the order they
+// started (most of them) are taken by the next add: the list holds the
+// races in flight and few more, and a call that sends no hedge allocates
+// only its attempt's context.
 type tracker struct {
 	mu    sync.Mutex
 	races []*race
+	free  []*race // races taken off the list, to reuse
 	timer *time.Timer
 	at    int64 // when the timer fires (see since); zero when it is not set
 	// epoch is the origin of the tracker's times, set by the first add:
@@ -249,26 +252,39 @@ type tracker struct {
 // t.mu.
 func (t *tracker) since(at time.Time) int64 { return max(int64(at.Sub(t.epoch)), 1) }
 
-func (t *tracker) add(r *race, at time.Time) {
+// add registers the race of the attempt of c that runs under ctx, due to
+// send its first hedge at at, and returns it. It is written under t.mu,
+// which the timer takes before it reads a race.
+func (t *tracker) add(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration, at time.Time) *race {
 	t.mu.Lock()
 	if t.epoch.IsZero() {
 		t.epoch = time.Now()
 	}
 	due := t.since(at)
-	r.due = due
-	// Races that ended at the top of the stack make room for r: most
-	// calls end before the next starts.
+	// Races that ended at the top of the stack make room: most calls
+	// end before the next starts. The lowest is reused in place.
+	var r *race
 	i := len(t.races)
 	for i > 0 && t.races[i-1].ended() {
 		i--
 	}
 	if i < len(t.races) {
+		r = t.races[i]
+		t.free = append(t.free, t.races[i+1:]...)
 		clear(t.races[i+1:])
 		t.races = t.races[:i+1]
-		t.races[i] = r
 	} else {
+		if n := len(t.free); n > 0 {
+			r = t.free[n-1]
+			t.free[n-1] = nil
+			t.free = t.free[:n-1]
+		} else {
+			r = new(race)
+		}
 		t.races = append(t.races, r)
 	}
+	r.set(ctx, c, pol, attempt, delay)
+	r.due = due
 	if t.at == 0 || due < t.at {
 		t.at = due
 		d := max(time.Duration(due-t.since(time.Now())), 0)
@@ -279,6 +295,7 @@ func (t *tracker) add(r *race, at time.Time) {
 		}
 	}
 	t.mu.Unlock()
+	return r
 }
 
 func (t *tracker) fire() {
@@ -291,9 +308,12 @@ func (t *tracker) fire() {
 	for _, r := range t.races {
 		switch {
 		case r.ended():
+			if len(t.free) < cap(t.races) {
+				t.free = append(t.free, r)
+			}
 			continue
 		case r.due <= nowe:
-			due = append(due, r)
+			due = append(due, r) // the coordinator's now: not reused
 			continue
 		case next == 0 || r.due < next:
 			next = r.due
@@ -314,8 +334,10 @@ func (t *tracker) fire() {
 }
 
 // race is one hedged attempt of a Call: the first attempt, running on the
-// executor's goroutine, and the hedges beside it. It is also the first
-// attempt's context, and one allocation holds both.
+// executor's goroutine, and the hedges beside it. Its state is its first
+// attempt's context's (ctx.state): a race is reused once its context says
+// it ended (see tracker), and the context, which the attempt's answer may
+// hold on to, is never reused.
 //
 // It holds what the hedges need of the Call, copied when the race starts,
 // so that the Call itself stays the executor's (on its stack: a race that
@@ -323,7 +345,7 @@ func (t *tracker) fire() {
 // the heap). The coordinator of a race that fired hands what it did back
 // with its verdict, and the executor writes it into the Call.
 type race struct {
-	raceCtx // the first attempt's context; its state holds the race's too
+	ctx     *raceCtx // the first attempt's context
 	pol     *Policy
 	attempt func(ctx context.Context, n int, lim Limit) Result
 	// attempts, start and deadline are the Call's History when the
@@ -331,11 +353,24 @@ type race struct {
 	attempts        int
 	start, deadline time.Time
 	permit          breaker.Permit // the first attempt's
-	n               int            // the first attempt's number
 	delay           time.Duration
 	due             int64   // see tracker.since
 	co              *coords // made when the race fires
 }
+
+// set starts r for the attempt of c that runs under ctx.
+func (r *race) set(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration) {
+	r.ctx, r.pol, r.attempt = ctx, pol, attempt
+	r.attempts, r.start, r.deadline = c.History.Attempts, c.History.Start, c.History.Deadline
+	r.permit, r.delay = c.permit, delay
+	if r.co != nil {
+		r.co = nil
+	}
+}
+
+// ended reports whether r has left the tracker's hands: claimed by its
+// first attempt or fired.
+func (r *race) ended() bool { return r.ctx.state.Load()&racePhase != 0 }
 
 // coords is what the attempts of a race that fired and its coordinator
 // share.
@@ -400,21 +435,15 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 		return attempt(ctx, n, lim), n, nil
 	}
 	st := h.state()
-	r := &race{
-		raceCtx:  raceCtx{Context: ctx},
-		pol:      st.policy(&c.Policy),
-		attempt:  attempt,
-		attempts: c.History.Attempts,
-		start:    c.History.Start,
-		deadline: c.History.Deadline,
-		permit:   c.permit,
-		n:        n,
-		delay:    delay,
-	}
+	pol := st.policy(&c.Policy)
+	actx := &raceCtx{Context: ctx}
 	clk := c.Policy.Clock
+	var r *race
 	if clk == nil {
-		st.tr.add(r, now.Add(delay))
+		r = st.tr.add(actx, c, pol, attempt, delay, now.Add(delay))
 	} else {
+		r = new(race)
+		r.set(actx, c, pol, attempt, delay)
 		stop := make(chan struct{})
 		r.co = &coords{stop: stop}
 		t := clk.NewTimer(delay)
@@ -427,17 +456,18 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 			}
 		}()
 	}
-	res := attempt(&r.raceCtx, n, lim)
-	if ok, release := r.claim(); ok {
-		// No hedge was sent, nor can be: the common case. The race is
-		// left to the tracker (or its timer goroutine), which drops it.
+	res := attempt(actx, n, lim)
+	if ok, release := actx.claim(); ok {
+		// No hedge was sent, nor can be: the common case. r is the
+		// tracker's to reuse (or the timer goroutine's to drop): it must
+		// not be touched again.
 		if clk != nil {
 			close(r.co.stop)
 		}
 		return res, n, release
 	}
 	// Hedges were sent: the coordinator decides.
-	r.co.results <- raceResult{k: 0, res: res, end: clock.Now(clk), cancel: r.stop}
+	r.co.results <- raceResult{k: 0, res: res, end: clock.Now(clk), cancel: actx.stop}
 	v := <-r.co.verdict
 	c.permit = v.permit
 	c.History.Attempts += v.sent
@@ -543,14 +573,12 @@ func (c *Call) Hedge(now time.Time) (Limit, time.Time, bool) {
 
 // fire starts the hedges of r, unless its first attempt has ended.
 func (r *race) fire(now time.Time) {
-	co := r.co
-	if co == nil {
-		co = new(coords)
+	if r.co == nil {
+		r.co = new(coords)
 	}
-	co.results = make(chan raceResult, maxHedges+1)
-	co.verdict = make(chan verdict, 1)
-	r.co = co
-	if !r.fired() {
+	r.co.results = make(chan raceResult, maxHedges+1)
+	r.co.verdict = make(chan verdict, 1)
+	if !r.ctx.fired() {
 		return
 	}
 	go r.coordinate(now)
@@ -561,7 +589,7 @@ func (r *race) fire(now time.Time) {
 // race's own History (the Call's is the executor's) and hands what it did
 // back with the verdict.
 func (r *race) coordinate(now time.Time) {
-	p, ctx := r.pol, r.Context // the caller's
+	p, ctx := r.pol, r.ctx.Context // the caller's
 	h := p.Hedge
 	hist := History{Attempts: r.attempts, Start: r.start, Deadline: r.deadline}
 	var (
@@ -576,13 +604,13 @@ func (r *race) coordinate(now time.Time) {
 		stopped  bool // no more hedges: a pushback, a winner or the caller gone
 		timer    clock.Timer
 	)
-	permits[0], cancels[0] = r.permit, r.stop
+	permits[0], cancels[0] = r.permit, r.ctx.stop
 	launch := func(now time.Time) {
 		if stopped || sent >= h.max() || ctx.Err() != nil {
 			return
 		}
 		k := sent + 1
-		lim, permit, ok := admitHedge(p, &hist, now, r.n+k)
+		lim, permit, ok := admitHedge(p, &hist, now, r.attempts+1+k)
 		if !ok {
 			return
 		}
@@ -591,7 +619,7 @@ func (r *race) coordinate(now time.Time) {
 		actx, cancel := context.WithCancel(ctx)
 		permits[k], cancels[k], starts[k] = permit, cancel, now
 		go func() {
-			res := r.attempt(actx, r.n+k, lim)
+			res := r.attempt(actx, r.attempts+1+k, lim)
 			r.co.results <- raceResult{k: k, res: res, end: clock.Now(p.Clock), cancel: cancel}
 		}()
 		if sent < h.max() {

@@ -154,7 +154,3 @@ func (c *raceCtx) fired() bool {
 		}
 	}
 }
-
-// ended reports whether the race of c has left the tracker's hands:
-// claimed by its first attempt or fired.
-func (c *raceCtx) ended() bool { return c.state.Load()&racePhase != 0 }

@@ -52,7 +52,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		h.Deadline = dl
 	}
-	c := call{t: t, req: req, propagate: t.Propagate == nil || t.Propagate(req)}
+	// A request that may hedge keeps what its attempts share in a racer
+	// from a pool, written there from the start (a copy made when the
+	// race starts cost each hedged request 30 ns of write barriers while
+	// the GC marks): its attempts run on goroutines of their own
+	// (retry.Call.Race). The others keep it on the stack, and every
+	// request keeps its retry.Call there (Race keeps no pointer to it).
+	var (
+		stack call
+		c     = &stack
+		r     *racer
+		rw    = &rewinder{ok: true}
+	)
+	if p.Hedge != nil {
+		r = racerPool.Get().(*racer)
+		c, rw = &r.c, &r.rw
+		r.reset(t, req)
+	} else {
+		*c = call{t: t, req: req}
+	}
+	c.propagate = t.Propagate == nil || t.Propagate(req)
 
 	// Idempotency: by method, or by key. With an idempotent method the key
 	// matters only for a 409 and for logging: it is read when needed.
@@ -72,25 +91,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.claim = c.propagate && (repeatable && p.MaxAttempts() != 1 || c.upstreamOwns(ctx))
 
 	// No body (the common case) can be sent again as it is.
-	first, rw := req.Body, rewinder{ok: true}
+	first := req.Body
 	if first != nil && first != http.NoBody {
 		// A body without GetBody is buffered only if it may be sent again.
 		wantRetry := req.GetBody == nil && p.MaxAttempts() != 1 && !c.upstreamOwns(ctx)
 		var err error
-		if first, rw, err = prepareBody(req, t.maxBuffered(), wantRetry); err != nil {
+		if first, *rw, err = prepareBody(req, t.maxBuffered(), wantRetry); err != nil {
+			if r != nil {
+				r.release()
+			}
 			return nil, err
 		}
 	}
-	// A request that may hedge shares what its attempts need in a racer
-	// from a pool: they run on goroutines of their own (retry.Call.Race).
-	// Its Call stays on the stack, as every request's (Race keeps no
-	// pointer to it). A request whose caller owns the retries is never
-	// hedged (retry.Hedge).
-	var r *racer
-	if repeatable && rw.ok && p.Hedge != nil && !c.upstreamOwns(ctx) {
-		r = racerPool.Get().(*racer)
+	// A request whose caller owns the retries is never hedged
+	// (retry.Hedge), nor one that is not safe to repeat.
+	hedge := r
+	if !repeatable || !rw.ok || c.upstreamOwns(ctx) {
+		hedge = nil
 	}
-	resp, err := c.run(ctx, p, h, first, &rw, repeatable, r)
+	resp, err := c.run(ctx, p, h, first, rw, repeatable, hedge)
 	if r != nil {
 		r.release() // not deferred in run: a deferred call there cost 30 ns
 	}
@@ -135,6 +154,18 @@ func (c *call) idempotencyKey() string {
 		c.readKey()
 	}
 	return c.key
+}
+
+// peekKey is idempotencyKey without keeping what it reads, for the
+// attempts of a race, which share one call and run at the same time.
+func (c *call) peekKey() string {
+	if c.keyRead {
+		return c.key
+	}
+	if v := c.req.Header[IdempotencyKeyHeader]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // upstreamOwns returns retry.UpstreamOwns(ctx), looked up on first use: a
@@ -349,11 +380,12 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 // started; the others' responses are drained. Each hedge sends a body of
 // its own (GetBody, or the buffer).
 func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
-	// Read what c reads lazily now: the attempts must not change it. They
-	// use copies of c and rw, so that those stay on the stack. (c.owns was
-	// read by RoundTrip, which races only without an upstream owner.)
-	c.idempotencyKey()
-	r.c, r.rw, r.clk = *c, *rw, rc.Policy.Clock
+	// c and rw are r's (see RoundTrip). The attempts must not change
+	// them: they read the key with peekKey (c.owns was read by
+	// RoundTrip, which races only without an upstream owner).
+	if clk := rc.Policy.Clock; r.clk != clk {
+		r.clk = clk
+	}
 	r.body, r.now, r.tracing, r.first = body, now, tracing, rc.History.Attempts+1
 	attempts := rc.History.Attempts
 	_, n, cancel := rc.Race(ctx, now, lim, r.fn)
@@ -368,7 +400,7 @@ func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time
 		if j != k {
 			c.discard(r.slots[j])
 		}
-		r.slots[j] = attempt{}
+		r.slots[j].clear()
 	}
 	a.raceCancel = cancel
 	r.body = nil
@@ -389,11 +421,41 @@ type racer struct {
 	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
 }
 
+// reset makes r's call and rewinder those of a new request req, as
+// RoundTrip starts them. A field is written only when it changes: each
+// pointer written costs a write barrier while the GC marks.
+func (r *racer) reset(t *Transport, req *http.Request) {
+	c := &r.c
+	if c.t != t {
+		c.t = t
+	}
+	c.req = req
+	if c.key != "" {
+		c.key = ""
+	}
+	if c.genKey != "" {
+		c.genKey = ""
+	}
+	c.keyRead, c.owns, c.propagate, c.claim = false, 0, false, false
+	if r.rw.getBody != nil {
+		r.rw.getBody = nil
+	}
+	if r.rw.buf != nil {
+		r.rw.buf = nil
+	}
+	r.rw.ok = true
+}
+
 // release puts r back in the pool, without the request and body it holds
-// (the rest is overwritten by the next request; each pointer cleared
-// costs a write barrier while the GC marks).
+// (the rest is overwritten by the next request).
 func (r *racer) release() {
-	r.c.req, r.rw.getBody, r.rw.buf, r.body = nil, nil, nil, nil
+	r.c.req = nil
+	if r.rw.getBody != nil || r.rw.buf != nil {
+		r.rw.getBody, r.rw.buf = nil, nil
+	}
+	if r.body != nil {
+		r.body = nil
+	}
 	racerPool.Put(r)
 }
 
@@ -426,6 +488,27 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 		return retry.Result{}
 	}
 	return r.c.classify(a, time.Time{}, r.clk, &r.rw, true).res
+}
+
+// clear zeroes a, writing only the fields that are not zero already (a
+// pointer written costs a write barrier while the GC marks).
+func (a *attempt) clear() {
+	if a.resp != nil {
+		a.resp = nil
+	}
+	if a.err != nil {
+		a.err = nil
+	}
+	if a.cancel != nil {
+		a.cancel = nil
+	}
+	if a.raceCancel != nil {
+		a.raceCancel = nil
+	}
+	if a.prog != nil {
+		a.prog = nil
+	}
+	a.timedOut = false
 }
 
 // maxRacers is the most attempts a race makes: the first and
