@@ -313,7 +313,7 @@ func (c *call) giveUp(rc *retry.Call, a attempt, cl *classified, d retry.Decisio
 // classified is an attempt's result classified for the call protocol.
 type classified struct {
 	res    retry.Result
-	class  Class
+	class  attemptClass
 	status int
 	hint   time.Duration
 	hinted bool
@@ -353,7 +353,7 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 			res.Err = &StatusError{StatusCode: cl.status, Status: a.resp.Status}
 			res.Outcome = retry.OutcomePermanent
 		} else if t.retryable(cl.status) || t.keyedConflict(c, a.resp) {
-			cl.class = RetryableStatus
+			cl.class = classRetryableStatus
 			se := &StatusError{StatusCode: cl.status, Status: a.resp.Status}
 			if v := a.resp.Header.Get("Retry-After"); v != "" {
 				if now.IsZero() {
@@ -369,7 +369,7 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 		}
 	}
 	// Is this attempt safe to repeat?
-	canRepeat := rw.ok && (repeatable || cl.class == NeverSent || cl.status == http.StatusRequestTimeout)
+	canRepeat := rw.ok && (repeatable || cl.class == classNeverSent || cl.status == http.StatusRequestTimeout)
 	res.NotRepeatable = !canRepeat
 	return cl
 }
@@ -483,7 +483,7 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 	a := &r.slots[k]
 	*a = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
 	if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
-		// Accepted, as classify would say, without its cost (the
+		// classAccepted, as classify would say, without its cost (the
 		// common case: most races send no hedge and look no further).
 		return retry.Result{}
 	}
