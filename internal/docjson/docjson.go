@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,9 +60,50 @@ func Duration(raw json.RawMessage) (time.Duration, error) {
 	if err := json.Unmarshal(raw, &text); err != nil {
 		return 0, fmt.Errorf("%s is not a duration: %s", raw, Hint)
 	}
-	d, err := time.ParseDuration(text)
+	return ParseDuration(text)
+}
+
+// ParseDuration reads a duration of a policy document held as text (a
+// YAML scalar): a Go duration. Anything else is an error quoting s and
+// ending with [Hint].
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration: %s", text, Hint)
+		return 0, fmt.Errorf("%q is not a duration: %s", s, Hint)
 	}
 	return d, nil
+}
+
+// Policy is a retry policy's fields as a YAML file holds them: heed sim's
+// scenario layers and heed plan's deadline steps embed it (`yaml:",inline"`)
+// under the names of retry.Policy's JSON form. Its JSON encoding is that
+// form, for retry.Policy.UnmarshalJSON, the one decoder of a policy: the
+// readers hand it over instead of reading the fields themselves.
+type Policy struct {
+	Attempts       *int     `yaml:"attempts" json:"attempts,omitempty"`
+	Backoff        *Backoff `yaml:"backoff" json:"backoff,omitempty"`
+	AttemptTimeout string   `yaml:"attempt_timeout" json:"attempt_timeout,omitempty"`
+	TimeBudget     string   `yaml:"time_budget" json:"time_budget,omitempty"`
+	MinAttemptTime string   `yaml:"min_attempt_time" json:"min_attempt_time,omitempty"`
+	MaxPushback    string   `yaml:"max_pushback" json:"max_pushback,omitempty"`
+}
+
+// Backoff is a backoff schedule's fields as a YAML file holds them, under
+// the names of backoff.Schedule's JSON form.
+type Backoff struct {
+	Kind       string   `yaml:"kind" json:"kind,omitempty"`
+	Base       string   `yaml:"base" json:"base,omitempty"`
+	Cap        string   `yaml:"cap" json:"cap,omitempty"`
+	Multiplier *float64 `yaml:"multiplier" json:"multiplier,omitempty"`
+	Jitter     string   `yaml:"jitter" json:"jitter,omitempty"`
+}
+
+// JSON returns p in retry.Policy's JSON form. Its one error is a
+// multiplier JSON cannot hold (YAML's .nan or .inf), named as the decoder
+// names fields.
+func (p Policy) JSON() ([]byte, error) {
+	if b := p.Backoff; b != nil && b.Multiplier != nil && (math.IsNaN(*b.Multiplier) || math.IsInf(*b.Multiplier, 0)) {
+		return nil, fmt.Errorf("backoff.multiplier: %v is not a number", *b.Multiplier)
+	}
+	return json.Marshal(p)
 }

@@ -89,7 +89,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"a.yaml", "deadline: 2s\nsteps: [{name: a, attempts: 0}]\n", "step 1 (a): attempts is 0, must be from 1 to 1000"},
 		{"a.yaml", "deadline: fast\n", `deadline: "fast" is not a duration`},
 		{"a.yaml", "steps: [{name: a, backoff: {base: -1ms}}]\n", "step 1 (a): base is -1ms, must be positive"},
-		{"a.yaml", "steps: [{name: a, backoff: {kind: fast}}]\n", `step 1 (a): unknown backoff "fast"`},
+		{"a.yaml", "steps: [{name: a, backoff: {kind: fast}}]\n", `step 1 (a): backoff.kind: unknown kind "fast"`},
 		{"a.yaml", "steps: [{name: a, backoff: {multiplier: 0.5}}]\n", "multiplier is 0.5, must be a number of at least 1"},
 		{"a.yaml", strings.Repeat("#", MaxSize+1), "larger than"},
 		{"a.yaml", "steps:\n" + strings.Repeat("  - {name: a}\n", MaxSteps+1), "101 steps, at most 100"},
