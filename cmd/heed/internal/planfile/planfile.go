@@ -12,9 +12,10 @@
 //	    attempt_timeout: 30s
 //	    backoff: {kind: exponential, base: 50ms, cap: 1s, multiplier: 2, jitter: full}
 //
-// Durations are strings, as the heed command takes them ("120ms", "2s",
-// "0.5" seconds, "1d"). It lives beside package deadline, not in it, so
-// that deadline keeps to the standard library.
+// Durations are Go durations ("120ms", "2s"), as in every policy document;
+// a step's attempts (attempts, attempt_timeout, backoff) are read by
+// retry.Policy's decoder under its JSON names. The --step flag takes the
+// command line's durations (seconds alone, days) too.
 package planfile
 
 import (

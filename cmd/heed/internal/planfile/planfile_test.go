@@ -87,6 +87,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"a.yaml", "deadline: 2s\nsteps: {name: a}\n", "line 2: want a list, not a mapping"},
 		{"a.yaml", "deadline: 2s\nsteps:\n - name: a\n   attempts: two\n", "line 4: want a whole number, not a string `two`"},
 		{"a.yaml", "deadline: 2s\nsteps: [{name: a, attempts: 0}]\n", "step 1 (a): attempts is 0, must be from 1 to 1000"},
+		// One duration syntax in every policy document: Go durations.
+		{"a.yaml", "deadline: 2\nsteps: [{name: a}]\n", `deadline: "2" is not a duration: write a Go duration, such as 250ms or 2s`},
+		{"a.yaml", "deadline: 2s\nsteps: [{name: a, p99: 1ms, budget: 1s, attempt_timeout: 0.5}]\n", `step 1 (a): attempt_timeout: "0.5" is not a duration`},
+		{"a.yaml", "deadline: 2s\nsteps: [{name: a, p99: 1ms, budget: 1s, time_budget: 1s}]\n", `step 1 (a): time_budget: not a field of a step`},
 		{"a.yaml", "deadline: fast\n", `deadline: "fast" is not a duration`},
 		{"a.yaml", "steps: [{name: a, backoff: {base: -1ms}}]\n", "step 1 (a): base is -1ms, must be positive"},
 		{"a.yaml", "steps: [{name: a, backoff: {kind: fast}}]\n", `step 1 (a): backoff.kind: unknown kind "fast"`},
