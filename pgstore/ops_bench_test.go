@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // BenchmarkPrune measures one retention statement: deleting
@@ -27,7 +28,7 @@ func BenchmarkPrune(b *testing.B) {
 	before := old.Add(time.Hour)
 	b.ResetTimer()
 	for range b.N {
-		got, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: before, Limit: queue.RetentionBatch})
+		got, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: before, Limit: queue.RetentionBatch})
 		if err != nil || got != queue.RetentionBatch {
 			b.Fatalf("JobPrune = %d, %v", got, err)
 		}

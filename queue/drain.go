@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // activity counts a worker's claims and jobs in flight, so that Drain
@@ -157,7 +158,7 @@ type DrainResult struct {
 	// Elsewhere counts the unfinished jobs of the queues the worker does
 	// not serve (those with at least one available, scheduled or running
 	// job), sorted by queue: jobs no drain of this worker will run.
-	Elsewhere []QueueStats
+	Elsewhere []jobstore.QueueStats
 	// Declined lists the jobs of the worker's queues that it gave back
 	// with [Decline] and that still wait, by ID: a drain does not wait for
 	// them, since this worker will not run them.
@@ -265,7 +266,7 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 	now := w.now()
 	empty := true
 	for _, q := range queues {
-		if slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == q }) {
+		if slices.ContainsFunc(paused, func(p jobstore.PausedQueue) bool { return p.Queue == q }) {
 			continue
 		}
 		by := now.Add(opts.within())
@@ -380,7 +381,7 @@ func (w *Worker) drainResult(ctx context.Context) (DrainResult, error) {
 			continue
 		}
 		res.Scheduled += qs.Scheduled
-		if qs.Available > 0 && slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == qs.Queue }) {
+		if qs.Available > 0 && slices.ContainsFunc(paused, func(p jobstore.PausedQueue) bool { return p.Queue == qs.Queue }) {
 			res.Paused = append(res.Paused, qs.Queue)
 		}
 	}

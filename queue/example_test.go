@@ -9,6 +9,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -301,9 +302,9 @@ func ExampleHandleArgs() {
 // A database migrated by a newer heed is refused with an error naming both
 // versions.
 func ExampleSchemaTooNewError() {
-	err := error(&queue.SchemaTooNewError{Store: "pgstore", Database: 7, Binary: 3})
+	err := error(&jobstore.SchemaTooNewError{Store: "pgstore", Database: 7, Binary: 3})
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, queue.ErrSchemaTooNew))
+	fmt.Println(errors.Is(err, jobstore.ErrSchemaTooNew))
 	// Output:
 	// pgstore: database schema version 7 is newer than this binary knows (version 3): upgrade heed
 	// true
@@ -350,7 +351,7 @@ func ExampleCompactHistory() {
 	at := time.Date(2026, 5, 4, 3, 2, 0, 0, time.UTC)
 	deferral := func(s int) queue.Attempt {
 		return queue.Attempt{Attempt: 2, StartedAt: at.Add(time.Duration(s) * time.Second), FinishedAt: at.Add(time.Duration(s) * time.Second),
-			Outcome: queue.OutcomeDeferred, Action: retry.Defer.Key(), Reason: retry.ReasonBreakerOpen.Key(), Delay: 5 * time.Second}
+			Outcome: jobstore.OutcomeDeferred, Action: retry.Defer.Key(), Reason: retry.ReasonBreakerOpen.Key(), Delay: 5 * time.Second}
 	}
 	h := []queue.Attempt{
 		{Attempt: 1, StartedAt: at, FinishedAt: at, Outcome: "transient", Action: "retry", Reason: "transient", Delay: 2 * time.Second},

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // OutageLogInterval is how often a worker repeats, while its store keeps
@@ -28,7 +30,7 @@ type outage struct {
 // lease lost to another worker and the worker's own shutdown are not
 // outages.
 func (w *Worker) storeFailed(op string, err error) {
-	if errors.Is(err, ErrLeaseLost) || w.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if errors.Is(err, jobstore.ErrLeaseLost) || w.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return
 	}
 	now := w.now()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Retention defaults: how long a worker keeps finished jobs before it
@@ -97,7 +98,7 @@ func (w *Worker) prune() int {
 	for _, r := range w.retained() {
 		before := w.now().Add(-r.d)
 		for {
-			n, err := w.store.JobPrune(w.ctx, PruneParams{State: r.state, Before: before, Limit: RetentionBatch})
+			n, err := w.store.JobPrune(w.ctx, jobstore.PruneParams{State: r.state, Before: before, Limit: RetentionBatch})
 			if err != nil {
 				w.storeFailed("delete "+string(r.state)+" jobs past their retention", err)
 				return total

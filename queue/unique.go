@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // UniqueOptions make a job unique by what it is rather than by a key of
@@ -45,53 +46,6 @@ func (u UniqueOptions) IsZero() bool {
 	return !u.ByArgs && !u.ByQueue && u.ByPeriod == 0 && u.ByState == nil
 }
 
-// DefaultUniqueStates are the states in which a job holds its unique key
-// unless [UniqueOptions.ByState] says otherwise.
-var DefaultUniqueStates = []State{StateAvailable, StateRunning}
-
-// KeyStates returns the states in which the job holds its unique key:
-// in.UniqueStates, or DefaultUniqueStates when nil.
-func (in *JobInsert) KeyStates() []State {
-	if in.UniqueStates == nil {
-		return DefaultUniqueStates
-	}
-	return in.UniqueStates
-}
-
-// uniqueStateOrder is the order stores keep unique states in.
-var uniqueStateOrder = []State{StateAvailable, StateRunning, StateSucceeded, StateDead}
-
-// uniqueStates validates states (nil is the default) and returns them in
-// the stored order, without duplicates.
-func uniqueStates(field string, states []State) ([]State, error) {
-	if states == nil {
-		return nil, nil
-	}
-	for _, s := range states {
-		if !s.Valid() {
-			return nil, &InputError{field, fmt.Sprintf("has %q, not a state", s)}
-		}
-	}
-	if !slices.Contains(states, StateAvailable) || !slices.Contains(states, StateRunning) {
-		return nil, &InputError{field, "must include available and running (a live job always holds its key)"}
-	}
-	out := make([]State, 0, len(states))
-	for _, s := range uniqueStateOrder {
-		if slices.Contains(states, s) {
-			out = append(out, s)
-		}
-	}
-	for _, s := range states { // states this package may add later keep their place at the end
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	if slices.Equal(out, DefaultUniqueStates) {
-		return nil, nil
-	}
-	return out, nil
-}
-
 // uniqueOf returns the unique key and states of a job enqueued with opts.
 func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at time.Time) (string, []State, error) {
 	u := opts.Unique
@@ -99,7 +53,7 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 		return opts.UniqueKey, nil, nil
 	}
 	if u.ByPeriod < 0 {
-		return "", nil, &InputError{"EnqueueOptions.Unique.ByPeriod", fmt.Sprintf("is %v, must not be negative", u.ByPeriod)}
+		return "", nil, &InputError{Field: "EnqueueOptions.Unique.ByPeriod", Reason: fmt.Sprintf("is %v, must not be negative", u.ByPeriod)}
 	}
 	states, err := uniqueStates("EnqueueOptions.Unique.ByState", u.ByState)
 	if err != nil {
@@ -108,7 +62,7 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 	by := u.ByArgs || u.ByQueue || u.ByPeriod > 0
 	if opts.UniqueKey != "" {
 		if by {
-			return "", nil, &InputError{"EnqueueOptions.Unique", "sets ByArgs, ByQueue or ByPeriod and EnqueueOptions.UniqueKey is set too; set one"}
+			return "", nil, &InputError{Field: "EnqueueOptions.Unique", Reason: "sets ByArgs, ByQueue or ByPeriod and EnqueueOptions.UniqueKey is set too; set one"}
 		}
 		return opts.UniqueKey, states, nil
 	}
@@ -116,7 +70,7 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 	if err != nil {
 		return "", nil, err
 	}
-	if err := validName("EnqueueOptions.Unique", key, MaxUniqueKey); err != nil {
+	if err := validName("EnqueueOptions.Unique", key, jobstore.MaxUniqueKey); err != nil {
 		return "", nil, err
 	}
 	return key, states, nil
@@ -138,7 +92,7 @@ func derivedKey(u UniqueOptions, kind, queue string, args json.RawMessage, at ti
 	if u.ByArgs {
 		c, err := CanonicalJSON(args)
 		if err != nil {
-			return "", &InputError{"args", err.Error()}
+			return "", &InputError{Field: "args", Reason: err.Error()}
 		}
 		sum := sha256.Sum256(c)
 		hash = "sha256:" + hex.EncodeToString(sum[:])
@@ -159,7 +113,7 @@ func keyText(kind, queue, period, args string) (string, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(k); err != nil {
-		return "", &InputError{"EnqueueOptions.Unique", err.Error()}
+		return "", &InputError{Field: "EnqueueOptions.Unique", Reason: err.Error()}
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }

@@ -3,7 +3,7 @@
 // (with optional Go steps for data rewrites SQL cannot express), checked
 // for gaps, applied in one transaction under the store's lock, and
 // recorded with the time the caller gives. Its errors are queue's
-// [queue.SchemaTooNewError] and [queue.SchemaBehindError].
+// [jobstore.SchemaTooNewError] and [jobstore.SchemaBehindError].
 package schema
 
 import (
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Step is one numbered migration.
@@ -192,9 +193,9 @@ func MustLoad(store string, fsys fs.FS, dir string, goSteps map[int]func(context
 func Compare(store string, level Level, steps []Step) error {
 	switch {
 	case level.Version > len(steps) && level.Floor > len(steps):
-		return &queue.SchemaTooNewError{Store: store, Database: level.Version, Binary: len(steps), Floor: level.Floor}
+		return &jobstore.SchemaTooNewError{Store: store, Database: level.Version, Binary: len(steps), Floor: level.Floor}
 	case level.Version < len(steps):
-		e := &queue.SchemaBehindError{Store: store, Database: level.Version, Binary: len(steps)}
+		e := &jobstore.SchemaBehindError{Store: store, Database: level.Version, Binary: len(steps)}
 		for _, s := range steps[level.Version:] {
 			e.Missing = append(e.Missing, s.Name)
 			change := s.Summary

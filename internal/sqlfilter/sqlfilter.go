@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Dialect is how a store's SQL binds values.
@@ -96,7 +97,7 @@ func Where(d Dialect, f *queue.JobFilter, dead bool, args *[]any) string {
 // its queue): " AND attempt = 0" with p.FirstOnly, "" otherwise. It is a
 // literal, not a parameter, so that each store keeps one prepared
 // statement per form and the claim index is used as before.
-func Claim(p *queue.ClaimParams) string {
+func Claim(p *jobstore.ClaimParams) string {
 	if p.FirstOnly {
 		return " AND attempt = 0"
 	}

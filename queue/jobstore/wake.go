@@ -1,4 +1,4 @@
-package queue
+package jobstore
 
 // Wakes reports whether t makes its job due by t.Now, so that a store
 // that notifies ([Notifier]) should wake idle workers (for store

@@ -1,4 +1,4 @@
-package queue
+package jobstore
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func (s State) Valid() bool {
 // The stored words of a job's history. An entry's Outcome says what came of
 // the attempt (or what took its place), its Action what was decided, its
 // Reason why. Together with the keys of the retry package they are one
-// vocabulary: stores keep these words, [Event] names them (EventKind.String
+// vocabulary: stores keep these words, [queue.Event] names them (EventKind.String
 // is the Outcome word for the same happening: "lost", "snoozed",
 // "released", "deferred", "cancelled"), heedotel uses them as metric
 // attribute values and the ui package reads them; nothing else spells them.
@@ -75,7 +75,7 @@ func (s State) Valid() bool {
 // "permanent", "refused"):
 const (
 	OutcomeLost     = "lost"     // the worker's lease expired (crash, hang, partition)
-	OutcomeSnoozed  = "snoozed"  // the handler returned [Snooze]; the attempt was given back
+	OutcomeSnoozed  = "snoozed"  // the handler returned [queue.Snooze]; the attempt was given back
 	OutcomeReleased = "released" // shutdown handed the job back; the attempt was given back
 	OutcomeRequeued = "requeued" // an operator requeued the dead job (not an attempt)
 	OutcomeExpired  = "expired"  // the time budget ended before the attempt started
@@ -90,7 +90,7 @@ const (
 // ("done", "retry", "give_up", "defer"). They are stored as they are
 // spelled here.
 const (
-	ActionSnooze  = "snooze"  // the handler returned [Snooze]
+	ActionSnooze  = "snooze"  // the handler returned [queue.Snooze]
 	ActionRelease = "release" // shutdown handed the job back
 	ActionRequeue = "requeue" // an operator requeued the dead job
 	ActionCut     = "cut"     // the marker of dropped entries ([OutcomeCut])
@@ -240,7 +240,7 @@ type Job struct {
 }
 
 // JobInsert is a new job for [Store.JobInsert] (for store implementers). Build one with
-// [NewJobInsert], which validates it; stores may assume a valid JobInsert.
+// [queue.NewJobInsert], which validates it; stores may assume a valid JobInsert.
 type JobInsert struct {
 	Kind        string          // not empty
 	Queue       string          // not empty
@@ -359,7 +359,7 @@ type Transition struct {
 
 // JobFilter selects jobs for [Store.JobList], [Store.DeadRequeue] and
 // [Store.DeadDelete] (for store implementers; users filter with
-// [DeadFilter]). Zero fields do not filter; the zero JobFilter
+// [queue.DeadFilter]). Zero fields do not filter; the zero JobFilter
 // selects every job (every dead job for the Dead methods). Results are in
 // ascending ID order.
 type JobFilter struct {
@@ -414,7 +414,7 @@ type Stats struct {
 }
 
 // Store is where jobs live (the store SPI: for store implementers; users
-// hand a store to [NewClient] and [NewWorker] and call neither). It stores and never decides: every retry,
+// hand a store to [queue.NewClient] and [queue.NewWorker] and call neither). It stores and never decides: every retry,
 // give-up and timing decision is taken by this package and handed to the
 // store as data. heed ships sqlitestore (embedded) and pgstore (PostgreSQL);
 // queue/storetest is the conformance suite every Store must pass.
@@ -506,7 +506,7 @@ type Store interface {
 
 // Notifier (for store implementers) is implemented by stores that can wake idle workers when a job
 // is inserted (pgstore with LISTEN/NOTIFY, sqlitestore within its own
-// process). A [Worker] uses it when its store has it, and polls as well.
+// process). A [queue.Worker] uses it when its store has it, and polls as well.
 type Notifier interface {
 	// JobNotify returns a channel that receives the queue name of inserted
 	// (or requeued) jobs. Notifications may be dropped or coalesced when the
@@ -516,7 +516,7 @@ type Notifier interface {
 }
 
 // TransitionBatcher (for store implementers) is implemented by stores that can apply many
-// transitions in one commit. A [Worker] whose store has it finishes jobs
+// transitions in one commit. A [queue.Worker] whose store has it finishes jobs
 // that end at about the same time with one write instead of one each (jobs
 // that end while a batch is being written form the next batch; no timer
 // delays any of them).
