@@ -6,8 +6,8 @@ import (
 	"context"
 	"os"
 
-	"github.com/heed-go/heed/internal/cli"
-	"github.com/heed-go/heed/internal/signals" // catches SIGINT and SIGTERM from the start
+	"github.com/heed-go/heed/cmd/heed/internal/cli"
+	"github.com/heed-go/heed/cmd/heed/internal/signals" // catches SIGINT and SIGTERM from the start
 )
 
 func main() {

@@ -28,50 +28,50 @@ const module = "github.com/heed-go/heed"
 // external names for it: database drivers only in the stores.
 var (
 	core    = []string{"clock", "internal/clockctx", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
-	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "internal/signals", "internal/corecheck"}
+	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
-		"internal/dest":       nil, // per-destination budget and breaker, for the client executors
-		"retryhttp":           {"internal/dest"},
-		"heedgrpc":            {"internal/dest"},
-		"queue":               nil,
-		"sim":                 nil,
-		"sim/chart":           {"sim"},
-		"deadline/planfile":   nil,
-		"internal/schema":     {"queue"}, // the stores' one migration runner
-		"internal/sqlfilter":  {"queue"}, // the stores' one JobFilter->SQL builder
-		"sqlitestore":         {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
-		"pgstore":             {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
-		"ui":                  {"queue"}, // the dashboard over a queue client
-		"storeurl":            {"queue", "idempotency", "sqlitestore", "pgstore"},
-		"heedotel":            {"queue", "retryhttp", "heedgrpc"}, // it observes their events
-		"heedotel/promexport": {"heedotel"},
-		"internal/jobkinds":   {"queue", "retryhttp"},                     // the command's built-in job kinds
-		"internal/chaintest":  {"retryhttp"},                              // three real services on loopback, for load tests
-		"internal/cmdrun":     nil,                                        // heed run's executor: a command as a retry attempt
-		"internal/curl":       {"retryhttp"},                              // what heed get takes from curl: flags, -w, output
-		"internal/jobbench":   {"queue", "storeurl", "internal/jobkinds"}, // heed jobs bench's harness
-		"internal/planreport": nil,                                        // heed plan's report: a schedule and a chain's load
-		"internal/jobtext":    {"queue"},                                  // how the command prints jobs
-		"internal/jobrun":     {"queue", "internal/jobkinds"},             // the command's worker runner
+		"internal/dest":                nil, // per-destination budget and breaker, for the client executors
+		"retryhttp":                    {"internal/dest"},
+		"heedgrpc":                     {"internal/dest"},
+		"queue":                        nil,
+		"sim":                          nil,
+		"sim/chart":                    {"sim"},
+		"cmd/heed/internal/planfile":   nil,
+		"internal/schema":              {"queue"}, // the stores' one migration runner
+		"internal/sqlfilter":           {"queue"}, // the stores' one JobFilter->SQL builder
+		"sqlitestore":                  {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"pgstore":                      {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"ui":                           {"queue"}, // the dashboard over a queue client
+		"storeurl":                     {"queue", "idempotency", "sqlitestore", "pgstore"},
+		"heedotel":                     {"queue", "retryhttp", "heedgrpc"}, // it observes their events
+		"heedotel/promexport":          {"heedotel"},
+		"cmd/heed/internal/jobkinds":   {"queue", "retryhttp"},                              // the command's built-in job kinds
+		"internal/chaintest":           {"retryhttp"},                                       // three real services on loopback, for load tests
+		"cmd/heed/internal/cmdrun":     nil,                                                 // heed run's executor: a command as a retry attempt
+		"cmd/heed/internal/curl":       {"retryhttp"},                                       // what heed get takes from curl: flags, -w, output
+		"cmd/heed/internal/jobbench":   {"queue", "storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
+		"cmd/heed/internal/planreport": nil,                                                 // heed plan's report: a schedule and a chain's load
+		"cmd/heed/internal/jobtext":    {"queue"},                                           // how the command prints jobs
+		"cmd/heed/internal/jobrun":     {"queue", "cmd/heed/internal/jobkinds"},             // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.
 	leaves   = map[string][]string{"idempotency": {"internal/redact"}}
-	top      = []string{"internal/cli", "cmd/heed"}
+	top      = []string{"cmd/heed/internal/cli", "cmd/heed"}
 	external = map[string][]string{
-		"sqlitestore":         {"modernc.org/sqlite"},
-		"pgstore":             {"github.com/jackc/pgx/v5"},
-		"pgstore/pgstoretest": {"github.com/jackc/pgx/v5"},
-		"storeurl":            {"github.com/jackc/pgx/v5/pgconn"},                     // PostgreSQL's error type, nothing else
-		"heedotel":            {"go.opentelemetry.io/otel", "google.golang.org/grpc"}, // gRPC's status codes, for heedgrpc's instruments
-		"heedgrpc":            {"google.golang.org/grpc", "google.golang.org/protobuf"},
-		"heedotel/promexport": {"go.opentelemetry.io/otel", "github.com/prometheus/client_golang"},
-		"sim":                 {"go.yaml.in/yaml/v3"},
-		"deadline/planfile":   {"go.yaml.in/yaml/v3"},
-		"sim/chart":           {"gonum.org/v1/plot"},
-		"internal/cli":        {"github.com/mattn/go-isatty"},
-		"internal/cmdrun":     {"github.com/mattn/go-isatty", "golang.org/x/sys"},
-		"queue":               {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
+		"sqlitestore":                {"modernc.org/sqlite"},
+		"pgstore":                    {"github.com/jackc/pgx/v5"},
+		"pgstore/pgstoretest":        {"github.com/jackc/pgx/v5"},
+		"storeurl":                   {"github.com/jackc/pgx/v5/pgconn"},                     // PostgreSQL's error type, nothing else
+		"heedotel":                   {"go.opentelemetry.io/otel", "google.golang.org/grpc"}, // gRPC's status codes, for heedgrpc's instruments
+		"heedgrpc":                   {"google.golang.org/grpc", "google.golang.org/protobuf"},
+		"heedotel/promexport":        {"go.opentelemetry.io/otel", "github.com/prometheus/client_golang"},
+		"sim":                        {"go.yaml.in/yaml/v3"},
+		"cmd/heed/internal/planfile": {"go.yaml.in/yaml/v3"},
+		"sim/chart":                  {"gonum.org/v1/plot"},
+		"cmd/heed/internal/cli":      {"github.com/mattn/go-isatty"},
+		"cmd/heed/internal/cmdrun":   {"github.com/mattn/go-isatty", "golang.org/x/sys"},
+		"queue":                      {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
 	}
 )
 
