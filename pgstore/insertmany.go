@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,7 +29,7 @@ func (s *Store) JobInsertMany(ctx context.Context, ins []jobstore.JobInsert) ([]
 	unique := false
 	for i := range ins {
 		if err := ins[i].Validate(); err != nil {
-			return nil, &queue.ItemError{Index: i, Err: err}
+			return nil, &jobstore.ItemError{Index: i, Err: err}
 		}
 		unique = unique || ins[i].UniqueKey != ""
 	}
@@ -87,7 +86,7 @@ func insertManyTx(ctx context.Context, tx pgx.Tx, ins []jobstore.JobInsert) ([]j
 			}
 			job, inserted, err := insertJob(ctx, tx, ptrs[i])
 			if err != nil {
-				return nil, &queue.ItemError{Index: lo + i, Err: err}
+				return nil, &jobstore.ItemError{Index: lo + i, Err: err}
 			}
 			res[lo+i] = jobstore.InsertResult{Job: job, Inserted: inserted}
 		}

@@ -297,11 +297,7 @@ func (s *Store) JobInsert(ctx context.Context, in jobstore.JobInsert) (*jobstore
 // notify, so many concurrent EnqueueTx transactions commit one at a time;
 // [Store.JobInsert] notifies after its commit and has no such limit.
 func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any, opts queue.EnqueueOptions) (job *jobstore.Job, inserted bool, err error) {
-	raw, err := queue.EncodeArgs(args)
-	if err != nil {
-		return nil, false, err
-	}
-	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
+	in, err := queue.NewJobInsert(kind, args, opts, s.clock.Now())
 	if err != nil {
 		return nil, false, err
 	}

@@ -50,11 +50,7 @@ func (c *Client) Store() jobstore.Store { return c.store }
 // negative delay, ...) returns an error matching ErrInvalid that names the
 // field, and nothing is written.
 func (c *Client) Enqueue(ctx context.Context, kind string, args any, opts EnqueueOptions) (job *Job, inserted bool, err error) {
-	raw, err := EncodeArgs(args)
-	if err != nil {
-		return nil, false, err
-	}
-	in, err := NewJobInsert(kind, raw, opts, clock.Now(c.cfg.Clock))
+	in, err := NewJobInsert(kind, args, opts, clock.Now(c.cfg.Clock))
 	if err != nil {
 		return nil, false, err
 	}
@@ -68,12 +64,11 @@ func (c *Client) Enqueue(ctx context.Context, kind string, args any, opts Enqueu
 	return job, inserted, nil
 }
 
-// EncodeArgs returns a job's args as [Client.Enqueue] stores them: args
+// encodeArgs returns a job's args as [Client.Enqueue] stores them: args
 // marshalled with encoding/json, a json.RawMessage or []byte as is (it must
 // be valid JSON; [NewJobInsert] checks), nil as {}. Args that do not
-// marshal return an error matching ErrInvalid. Stores' transactional
-// enqueues (pgstore's and sqlitestore's EnqueueTx) use it.
-func EncodeArgs(args any) (json.RawMessage, error) {
+// marshal return an error matching ErrInvalid.
+func encodeArgs(args any) (json.RawMessage, error) {
 	switch a := args.(type) {
 	case nil:
 		return json.RawMessage("{}"), nil

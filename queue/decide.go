@@ -68,11 +68,11 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// ErrLeaseExpired is the error recorded for an attempt whose worker lost its
+// errLeaseExpired is the error recorded for an attempt whose worker lost its
 // lease (it crashed, hung, or lost the database for longer than the lease).
 // It is transient: the attempt counts, and the job is retried if its policy
 // allows.
-var ErrLeaseExpired = errors.New("queue: lease expired before the attempt ended (worker lost)")
+var errLeaseExpired = errors.New("queue: lease expired before the attempt ended (worker lost)")
 
 // result is what running a handler once produced.
 type result struct {
@@ -167,7 +167,7 @@ func settle(c *retry.Call, job *Job, res result, now time.Time) (jobstore.Transi
 // attempt counts, is recorded with outcome "lost", and the job is retried or
 // given up as its policy says.
 func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (jobstore.Transition, retry.Decision) {
-	t, d := decide(p, job, result{err: retry.Transient(ErrLeaseExpired), started: job.AttemptedAt, worker: job.Worker}, now, r)
+	t, d := decide(p, job, result{err: retry.Transient(errLeaseExpired), started: job.AttemptedAt, worker: job.Worker}, now, r)
 	t.Entry.Outcome = jobstore.OutcomeLost
 	return t, d
 }
@@ -197,8 +197,13 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.So
 		d.At, d.Delay = d.At.Add(spread), d.Delay+spread
 		e.Outcome, e.Delay = jobstore.OutcomeDeferred, d.Delay
 		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)
-		if n := len(job.History); n > 0 && sameRun(job.History[n-1], e) {
-			e, t.ReplaceLast = joinRun(job.History[n-1], e), true
+		if n := len(job.History); n > 0 {
+			// A deferral that continues the last entry's run of deferrals
+			// takes its place, counting both.
+			run := [2]Attempt{job.History[n-1], e}
+			if h := jobstore.CompactHistory(run[:]); len(h) == 1 {
+				e, t.ReplaceLast = h[0], true
+			}
 		}
 	} else {
 		e.Outcome = jobstore.OutcomeExpired
@@ -206,38 +211,6 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.So
 	}
 	t.Entry = e
 	return t, d
-}
-
-// sameRun reports whether the deferral e continues the run of deferrals
-// that last (the history's last entry) is or ends: a deferral of the same
-// attempt for the same reason.
-func sameRun(last, e Attempt) bool {
-	return last.Outcome == jobstore.OutcomeDeferred && e.Outcome == jobstore.OutcomeDeferred &&
-		last.Attempt == e.Attempt && last.Reason == e.Reason
-}
-
-// joinRun returns the one entry of the run of deferrals last and then e:
-// e's, counting both, since last's start.
-func joinRun(last, e Attempt) Attempt {
-	e.StartedAt, e.Count = last.StartedAt, max(last.Count, 1)+max(e.Count, 1)
-	return e
-}
-
-// CompactHistory returns h with every run of consecutive deferrals of one
-// attempt for one reason as the one entry with a count that a worker now
-// writes ([Attempt].Count; for store implementers: the stores' migration
-// 10 rewrites histories written before counts with it). It reuses h's
-// array; a history without such runs is returned as it is.
-func CompactHistory(h []Attempt) []Attempt {
-	out := h[:0]
-	for _, e := range h {
-		if n := len(out); n > 0 && sameRun(out[n-1], e) {
-			out[n-1] = joinRun(out[n-1], e)
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
 }
 
 // decideRelease hands a job back at shutdown without using its attempt.

@@ -49,11 +49,17 @@ type EnqueueOptions struct {
 // offer a transactional enqueue (pgstore's EnqueueTx) use it so that their
 // jobs are validated exactly as the Client's are.
 //
-// args must be valid JSON (an empty args is taken as {}) of at most
+// args is taken as [Client.Enqueue] takes it: marshalled with
+// encoding/json, a json.RawMessage or []byte as is, nil as {}. It must be
+// valid JSON (an empty args is taken as {}) of at most
 // [jobstore.MaxArgs] bytes; kind and queue names at most [jobstore.MaxName] bytes of UTF-8
 // without control characters. Errors match ErrInvalid and name the bad
 // field.
-func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now time.Time) (jobstore.JobInsert, error) {
+func NewJobInsert(kind string, jobArgs any, opts EnqueueOptions, now time.Time) (jobstore.JobInsert, error) {
+	args, err := encodeArgs(jobArgs)
+	if err != nil {
+		return jobstore.JobInsert{}, err
+	}
 	if err := validName("kind", kind, jobstore.MaxName); err != nil {
 		return jobstore.JobInsert{}, err
 	}

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue/jobstore"
@@ -18,23 +17,6 @@ type EnqueueItem struct {
 	Args    any
 	Options EnqueueOptions // as for Enqueue
 }
-
-// ItemError reports an invalid item of a batch ([Client.EnqueueMany]),
-// naming it by its index. It unwraps to the item's error, which matches
-// [ErrInvalid].
-type ItemError struct {
-	Index int   // from 0
-	Err   error // what is wrong with it
-}
-
-// Error reads like "queue: item 3: kind is empty": Err's message without
-// its own "queue: ", so that each prefix is said once.
-func (e *ItemError) Error() string {
-	return fmt.Sprintf("queue: item %d: %s", e.Index, strings.TrimPrefix(e.Err.Error(), "queue: "))
-}
-
-// Unwrap returns Err.
-func (e *ItemError) Unwrap() error { return e.Err }
 
 // EnqueueMany adds the jobs of items, validating them all first: a bad
 // item returns an [*ItemError] naming its index (matching ErrInvalid), and
@@ -53,11 +35,8 @@ func (c *Client) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]jobsto
 	now := clock.Now(c.cfg.Clock)
 	ins := make([]jobstore.JobInsert, len(items))
 	for i, it := range items {
-		raw, err := EncodeArgs(it.Args)
-		if err == nil {
-			ins[i], err = NewJobInsert(it.Kind, raw, it.Options, now)
-		}
-		if err != nil {
+		var err error
+		if ins[i], err = NewJobInsert(it.Kind, it.Args, it.Options, now); err != nil {
 			return nil, &ItemError{Index: i, Err: err}
 		}
 	}

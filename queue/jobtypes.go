@@ -38,6 +38,11 @@ type Limit = jobstore.Limit
 // [ErrInvalid]. See [jobstore.InputError].
 type InputError = jobstore.InputError
 
+// ItemError reports an invalid item of a batch ([Client.EnqueueMany]),
+// naming it by its index; it unwraps to the item's error, which matches
+// [ErrInvalid]. See [jobstore.ItemError].
+type ItemError = jobstore.ItemError
+
 // State is where a job is in its life. See [jobstore.State].
 type State = jobstore.State
 

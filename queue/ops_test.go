@@ -295,7 +295,7 @@ func (p *pruneStore) JobPrune(ctx context.Context, pp jobstore.PruneParams) (int
 	return 0, nil
 }
 
-// Retention deletes in batches of RetentionBatch until a batch comes back
+// Retention deletes in batches of jobstore.RetentionBatch until a batch comes back
 // short, for each finished state that is not off.
 func TestWorkerRetentionBatches(t *testing.T) {
 	ps := &pruneStore{Store: plainStore{openStore(t)}, full: 2, done: make(chan struct{})}
@@ -316,8 +316,8 @@ func TestWorkerRetentionBatches(t *testing.T) {
 		t.Errorf("prune calls %v, want %v first", ps.calls, want)
 	}
 	for _, l := range ps.limits {
-		if l != queue.RetentionBatch {
-			t.Errorf("prune limit %d, want %d", l, queue.RetentionBatch)
+		if l != jobstore.RetentionBatch {
+			t.Errorf("prune limit %d, want %d", l, jobstore.RetentionBatch)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func Every(d time.Duration) Schedule {
 type every time.Duration
 
 func (e every) Next(t time.Time) time.Time {
-	return PeriodStart(t, time.Duration(e)).Add(time.Duration(e))
+	return periodStart(t, time.Duration(e)).Add(time.Duration(e))
 }
 
 func (e every) String() string { return "every " + time.Duration(e).String() }
@@ -119,7 +119,7 @@ type periodic struct {
 // the same kind and queue is already registered, and ErrStopped after
 // Start.
 func (w *Worker) Periodic(job PeriodicJob) error {
-	raw, err := EncodeArgs(job.Args)
+	raw, err := encodeArgs(job.Args)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (w *Worker) Periodic(job PeriodicJob) error {
 		return &InputError{Field: "PeriodicJob.Schedule", Reason: "is nil"}
 	case !o.At.IsZero() || o.In != 0:
 		return &InputError{Field: "PeriodicJob.Options", Reason: "sets At or In; the schedule sets when each job runs"}
-	case o.UniqueKey != "" || !o.Unique.IsZero():
+	case o.UniqueKey != "" || !o.Unique.isZero():
 		return &InputError{Field: "PeriodicJob.Options", Reason: "sets UniqueKey or Unique; each tick's job is unique by kind, queue and tick"}
 	}
 	if o.Queue == "" {

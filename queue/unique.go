@@ -41,15 +41,15 @@ type UniqueOptions struct {
 	ByState []State
 }
 
-// IsZero reports whether u asks for nothing.
-func (u UniqueOptions) IsZero() bool {
+// isZero reports whether u asks for nothing.
+func (u UniqueOptions) isZero() bool {
 	return !u.ByArgs && !u.ByQueue && u.ByPeriod == 0 && u.ByState == nil
 }
 
 // uniqueOf returns the unique key and states of a job enqueued with opts.
 func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at time.Time) (string, []State, error) {
 	u := opts.Unique
-	if u.IsZero() {
+	if u.isZero() {
 		return opts.UniqueKey, nil, nil
 	}
 	if u.ByPeriod < 0 {
@@ -87,10 +87,10 @@ func derivedKey(u UniqueOptions, kind, queue string, args json.RawMessage, at ti
 		q = queue
 	}
 	if u.ByPeriod > 0 {
-		period = PeriodStart(at, u.ByPeriod).Format(time.RFC3339Nano)
+		period = periodStart(at, u.ByPeriod).Format(time.RFC3339Nano)
 	}
 	if u.ByArgs {
-		c, err := CanonicalJSON(args)
+		c, err := canonicalJSON(args)
 		if err != nil {
 			return "", &InputError{Field: "args", Reason: err.Error()}
 		}
@@ -118,9 +118,9 @@ func keyText(kind, queue, period, args string) (string, error) {
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
-// PeriodStart returns the start of the period of length d that t falls in,
+// periodStart returns the start of the period of length d that t falls in,
 // periods counted from the Unix epoch in UTC; d must be positive.
-func PeriodStart(t time.Time, d time.Duration) time.Time {
+func periodStart(t time.Time, d time.Duration) time.Time {
 	ns := t.UnixNano()
 	r := ns % int64(d)
 	if r < 0 {
@@ -129,11 +129,11 @@ func PeriodStart(t time.Time, d time.Duration) time.Time {
 	return time.Unix(0, ns-r).UTC()
 }
 
-// CanonicalJSON returns the canonical form of the JSON value raw that
+// canonicalJSON returns the canonical form of the JSON value raw that
 // unique-by-args hashes: object keys sorted (by their UTF-8 bytes), no
 // insignificant white space, strings re-encoded from their value (so
 // "\u00e9" and "é" are one), no HTML escaping; numbers as written. Of duplicate keys in an object the last is kept.
-func CanonicalJSON(raw []byte) ([]byte, error) {
+func canonicalJSON(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -104,7 +104,7 @@ type WorkerConfig struct {
 	// Logger, when set, receives one record per event (see LogObserver),
 	// and the worker's own warnings. Failing store calls (an unreachable
 	// database) are logged as a change of state: "database unreachable
-	// since ...; retrying" once, again every OutageLogInterval while it
+	// since ...; retrying" once, again every minute while it
 	// lasts, and "database reconnected after 4.2s" once.
 	Logger *slog.Logger
 	// Clock is the time source for decisions and leases (default: real
@@ -119,9 +119,9 @@ type WorkerConfig struct {
 	// deletes them: by default DefaultRetainSucceeded (24 h),
 	// DefaultRetainDead (30 days) and DefaultRetainCancelled (7 days). A
 	// negative value keeps those jobs until an operator deletes them.
-	// Every worker prunes, every RetentionInterval (default
-	// DefaultRetentionInterval, ±20 % jitter), at most RetentionBatch
-	// jobs per statement with a pause between statements.
+	// Every worker prunes, every RetentionInterval (default one minute,
+	// ±20 % jitter), at most jobstore.RetentionBatch jobs per statement
+	// with a pause between statements.
 	RetainSucceeded time.Duration
 	RetainDead      time.Duration // see RetainSucceeded
 	RetainCancelled time.Duration // see RetainSucceeded
@@ -700,7 +700,7 @@ func (w *Worker) rescue() {
 		}
 		w.storeOK()
 		for _, job := range jobs {
-			w.emit(Event{Kind: EventLost, Job: job, Err: ErrLeaseExpired})
+			w.emit(Event{Kind: EventLost, Job: job, Err: errLeaseExpired})
 			p := w.policyFor(job)
 			t, d := decideLost(&p, job, now, w.cfg.Rand)
 			w.finish(job, t, d, 0)

@@ -32,11 +32,7 @@ func (s *Store) DB() *sql.DB { return s.w }
 // (then workers find the job at their next poll). The time of the job is
 // the clock's now.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, kind string, args any, opts queue.EnqueueOptions) (job *jobstore.Job, inserted bool, err error) {
-	raw, err := queue.EncodeArgs(args)
-	if err != nil {
-		return nil, false, err
-	}
-	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
+	in, err := queue.NewJobInsert(kind, args, opts, s.clock.Now())
 	if err != nil {
 		return nil, false, err
 	}

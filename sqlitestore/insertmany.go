@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -58,7 +57,7 @@ var insertManyFull = insertManySQL(insertManyRows)
 func (s *Store) JobInsertMany(ctx context.Context, ins []jobstore.JobInsert) ([]jobstore.InsertResult, error) {
 	for i := range ins {
 		if err := ins[i].Validate(); err != nil {
-			return nil, &queue.ItemError{Index: i, Err: err}
+			return nil, &jobstore.ItemError{Index: i, Err: err}
 		}
 	}
 	// The full statement is prepared before the transaction begins: the
@@ -166,7 +165,7 @@ func insertManyTx(ctx context.Context, tx *sql.Tx, full *sql.Stmt, ins []jobstor
 		}
 		j, inserted, err := insertUnique(ctx, tx, &ins[i], args)
 		if err != nil {
-			return nil, &queue.ItemError{Index: i, Err: err}
+			return nil, &jobstore.ItemError{Index: i, Err: err}
 		}
 		res[i] = jobstore.InsertResult{Job: j, Inserted: inserted}
 		lo = i + 1

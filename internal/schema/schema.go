@@ -295,7 +295,7 @@ func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) 
 
 // JobForms returns a job's stored policy and history rewritten in the
 // current stored forms (see queue's JobPolicy and Attempt JSON methods, and
-// queue.CompactHistory for runs of deferrals):
+// jobstore.CompactHistory for runs of deferrals):
 // it decodes them as queue reads them, older forms included, and encodes
 // them again. Empty input stays empty. Migrations use it to rewrite rows
 // written by older versions; it is idempotent.
@@ -317,7 +317,7 @@ func JobForms(policy, history []byte) (newPolicy, newHistory []byte, err error) 
 		if h == nil {
 			h = []queue.Attempt{}
 		}
-		h = queue.CompactHistory(h) // runs of deferrals: one entry with a count
+		h = jobstore.CompactHistory(h) // runs of deferrals: one entry with a count
 		if newHistory, err = json.Marshal(h); err != nil {
 			return nil, nil, err
 		}

@@ -1,6 +1,10 @@
 package jobstore
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // InsertResult is the outcome of one job of a batch insert: the job as
 // stored and whether it was inserted. Inserted is false when the job's
@@ -24,3 +28,20 @@ type BatchInserter interface {
 	// with Inserted false.
 	JobInsertMany(ctx context.Context, ins []JobInsert) ([]InsertResult, error)
 }
+
+// ItemError reports an invalid item of a batch ([queue.Client.EnqueueMany], [BatchInserter.JobInsertMany]),
+// naming it by its index. It unwraps to the item's error, which matches
+// [ErrInvalid].
+type ItemError struct {
+	Index int   // from 0
+	Err   error // what is wrong with it
+}
+
+// Error reads like "queue: item 3: kind is empty": Err's message without
+// its own "queue: ", so that each prefix is said once.
+func (e *ItemError) Error() string {
+	return fmt.Sprintf("queue: item %d: %s", e.Index, strings.TrimPrefix(e.Err.Error(), "queue: "))
+}
+
+// Unwrap returns Err.
+func (e *ItemError) Unwrap() error { return e.Err }

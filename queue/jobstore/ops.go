@@ -115,3 +115,10 @@ func DeleteFilter(f JobFilter) error {
 	_, err := opsFilter(f, "delete", StateSucceeded, StateDead, StateCancelled)
 	return err
 }
+
+// RetentionBatch is the most jobs one retention statement deletes (the
+// Limit of the [PruneParams] a queue worker hands [JobOps.JobPrune]): each
+// is a short transaction, so retention never holds locks (or, on SQLite,
+// the single writer) for long, and a pause between batches lets other
+// writes through.
+const RetentionBatch = 1000

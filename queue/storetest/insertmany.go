@@ -183,7 +183,7 @@ func testInsertManyAtomic(t *testing.T, s jobstore.Store) {
 	ins := newInserts(t, 1200, func(int) queue.EnqueueOptions { return queue.EnqueueOptions{} })
 	ins[1100].Kind = ""
 	_, err := b.JobInsertMany(ctx, ins)
-	var ie *queue.ItemError
+	var ie *jobstore.ItemError
 	if !errors.As(err, &ie) || ie.Index != 1100 || !errors.Is(err, jobstore.ErrInvalid) {
 		t.Errorf("a batch with an empty kind at 1100: %v, want an ItemError for index 1100 matching ErrInvalid", err)
 	}

@@ -237,7 +237,7 @@ func testTickMemory(t *testing.T, s jobstore.Store) {
 		Attempt: c.Attempt, FinishedAt: tick.Add(2 * time.Second), Entry: entry(1, retry.OutcomeSuccess.Key(), "succeed", "", tick)}); err != nil {
 		t.Fatalf("JobTransition(succeeded): %v", err)
 	}
-	if n, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: tick.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: tick.Add(48 * time.Hour), Limit: jobstore.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want 1 job deleted", n, err)
 	}
 	if j, err := s.JobGet(ctx, j.ID); err == nil {
@@ -337,7 +337,7 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s jobstore.Store) {
 			t.Errorf("JobSchedules = %+v, %v; want every 1h0m0s, last tick %v, next %v, seen %v", got, err, first, first.Add(time.Hour), first.Add(30*time.Minute))
 		}
 	}
-	if n, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: first.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: first.Add(48 * time.Hour), Limit: jobstore.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want the tick's job deleted", n, err)
 	}
 
