@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -187,8 +186,8 @@ func MustLoad(store string, fsys fs.FS, dir string, goSteps map[int]func(context
 
 // Compare returns nil when the database at level is usable by a binary
 // that knows steps: at the newest of them, or newer but compatible down to
-// them (its Floor at most len(steps)); a *queue.SchemaBehindError naming
-// the missing steps when it is older, and a *queue.SchemaTooNewError when
+// them (its Floor at most len(steps)); a *jobstore.SchemaBehindError naming
+// the missing steps when it is older, and a *jobstore.SchemaTooNewError when
 // it is newer and not compatible.
 func Compare(store string, level Level, steps []Step) error {
 	switch {
@@ -236,7 +235,7 @@ func FloorAfter(level Level, steps []Step, version int) int {
 // (none when the schema is current, or newer and compatible). Steps at or
 // below the new floor are recorded in the migrations table, the others in
 // the expansions table (see [Level]). It changes nothing and returns a
-// *queue.SchemaTooNewError when the database is newer than steps and not
+// *jobstore.SchemaTooNewError when the database is newer than steps and not
 // compatible with them.
 func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) (applied []int, err error) {
 	// Fast path without locks or DDL, so that a role that may not create
@@ -301,7 +300,7 @@ func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) 
 // written by older versions; it is idempotent.
 func JobForms(policy, history []byte) (newPolicy, newHistory []byte, err error) {
 	if len(policy) > 0 {
-		var p queue.JobPolicy
+		var p jobstore.JobPolicy
 		if err := json.Unmarshal(policy, &p); err != nil {
 			return nil, nil, err
 		}
@@ -310,12 +309,12 @@ func JobForms(policy, history []byte) (newPolicy, newHistory []byte, err error) 
 		}
 	}
 	if len(history) > 0 {
-		var h []queue.Attempt
+		var h []jobstore.Attempt
 		if err := json.Unmarshal(history, &h); err != nil {
 			return nil, nil, err
 		}
 		if h == nil {
-			h = []queue.Attempt{}
+			h = []jobstore.Attempt{}
 		}
 		h = jobstore.CompactHistory(h) // runs of deferrals: one entry with a count
 		if newHistory, err = json.Marshal(h); err != nil {
