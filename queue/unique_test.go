@@ -6,8 +6,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestUniqueOf(t *testing.T) {
@@ -23,7 +21,7 @@ func TestUniqueOf(t *testing.T) {
 	}{
 		{name: "none", opts: EnqueueOptions{}, key: ""},
 		{name: "key only", opts: EnqueueOptions{UniqueKey: "k"}, key: "k"},
-		{name: "kind", opts: EnqueueOptions{Unique: UniqueOptions{ByState: jobstore.DefaultUniqueStates}}, key: `{"kind":"email"}`},
+		{name: "kind", opts: EnqueueOptions{Unique: UniqueOptions{ByState: []State{StateAvailable, StateRunning}}}, key: `{"kind":"email"}`},
 		{name: "queue", opts: EnqueueOptions{Queue: "q", Unique: UniqueOptions{ByQueue: true}}, key: `{"kind":"email","queue":"q"}`},
 		{name: "period", opts: EnqueueOptions{At: at, Unique: UniqueOptions{ByPeriod: time.Hour}},
 			key: `{"kind":"email","period":"2026-03-04T05:00:00Z"}`},

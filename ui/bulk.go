@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heed-go/heed/internal/liststate"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 )
@@ -51,8 +52,8 @@ func listQuery(q url.Values) string {
 // listFilter is the filter of the jobs list q selects, and its text.
 func (h *Handler) listFilter(q url.Values) (queue.JobFilter, string, error) {
 	f := queue.JobFilter{Queue: q.Get("queue"), Kind: q.Get("kind")}
-	if err := f.SelectState(q.Get("state"), h.now()); err != nil {
-		return f, "", fmt.Errorf("state %q is not one of %s", q.Get("state"), strings.Join(jobstore.ListStates, ", "))
+	if err := liststate.Select(&f, q.Get("state"), h.now()); err != nil {
+		return f, "", fmt.Errorf("state %q is not one of %s", q.Get("state"), strings.Join(liststate.Names, ", "))
 	}
 	return f, q.Get("q"), nil
 }

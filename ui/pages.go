@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heed-go/heed/internal/liststate"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
@@ -225,7 +226,7 @@ func lastError(j *queue.Job) string {
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := jobsView{Queue: q.Get("queue"), Kind: q.Get("kind"), State: q.Get("state"), Text: q.Get("q"), Order: q.Get("order"),
-		States: jobstore.ListStates}
+		States: liststate.Names}
 	if v.Order != "oldest" {
 		v.Order = "newest"
 	}

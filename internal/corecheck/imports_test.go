@@ -41,10 +41,11 @@ var (
 		"sim/chart":                    {"sim"},
 		"cmd/heed/internal/planfile":   nil,
 		"internal/schema":              {"queue/jobstore"}, // the stores' one migration runner
-		"internal/sqlfilter":           {"queue/jobstore"}, // the stores' one JobFilter->SQL builder
+		"internal/sqlfilter":           {"queue/jobstore"},
+		"internal/liststate":           {"queue/jobstore"}, // the list states of heed jobs ls and the dashboard // the stores' one JobFilter->SQL builder
 		"sqlitestore":                  {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
 		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
-		"ui":                           {"queue", "queue/jobstore"}, // the dashboard over a queue client
+		"ui":                           {"queue", "queue/jobstore", "internal/liststate"}, // the dashboard over a queue client
 		"storeurl":                     {"queue", "queue/jobstore", "idempotency", "sqlitestore", "pgstore"},
 		"heedotel":                     {"queue", "queue/jobstore", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport":          {"heedotel"},

@@ -80,8 +80,7 @@ type QueueLimit struct {
 	Limit        // its limits
 }
 
-// RateBucket is the state of a limited queue's rate (for store
-// implementers): Tokens left at At. A store keeps it beside the limit,
+// RateBucket is the state of a limited queue's rate: Tokens left at At. A store keeps it beside the limit,
 // starts it full ([Limit.FullBucket]) when the rate is set or changed,
 // and moves it only when a claim starts jobs ([Limit.Took]).
 type RateBucket struct {
@@ -106,7 +105,7 @@ func (l Limit) refill(b RateBucket, now time.Time) RateBucket {
 	return b
 }
 
-// Claimable (for store implementers) is how many of want jobs a claim at
+// Claimable is how many of want jobs a claim at
 // now may start: want, at most Concurrency minus running (the queue's
 // running jobs, counted atomically with the claim), and at most the
 // whole tokens of the bucket b. It is never negative.
@@ -122,7 +121,7 @@ func (l Limit) Claimable(want, running int, b RateBucket, now time.Time) int {
 	return max(n, 0)
 }
 
-// Took (for store implementers) is the bucket b after a claim at now
+// Took is the bucket b after a claim at now
 // started n jobs.
 func (l Limit) Took(b RateBucket, now time.Time, n int) RateBucket {
 	b = l.refill(b, now)
@@ -130,7 +129,7 @@ func (l Limit) Took(b RateBucket, now time.Time, n int) RateBucket {
 	return b
 }
 
-// HeldClaimer (for store implementers) is implemented by stores whose
+// HeldClaimer is implemented by stores whose
 // claims say when a queue's [Limit] held due jobs back. A [queue.Worker] whose
 // store has it claims again for such a queue as soon as one of its own
 // jobs of the queue ends (which frees a place under a concurrency limit),

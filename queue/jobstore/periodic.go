@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TickInserter (for store implementers) is implemented by stores that
+// TickInserter is implemented by stores that
 // remember, for each periodic job (a kind and a queue), the latest tick
 // whose job they inserted, in a record that outlives the jobs: retention
 // deletes a succeeded job after a day, and without that record a worker
@@ -25,7 +25,7 @@ type TickInserter interface {
 	JobInsertTick(ctx context.Context, in JobInsert, tick time.Time) (job *Job, inserted bool, err error)
 }
 
-// Schedule records (for store implementers and dashboards).
+// Schedule records (for stores and dashboards).
 
 // PeriodicSchedule is a periodic job as the store records it
 // ([ScheduleRecorder]): what a dashboard shows of it.
@@ -44,7 +44,7 @@ type PeriodicSchedule struct {
 	SeenAt time.Time
 }
 
-// ScheduleRecorder (for store implementers) is implemented by stores that
+// ScheduleRecorder is implemented by stores that
 // keep, beside each periodic job's latest tick ([TickInserter]), its
 // schedule and next tick, so that a dashboard or a CLI in another process
 // can show them. sqlitestore and pgstore implement it. A [queue.Worker] records

@@ -2,16 +2,16 @@ package jobstore
 
 import "github.com/heed-go/heed/queue/internal/check"
 
-// DefaultUniqueStates are the states in which a job holds its unique key
+// defaultUniqueStates are the states in which a job holds its unique key
 // unless [JobInsert].UniqueStates (queue's UniqueOptions.ByState) says
 // otherwise.
-var DefaultUniqueStates = []State{StateAvailable, StateRunning}
+var defaultUniqueStates = []State{StateAvailable, StateRunning}
 
 // KeyStates returns the states in which the job holds its unique key:
-// in.UniqueStates, or DefaultUniqueStates when nil.
+// in.UniqueStates, or defaultUniqueStates when nil.
 func (in *JobInsert) KeyStates() []State {
 	if in.UniqueStates == nil {
-		return DefaultUniqueStates
+		return defaultUniqueStates
 	}
 	return in.UniqueStates
 }
