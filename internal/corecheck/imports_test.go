@@ -39,10 +39,11 @@ var (
 		"queue":                        {"queue/jobstore", "queue/internal/check"},
 		"sim":                          nil,
 		"sim/chart":                    {"sim"},
-		"cmd/heed/internal/planfile":   nil,
+		"cmd/heed/internal/plan":       nil, // heed's planner: schedules, a chain's load, deadline plan reviews
+		"cmd/heed/internal/planfile":   {"cmd/heed/internal/plan"},
 		"internal/schema":              {"queue/jobstore"}, // the stores' one migration runner
-		"internal/sqlfilter":           {"queue/jobstore"},
-		"internal/liststate":           {"queue/jobstore"}, // the list states of heed jobs ls and the dashboard // the stores' one JobFilter->SQL builder
+		"internal/sqlfilter":           {"queue/jobstore"}, // the stores' one JobFilter->SQL builder
+		"internal/liststate":           {"queue/jobstore"}, // the list states of heed jobs ls and the dashboard
 		"sqlitestore":                  {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
 		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
 		"ui":                           {"queue", "queue/jobstore", "internal/liststate"}, // the dashboard over a queue client
@@ -54,7 +55,7 @@ var (
 		"cmd/heed/internal/cmdrun":     nil,                                                                   // heed run's executor: a command as a retry attempt
 		"cmd/heed/internal/curl":       {"retryhttp"},                                                         // what heed get takes from curl: flags, -w, output
 		"cmd/heed/internal/jobbench":   {"queue", "queue/jobstore", "storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
-		"cmd/heed/internal/planreport": nil,                                                                   // heed plan's report: a schedule and a chain's load
+		"cmd/heed/internal/planreport": {"cmd/heed/internal/plan"},                                            // heed plan's report: a schedule and a chain's load
 		"cmd/heed/internal/jobtext":    {"queue", "queue/jobstore"},                                           // how the command prints jobs
 		"cmd/heed/internal/jobrun":     {"queue", "queue/jobstore", "cmd/heed/internal/jobkinds"},             // the command's worker runner
 	}
