@@ -294,10 +294,10 @@ const (
 // [Outcome.Key].
 func (o Outcome) String() string { return o.Key() }
 
-// Failure reports whether the outcome says the dependency is unwell:
+// failure reports whether the outcome says the dependency is unwell:
 // transient, timeout, pushback and refused do; ok and permanent do not.
 // Breakers count these as failures.
-func (o Outcome) Failure() bool {
+func (o Outcome) failure() bool {
 	return o == OutcomeTransient || o == OutcomeTimeout || o == OutcomePushback || o == OutcomeRefused
 }
 
