@@ -16,13 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }
 
 // fakeClock is a clock the test moves by hand.

@@ -131,7 +131,7 @@ func isDup(trs []queue.Transition, i int) bool {
 }
 
 // TestTransitionClose closes the store while transitions are in flight:
-// every call returns, and no goroutine is left (goleak checks in TestMain).
+// every call returns, and no goroutine is left (leakcheck checks in TestMain).
 func TestTransitionClose(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
