@@ -28,7 +28,7 @@ const module = "github.com/heed-go/heed"
 // external names for it: database drivers only in the stores.
 var (
 	core    = []string{"clock", "internal/clockctx", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
-	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck"}
+	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck", "internal/cron", "internal/leakcheck"}
 	arrows  = map[string][]string{
 		"internal/dest":                nil, // per-destination budget and breaker, for the client executors
 		"retryhttp":                    {"internal/dest"},
@@ -71,7 +71,6 @@ var (
 		"sim/chart":                  {"gonum.org/v1/plot"},
 		"cmd/heed/internal/cli":      {"github.com/mattn/go-isatty"},
 		"cmd/heed/internal/cmdrun":   {"github.com/mattn/go-isatty", "golang.org/x/sys"},
-		"queue":                      {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
 	}
 )
 
