@@ -1,4 +1,9 @@
-package queue_test
+// Package queuetest holds queue's tests that need a real store: the worker,
+// the client's operations and the call protocol end to end, over SQLite. They
+// live in sqlitestore's module because queue belongs to heed's core module,
+// which requires no third-party module (not even for tests). It has only
+// tests.
+package queuetest
 
 import (
 	"context"
