@@ -25,6 +25,9 @@ require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/heed-go/heed/heedgrpc v0.0.0-00010101000000-000000000000
+	github.com/heed-go/heed/pgstore v0.0.0-00010101000000-000000000000
+	github.com/heed-go/heed/sqlitestore v0.0.0-00010101000000-000000000000
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -49,3 +52,9 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+replace github.com/heed-go/heed/pgstore => ../../pgstore
+
+replace github.com/heed-go/heed/sqlitestore => ../../sqlitestore
+
+replace github.com/heed-go/heed/heedgrpc => ../../heedgrpc
