@@ -26,18 +26,16 @@ import (
 	"time"
 )
 
-// ErrTooClose is the sentinel matched (with [errors.Is]) by every
-// [*TooCloseError]: the deadline is too close for the work to finish.
+// ErrTooClose is the sentinel matched (with [errors.Is]) by the errors of
+// [Check] and [Plan.Step] when the deadline is too close for the work to
+// finish; their messages say how much time was left and needed.
 var ErrTooClose = errors.New("deadline: not enough time left")
 
-// TooCloseError reports that a context's deadline is too close for a step
+// tooCloseError reports that a context's deadline is too close for a step
 // that needs Need to run: only Remaining is left. [Check] and [CheckAt]
-// return it; it matches [ErrTooClose] with [errors.Is].
-//
-// The zero value is a valid error (nothing left, nothing needed) but is not
-// produced by this package. A TooCloseError is immutable once made and safe
-// to share between goroutines.
-type TooCloseError struct {
+// return it; it matches [ErrTooClose] with [errors.Is]. It is immutable
+// once made and safe to share between goroutines.
+type tooCloseError struct {
 	// Remaining is the time that was left before the deadline, > 0.
 	Remaining time.Duration
 	// Need is the time the step asked for, > Remaining.
@@ -45,13 +43,13 @@ type TooCloseError struct {
 }
 
 // Error returns a message such as "deadline: 40ms left, step needs 200ms".
-func (e *TooCloseError) Error() string {
+func (e *tooCloseError) Error() string {
 	return "deadline: " + e.Remaining.String() + " left, step needs " + e.Need.String()
 }
 
 // Is reports whether target is [ErrTooClose], so that
-// errors.Is(err, ErrTooClose) holds for every *TooCloseError.
-func (e *TooCloseError) Is(target error) bool { return target == ErrTooClose }
+// errors.Is(err, ErrTooClose) holds for every *tooCloseError.
+func (e *tooCloseError) Is(target error) bool { return target == ErrTooClose }
 
 // Remaining returns the time left before ctx's deadline and true, or 0 and
 // false when ctx has no deadline. A deadline that has already passed gives
@@ -109,7 +107,7 @@ func Step(ctx context.Context, budget time.Duration) (context.Context, context.C
 //   - [context.DeadlineExceeded] when the deadline has passed but ctx has
 //     not noticed yet (its timer has not fired);
 //   - nil when ctx has no deadline, or at least need is left;
-//   - otherwise a [*TooCloseError] carrying the time left and need, which
+//   - otherwise a *tooCloseError carrying the time left and need, which
 //     matches [ErrTooClose].
 //
 // A need <= 0 therefore only checks that ctx is not done and its deadline
@@ -131,7 +129,7 @@ func CheckAt(ctx context.Context, need time.Duration, now time.Time) error {
 	case left <= 0:
 		return context.DeadlineExceeded
 	case left < need:
-		return &TooCloseError{Remaining: left, Need: need}
+		return &tooCloseError{Remaining: left, Need: need}
 	}
 	return nil
 }

@@ -51,15 +51,15 @@ func TestCheckAt(t *testing.T) {
 		ctx  context.Context
 		need time.Duration
 		want error // compared with errors.Is; nil means nil
-		too  *TooCloseError
+		too  *tooCloseError
 	}{
 		{"no deadline", context.Background(), time.Hour, nil, nil},
 		{"enough", fixedCtx{context.Background(), t0.Add(time.Second)}, 200 * time.Millisecond, nil, nil},
 		{"exactly enough", fixedCtx{context.Background(), t0.Add(200 * time.Millisecond)}, 200 * time.Millisecond, nil, nil},
 		{"too close", fixedCtx{context.Background(), t0.Add(40 * time.Millisecond)}, 200 * time.Millisecond, ErrTooClose,
-			&TooCloseError{Remaining: 40 * time.Millisecond, Need: 200 * time.Millisecond}},
+			&tooCloseError{Remaining: 40 * time.Millisecond, Need: 200 * time.Millisecond}},
 		{"one ns short", fixedCtx{context.Background(), t0.Add(time.Second - 1)}, time.Second, ErrTooClose,
-			&TooCloseError{Remaining: time.Second - 1, Need: time.Second}},
+			&tooCloseError{Remaining: time.Second - 1, Need: time.Second}},
 		{"zero need", fixedCtx{context.Background(), t0.Add(time.Nanosecond)}, 0, nil, nil},
 		{"negative need", fixedCtx{context.Background(), t0.Add(time.Nanosecond)}, -time.Second, nil, nil},
 		{"deadline passed, not yet done", fixedCtx{context.Background(), t0}, 0, context.DeadlineExceeded, nil},
@@ -81,7 +81,7 @@ func TestCheckAt(t *testing.T) {
 		if tt.want != ErrTooClose && err != tt.want {
 			t.Errorf("%s: CheckAt = %#v; want %v itself, unwrapped", tt.name, err, tt.want)
 		}
-		var tc *TooCloseError
+		var tc *tooCloseError
 		if errors.As(err, &tc) != (tt.too != nil) || (tt.too != nil && *tc != *tt.too) {
 			t.Errorf("%s: CheckAt = %#v; want %#v", tt.name, err, tt.too)
 		}
@@ -89,7 +89,7 @@ func TestCheckAt(t *testing.T) {
 }
 
 func TestTooCloseError(t *testing.T) {
-	err := error(&TooCloseError{Remaining: 40 * time.Millisecond, Need: 200 * time.Millisecond})
+	err := error(&tooCloseError{Remaining: 40 * time.Millisecond, Need: 200 * time.Millisecond})
 	if got, want := err.Error(), "deadline: 40ms left, step needs 200ms"; got != want {
 		t.Errorf("Error() = %q; want %q", got, want)
 	}
@@ -99,7 +99,7 @@ func TestTooCloseError(t *testing.T) {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrBadHeader) {
 		t.Error("matches an unrelated sentinel")
 	}
-	if got := (&TooCloseError{}).Error(); got != "deadline: 0s left, step needs 0s" {
+	if got := (&tooCloseError{}).Error(); got != "deadline: 0s left, step needs 0s" {
 		t.Errorf("zero value Error() = %q", got)
 	}
 }
@@ -113,8 +113,8 @@ func TestCheck(t *testing.T) {
 		}
 		time.Sleep(960 * time.Millisecond)
 		err := Check(ctx, 200*time.Millisecond)
-		var tc *TooCloseError
-		if !errors.As(err, &tc) || *tc != (TooCloseError{40 * time.Millisecond, 200 * time.Millisecond}) {
+		var tc *tooCloseError
+		if !errors.As(err, &tc) || *tc != (tooCloseError{40 * time.Millisecond, 200 * time.Millisecond}) {
 			t.Fatalf("after 960ms: Check(200ms) = %v; want 40ms left, needs 200ms", err)
 		}
 		if err.Error() != "deadline: 40ms left, step needs 200ms" {

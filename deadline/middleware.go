@@ -46,9 +46,10 @@ type stateKey struct{}
 
 // WithUpstreamOwner returns a context that says a caller further up the
 // chain owns retries for this work: heed's executors called under it make a
-// single attempt. [Middleware] marks a request's context so when the request
-// carries Retry-Attempt from a trusted peer; retry.WithUpstreamOwner is the
-// same mark.
+// single attempt and give up with retry.ReasonUpstreamOwns, so a chain of
+// services that all retry makes (1 + r) attempts, not (1 + r)^layers.
+// [Middleware] marks a request's context so when the request carries
+// Retry-Attempt from a trusted peer; heedgrpc's server does the same.
 func WithUpstreamOwner(ctx context.Context) context.Context {
 	if s, ok := ctx.Value(stateKey{}).(*reqState); ok && s.owned {
 		return ctx

@@ -408,8 +408,7 @@ func addSat(a, b time.Duration) time.Duration {
 }
 
 // RefusedError reports that [Plan.Step] refused to start a step: the
-// deadline is too close for it. It matches [ErrTooClose] with [errors.Is],
-// and [errors.As] finds the [*TooCloseError] it wraps.
+// deadline is too close for it. It matches [ErrTooClose] with [errors.Is].
 //
 // The zero value is a valid error but is not produced by this package. A
 // RefusedError is immutable once made and safe to share between goroutines.
@@ -431,10 +430,10 @@ func (e *RefusedError) Error() string {
 		" (p99 " + e.P99.String() + " + reserve " + e.Reserve.String() + ")"
 }
 
-// Unwrap returns the [*TooCloseError] for the step: Remaining left, and
-// P99 + Reserve needed.
+// Unwrap returns the error [Check] gives for the step (Remaining left,
+// P99 + Reserve needed), which matches [ErrTooClose].
 func (e *RefusedError) Unwrap() error {
-	return &TooCloseError{Remaining: e.Remaining, Need: addSat(e.P99, e.Reserve)}
+	return &tooCloseError{Remaining: e.Remaining, Need: addSat(e.P99, e.Reserve)}
 }
 
 // Step returns the context for the step called name under ctx, the

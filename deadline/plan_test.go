@@ -307,9 +307,9 @@ func TestStepRefusedMatchesErrTooClose(t *testing.T) {
 	if !errors.As(err, &re) || re.Step != "payment" || re.Remaining != 300*msec || re.P99 != 400*msec || re.Reserve != 100*msec {
 		t.Errorf("RefusedError = %+v", re)
 	}
-	var tc *TooCloseError
+	var tc *tooCloseError
 	if !errors.As(err, &tc) || tc.Remaining != 300*msec || tc.Need != 500*msec {
-		t.Errorf("TooCloseError = %+v", tc)
+		t.Errorf("tooCloseError = %+v", tc)
 	}
 }
 

@@ -66,10 +66,10 @@
 // An attempt carries "retry-attempt: N" in its metadata when this layer
 // will retry the call (its policy allows more than one attempt and the
 // method is repeatable), and, when a layer above owns the retries (the
-// context is marked with retry.WithUpstreamOwner), to pass that claim on.
+// context is marked with deadline.WithUpstreamOwner), to pass that claim on.
 // A client that will not retry claims nothing, so the layer below retries
 // on its own. A server wrapped in [Server]'s interceptors that sees it
-// marks the handler's context with retry.WithUpstreamOwner: the heed
+// marks the handler's context with deadline.WithUpstreamOwner: the heed
 // clients it calls under that context (gRPC or HTTP) make a single attempt,
 // so a chain of services makes (1+r) attempts, not (1+r)^hops. The
 // deadline travels as gRPC's own grpc-timeout: the time left.
@@ -116,6 +116,7 @@ import (
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/admitfirst"
 	"github.com/heed-go/heed/internal/dest"
 	"github.com/heed-go/heed/retry"
 )
@@ -253,7 +254,8 @@ type Client struct {
 	targets   dest.Set // per target: the policy with its budget and breaker
 	// fast: a unary call's first attempt may do without the call
 	// protocol's state (no one is told about attempts), when
-	// retry.Policy.AdmitFirst admits it under its target's policy.
+	// admitfirst.Admit (heed's own door for it) admits it under its
+	// target's policy.
 	fast bool
 	// methods says whether a method is repeatable by Idempotent or its
 	// descriptor: read with one atomic load, copied on write (once per
@@ -460,7 +462,7 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 // retries, asking the context once.
 func (cs *call) upstreamOwns(ctx context.Context) bool {
 	if !cs.ownKnown {
-		cs.owned, cs.ownKnown = retry.UpstreamOwns(ctx), true
+		cs.owned, cs.ownKnown = deadline.UpstreamOwns(ctx), true
 	}
 	return cs.owned
 }
@@ -578,8 +580,9 @@ const maxMethods = 1024
 // (for the retry budget and the deadline), the budget's lock, when the
 // call carries retry-attempt one allocation for its context, and when the
 // Client gives attempts a share of the caller's deadline (AttemptShare,
-// none by default) a context.WithDeadline: retry.Policy.AdmitFirst admits it, and the call
-// protocol's state is built only if it fails. A breaker, policy time
+// none by default) a context.WithDeadline: it is admitted as
+// retry.Call.Admit would admit it, and the call protocol's state is built
+// only if it fails. A breaker, policy time
 // limits or anyone told of attempts (Policy.Observe, OnAttempt, Logger)
 // make the call go through the protocol from its first attempt.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
@@ -617,7 +620,7 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 		if cs.shared() {
 			share = cs.c.share
 		}
-		if lim, ok := cs.p.AdmitFirst(now, dl, share, share > 0 && cs.upstreamOwns(ctx)); ok {
+		if lim, ok := admitfirst.Admit(cs.p, now, dl, share, share > 0 && cs.upstreamOwns(ctx)); ok {
 			timedOut, err = cs.attemptUnary(ctx, 1, now, lim, req, reply, cc, invoker, opts)
 			if err == nil {
 				return nil

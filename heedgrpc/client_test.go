@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/heed-go/heed/deadline"
 	"log/slog"
 	"strings"
 	"testing"
@@ -332,7 +333,7 @@ func TestRetryAttempt(t *testing.T) {
 			cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
 			ctx := ctxTimeout(t, 10*time.Second)
 			if tt.owned {
-				ctx = retry.WithUpstreamOwner(ctx)
+				ctx = deadline.WithUpstreamOwner(ctx)
 			}
 			if tt.key != "" {
 				ctx = metadata.AppendToOutgoingContext(ctx, "Idempotency-Key", tt.key)

@@ -117,7 +117,7 @@ func ExampleClient_StreamInterceptor() {
 func ExampleServer_UnaryInterceptor() {
 	show := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		left, _ := deadline.Remaining(ctx)
-		fmt.Printf("handler: caller owns retries: %v, at most 2s left: %v\n", retry.UpstreamOwns(ctx), left <= 2*time.Second)
+		fmt.Printf("handler: caller owns retries: %v, at most 2s left: %v\n", deadline.UpstreamOwns(ctx), left <= 2*time.Second)
 		return h(ctx, req)
 	}
 	srv := heedgrpc.Server{Limit: 2 * time.Second, Trusted: heedgrpc.TrustAll}
@@ -153,7 +153,7 @@ func ExampleServer_UnaryInterceptor() {
 func ExampleServer_StreamInterceptor() {
 	show := func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		left, _ := deadline.Remaining(ss.Context())
-		fmt.Printf("handler: caller owns retries: %v, at most 2s left: %v\n", retry.UpstreamOwns(ss.Context()), left <= 2*time.Second)
+		fmt.Printf("handler: caller owns retries: %v, at most 2s left: %v\n", deadline.UpstreamOwns(ss.Context()), left <= 2*time.Second)
 		return h(srv, ss)
 	}
 	srv := heedgrpc.Server{Limit: 2 * time.Second, Trusted: heedgrpc.TrustAll}

@@ -2,6 +2,7 @@ package heedgrpc_test
 
 import (
 	"context"
+	"github.com/heed-go/heed/deadline"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -82,7 +83,7 @@ type echo struct {
 	calls sync.Map // method -> *atomic.Int64
 	mu    sync.Mutex
 	seen  []string // retry-attempt values received, "" for none
-	owned []bool   // retry.UpstreamOwns of each handler's context
+	owned []bool   // deadline.UpstreamOwns of each handler's context
 }
 
 func (e *echo) count(method string) *atomic.Int64 {
@@ -100,7 +101,7 @@ func (e *echo) record(ctx context.Context) {
 	}
 	e.mu.Lock()
 	e.seen = append(e.seen, v)
-	e.owned = append(e.owned, retry.UpstreamOwns(ctx))
+	e.owned = append(e.owned, deadline.UpstreamOwns(ctx))
 	e.mu.Unlock()
 }
 

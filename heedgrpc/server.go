@@ -28,7 +28,7 @@ import (
 //   - answer DEADLINE_EXCEEDED at once, without calling the handler, when
 //     less than MinRemaining is left;
 //   - for a call from a trusted peer that carries retry-attempt, mark the
-//     handler's context as retry.WithUpstreamOwner does, with the attempt
+//     handler's context as deadline.WithUpstreamOwner does, with the attempt
 //     number (deadline.WithUpstreamAttempt; or Owner), so that the heed
 //     clients it calls under it (gRPC or HTTP) make a single attempt, the
 //     caller owning the retries, and send the caller's attempt number on,
@@ -70,7 +70,7 @@ type Server struct {
 
 	// Owner marks the context of a call whose caller owns retries
 	// (default deadline.WithUpstreamAttempt with the call's retry-attempt:
-	// the mark of retry.WithUpstreamOwner, and the attempt number that
+	// the mark of deadline.WithUpstreamOwner, and the attempt number that
 	// heed clients called under it send on).
 	Owner func(ctx context.Context) context.Context
 

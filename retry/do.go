@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"github.com/heed-go/heed/deadline"
 	"time"
 
 	"github.com/heed-go/heed/clock"
@@ -115,7 +116,7 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 	if d, ok := ctx.Deadline(); ok {
 		c.History.Deadline = d
 	}
-	c.History.UpstreamOwns = UpstreamOwns(ctx)
+	c.History.UpstreamOwns = deadline.UpstreamOwns(ctx)
 	timed := !c.History.Deadline.IsZero() || p.TimeBudget > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil || trace != nil
 	var (
 		timer clock.Timer

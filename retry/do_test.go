@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"github.com/heed-go/heed/deadline"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -309,13 +310,13 @@ func TestDoAllocs(t *testing.T) {
 
 func TestDoUpstreamOwnerMakesOneAttempt(t *testing.T) {
 	calls := 0
-	ctx := WithUpstreamOwner(context.Background())
+	ctx := deadline.WithUpstreamOwner(context.Background())
 	err := Do(ctx, Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}}, func(context.Context) error { calls++; return errFlaky })
 	var ex *ExhaustedError
 	if calls != 1 || !errors.As(err, &ex) || ex.Reason != ReasonUpstreamOwns {
 		t.Fatalf("calls = %d, err = %v", calls, err)
 	}
-	if UpstreamOwns(context.Background()) {
+	if deadline.UpstreamOwns(context.Background()) {
 		t.Error("a plain context is marked")
 	}
 }

@@ -73,15 +73,21 @@ func TestKeysParseBack(t *testing.T) {
 			t.Errorf("ParseAction(%q) = %v, %v", a.Key(), got, err)
 		}
 	}
+	// Reasons and outcomes are stored by key and read back by comparing
+	// keys (the stores, the dashboard): every key is its own.
+	seen := map[string]bool{}
 	for r := retry.ReasonSuccess; r <= retry.ReasonPushbackTooLong; r++ {
-		if got, err := retry.ParseReason(r.Key()); err != nil || got != r {
-			t.Errorf("ParseReason(%q) = %v, %v", r.Key(), got, err)
+		if k := r.Key(); seen[k] || k == "unknown" {
+			t.Errorf("reason %d: key %q is not its own", r, k)
 		}
+		seen[r.Key()] = true
 	}
+	clear(seen)
 	for o := retry.OutcomeSuccess; o <= retry.OutcomeRefused; o++ {
-		if got, err := retry.ParseOutcome(o.Key()); err != nil || got != o {
-			t.Errorf("ParseOutcome(%q) = %v, %v", o.Key(), got, err)
+		if k := o.Key(); seen[k] || k == "unknown" {
+			t.Errorf("outcome %d: key %q is not its own", o, k)
 		}
+		seen[o.Key()] = true
 	}
 	if retry.GiveUp.Key() != "give_up" || retry.GiveUp.String() != "give up" {
 		t.Errorf("GiveUp: key %q, words %q", retry.GiveUp.Key(), retry.GiveUp.String())
@@ -90,11 +96,5 @@ func TestKeysParseBack(t *testing.T) {
 		if _, err := retry.ParseAction(bad); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
 			t.Errorf("ParseAction(%q) error = %v, want one naming it", bad, err)
 		}
-	}
-	if _, err := retry.ParseReason("transient error"); err == nil {
-		t.Error(`ParseReason("transient error") succeeded; it is the words, not the key`)
-	}
-	if _, err := retry.ParseOutcome("lost"); err == nil {
-		t.Error(`ParseOutcome("lost") succeeded`)
 	}
 }

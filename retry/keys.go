@@ -53,23 +53,12 @@ var reasonKeys = [...]string{
 // logs: "success", "transient", "timeout", "pushback", "permanent",
 // "attempts", "time_budget", "deadline", "budget", "breaker_open",
 // "not_repeatable", "server_refused", "upstream_owns", "pushback_too_long"
-// ("unknown" for a value outside them). [ParseReason] reads it back.
+// ("unknown" for a value outside them).
 func (r Reason) Key() string {
 	if int(r) < len(reasonKeys) {
 		return reasonKeys[r]
 	}
 	return "unknown"
-}
-
-// ParseReason returns the Reason whose [Reason.Key] is key, or an error
-// naming key.
-func ParseReason(key string) (Reason, error) {
-	for i, k := range reasonKeys {
-		if k == key {
-			return Reason(i), nil
-		}
-	}
-	return 0, fmt.Errorf("retry: unknown reason %q", key)
 }
 
 var outcomeKeys = [...]string{
@@ -84,22 +73,10 @@ var outcomeKeys = [...]string{
 // Key returns the outcome's stable identifier: "success", "transient",
 // "timeout", "pushback", "permanent" or "refused" ("unknown" for a value
 // outside them). A success is "success" here as in [Reason.Key]
-// (job histories written before the stores' migration 8 said "ok"). It is also the outcome's String. [ParseOutcome] reads it
-// back.
+// (job histories written before the stores' migration 8 said "ok"). It is also the outcome's String.
 func (o Outcome) Key() string {
 	if int(o) < len(outcomeKeys) {
 		return outcomeKeys[o]
 	}
 	return "unknown"
-}
-
-// ParseOutcome returns the Outcome whose [Outcome.Key] is key, or an error
-// naming key.
-func ParseOutcome(key string) (Outcome, error) {
-	for i, k := range outcomeKeys {
-		if k == key {
-			return Outcome(i), nil
-		}
-	}
-	return 0, fmt.Errorf("retry: unknown outcome %q (want success, transient, timeout, pushback, permanent or refused)", key)
 }

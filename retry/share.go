@@ -32,36 +32,3 @@ func shareLimit(p *Policy, attempts int, upstreamOwns bool, lim Limit, now time.
 	}
 	return Limit{At: now.Add(d), Reason: ReasonTimeout}
 }
-
-// AdmitFirst is [Call.Admit] and [Call.ShareLimit] for the first attempt
-// of a call under p, for an executor that keeps no Call while that
-// attempt may still succeed (a success needs none of a Call's state).
-// When p has no Clock, no Breaker, no Hedge and no time limits of its own
-// (AttemptTimeout, TimeBudget), and the caller's deadline dl (zero for
-// none) has not passed at now, it counts the request in p's Budget and
-// returns the attempt's Limit and true: dl, or share of the time left
-// before it as ShareLimit gives it (share: the executor's attempt share
-// for a call it may repeat, 0 for none; upstreamOwns: a caller above owns
-// the retries). Otherwise it changes nothing and returns false, and the
-// executor runs the call through a Call from its first attempt.
-//
-// When the attempt AdmitFirst admitted fails, the executor starts a Call
-// with History.Deadline dl, History.Start now and History.UpstreamOwns
-// upstreamOwns, and calls its End: the call goes on as if the Call's
-// Admit had admitted the attempt at now.
-func (p *Policy) AdmitFirst(now, dl time.Time, share float64, upstreamOwns bool) (Limit, bool) {
-	if p.Clock != nil || p.Breaker != nil || p.AttemptTimeout > 0 || p.TimeBudget > 0 || p.Hedge != nil {
-		return Limit{}, false
-	}
-	var lim Limit
-	if !dl.IsZero() {
-		if !now.Before(dl) {
-			return Limit{}, false
-		}
-		lim = shareLimit(p, 0, upstreamOwns, Limit{At: dl, Reason: ReasonDeadline}, now, share)
-	}
-	if b := p.Budget; b != nil {
-		b.RequestAt(now)
-	}
-	return lim, true
-}

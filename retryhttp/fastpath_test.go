@@ -191,7 +191,7 @@ func TestBodyBufferedUnlessUpstreamOwns(t *testing.T) {
 			}
 			ctx := context.Background()
 			if owned {
-				ctx = retry.WithUpstreamOwner(ctx)
+				ctx = deadline.WithUpstreamOwner(ctx)
 			}
 			req, _ := http.NewRequestWithContext(ctx, "PUT", "http://svc.internal/x", opaqueReader{strings.NewReader("payload")})
 			resp, err := tr.RoundTrip(req)

@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"context"
+	"github.com/heed-go/heed/deadline"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -13,7 +14,7 @@ import (
 )
 
 // TestHedgeNotUnderUpstreamOwner: a request whose caller owns the retries
-// (retry.WithUpstreamOwner) is never hedged, however slow its attempt.
+// (deadline.WithUpstreamOwner) is never hedged, however slow its attempt.
 func TestHedgeNotUnderUpstreamOwner(t *testing.T) {
 	var calls atomic.Int64
 	release := make(chan struct{})
@@ -25,7 +26,7 @@ func TestHedgeNotUnderUpstreamOwner(t *testing.T) {
 	defer srv.Close()
 	tr := &retryhttp.Transport{Policy: retry.Policy{Hedge: &retry.Hedge{Delay: time.Millisecond}}}
 	defer tr.CloseIdleConnections()
-	ctx := retry.WithUpstreamOwner(context.Background())
+	ctx := deadline.WithUpstreamOwner(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 	// The first attempt is held well past the hedge delay: a hedge, if one
 	// were sent, would be the second call.

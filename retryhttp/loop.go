@@ -113,7 +113,7 @@ type call struct {
 	key     string // the idempotency key sent, if any (see keyRead)
 	genKey  string // a generated key to add
 	keyRead bool   // key holds the request's Idempotency-Key, if any
-	owns    int8   // retry.UpstreamOwns of the context: 0 unknown, 1 false, 2 true
+	owns    int8   // deadline.UpstreamOwns of the context: 0 unknown, 1 false, 2 true
 	// propagate: attempts carry Timeout-Remaining, and Retry-Attempt when
 	// claim is set too.
 	propagate bool
@@ -137,13 +137,13 @@ func (c *call) idempotencyKey() string {
 	return c.key
 }
 
-// upstreamOwns returns retry.UpstreamOwns(ctx), looked up on first use: a
+// upstreamOwns returns deadline.UpstreamOwns(ctx), looked up on first use: a
 // context lookup walks the whole chain of contexts, and a request that
 // succeeds at once never needs it.
 func (c *call) upstreamOwns(ctx context.Context) bool {
 	if c.owns == 0 {
 		c.owns = 1
-		if retry.UpstreamOwns(ctx) {
+		if deadline.UpstreamOwns(ctx) {
 			c.owns = 2
 		}
 	}

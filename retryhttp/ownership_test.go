@@ -12,7 +12,6 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
-	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
 
@@ -43,7 +42,7 @@ func TestOwnershipClaimedOnlyByARetryingCall(t *testing.T) {
 			tr := newTransport(t, fast(tt.attempts))
 			ctx := context.Background()
 			if tt.owned {
-				ctx = retry.WithUpstreamOwner(ctx)
+				ctx = deadline.WithUpstreamOwner(ctx)
 			}
 			resp, err := do(t, tr, ctx, tt.method, srv.URL, strings.NewReader("x"), tt.hdr...)
 			if err != nil {

@@ -724,7 +724,7 @@ func TestUpstreamOwnsMakesOneAttempt(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	tr := newTransport(t, fast(3))
-	resp, err := do(t, tr, retry.WithUpstreamOwner(context.Background()), "GET", srv.URL, nil)
+	resp, err := do(t, tr, deadline.WithUpstreamOwner(context.Background()), "GET", srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

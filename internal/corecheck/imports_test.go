@@ -31,8 +31,9 @@ var (
 	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck", "internal/cron", "internal/leakcheck"}
 	arrows  = map[string][]string{
 		"internal/dest":                nil, // per-destination budget and breaker, for the client executors
+		"internal/admitfirst":          nil, // a first attempt without a retry.Call, for heedgrpc
 		"retryhttp":                    {"internal/dest"},
-		"heedgrpc":                     {"internal/dest"},
+		"heedgrpc":                     {"internal/dest", "internal/admitfirst"},
 		"queue":                        nil,
 		"sim":                          nil,
 		"sim/chart":                    {"sim"},
