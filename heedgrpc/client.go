@@ -238,7 +238,7 @@ type Client struct {
 	// method, attempt, code, error, decision, reason and delay. Secrets
 	// are removed by retryhttp's rules (see retryhttp.RedactURL): metadata
 	// values are never logged, an idempotency key appears only as its
-	// hash (retryhttp.KeyHash), and the error text is cut at 8 KiB with
+	// hash (the first 8 hex digits of its SHA-256), and the error text is cut at 8 KiB with
 	// URLs' secrets and credential-like words replaced by REDACTED.
 	Logger *slog.Logger
 

@@ -32,7 +32,7 @@ func (m *Metrics) BreakerObserver(name string) func(from, to breaker.State, at t
 	var sets [numStates][numStates]opts
 	for f := range sets {
 		for t := range sets[f] {
-			sets[f][t] = newOpts(KeyBreaker.String(name), KeyBreakerFrom.String(stateName(f)), KeyBreakerState.String(stateName(t)))
+			sets[f][t] = newOpts(keyBreaker.String(name), keyBreakerFrom.String(stateName(f)), keyBreakerState.String(stateName(t)))
 		}
 	}
 	return func(from, to breaker.State, _ time.Time) {
@@ -47,8 +47,8 @@ func (m *Metrics) BreakerObserver(name string) func(from, to breaker.State, at t
 // program calls, so the attribute stays bounded.
 func (m *Metrics) HostBreakerObserver() func(host string, from, to breaker.State, at time.Time) {
 	return func(host string, from, to breaker.State, _ time.Time) {
-		o := newOpts(KeyBreaker.String(redact.Host(host)), KeyBreakerFrom.String(stateName(stateIndex(from))),
-			KeyBreakerState.String(stateName(stateIndex(to))))
+		o := newOpts(keyBreaker.String(redact.Host(host)), keyBreakerFrom.String(stateName(stateIndex(from))),
+			keyBreakerState.String(stateName(stateIndex(to))))
 		m.breakerTransitions.Add(context.Background(), 1, o.add...)
 	}
 }
@@ -63,7 +63,7 @@ func (m *Metrics) HostBreakerObserver() func(host string, from, to breaker.State
 func (m *Metrics) ObserveBreaker(name string, b *breaker.Breaker) (metric.Registration, error) {
 	var sets [numStates - 1]opts
 	for i := range sets {
-		sets[i] = newOpts(KeyBreaker.String(name), KeyBreakerState.String(stateName(i)))
+		sets[i] = newOpts(keyBreaker.String(name), keyBreakerState.String(stateName(i)))
 	}
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		cur := b.State()
@@ -87,9 +87,9 @@ func (m *Metrics) ObserveBreaker(name string, b *breaker.Breaker) (metric.Regist
 // It returns the callback's registration: Unregister it when b is no longer
 // used.
 func (m *Metrics) ObserveBudget(name string, b *budget.Budget) (metric.Registration, error) {
-	base := newOpts(KeyBudget.String(name))
-	allowed := newOpts(KeyBudget.String(name), KeyBudgetDecision.String("allowed"))
-	denied := newOpts(KeyBudget.String(name), KeyBudgetDecision.String("denied"))
+	base := newOpts(keyBudget.String(name))
+	allowed := newOpts(keyBudget.String(name), keyBudgetDecision.String("allowed"))
+	denied := newOpts(keyBudget.String(name), keyBudgetDecision.String("denied"))
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := b.Stats()
 		o.ObserveInt64(m.budgetRequests, st.Requests, base.obs...)

@@ -92,7 +92,7 @@
 // states, status classes, known HTTP methods) or from a name the program
 // chooses (operation, breaker, budget, queue, job kind). Destinations are
 // host and port only, never URLs, paths or query strings (a host label
-// that looks like a token is recorded as REDACTED), and at most [MaxHosts]
+// that looks like a token is recorded as REDACTED), and at most 256
 // of them are told apart.
 //
 // # Cost

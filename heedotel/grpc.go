@@ -14,12 +14,12 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// MaxGRPCMethods caps the (target, method) pairs the gRPC instruments of
+// maxGRPCMethods caps the (target, method) pairs the gRPC instruments of
 // one heedgrpc.Client tell apart. Calls of further pairs are recorded with
 // server.address, rpc.service and rpc.method "_OTHER", so that a client
 // that forwards arbitrary methods or dials targets taken from data cannot
 // grow the number of series without bound.
-const MaxGRPCMethods = 256
+const maxGRPCMethods = 256
 
 // Semantic-convention attribute keys of the gRPC instruments, besides
 // server.address (the ClientConn's target).
@@ -70,7 +70,7 @@ type grpcInstruments struct {
 // rpc.system "grpc", rpc.service, rpc.method and server.address (the
 // target, with anything that looks like a credential replaced by
 // REDACTED). Metadata and messages are never recorded. At most
-// [MaxGRPCMethods] (target, method) pairs are told apart.
+// 256 (target, method) pairs are told apart.
 //
 // It returns an error when an instrument cannot be created.
 func (m *Metrics) GRPCClient(c *heedgrpc.Client) error {
@@ -159,22 +159,22 @@ func (s *grpcSets) get(kind, a, b int) *opts {
 	kv := s.kv[:len(s.kv):len(s.kv)]
 	switch kind {
 	case gAttempts:
-		kv = append(kv, keyGRPCStatus.Int(a), KeyOutcome.String(outcomeName(b)))
+		kv = append(kv, keyGRPCStatus.Int(a), keyOutcome.String(outcomeName(b)))
 	case gDelay:
-		kv = append(kv, KeyReason.String(reasonName(b)))
+		kv = append(kv, keyReason.String(reasonName(b)))
 	default:
 		r := "canceled"
 		if b != reasonCanceledGRPC {
 			r = reasonName(b)
 		}
-		kv = append(kv, keyGRPCStatus.Int(a), KeyReason.String(r))
+		kv = append(kv, keyGRPCStatus.Int(a), keyReason.String(r))
 	}
 	o := newOpts(kv...)
 	v, _ := s.sets.LoadOrStore(k, &o)
 	return v.(*opts)
 }
 
-// grpcTable holds the (target, method) pairs seen, up to MaxGRPCMethods.
+// grpcTable holds the (target, method) pairs seen, up to maxGRPCMethods.
 type grpcTable struct {
 	m     sync.Map // [2]string -> *grpcSets
 	mu    sync.Mutex
@@ -192,7 +192,7 @@ func (t *grpcTable) get(target, method string) *grpcSets {
 	if v, ok := t.m.Load(k); ok {
 		return v.(*grpcSets)
 	}
-	if t.n >= MaxGRPCMethods {
+	if t.n >= maxGRPCMethods {
 		if t.other == nil {
 			t.other = newGRPCSets("_OTHER", "_OTHER", "_OTHER")
 		}

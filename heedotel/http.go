@@ -15,12 +15,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// MaxHosts caps the destinations (method and host:port pairs) the HTTP
+// maxHosts caps the destinations (method and host:port pairs) the HTTP
 // instruments tell apart. Requests to further destinations are recorded
 // with server.address "_OTHER" and no port, so that a client that calls
 // URLs taken from data (webhooks, say) cannot grow the number of series
 // without bound.
-const MaxHosts = 256
+const maxHosts = 256
 
 // Semantic-convention attribute keys of the HTTP instruments.
 const (
@@ -256,22 +256,22 @@ func (h *hostSets) extra(kind, a, b int) []attribute.KeyValue {
 		}
 		return kv
 	case setAttempts:
-		return []attribute.KeyValue{KeyStatusClass.String(classNames[a]), KeyOutcome.String(outcomeName(b))}
+		return []attribute.KeyValue{keyStatusClass.String(classNames[a]), keyOutcome.String(outcomeName(b))}
 	case setRetries, setGiveUps:
-		return []attribute.KeyValue{KeyStatusClass.String(classNames[a]), KeyReason.String(reasonName(b))}
+		return []attribute.KeyValue{keyStatusClass.String(classNames[a]), keyReason.String(reasonName(b))}
 	case setDelay:
-		return []attribute.KeyValue{KeyReason.String(reasonName(b))}
+		return []attribute.KeyValue{keyReason.String(reasonName(b))}
 	default: // setCallDur
-		return []attribute.KeyValue{KeyStatusClass.String(classNames[a]), KeyReason.String(callReasonName(b))}
+		return []attribute.KeyValue{keyStatusClass.String(classNames[a]), keyReason.String(callReasonName(b))}
 	}
 }
 
-// hostTable holds the destinations seen, up to MaxHosts.
+// hostTable holds the destinations seen, up to maxHosts.
 type hostTable struct {
 	m     sync.Map // hostKey -> *hostSets
 	mu    sync.Mutex
 	n     int
-	other sync.Map // method -> *hostSets for destinations past MaxHosts
+	other sync.Map // method -> *hostSets for destinations past maxHosts
 }
 
 type hostKey struct{ method, host string }
@@ -287,7 +287,7 @@ func (t *hostTable) get(method string, u *url.URL) *hostSets {
 	if v, ok := t.m.Load(k); ok {
 		return v.(*hostSets)
 	}
-	if t.n >= MaxHosts {
+	if t.n >= maxHosts {
 		if v, ok := t.other.Load(method); ok {
 			return v.(*hostSets)
 		}

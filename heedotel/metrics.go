@@ -16,49 +16,49 @@ const ScopeName = "github.com/heed-go/heed/heedotel"
 // semantic-convention keys of the HTTP instruments (http.request.method,
 // server.address, server.port, http.response.status_code, error.type).
 const (
-	// KeyOperation names the operation given to [Metrics.RetryObserver].
-	KeyOperation = attribute.Key("heed.operation")
-	// KeyOutcome is an attempt's outcome class, retry.Outcome.Key():
+	// keyOperation names the operation given to [Metrics.RetryObserver].
+	keyOperation = attribute.Key("heed.operation")
+	// keyOutcome is an attempt's outcome class, retry.Outcome.Key():
 	// "success", "transient", "timeout", "pushback", "permanent" or
 	// "refused".
-	KeyOutcome = attribute.Key("heed.retry.outcome")
-	// KeyReason is a decision's reason, retry.Reason.Key(): "success",
+	keyOutcome = attribute.Key("heed.retry.outcome")
+	// keyReason is a decision's reason, retry.Reason.Key(): "success",
 	// "transient", "attempts", "deadline", "budget", "breaker_open", ...
-	KeyReason = attribute.Key("heed.retry.reason")
-	// KeyStatusClass is an HTTP attempt's status class: "1xx" to "5xx", or
+	keyReason = attribute.Key("heed.retry.reason")
+	// keyStatusClass is an HTTP attempt's status class: "1xx" to "5xx", or
 	// "error" when no response came back.
-	KeyStatusClass = attribute.Key("heed.http.status_class")
-	// KeyBreaker names the breaker given to [Metrics.ObserveBreaker] and
+	keyStatusClass = attribute.Key("heed.http.status_class")
+	// keyBreaker names the breaker given to [Metrics.ObserveBreaker] and
 	// [Metrics.BreakerObserver].
-	KeyBreaker = attribute.Key("heed.breaker.name")
-	// KeyBreakerState is a breaker state, breaker.State.Key(): "closed",
+	keyBreaker = attribute.Key("heed.breaker.name")
+	// keyBreakerState is a breaker state, breaker.State.Key(): "closed",
 	// "open" or "half_open".
-	KeyBreakerState = attribute.Key("heed.breaker.state")
-	// KeyBreakerFrom is the state a breaker left, on a transition.
-	KeyBreakerFrom = attribute.Key("heed.breaker.previous_state")
-	// KeyBudget names the budget given to [Metrics.ObserveBudget].
-	KeyBudget = attribute.Key("heed.budget.name")
-	// KeyBudgetDecision is "allowed" or "denied".
-	KeyBudgetDecision = attribute.Key("heed.budget.decision")
-	// KeyQueue is a job's queue.
-	KeyQueue = attribute.Key("heed.queue.name")
-	// KeyJobKind is a job's kind (the handler's name: a set fixed by the
+	keyBreakerState = attribute.Key("heed.breaker.state")
+	// keyBreakerFrom is the state a breaker left, on a transition.
+	keyBreakerFrom = attribute.Key("heed.breaker.previous_state")
+	// keyBudget names the budget given to [Metrics.ObserveBudget].
+	keyBudget = attribute.Key("heed.budget.name")
+	// keyBudgetDecision is "allowed" or "denied".
+	keyBudgetDecision = attribute.Key("heed.budget.decision")
+	// keyQueue is a job's queue.
+	keyQueue = attribute.Key("heed.queue.name")
+	// keyJobKind is a job's kind (the handler's name: a set fixed by the
 	// program, so bounded).
-	KeyJobKind = attribute.Key("heed.job.kind")
-	// KeyJobState is a job state: "available", "scheduled", "running",
+	keyJobKind = attribute.Key("heed.job.kind")
+	// keyJobState is a job state: "available", "scheduled", "running",
 	// "succeeded" or "dead".
-	KeyJobState = attribute.Key("heed.job.state")
-	// KeyJobResult is how a job's attempt ended, the name of the queue
+	keyJobState = attribute.Key("heed.job.state")
+	// keyJobResult is how a job's attempt ended, the name of the queue
 	// event (queue.EventKind.String()): "succeeded", "retried",
 	// "snoozed", "dead", "released" or "lease_lost".
-	KeyJobResult = attribute.Key("heed.job.result")
-	// KeyOverload names the limiter given to [Metrics.OverloadObserver]
+	keyJobResult = attribute.Key("heed.job.result")
+	// keyOverload names the limiter given to [Metrics.OverloadObserver]
 	// and [Metrics.ObserveOverload].
-	KeyOverload = attribute.Key("heed.overload.name")
-	// KeyOverloadReason is why a limiter refused a request,
+	keyOverload = attribute.Key("heed.overload.name")
+	// keyOverloadReason is why a limiter refused a request,
 	// overload.Reason.Key(): "queue_full", "queue_time", "deadline",
 	// "retry" or "caller_gone".
-	KeyOverloadReason = attribute.Key("heed.overload.reason")
+	keyOverloadReason = attribute.Key("heed.overload.reason")
 )
 
 // Bucket boundaries, in seconds, of heed's histograms. Change them with an

@@ -17,9 +17,9 @@ const numOverloadReasons = int(overload.ReasonGone) + 2
 func (m *Metrics) OverloadObserver(name string) func(overload.Event) {
 	var sets [numOverloadReasons]opts
 	for i := range sets {
-		sets[i] = newOpts(KeyOverload.String(name), KeyOverloadReason.String(overload.Reason(i).Key()))
+		sets[i] = newOpts(keyOverload.String(name), keyOverloadReason.String(overload.Reason(i).Key()))
 	}
-	admitted := newOpts(KeyOverload.String(name))
+	admitted := newOpts(keyOverload.String(name))
 	return func(e overload.Event) {
 		if e.Reason == overload.ReasonNone {
 			m.overloadWait.Record(context.Background(), e.Waited.Seconds(), admitted.rec...)
@@ -35,7 +35,7 @@ func (m *Metrics) OverloadObserver(name string) func(overload.Event) {
 // It returns the callback's registration: Unregister it when l is no
 // longer used.
 func (m *Metrics) ObserveOverload(name string, l *overload.Limiter) (metric.Registration, error) {
-	o := newOpts(KeyOverload.String(name))
+	o := newOpts(keyOverload.String(name))
 	return m.meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
 		st := l.Stats()
 		obs.ObserveInt64(m.overloadLimit, int64(st.Limit), o.obs...)

@@ -29,10 +29,10 @@ const (
 	resLeaseLost
 )
 
-// MaxJobKinds caps the (queue, kind) pairs the queue instruments tell
+// maxJobKinds caps the (queue, kind) pairs the queue instruments tell
 // apart. A worker reports whatever kinds were enqueued in its queues, so
 // further pairs are recorded with heed.job.kind "_OTHER".
-const MaxJobKinds = 256
+const maxJobKinds = 256
 
 type jobKey struct{ queue, kind string }
 
@@ -54,20 +54,20 @@ func (m *Metrics) jobSets(q, kind string) *jobSets {
 	if v, ok := m.jobs.Load(k); ok {
 		return v.(*jobSets)
 	}
-	if m.jobsN >= MaxJobKinds {
+	if m.jobsN >= maxJobKinds {
 		k.kind = "_OTHER"
 		if v, ok := m.jobs.Load(k); ok {
 			return v.(*jobSets)
 		}
 	}
 	m.jobsN++
-	qa, ka := KeyQueue.String(k.queue), KeyJobKind.String(k.kind)
+	qa, ka := keyQueue.String(k.queue), keyJobKind.String(k.kind)
 	s := &jobSets{base: newOpts(qa, ka)}
 	for i := range s.reasons {
-		s.reasons[i] = newOpts(qa, ka, KeyReason.String(reasonName(i)))
+		s.reasons[i] = newOpts(qa, ka, keyReason.String(reasonName(i)))
 	}
 	for i := range s.results {
-		s.results[i] = newOpts(qa, ka, KeyJobResult.String(jobResults[i]))
+		s.results[i] = newOpts(qa, ka, keyJobResult.String(jobResults[i]))
 	}
 	m.jobs.Store(k, s)
 	return s
@@ -162,7 +162,7 @@ func (m *Metrics) ObserveQueue(st StatsReader) (metric.Registration, error) {
 		}
 		var s [len(jobStates)]opts
 		for i := range s {
-			s[i] = newOpts(KeyQueue.String(q), KeyJobState.String(jobStates[i]))
+			s[i] = newOpts(keyQueue.String(q), keyJobState.String(jobStates[i]))
 		}
 		v, _ := sets.LoadOrStore(q, &s)
 		return v.(*[len(jobStates)]opts)

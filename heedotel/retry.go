@@ -54,12 +54,12 @@ type opSets struct {
 // A call cancelled by its caller's context reports no final decision, so
 // it is counted in attempts but not in call.duration.
 func (m *Metrics) RetryObserver(op string) func(context.Context, retry.Event) {
-	s := &opSets{base: newOpts(KeyOperation.String(op))}
+	s := &opSets{base: newOpts(keyOperation.String(op))}
 	for i := range s.outcomes {
-		s.outcomes[i] = newOpts(KeyOperation.String(op), KeyOutcome.String(outcomeName(i)))
+		s.outcomes[i] = newOpts(keyOperation.String(op), keyOutcome.String(outcomeName(i)))
 	}
 	for i := range s.reasons {
-		s.reasons[i] = newOpts(KeyOperation.String(op), KeyReason.String(reasonName(i)))
+		s.reasons[i] = newOpts(keyOperation.String(op), keyReason.String(reasonName(i)))
 	}
 	return func(ctx context.Context, e retry.Event) { m.observeRetry(ctx, s, &e) }
 }

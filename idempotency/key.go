@@ -6,13 +6,11 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/heed-go/heed/internal/redact"
 )
 
-// Header is the request header that carries the idempotency key (IETF
+// keyHeader is the request header that carries the idempotency key (IETF
 // httpapi draft "The Idempotency-Key HTTP Header Field").
-const Header = "Idempotency-Key"
+const keyHeader = "Idempotency-Key"
 
 // ReplayedHeader marks a replayed response: "Idempotent-Replayed: true".
 const ReplayedHeader = "Idempotent-Replayed"
@@ -20,21 +18,21 @@ const ReplayedHeader = "Idempotent-Replayed"
 // MaxKeyLen is the longest key accepted, in bytes (255, as Stripe allows).
 const MaxKeyLen = 255
 
-// ErrBadKey is matched by every [*KeyError]: an Idempotency-Key header that
+// ErrBadKey is matched by every error from [ParseKey]: an Idempotency-Key header that
 // is empty, too long, repeated or malformed.
 var ErrBadKey = errors.New("idempotency: bad Idempotency-Key")
 
-// KeyError reports a malformed Idempotency-Key value. It matches [ErrBadKey].
+// keyError reports a malformed Idempotency-Key value. It matches [ErrBadKey].
 // Its message quotes at most the first 16 bytes of the value: keys are
 // secrets of a sort and are never logged whole.
-type KeyError struct {
+type keyError struct {
 	Value  string // the value as received
 	Reason string // what is wrong, in lower case
 }
 
 // Error returns a message such as
 // `idempotency: Idempotency-Key "abc": unterminated string`.
-func (e *KeyError) Error() string {
+func (e *keyError) Error() string {
 	v := e.Value
 	if len(v) > 16 {
 		n := 16
@@ -43,11 +41,11 @@ func (e *KeyError) Error() string {
 		}
 		v = v[:n] + "..."
 	}
-	return "idempotency: " + Header + " " + strconv.Quote(v) + ": " + e.Reason
+	return "idempotency: " + keyHeader + " " + strconv.Quote(v) + ": " + e.Reason
 }
 
 // Is reports whether target is [ErrBadKey].
-func (e *KeyError) Is(target error) bool { return target == ErrBadKey }
+func (e *keyError) Is(target error) bool { return target == ErrBadKey }
 
 // ParseKey parses one Idempotency-Key field value and returns the key.
 //
@@ -62,20 +60,20 @@ func (e *KeyError) Is(target error) bool { return target == ErrBadKey }
 //
 // Surrounding spaces and tabs are ignored. Structured-field parameters
 // (`"k";a=1`) are refused. The key (unquoted) must be 1 to [MaxKeyLen] bytes.
-// Errors are [*KeyError].
+// Errors match [ErrBadKey].
 func ParseKey(v string) (string, error) {
 	s := trimOWS(v)
 	if s == "" {
-		return "", &KeyError{Value: v, Reason: "empty"}
+		return "", &keyError{Value: v, Reason: "empty"}
 	}
 	if s[0] != '"' {
 		if len(s) > MaxKeyLen {
-			return "", &KeyError{Value: v, Reason: "longer than " + strconv.Itoa(MaxKeyLen) + " bytes"}
+			return "", &keyError{Value: v, Reason: "longer than " + strconv.Itoa(MaxKeyLen) + " bytes"}
 		}
 		for i := 0; i < len(s); i++ {
 			c := s[i]
 			if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' || c == ',' || c == ';' {
-				return "", &KeyError{Value: v, Reason: describe(c) + " not allowed in a bare key (quote it as a structured-field string)"}
+				return "", &keyError{Value: v, Reason: describe(c) + " not allowed in a bare key (quote it as a structured-field string)"}
 			}
 		}
 		return s, nil
@@ -88,7 +86,7 @@ func ParseKey(v string) (string, error) {
 		switch {
 		case c == '\\':
 			if i+1 >= len(s) || (s[i+1] != '"' && s[i+1] != '\\') {
-				return "", &KeyError{Value: v, Reason: "bad escape in string (only \\\" and \\\\ are allowed)"}
+				return "", &keyError{Value: v, Reason: "bad escape in string (only \\\" and \\\\ are allowed)"}
 			}
 			if buf == nil {
 				buf = make([]byte, 0, len(s))
@@ -99,9 +97,9 @@ func ParseKey(v string) (string, error) {
 		case c == '"':
 			if i != len(s)-1 {
 				if s[i+1] == ';' {
-					return "", &KeyError{Value: v, Reason: "parameters are not supported"}
+					return "", &keyError{Value: v, Reason: "parameters are not supported"}
 				}
-				return "", &KeyError{Value: v, Reason: "text after the closing quote"}
+				return "", &keyError{Value: v, Reason: "text after the closing quote"}
 			}
 			var key string
 			if buf != nil {
@@ -110,22 +108,22 @@ func ParseKey(v string) (string, error) {
 				key = s[start:i]
 			}
 			if key == "" {
-				return "", &KeyError{Value: v, Reason: "empty"}
+				return "", &keyError{Value: v, Reason: "empty"}
 			}
 			if len(key) > MaxKeyLen {
-				return "", &KeyError{Value: v, Reason: "longer than " + strconv.Itoa(MaxKeyLen) + " bytes"}
+				return "", &keyError{Value: v, Reason: "longer than " + strconv.Itoa(MaxKeyLen) + " bytes"}
 			}
 			return key, nil
 		case c < ' ' || c >= 0x7f:
-			return "", &KeyError{Value: v, Reason: describe(c) + " not allowed in a string"}
+			return "", &keyError{Value: v, Reason: describe(c) + " not allowed in a string"}
 		}
 	}
-	return "", &KeyError{Value: v, Reason: "unterminated string"}
+	return "", &keyError{Value: v, Reason: "unterminated string"}
 }
 
-// FormatKey returns the Idempotency-Key field value for key: an sf-string,
+// formatKey returns the Idempotency-Key field value for key: an sf-string,
 // as the draft says. It is the inverse of [ParseKey] for valid keys.
-func FormatKey(key string) string {
+func formatKey(key string) string {
 	b := make([]byte, 0, len(key)+2)
 	b = append(b, '"')
 	for i := 0; i < len(key); i++ {
@@ -154,12 +152,6 @@ func trimOWS(s string) string {
 	}
 	return s
 }
-
-// KeyHash returns the short hash under which a key appears in logs: the
-// first 8 hex digits of the SHA-256 of the header value as sent. It is the
-// same function as retryhttp.KeyHash, so client and server logs of one
-// request show the same hash. Full keys are never logged.
-func KeyHash(headerValue string) string { return redact.KeyHash(headerValue) }
 
 // StoredKey returns what a store keeps in place of the client's key: the
 // SHA-256 of scope, a NUL byte and key, in 64 lower-case hex digits. A key

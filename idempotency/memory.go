@@ -148,13 +148,6 @@ func (s *MemoryStore) KeyReap(ctx context.Context, now time.Time, limit int) (in
 	return len(expired), nil
 }
 
-// Len returns the number of keys stored, expired or not.
-func (s *MemoryStore) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.keys)
-}
-
 func copyRecord(r *Record) *Record {
 	c := *r
 	if r.Response != nil {

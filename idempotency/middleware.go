@@ -28,25 +28,25 @@ import (
 
 // Defaults for the zero fields of a [Middleware].
 const (
-	// DefaultTTL is how long a key is kept after its request completes:
+	// defaultTTL is how long a key is kept after its request completes:
 	// 24 h. A request with the key after that runs the handler again.
-	DefaultTTL = 24 * time.Hour
-	// DefaultLease is how long a claim holds a key without being renewed:
+	defaultTTL = 24 * time.Hour
+	// defaultLease is how long a claim holds a key without being renewed:
 	// 30 s. The process running the handler renews it every 15 s; a claim
 	// left behind by a handler that panicked or a process that died is
 	// taken over by the first request with the key after the lease; until
 	// then such requests get 409.
-	DefaultLease = 30 * time.Second
-	// DefaultRetryAfter is the Retry-After sent with a 409 (the key's
+	defaultLease = 30 * time.Second
+	// defaultRetryAfter is the Retry-After sent with a 409 (the key's
 	// first request is still running): 1 s.
-	DefaultRetryAfter = time.Second
-	// DefaultMaxRequestBody is how much of a request body is read and
+	defaultRetryAfter = time.Second
+	// defaultMaxRequestBody is how much of a request body is read and
 	// hashed into the fingerprint: 1 MiB.
-	DefaultMaxRequestBody = 1 << 20
-	// DefaultMaxResponseBody is the largest response body stored for
+	defaultMaxRequestBody = 1 << 20
+	// defaultMaxResponseBody is the largest response body stored for
 	// replay: 1 MiB. A larger response is sent to the client but not
 	// stored, and the key is released.
-	DefaultMaxResponseBody = 1 << 20
+	defaultMaxResponseBody = 1 << 20
 )
 
 // StoreHeadersOff as Middleware.StoreHeaders stores and replays no header
@@ -114,7 +114,8 @@ var DefaultStoreHeaders = []string{
 // and secret (UUIDs) and the responses hold nothing another client may not
 // see. With authenticated users, set Principal.
 //
-// Keys are never logged whole: logs show [KeyHash] of the header value.
+// Keys are never logged whole: logs show the first 8 hex digits of the
+// SHA-256 of the header value, the hash retryhttp logs for the same request.
 //
 // The zero Middleware is not usable: Store is required. A Middleware is a
 // plain value; the handler Wrap returns is safe for concurrent use. Call
@@ -151,13 +152,13 @@ type Middleware struct {
 	FingerprintHeaders []string
 
 	// MaxRequestBody is how much of the request body is hashed into the
-	// fingerprint (default [DefaultMaxRequestBody]). Of longer bodies,
+	// fingerprint (default 1 MiB). Of longer bodies,
 	// only the first MaxRequestBody bytes and the declared Content-Length
 	// are compared. That many bytes are held in memory per request.
 	MaxRequestBody int64
 
 	// MaxResponseBody is the largest response body stored (default
-	// [DefaultMaxResponseBody], at most [MaxStoredBody]).
+	// 1 MiB, at most [MaxStoredBody]).
 	MaxResponseBody int
 
 	// StoreHeaders are the response headers stored and replayed (empty:
@@ -166,17 +167,17 @@ type Middleware struct {
 	StoreHeaders []string
 
 	// TTL is how long a key is kept after its request completed (default
-	// [DefaultTTL]). Publish it to your clients, as the draft asks.
+	// 24 h). Publish it to your clients, as the draft asks.
 	TTL time.Duration
 
 	// Lease is how long a claim holds a key without being renewed
-	// (default [DefaultLease]): how long retries of a request whose
+	// (default 30 s): how long retries of a request whose
 	// process died get 409 before the key can be used again. The running
 	// handler's process renews it every Lease/2.
 	Lease time.Duration
 
 	// RetryAfter is the Retry-After of a 409 (default
-	// [DefaultRetryAfter]; rounded up to whole seconds).
+	// 1 s; rounded up to whole seconds).
 	RetryAfter time.Duration
 
 	// Logger, when set, receives a record for every problem worth an
@@ -210,10 +211,10 @@ func (m Middleware) Validate() error {
 	}
 	ttl, lease := m.TTL, m.Lease
 	if ttl == 0 {
-		ttl = DefaultTTL
+		ttl = defaultTTL
 	}
 	if lease == 0 {
-		lease = DefaultLease
+		lease = defaultLease
 	}
 	if ttl < lease {
 		return bad("TTL", "shorter than Lease")
@@ -256,16 +257,16 @@ func (m Middleware) Wrap(next http.Handler) http.Handler {
 	}
 	slices.Sort(h.fpHeaders)
 	h.fpHeaders = slices.Compact(h.fpHeaders)
-	h.ttl = or(m.TTL, DefaultTTL)
-	h.lease = or(m.Lease, DefaultLease)
-	h.retryAfter = strconv.FormatInt(int64((or(m.RetryAfter, DefaultRetryAfter)+time.Second-1)/time.Second), 10)
+	h.ttl = or(m.TTL, defaultTTL)
+	h.lease = or(m.Lease, defaultLease)
+	h.retryAfter = strconv.FormatInt(int64((or(m.RetryAfter, defaultRetryAfter)+time.Second-1)/time.Second), 10)
 	h.maxReq = m.MaxRequestBody
 	if h.maxReq == 0 {
-		h.maxReq = DefaultMaxRequestBody
+		h.maxReq = defaultMaxRequestBody
 	}
 	h.maxResp = m.MaxResponseBody
 	if h.maxResp == 0 {
-		h.maxResp = DefaultMaxResponseBody
+		h.maxResp = defaultMaxResponseBody
 	}
 	h.now = m.Now
 	if h.now == nil {
@@ -299,7 +300,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	vals := r.Header[Header]
+	vals := r.Header[keyHeader]
 	if len(vals) == 0 {
 		if h.m.Required {
 			problem(w, http.StatusBadRequest, "idempotency_key_missing",
@@ -316,7 +317,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key, err := ParseKey(raw)
 	if err != nil {
-		var ke *KeyError
+		var ke *keyError
 		errors.As(err, &ke)
 		problem(w, http.StatusBadRequest, "idempotency_key_invalid",
 			"the Idempotency-Key header is not valid: "+ke.Reason+`; send a quoted string such as "8e03978e-40d5-43e8-bc93-6894a57f9324", at most 255 bytes`, "")
@@ -482,7 +483,8 @@ func (h *handler) log(ctx context.Context, level slog.Level, msg, rawKey string,
 	if l == nil || !l.Enabled(ctx, level) {
 		return
 	}
-	attrs = append(attrs, slog.String("key_hash", KeyHash(rawKey)), slog.String("method", r.Method), slog.String("route", h.route(r)))
+	// key_hash is the hash retryhttp logs for the same key.
+	attrs = append(attrs, slog.String("key_hash", redact.KeyHash(rawKey)), slog.String("method", r.Method), slog.String("route", h.route(r)))
 	l.LogAttrs(ctx, level, msg, attrs...)
 }
 
@@ -692,13 +694,13 @@ func bodyAllowed(status int) bool {
 	return status != http.StatusNoContent && status != http.StatusNotModified && status >= 200
 }
 
-// Problem is the application/problem+json body (RFC 9457) of the
+// problemBody is the application/problem+json body (RFC 9457) of the
 // middleware's own answers (400, 409, 413, 422, 503). Code says which case
 // it is, for programs: idempotency_key_missing, idempotency_key_invalid,
 // idempotency_key_in_use, idempotency_key_mismatch,
 // idempotency_store_unavailable, request_body_unreadable,
 // request_too_large.
-type Problem struct {
+type problemBody struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
@@ -707,7 +709,7 @@ type Problem struct {
 }
 
 func problem(w http.ResponseWriter, status int, code, detail, retryAfter string) {
-	b, _ := json.Marshal(Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code})
+	b, _ := json.Marshal(problemBody{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code})
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(b)+1))

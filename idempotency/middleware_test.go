@@ -18,6 +18,7 @@ import (
 
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/internal/leakcheck"
+	"github.com/heed-go/heed/internal/redact"
 )
 
 func TestMain(m *testing.M) {
@@ -459,7 +460,7 @@ func TestStoreFailureRefuses(t *testing.T) {
 	if p.charges.Load() != 0 {
 		t.Error("handler ran without a claim")
 	}
-	if strings.Contains(logs.String(), "secret-key") || !strings.Contains(logs.String(), "key_hash="+idempotency.KeyHash(`"secret-key-0123456789"`)) {
+	if strings.Contains(logs.String(), "secret-key") || !strings.Contains(logs.String(), "key_hash="+redact.KeyHash(`"secret-key-0123456789"`)) {
 		t.Errorf("log shows the key, or not its hash: %s", logs.String())
 	}
 }

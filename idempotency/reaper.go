@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// DefaultReapInterval is how often a [Reaper] deletes expired keys when
+// defaultReapInterval is how often a [Reaper] deletes expired keys when
 // its Interval is zero: every 10 minutes.
-const DefaultReapInterval = 10 * time.Minute
+const defaultReapInterval = 10 * time.Minute
 
 // reapBatch is how many keys one KeyReap call deletes, so that one
 // transaction never holds the store for long.
@@ -36,7 +36,7 @@ func Reap(ctx context.Context, s Store, now time.Time) (int, error) {
 type Reaper struct {
 	// Store is the store to reap (required).
 	Store Store
-	// Interval is the time between reaps (default [DefaultReapInterval]).
+	// Interval is the time between reaps (default 10 minutes).
 	Interval time.Duration
 	// Logger, when set, receives a Debug record per reap that deleted
 	// keys and a Warn record per failed reap.
@@ -67,7 +67,7 @@ func (r *Reaper) Start() {
 	r.done = make(chan struct{})
 	interval := r.Interval
 	if interval <= 0 {
-		interval = DefaultReapInterval
+		interval = defaultReapInterval
 	}
 	now := r.Now
 	if now == nil {

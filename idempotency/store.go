@@ -148,7 +148,7 @@ func (c Completion) Validate() error {
 	case c.ExpiresAt.IsZero():
 		return invalid("ExpiresAt", "zero")
 	}
-	return c.Response.Validate()
+	return c.Response.validate()
 }
 
 // Release gives back a running key ([Store.KeyRelease]).
@@ -204,8 +204,8 @@ type Response struct {
 	Body   []byte      // at most MaxStoredBody bytes; may be nil
 }
 
-// Validate returns an error matching ErrInvalid naming the first bad field.
-func (r Response) Validate() error {
+// validate returns an error matching ErrInvalid naming the first bad field.
+func (r Response) validate() error {
 	if r.Status < 200 || r.Status > 599 {
 		return invalid("Response.Status", fmt.Sprintf("%d is not a final status (200 to 599)", r.Status))
 	}

@@ -15,37 +15,37 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// Class is the outcome class of one attempt, as curl users know them:
+// attemptClass is the outcome class of one attempt, as curl users know them:
 // a response accepted as it is, a response whose status asks for a retry,
 // or a transport failure, split by whether the request may have reached the
 // server.
-type Class uint8
+type attemptClass uint8
 
 const (
-	// Accepted: a response the caller takes as it is, whatever its status
+	// classAccepted: a response the caller takes as it is, whatever its status
 	// (a 404 is an answer, not a failure to retry).
-	Accepted Class = iota
-	// RetryableStatus: a response whose status is in the transport's
+	classAccepted attemptClass = iota
+	// classRetryableStatus: a response whose status is in the transport's
 	// RetryStatus list (408, 429, 500, 502, 503, 504 by default).
-	RetryableStatus
-	// NeverSent: a transport failure before the request could reach the
+	classRetryableStatus
+	// classNeverSent: a transport failure before the request could reach the
 	// server (DNS, refused connection, dial or TLS handshake failure).
 	// Safe to repeat whatever the method.
-	NeverSent
-	// MaybeProcessed: a transport failure after the request may have
+	classNeverSent
+	// classMaybeProcessed: a transport failure after the request may have
 	// reached the server (EOF or reset after writing, a timeout awaiting
 	// the response). Repeated only when the request is safe to repeat.
-	MaybeProcessed
+	classMaybeProcessed
 )
 
 var classNames = [...]string{"accepted", "retryable status", "never sent", "maybe processed"}
 
 // String returns the class in words, such as "never sent".
-func (c Class) String() string {
+func (c attemptClass) String() string {
 	if int(c) < len(classNames) {
 		return classNames[c]
 	}
-	return "Class(" + strconv.Itoa(int(c)) + ")"
+	return "attemptClass(" + strconv.Itoa(int(c)) + ")"
 }
 
 // StatusError is the error of an attempt that got a response with a
@@ -162,10 +162,10 @@ func transientTransport(err error) bool {
 // policy's Retryable classifier (retry.IsTransient by default); marks the
 // error carries ([retry.Permanent], [retry.Transient]) are honoured by
 // that classification too.
-func classifyErr(err error, gotConn int) (retry.Outcome, Class) {
-	class := MaybeProcessed
+func classifyErr(err error, gotConn int) (retry.Outcome, attemptClass) {
+	class := classMaybeProcessed
 	if neverSent(err, gotConn) {
-		class = NeverSent
+		class = classNeverSent
 	}
 	switch {
 	case permanentTransport(err):

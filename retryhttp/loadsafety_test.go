@@ -15,8 +15,8 @@ import (
 // in every second of it; at 20, where the budget's bucket of 5 retries is
 // a quarter of a second's requests, within 1.15× and 1 + Ratio + Burst/20
 // of the budget's defaults (and one retry of rounding). The other faults are measured alongside and
-// logged (go test -run TestLoadSafety -v ./retryhttp prints the README's
-// table).
+// logged (go test -run TestLoadSafety -v ./retryhttp prints the table of
+// docs/http.md).
 func TestLoadSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs four 11 s loads")

@@ -23,10 +23,6 @@ import (
 // shared by its logs, job histories, command and metrics.
 func RedactURL(u *url.URL) string { return redact.URL(u) }
 
-// KeyHash returns the short hash under which an idempotency key appears in
-// logs: the first 8 hex digits of its SHA-256.
-func KeyHash(key string) string { return redact.KeyHash(key) }
-
 // maxLogError is the most of an attempt's error text a log record holds:
 // 8 KiB, with the cut marked.
 const maxLogError = 8 << 10
@@ -34,7 +30,7 @@ const maxLogError = 8 << 10
 // attemptLog is what one slog record says about an attempt.
 type attemptLog struct {
 	op, method, host, url, keyHash string
-	class                          Class
+	class                          attemptClass
 	status                         int
 	err                            error
 	prog                           *progress

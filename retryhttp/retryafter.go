@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// MaxRetryAfter is the largest wait [ParseRetryAfter] returns: a longer
+// maxRetryAfter is the largest wait [ParseRetryAfter] returns: a longer
 // Retry-After (in seconds or as a date) is clamped to it. It only keeps
 // absurd values sane; the wait a [Transport] actually sleeps is further
 // capped by its Policy's MaxPushback (default 30 s), and a wait that does
 // not fit before the deadline is not slept at all.
-const MaxRetryAfter = 6 * time.Hour
+const maxRetryAfter = 6 * time.Hour
 
 // ParseRetryAfter parses a Retry-After header value (RFC 9110 §10.2.3)
 // received at now: delay-seconds (1*DIGIT) or an HTTP-date in any of the
@@ -18,7 +18,7 @@ const MaxRetryAfter = 6 * time.Hour
 // wait and true, or 0 and false for a value to ignore: empty, negative,
 // fractional, with a sign or spaces, or otherwise not one of those forms.
 //
-// A date in the past gives 0 (retry now). Waits longer than [MaxRetryAfter]
+// A date in the past gives 0 (retry now). Waits longer than 6 hours
 // are clamped to it, including seconds too large for a time.Duration. It
 // reads no clock and never panics.
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
@@ -32,13 +32,13 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 			if c < '0' || c > '9' {
 				return parseRetryDate(v, now) // "Sun, ..." never starts with a digit; asctime neither
 			}
-			if secs <= int64(MaxRetryAfter/time.Second) {
+			if secs <= int64(maxRetryAfter/time.Second) {
 				secs = secs*10 + int64(c-'0')
 			}
 		}
 		d := time.Duration(secs) * time.Second
-		if secs > int64(MaxRetryAfter/time.Second) {
-			d = MaxRetryAfter
+		if secs > int64(maxRetryAfter/time.Second) {
+			d = maxRetryAfter
 		}
 		return d, true
 	}
@@ -54,8 +54,8 @@ func parseRetryDate(v string, now time.Time) (time.Duration, bool) {
 	switch {
 	case d < 0:
 		d = 0
-	case d > MaxRetryAfter:
-		d = MaxRetryAfter
+	case d > maxRetryAfter:
+		d = maxRetryAfter
 	}
 	return d, true
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -92,7 +93,7 @@ func (c *call) observe(ctx context.Context, p *retry.Policy, l *attemptLog, dur 
 		l.op = l.method + " " + l.host
 	}
 	if k := c.idempotencyKey(); k != "" {
-		l.keyHash = KeyHash(k)
+		l.keyHash = redact.KeyHash(k)
 	}
 	logAttempt(ctx, lg, l, req.URL)
 }

@@ -10,7 +10,7 @@
 // server (DNS, dial or TLS-handshake failure), or when it carries an
 // Idempotency-Key header and keyed retries are allowed (the default).
 //
-// Outcome classes ([Class]) and what becomes of them:
+// Outcome classes and what becomes of them:
 //
 //	class             examples                                 retried when
 //	accepted          2xx, 3xx, 404, 501: any status not       never: returned as is
@@ -69,7 +69,9 @@
 // answers.
 //
 // Secrets: log records and returned errors show URLs through [RedactURL]
-// and idempotency keys through [KeyHash]; header values are never logged.
+// and idempotency keys as the first 8 hex digits of their SHA-256 (the
+// hash idempotency.Middleware logs for the same key); header values are
+// never logged.
 // Errors carry no URL of their own; http.Client.Do wraps them in a
 // *url.Error that quotes the raw URL: log [RedactError](err), which says
 // the redacted URL once.
@@ -94,20 +96,20 @@ import (
 
 // Defaults for the zero fields of a [Transport].
 const (
-	// DefaultMaxBufferedBody is how much of a request body without GetBody
+	// defaultMaxBufferedBody is how much of a request body without GetBody
 	// is buffered so that it can be sent again: 64 KiB. A longer body is
 	// sent once and the request is not repeated.
-	DefaultMaxBufferedBody = 64 << 10
-	// DefaultDrainLimit is how much of a discarded response body is read
+	defaultMaxBufferedBody = 64 << 10
+	// defaultDrainLimit is how much of a discarded response body is read
 	// before it is closed, so that its connection can be reused: 4 KiB.
-	DefaultDrainLimit = 4 << 10
-	// DefaultConnectTimeout limits the dial and TLS handshake of the
+	defaultDrainLimit = 4 << 10
+	// defaultConnectTimeout limits the dial and TLS handshake of the
 	// transport's own base: 10 s.
-	DefaultConnectTimeout = 10 * time.Second
-	// DefaultHeaderMargin is subtracted from the time left before it is
+	defaultConnectTimeout = 10 * time.Second
+	// defaultHeaderMargin is subtracted from the time left before it is
 	// sent as Timeout-Remaining: 5 ms, for the request's transit and the
 	// response's way back.
-	DefaultHeaderMargin = 5 * time.Millisecond
+	defaultHeaderMargin = 5 * time.Millisecond
 )
 
 // RetryStatusOff as Transport.RetryStatus retries no status (heed's
@@ -247,7 +249,7 @@ type Transport struct {
 
 	// Logger, when set, receives one record per attempt (Debug for a
 	// success, Info for a retry, Warn for a give-up), with secrets
-	// removed: see [RedactURL] and [KeyHash].
+	// removed: see [RedactURL]; idempotency keys appear as a hash.
 	Logger *slog.Logger
 
 	initOnce sync.Once
@@ -288,7 +290,7 @@ func (t *Transport) init() {
 		if t.base == nil {
 			ct := t.ConnectTimeout
 			if ct <= 0 {
-				ct = DefaultConnectTimeout
+				ct = defaultConnectTimeout
 			}
 			tr := http.DefaultTransport.(*http.Transport).Clone()
 			d := &net.Dialer{Timeout: ct, KeepAlive: 30 * time.Second}
@@ -322,7 +324,7 @@ func (t *Transport) keyedConflict(c *call, resp *http.Response) bool {
 
 // keyedWait is the rest of keyedConflict, for a 409.
 func (t *Transport) keyedWait(c *call, resp *http.Response) bool {
-	return !t.KeyedRetriesOff && c.idempotencyKey() != "" && resp.Header.Get("Retry-After") != ""
+	return !t.KeyedRetriesOff && c.peekKey() != "" && resp.Header.Get("Retry-After") != ""
 }
 
 // policy returns the policy of a request to u: the host's copy when each
@@ -361,14 +363,14 @@ func (t *Transport) CloseIdleConnections() {
 
 func (t *Transport) maxBuffered() int64 {
 	if t.MaxBufferedBody == 0 {
-		return DefaultMaxBufferedBody
+		return defaultMaxBufferedBody
 	}
 	return t.MaxBufferedBody
 }
 
 func (t *Transport) drainLimit() int64 {
 	if t.DrainLimit == 0 {
-		return DefaultDrainLimit
+		return defaultDrainLimit
 	}
 	return t.DrainLimit
 }
@@ -377,7 +379,7 @@ func (t *Transport) attemptShare() float64 { return max(t.AttemptShare, 0) }
 
 func (t *Transport) headerMargin() time.Duration {
 	if t.HeaderMargin == 0 {
-		return DefaultHeaderMargin
+		return defaultHeaderMargin
 	}
 	return max(t.HeaderMargin, 0)
 }

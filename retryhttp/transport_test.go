@@ -24,6 +24,7 @@ import (
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/leakcheck"
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
@@ -890,7 +891,7 @@ func TestLogRedactsSecrets(t *testing.T) {
 		}
 	}
 	for _, want := range []string{`"op":"fetch-page"`, `"attempt":1`, `"attempt":2`, `"status":503`, `"class":"retryable status"`,
-		`"decision":"retry"`, `"decision":"done"`, `page=2`, `"progress":"response started"`, retryhttp.KeyHash("key-42")} {
+		`"decision":"retry"`, `"decision":"done"`, `page=2`, `"progress":"response started"`, redact.KeyHash("key-42")} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
 		}

@@ -13,8 +13,8 @@ import (
 // ("outage") stays within 1.15× of the normal load at C over the outage and
 // 1.2× in every second, and "spike" still recovers within 10 s of the
 // trigger's end. It also logs the frontier of the budget's Earn and
-// Ceiling (go test -run TestPartialOutageGoal -v ./sim prints the
-// README's table): what the partial outage serves against what the total
+// Ceiling (go test -run TestPartialOutageGoal -v ./sim prints the table
+// of docs/http.md): what the partial outage serves against what the total
 // outage costs.
 func TestPartialOutageGoal(t *testing.T) {
 	const seeds = 10

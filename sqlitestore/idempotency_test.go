@@ -15,6 +15,9 @@ import (
 	"github.com/heed-go/heed/sqlitestore"
 )
 
+// defaultLease is the idempotency.Middleware's default Lease.
+const defaultLease = 30 * time.Second
+
 func openIdem(t testing.TB, dsn string) *sqlitestore.Store {
 	t.Helper()
 	if dsn == "" {
@@ -85,7 +88,7 @@ func TestIdempotencyProcessDeath(t *testing.T) {
 		fp, scope = rec.last.Fingerprint, rec.last.Scope
 	}
 	if _, won, err := a.KeyClaim(ctx, idempotency.Claim{Scope: scope, Key: "k", Fingerprint: fp, Token: "dead",
-		Now: start, LeaseUntil: start.Add(idempotency.DefaultLease), ExpiresAt: start.Add(idempotency.DefaultTTL)}); err != nil || !won {
+		Now: start, LeaseUntil: start.Add(defaultLease), ExpiresAt: start.Add(24 * time.Hour)}); err != nil || !won {
 		t.Fatalf("claim: %v %v", won, err)
 	}
 	a.Close() // the process dies
@@ -107,7 +110,7 @@ func TestIdempotencyProcessDeath(t *testing.T) {
 	if w := serve(); w.Code != http.StatusConflict {
 		t.Fatalf("during the dead claim's lease: %d, want 409", w.Code)
 	}
-	now.Store(start.Add(idempotency.DefaultLease).UnixNano())
+	now.Store(start.Add(defaultLease).UnixNano())
 	if w := serve(); w.Code != http.StatusCreated || w.Header().Get(idempotency.ReplayedHeader) != "" {
 		t.Fatalf("after the lease: %d, want 201 from the handler", w.Code)
 	}

@@ -28,8 +28,8 @@ import (
 	"github.com/heed-go/heed/heedotel"
 )
 
-// Path is where a [Server] serves its metrics.
-const Path = "/metrics"
+// metricsPath is where a [Server] serves its metrics.
+const metricsPath = "/metrics"
 
 // Server serves a [heedotel.Metrics] in the Prometheus text format over
 // HTTP. Make one with [Serve]; the zero value is not usable. Its methods
@@ -46,12 +46,12 @@ type Server struct {
 	done     chan struct{} // closed when the serving goroutine has ended
 }
 
-// ListenAddr returns the address [Serve] listens on for addr:
+// listenAddr returns the address [Serve] listens on for addr:
 // addr itself when it names a host ("0.0.0.0:9090", "[::]:9090",
 // "metrics.internal:9090"), and 127.0.0.1 with addr's port when it does not
 // (":9090", or just "9090"), so that metrics are reachable from this machine
 // only unless a host is asked for.
-func ListenAddr(addr string) (string, error) {
+func listenAddr(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		// A bare port, such as "9090".
@@ -66,8 +66,8 @@ func ListenAddr(addr string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// Serve listens on addr (see [ListenAddr]: localhost unless addr
-// names a host) and serves, at [Path], the instruments of a new
+// Serve listens on addr (on 127.0.0.1 unless addr names a host: ":9090" and
+// "9090" mean 127.0.0.1:9090, "0.0.0.0:9090" every interface) and serves, at /metrics, the instruments of a new
 // [heedotel.Metrics] in the Prometheus text format, through the OpenTelemetry
 // Prometheus exporter and its own registry, along with the Go runtime's and
 // the process's collectors. Metric names follow the exporter's translation:
@@ -78,7 +78,7 @@ func ListenAddr(addr string) (string, error) {
 // It returns once it listens, and serves until ctx ends or Close is called.
 // Wire s.Metrics() into the executors to report.
 func Serve(ctx context.Context, addr string) (*Server, error) {
-	laddr, err := ListenAddr(addr)
+	laddr, err := listenAddr(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func Serve(ctx context.Context, addr string) (*Server, error) {
 		return nil, fmt.Errorf("promexport: metrics: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s := &Server{
 		m:    m,
 		mp:   mp,
@@ -125,13 +125,10 @@ func Serve(ctx context.Context, addr string) (*Server, error) {
 // Metrics returns the Metrics whose instruments s serves.
 func (s *Server) Metrics() *heedotel.Metrics { return s.m }
 
-// Addr returns the address s listens on, with the port chosen by the
-// system when addr's port was 0.
-func (s *Server) Addr() net.Addr { return s.addr }
-
 // URL returns the URL of the metrics, such as
-// "http://127.0.0.1:9090/metrics".
-func (s *Server) URL() string { return "http://" + s.addr.String() + Path }
+// "http://127.0.0.1:9090/metrics", with the port chosen by the system when
+// the address given to [Serve] had port 0.
+func (s *Server) URL() string { return "http://" + s.addr.String() + metricsPath }
 
 // Close stops serving (letting scrapes in progress finish, for up to 5 s),
 // shuts the meter provider down, and waits for its goroutines to end. It

@@ -23,8 +23,8 @@ import (
 
 // The README's first steps, as a user runs them on a fresh clone, in one
 // directory: heed demo (about 2 s, exit 0) writes ./heed.db, where the
-// commands it suggests, the README's jobs tour and heed ui look without
-// --db; the tour's drain does not wait for its job scheduled later.
+// commands it suggests, the jobs tour of docs/queue.md and heed ui look
+// without --db; the tour's drain does not wait for its job scheduled later.
 func TestE2EReadmeFirstSteps(t *testing.T) {
 	dir := t.TempDir()
 	r := runHeed(t, dir, "demo")
@@ -40,15 +40,13 @@ func TestE2EReadmeFirstSteps(t *testing.T) {
 	if n := strings.Count(r.stdout, "  ok\n"); n != 5 {
 		t.Errorf("%d jobs ok, want 5:\n%s", n, r.stdout)
 	}
-	// The demo's fate table and what it suggests are the README's, line
-	// for line (the lines above them carry times and a port).
-	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The demo's fate table and what it suggests are the README's and
+	// docs/queue.md's, line for line (the lines above them carry times and
+	// a port).
+	readme, queueDoc := repoFile(t, "README.md"), repoFile(t, "docs/queue.md")
 	_, tail, _ := strings.Cut(r.stdout, "Every job's fate:\n")
-	if tail == "" || !strings.Contains(string(readme), tail) {
-		t.Errorf("the demo's table and suggestions are not the README's:\n%s", tail)
+	if tail == "" || !strings.Contains(readme, tail) || !strings.Contains(queueDoc, tail) {
+		t.Errorf("the demo's table and suggestions are not those of README.md and docs/queue.md:\n%s", tail)
 	}
 	if r.took > 20*time.Second {
 		t.Errorf("the demo took %v", r.took)
@@ -85,10 +83,10 @@ func TestE2EReadmeFirstSteps(t *testing.T) {
 		}
 	}
 
-	// The README's jobs tour, in the same directory.
-	tour := readmeBlock(t, "heed jobs enqueue fail '{\"times\": 2}'")
+	// The jobs tour of docs/queue.md, in the same directory.
+	tour := docBlock(t, "docs/queue.md", "heed jobs enqueue fail '{\"times\": 2}'")
 	if len(tour) < 5 {
-		t.Fatalf("the README's jobs tour has %d commands", len(tour))
+		t.Fatalf("the jobs tour of docs/queue.md has %d commands", len(tour))
 	}
 	for _, args := range tour {
 		got := runHeed(t, dir, args...)
@@ -102,12 +100,12 @@ func TestE2EReadmeFirstSteps(t *testing.T) {
 		}
 	}
 
-	// The README shows heed jobs show 7, the tour's permanent failure.
+	// docs/queue.md shows heed jobs show 7, the tour's permanent failure.
 	show7 := runHeed(t, dir, "jobs", "show", "7")
 	for _, want := range []string{"job        7\n", "state      dead (permanent)\n", `args       {"permanent": true, "message": "invalid address"}` + "\n",
 		"requeue it with: heed jobs dead requeue 7\n"} {
-		if !strings.Contains(show7.stdout, want) || !strings.Contains(string(readme), want) {
-			t.Errorf("heed jobs show 7 and the README should both say %q:\n%s", want, show7.stdout)
+		if !strings.Contains(show7.stdout, want) || !strings.Contains(queueDoc, want) {
+			t.Errorf("heed jobs show 7 and docs/queue.md should both say %q:\n%s", want, show7.stdout)
 		}
 	}
 
@@ -138,18 +136,15 @@ func TestE2EReadmeFirstSteps(t *testing.T) {
 	}
 }
 
-// readmeBlock returns the commands of the README's sh block that starts
-// with the line first, split as the shell would (single quotes kept
-// together, comments dropped), without the leading "heed".
-func readmeBlock(t *testing.T, first string) [][]string {
+// docBlock returns the commands of the sh block of the document name (a
+// path from the repository's root) that starts with the line first, split
+// as the shell would (single quotes kept together, comments dropped),
+// without the leading "heed".
+func docBlock(t *testing.T, name, first string) [][]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(b), "```sh\n"+first)
+	_, block, ok := strings.Cut(repoFile(t, name), "```sh\n"+first)
 	if !ok {
-		t.Fatalf("README.md has no sh block starting with %s", first)
+		t.Fatalf("%s has no sh block starting with %s", name, first)
 	}
 	block, _, _ = strings.Cut(first+block, "```")
 	var cmds [][]string

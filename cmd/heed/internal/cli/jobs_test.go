@@ -149,7 +149,7 @@ func TestJobsUnreachablePostgresHidesPassword(t *testing.T) {
 	}
 }
 
-// The tour of the README: enqueue, work, ls, show, dead ls/show/requeue/
+// The jobs tour of docs/queue.md: enqueue, work, ls, show, dead ls/show/requeue/
 // delete/purge, stats.
 func TestJobsTour(t *testing.T) {
 	// The worker, the store and the demo's server leave no goroutine

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,24 +14,36 @@ import (
 	"testing"
 )
 
-// readmeExample is a "$ heed ..." command in a block of the README and the
-// output the README shows for it.
+// readmeExample is a "$ heed ..." command in a block of the README or of a
+// page of docs/, and the output the page shows for it.
 type readmeExample struct {
-	line int      // of the command in README.md
+	line string   // of the command: file:line
 	cmd  string   // as written, continuation lines joined
 	args []string // after "heed" (or "go run ./cmd/heed")
 	want []string // the lines shown after it; "..." stands for any lines
 }
 
-// readmeExamples returns every command shown with its output in README.md:
-// the blocks without a language that hold a line starting with "$ ".
+// readmeExamples returns every command shown with its output in README.md
+// and docs/*.md: the blocks without a language that hold a line starting
+// with "$ ".
 func readmeExamples(t *testing.T) []readmeExample {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
+	docs, err := filepath.Glob(filepath.Join(repoRoot(t), "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(string(b), "\n")
+	out := docExamples(t, "README.md")
+	for _, name := range docs {
+		out = append(out, docExamples(t, "docs/"+filepath.Base(name))...)
+	}
+	return out
+}
+
+// docExamples returns the examples of one document, named by its path from
+// the repository's root.
+func docExamples(t *testing.T, name string) []readmeExample {
+	t.Helper()
+	lines := strings.Split(repoFile(t, name), "\n")
 	var out []readmeExample
 	for i := 0; i < len(lines); i++ {
 		if !strings.HasPrefix(lines[i], "```") {
@@ -49,7 +62,7 @@ func readmeExamples(t *testing.T) []readmeExample {
 		for j := 0; j < len(block); j++ {
 			l := block[j]
 			if cmd, ok := strings.CutPrefix(l, "$ "); ok {
-				ex := readmeExample{line: i + 2 + j}
+				ex := readmeExample{line: fmt.Sprintf("%s:%d", name, i+2+j)}
 				for strings.HasSuffix(cmd, `\`) && j+1 < len(block) {
 					j++
 					cmd = strings.TrimSuffix(cmd, `\`) + " " + strings.TrimSpace(block[j])
@@ -57,7 +70,7 @@ func readmeExamples(t *testing.T) []readmeExample {
 				ex.cmd = cmd
 				words, err := shellWords(cmd)
 				if err != nil {
-					t.Fatalf("README.md:%d: %v", ex.line, err)
+					t.Fatalf("%s: %v", ex.line, err)
 				}
 				switch {
 				case len(words) > 0 && words[0] == "heed":
@@ -65,7 +78,7 @@ func readmeExamples(t *testing.T) []readmeExample {
 				case len(words) > 2 && strings.Join(words[:3], " ") == "go run ./cmd/heed":
 					ex.args = words[3:]
 				default:
-					t.Fatalf("README.md:%d: %q does not run heed", ex.line, cmd)
+					t.Fatalf("%s: %q does not run heed", ex.line, cmd)
 				}
 				out = append(out, ex)
 				cur = &out[len(out)-1]
@@ -116,6 +129,37 @@ func shellWords(s string) ([]string, error) {
 
 var errUnclosedQuote = errors.New("unclosed quote")
 
+// repoRoot returns the repository's root: the nearest directory above the
+// test's that holds DESIGN.md (the test may live at any depth).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "DESIGN.md")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no DESIGN.md above the test's directory")
+		}
+		dir = up
+	}
+}
+
+// repoFile returns the text of a file named by its path from the
+// repository's root.
+func repoFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), filepath.FromSlash(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // matchLines reports whether got matches want, where a want line "..."
 // stands for any number of lines.
 func matchLines(want, got []string) bool {
@@ -156,7 +200,7 @@ func normalize(lines []string) []string {
 	return out
 }
 
-// Every command the README shows with its output prints that output: the
+// Every command the README and docs/ show with their output prints that output: the
 // deterministic ones exactly, the others (instants, durations) after
 // normalisation. A README example that no case below knows fails the test,
 // so none goes unchecked.
@@ -166,7 +210,7 @@ func TestREADMEExamples(t *testing.T) {
 	}
 	examples := readmeExamples(t)
 	if len(examples) < 5 {
-		t.Fatalf("found %d examples in README.md; the parser is broken", len(examples))
+		t.Fatalf("found %d examples in README.md and docs/; the parser is broken", len(examples))
 	}
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -205,7 +249,7 @@ func TestREADMEExamples(t *testing.T) {
 			}
 			c, ok := cases[key]
 			if !ok {
-				t.Fatalf("README.md:%d: no case for %q; add one", ex.line, ex.cmd)
+				t.Fatalf("%s: no case for %q; add one", ex.line, ex.cmd)
 			}
 			if c.setup != nil {
 				c.setup(t)
@@ -221,7 +265,7 @@ func TestREADMEExamples(t *testing.T) {
 				want, got = normalize(want), normalize(got)
 			}
 			if !matchLines(want, got) {
-				t.Errorf("README.md:%d: $ %s\nREADME shows:\n%s\nthe command prints:\n%s",
+				t.Errorf("%s: $ %s\nthe page shows:\n%s\nthe command prints:\n%s",
 					ex.line, ex.cmd, strings.Join(ex.want, "\n"), out.String())
 			}
 		})
