@@ -1,3 +1,9 @@
+// The heed command, a module of its own so that its dependencies (every
+// store, the dashboard, the simulator's charts) stay out of the library's.
+// The replace lines serve a checkout (go mod tidy without go.work); a release
+// requires the tagged versions of heed's modules here instead, without them:
+// go install github.com/heed-go/heed/cmd/heed@VERSION refuses a go.mod that
+// has replace lines.
 module github.com/heed-go/heed/cmd/heed
 
 go 1.26.0
