@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/redact"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // maxFingerprint caps a fingerprint's length, in bytes.
@@ -258,14 +258,14 @@ type Group struct {
 	// First and Last are when the group's oldest and newest jobs died.
 	First, Last time.Time
 	// Sample is the group's newest job.
-	Sample queue.DeadCause
+	Sample jobstore.DeadCause
 	Queues []string // the queues its jobs are in, sorted
 	// IDs are its jobs, ascending, when [GroupDead] made it from a list
 	// of them; nil when the dashboard counted it from the store's index
-	// of causes ([queue.Inspector].DeadCauseCounts).
+	// of causes ([jobstore.Inspector].DeadCauseCounts).
 	IDs []int64
 
-	keys []queue.CauseKey // the causes counted in it, the latest death first; nil: IDs holds its jobs
+	keys []jobstore.CauseKey // the causes counted in it, the latest death first; nil: IDs holds its jobs
 }
 
 // GroupID returns the ID of the group of kind, reason and fingerprint.
@@ -277,7 +277,7 @@ func GroupID(kind, reason, fingerprint string) string {
 // GroupDead groups dead jobs by kind, reason and the fingerprint of their
 // last error, largest group first (then the most recent, then by ID). It
 // is pure and safe for concurrent use.
-func GroupDead(dead []queue.DeadCause) []Group {
+func GroupDead(dead []jobstore.DeadCause) []Group {
 	byID := map[string]*Group{}
 	var order []*Group
 	for _, d := range dead {
@@ -316,16 +316,16 @@ func GroupDead(dead []queue.DeadCause) []Group {
 // Fingerprint masks as any number), largest first as [GroupDead] orders
 // them. Each group's Sample holds only the ID of its highest job of the
 // latest cause; keys lists its causes, the latest death first.
-func groupCounts(counts []queue.DeadCauseCount) []Group {
+func groupCounts(counts []jobstore.DeadCauseCount) []Group {
 	byID := map[string]*Group{}
 	var order []*Group
-	lastOf := map[queue.CauseKey]time.Time{}
+	lastOf := map[jobstore.CauseKey]time.Time{}
 	for _, c := range counts {
 		fp := Fingerprint(redact.Text(c.Cause))
 		id := GroupID(c.Kind, c.Reason, fp)
 		g := byID[id]
 		if g == nil {
-			g = &Group{ID: id, Kind: c.Kind, Reason: c.Reason, Fingerprint: fp, First: c.First, Last: c.Last, Sample: queue.DeadCause{ID: c.MaxID}}
+			g = &Group{ID: id, Kind: c.Kind, Reason: c.Reason, Fingerprint: fp, First: c.First, Last: c.Last, Sample: jobstore.DeadCause{ID: c.MaxID}}
 			byID[id] = g
 			order = append(order, g)
 		}
@@ -349,7 +349,7 @@ func groupCounts(counts []queue.DeadCauseCount) []Group {
 	out := make([]Group, len(order))
 	for i, g := range order {
 		slices.Sort(g.Queues)
-		slices.SortStableFunc(g.keys, func(a, b queue.CauseKey) int { return lastOf[b].Compare(lastOf[a]) })
+		slices.SortStableFunc(g.keys, func(a, b jobstore.CauseKey) int { return lastOf[b].Compare(lastOf[a]) })
 		out[i] = *g
 	}
 	sortGroups(out)

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 )
 
 // openStore stands for your store's constructor (sqlitestore.Open, say).
 var openStore func(ctx context.Context, path string) (interface {
-	queue.Store
+	jobstore.Store
 	Close() error
 }, error)
 
@@ -21,7 +21,7 @@ var openStore func(ctx context.Context, path string) (interface {
 // subtest its own schema.
 func ExampleRun() {
 	testStore := func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) queue.Store {
+		storetest.Run(t, func(t *testing.T) jobstore.Store {
 			s, err := openStore(t.Context(), filepath.Join(t.TempDir(), "heed.db"))
 			if err != nil {
 				t.Fatal(err)
