@@ -123,6 +123,9 @@ func (c *raceCtx) stop() {
 // to release: release is nil); otherwise release releases the inner
 // context.
 func (c *raceCtx) claim() (ok bool, release context.CancelFunc) {
+	if c.state.CompareAndSwap(0, raceClaimed) {
+		return true, nil // the common case: running, no Done asked for
+	}
 	for {
 		s := c.state.Load()
 		switch {
