@@ -19,12 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retry"
@@ -32,7 +31,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }
 
 // fast is a policy with short, unjittered delays for loopback tests.
