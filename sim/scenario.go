@@ -307,7 +307,7 @@ func (f *fileScenario) scenario() (Scenario, error) {
 		return s, errors.New("load.rate: missing; say how many user requests arrive per second")
 	}
 	if f.Load.Arrival != "" {
-		a, err := ParseArrival(f.Load.Arrival)
+		a, err := parseArrival(f.Load.Arrival)
 		if err != nil {
 			return s, fmt.Errorf("load.arrival: %q is not poisson or constant", f.Load.Arrival)
 		}
@@ -315,7 +315,7 @@ func (f *fileScenario) scenario() (Scenario, error) {
 	}
 	for i, ff := range f.Faults {
 		p := fmt.Sprintf("faults[%d]", i)
-		k, err := ParseFaultKind(ff.Kind)
+		k, err := parseFaultKind(ff.Kind)
 		if err != nil {
 			return s, fmt.Errorf("%s.kind: %q is not outage, capacity, errors, spike or black_hole", p, ff.Kind)
 		}
