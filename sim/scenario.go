@@ -370,15 +370,15 @@ func (f *fileScenario) scenario() (Scenario, error) {
 				return s, fmt.Errorf("%s.attempts: %d, must be at least 1", lp, fl.Attempts)
 			}
 			if k := fl.Backoff.Kind; k != "" {
-				v, err := backoff.ParseKind(k)
-				if err != nil {
+				var v backoff.Kind
+				if err := v.UnmarshalText([]byte(k)); err != nil {
 					return s, fmt.Errorf("%s.backoff.kind: %q is not exponential, constant, linear or immediate", lp, k)
 				}
 				l.Retry.Backoff.Kind = v
 			}
 			if jt := fl.Backoff.Jitter; jt != "" {
-				v, err := backoff.ParseJitter(jt)
-				if err != nil {
+				var v backoff.Jitter
+				if err := v.UnmarshalText([]byte(jt)); err != nil {
 					return s, fmt.Errorf("%s.backoff.jitter: %q is not full, none, equal or decorrelated", lp, jt)
 				}
 				l.Retry.Backoff.Jitter = v

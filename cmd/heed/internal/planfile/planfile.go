@@ -33,7 +33,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/duration"
 )
@@ -190,12 +189,12 @@ func (r rawStep) step(where string) (deadline.PlanStep, error) {
 	}
 	if b := r.Backoff; b != nil {
 		if b.Kind != "" {
-			if st.Backoff.Kind, err = backoff.ParseKind(b.Kind); err != nil {
+			if err = st.Backoff.Kind.UnmarshalText([]byte(b.Kind)); err != nil {
 				return st, wrap(fmt.Errorf("unknown backoff %q (want exponential, constant, linear or immediate)", b.Kind))
 			}
 		}
 		if b.Jitter != "" {
-			if st.Backoff.Jitter, err = backoff.ParseJitter(b.Jitter); err != nil {
+			if err = st.Backoff.Jitter.UnmarshalText([]byte(b.Jitter)); err != nil {
 				return st, wrap(fmt.Errorf("unknown jitter %q (want full, none, equal or decorrelated)", b.Jitter))
 			}
 		}
