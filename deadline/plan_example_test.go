@@ -25,41 +25,6 @@ var checkoutPlan = deadline.Plan{
 	},
 }
 
-// Review a plan before deploying it: each step's budget against its p99,
-// whether its retries fit, and the time left when it starts at worst.
-func ExamplePlan_Check() {
-	r, err := checkoutPlan.Check()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("budgets %v of %v available, ok: %v\n", r.Total, r.Available, r.OK())
-	for _, s := range r.Steps {
-		fmt.Printf("%-8s %4.1f× p99, needs %v, holds: %v, left at worst: %v\n",
-			s.Name, s.Multiple, s.Need, s.Holds, s.Left)
-	}
-
-	// The same plan with a 30s client timeout on payment and a stock budget
-	// too small for its retry.
-	bad := checkoutPlan
-	bad.Steps = append([]deadline.PlanStep(nil), checkoutPlan.Steps...)
-	bad.Steps[1].Budget = 250 * time.Millisecond
-	bad.Steps[2].AttemptTimeout = 30 * time.Second
-	r, _ = bad.Check()
-	for _, p := range r.Problems {
-		fmt.Printf("%s: %s\n", p.Code, p.Message)
-	}
-	// Output:
-	// budgets 1.57s of 1.9s available, ok: true
-	// validate  4.0× p99, needs 5ms, holds: true, left at worst: 1.9s
-	// stock     3.3× p99, needs 340ms, holds: true, left at worst: 1.88s
-	// payment   2.2× p99, needs 400ms, holds: true, left at worst: 1.48s
-	// save      3.8× p99, needs 90ms, holds: true, left at worst: 580ms
-	// receipt   3.3× p99, needs 30ms, holds: true, left at worst: 430ms
-	// retry-does-not-fit: "stock": cannot retry inside its budget: 2 attempts need 340ms at p99 with worst-case backoff, budget 250ms holds only the first
-	// timeout-above-upstream: "payment": downstream timeout 30s is longer than the 900ms upstream gives it (its budget): work goes on after the caller gave up
-}
-
 // Run the checkout under the plan: each step gets min(its budget, the time
 // left minus the reserve), and a step that cannot fit is refused instead of
 // started. The steps are simulated on a virtual clock, so the output is

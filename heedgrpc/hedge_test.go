@@ -28,8 +28,11 @@ func TestHedgeUnary(t *testing.T) {
 		{"keyed", mPost, "k-1", 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &echo{unary: func(ctx context.Context, _ string, n int64, in string) (string, error) {
-				if n == 1 {
+			e := &echo{unary: func(ctx context.Context, _ string, _ int64, in string) (string, error) {
+				// The first attempt is the slow one, by its retry-attempt,
+				// not by arrival: on a busy machine the hedge may reach the
+				// server first.
+				if vs := metadata.ValueFromIncomingContext(ctx, "retry-attempt"); len(vs) == 0 || vs[0] == "1" {
 					select { // slow: until the client gives up on it, or 300 ms
 					case <-ctx.Done():
 					case <-time.After(300 * time.Millisecond):

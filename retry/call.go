@@ -194,8 +194,11 @@ func (c *Call) refuse(a Action, r Reason, err error, now, at time.Time) {
 }
 
 // limit returns the end of an attempt starting at now.
-func (c *Call) limit(now time.Time) Limit {
-	p, h := &c.Policy, &c.History
+func (c *Call) limit(now time.Time) Limit { return limitAt(&c.Policy, &c.History, now) }
+
+// limitAt returns the end of an attempt starting at now of a call under p
+// with history h.
+func limitAt(p *Policy, h *History, now time.Time) Limit {
 	var l Limit
 	if p.AttemptTimeout > 0 {
 		l = Limit{At: now.Add(p.AttemptTimeout), Reason: ReasonTimeout}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/clock"
@@ -108,7 +109,6 @@ func (h *Hedge) state() *hedgeState {
 			lo = defaultHedgeMinDelay
 		}
 		h.st = &hedgeState{q: q, lo: lo, hi: h.MaxDelay}
-		h.st.tr.st = h.st
 	})
 	return h.st
 }
@@ -140,6 +140,7 @@ type hedgeState struct {
 	delay  atomic.Int64 // the adaptive delay in ns; 0 until known
 	lat    latencies
 	tr     tracker
+	pol    atomic.Pointer[Policy] // see policy
 }
 
 // latencies is a histogram of latencies in logarithmic buckets (8 per
@@ -225,10 +226,19 @@ func (l *latencies) quantile(st *hedgeState) time.Duration {
 // timer: registering a race is an append, so that a call that needs no
 // hedge pays for no timer of its own. The timer fires at the earliest due
 // race, starts those that are due and is set again for the next.
+//
+// A race that ends with no hedge is not taken off the list: its first
+// attempt claims it with one compare-and-swap of its context's state (see
+// raceCtx), and the next add takes the claimed races off the list's end
+// and reuses one for its own race (the timer takes the others). The list
+// is a stack, so that the races of calls that end in the order they
+// started (most of them) are taken by the next add: the list holds the
+// races in flight and few more, and a call that sends no hedge allocates
+// only its attempt's context.
 type tracker struct {
 	mu    sync.Mutex
-	st    *hedgeState
 	races []*race
+	free  []*race // races taken off the list, to reuse
 	timer *time.Timer
 	at    int64 // when the timer fires (see since); zero when it is not set
 	// epoch is the origin of the tracker's times, set by the first add:
@@ -242,15 +252,39 @@ type tracker struct {
 // t.mu.
 func (t *tracker) since(at time.Time) int64 { return max(int64(at.Sub(t.epoch)), 1) }
 
-func (t *tracker) add(r *race, at time.Time) {
+// add registers the race of the attempt of c that runs under ctx, due to
+// send its first hedge at at, and returns it. It is written under t.mu,
+// which the timer takes before it reads a race.
+func (t *tracker) add(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration, at time.Time) *race {
 	t.mu.Lock()
 	if t.epoch.IsZero() {
 		t.epoch = time.Now()
 	}
 	due := t.since(at)
+	// Races that ended at the top of the stack make room: most calls
+	// end before the next starts. The lowest is reused in place.
+	var r *race
+	i := len(t.races)
+	for i > 0 && t.races[i-1].ended() {
+		i--
+	}
+	if i < len(t.races) {
+		r = t.races[i]
+		t.free = append(t.free, t.races[i+1:]...)
+		clear(t.races[i+1:])
+		t.races = t.races[:i+1]
+	} else {
+		if n := len(t.free); n > 0 {
+			r = t.free[n-1]
+			t.free[n-1] = nil
+			t.free = t.free[:n-1]
+		} else {
+			r = new(race)
+		}
+		t.races = append(t.races, r)
+	}
+	r.set(ctx, c, pol, attempt, delay)
 	r.due = due
-	r.idx = len(t.races)
-	t.races = append(t.races, r)
 	if t.at == 0 || due < t.at {
 		t.at = due
 		d := max(time.Duration(due-t.since(time.Now())), 0)
@@ -261,25 +295,7 @@ func (t *tracker) add(r *race, at time.Time) {
 		}
 	}
 	t.mu.Unlock()
-}
-
-// remove takes r off the list, unless the timer took it first, and
-// reports whether it did; then no hedge can be sent, and r's context is
-// settled (see raceCtx).
-func (t *tracker) remove(r *race) bool {
-	t.mu.Lock()
-	i := r.idx
-	if i >= 0 {
-		r.actx.settled = true
-		last := len(t.races) - 1
-		t.races[i] = t.races[last]
-		t.races[i].idx = i
-		t.races[last] = nil
-		t.races = t.races[:last]
-		r.idx = -1
-	}
-	t.mu.Unlock()
-	return i >= 0
+	return r
 }
 
 func (t *tracker) fire() {
@@ -288,23 +304,25 @@ func (t *tracker) fire() {
 	now := time.Now()
 	nowe := t.since(now)
 	next := int64(0)
-	for i := 0; i < len(t.races); {
-		r := t.races[i]
-		if r.due <= nowe {
-			last := len(t.races) - 1
-			t.races[i] = t.races[last]
-			t.races[i].idx = i
-			t.races[last] = nil
-			t.races = t.races[:last]
-			r.idx = -1
-			due = append(due, r)
+	j := 0
+	for _, r := range t.races {
+		switch {
+		case r.ended():
+			if len(t.free) < cap(t.races) {
+				t.free = append(t.free, r)
+			}
 			continue
-		}
-		if next == 0 || r.due < next {
+		case r.due <= nowe:
+			due = append(due, r) // the coordinator's now: not reused
+			continue
+		case next == 0 || r.due < next:
 			next = r.due
 		}
-		i++
+		t.races[j] = r
+		j++
 	}
+	clear(t.races[j:])
+	t.races = t.races[:j]
 	t.at = next
 	if next != 0 {
 		t.timer.Reset(max(time.Duration(next-t.since(time.Now())), 0))
@@ -315,28 +333,51 @@ func (t *tracker) fire() {
 	}
 }
 
-// Race states.
-const (
-	raceRunning int32 = iota // the first attempt runs; no hedge yet
-	raceClaimed              // the first attempt ended before any hedge
-	raceFired                // hedges started: the coordinator owns the race
-)
-
 // race is one hedged attempt of a Call: the first attempt, running on the
-// executor's goroutine, and the hedges beside it.
+// executor's goroutine, and the hedges beside it. Its state is its first
+// attempt's context's (ctx.state): a race is reused once its context says
+// it ended (see tracker), and the context, which the attempt's answer may
+// hold on to, is never reused.
+//
+// It holds what the hedges need of the Call, copied when the race starts,
+// so that the Call itself stays the executor's (on its stack: a race that
+// kept a pointer to it would move every hedged call's Call, 640 bytes, to
+// the heap). The coordinator of a race that fired hands what it did back
+// with its verdict, and the executor writes it into the Call.
 type race struct {
-	c       *Call
+	ctx     *raceCtx // the first attempt's context
+	pol     *Policy
 	attempt func(ctx context.Context, n int, lim Limit) Result
-	n       int // the first attempt's number
-	delay   time.Duration
-	state   atomic.Int32
-	due     int64         // see tracker.since
-	idx     int           // in the tracker's list; -1 when not in it
-	actx    *raceCtx      // the first attempt's
-	stop    chan struct{} // ends the timer goroutine of a Policy.Clock
+	// attempts, start and deadline are the Call's History when the
+	// race started: what admitting a hedge reads.
+	attempts        int
+	start, deadline time.Time
+	permit          breaker.Permit // the first attempt's
+	delay           time.Duration
+	due             int64   // see tracker.since
+	co              *coords // made when the race fires
+}
 
+// set starts r for the attempt of c that runs under ctx.
+func (r *race) set(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration) {
+	r.ctx, r.pol, r.attempt = ctx, pol, attempt
+	r.attempts, r.start, r.deadline = c.History.Attempts, c.History.Start, c.History.Deadline
+	r.permit, r.delay = c.permit, delay
+	if r.co != nil {
+		r.co = nil
+	}
+}
+
+// ended reports whether r has left the tracker's hands: claimed by its
+// first attempt or fired.
+func (r *race) ended() bool { return r.ctx.state.Load()&racePhase != 0 }
+
+// coords is what the attempts of a race that fired and its coordinator
+// share.
+type coords struct {
 	results chan raceResult // from the attempts to the coordinator
-	verdict chan raceResult // from the coordinator to the executor
+	verdict chan verdict    // from the coordinator to the executor
+	stop    chan struct{}   // ends the timer goroutine of a Policy.Clock
 }
 
 type raceResult struct {
@@ -346,7 +387,14 @@ type raceResult struct {
 	cancel context.CancelFunc
 }
 
-var racePool = sync.Pool{New: func() any { return &race{idx: -1} }}
+// verdict is the result a race that fired goes on with, and what its
+// coordinator did, for the executor to write into the Call.
+type verdict struct {
+	raceResult
+	sent   int            // hedges sent
+	permit breaker.Permit // the winner's
+	start  time.Time      // when the winner started
+}
 
 // Race makes the attempt Admit admitted at now, ending by lim, and the
 // hedges the policy's [Hedge] allows beside it, and returns the result the
@@ -364,6 +412,9 @@ var racePool = sync.Pool{New: func() any { return &race{idx: -1} }}
 // lose are cancelled and waited for before Race returns: attempt must end
 // soon after its context does, and the executor releases what the losers
 // returned (response bodies).
+//
+// Race keeps no pointer to c: a Call kept on the executor's stack stays
+// there.
 //
 // Without Policy.Hedge, for a durable call, under an upstream owner, when
 // the attempt limit leaves no room for a hedge or before an adaptive
@@ -383,50 +434,87 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 	if !ok {
 		return attempt(ctx, n, lim), n, nil
 	}
-	r := racePool.Get().(*race)
-	r.c, r.attempt, r.n, r.delay = c, attempt, n, delay
-	// r.state is raceRunning: a new race's zero, or that of a race put
-	// back in the pool (only the races that sent no hedge are).
 	st := h.state()
-	actx := &raceCtx{Context: ctx, mu: &st.tr.mu}
-	r.actx = actx
-	if c.Policy.Clock == nil {
-		st.tr.add(r, now.Add(delay))
+	pol := st.policy(&c.Policy)
+	actx := &raceCtx{Context: ctx}
+	clk := c.Policy.Clock
+	var r *race
+	if clk == nil {
+		r = st.tr.add(actx, c, pol, attempt, delay, now.Add(delay))
 	} else {
-		r.stop = make(chan struct{})
-		t := c.Policy.Clock.NewTimer(delay)
+		r = new(race)
+		r.set(actx, c, pol, attempt, delay)
+		stop := make(chan struct{})
+		r.co = &coords{stop: stop}
+		t := clk.NewTimer(delay)
 		go func() {
 			select {
 			case <-t.C():
-				r.fire(c.Policy.Clock.Now())
-			case <-r.stop:
+				r.fire(clk.Now())
+			case <-stop:
 				t.Stop()
 			}
 		}()
 	}
 	res := attempt(actx, n, lim)
-	if r.stop == nil && st.tr.remove(r) {
-		// No hedge was sent, nor can be: the common case. Only the timer
-		// starts hedges, and r is off its list. Only what would keep the
-		// call's memory alive is cleared (the rest is written anew by the
-		// next race): clearing all of r cost a call 70 ns of write
-		// barriers on a busy machine.
-		r.c, r.attempt, r.actx = nil, nil, nil
-		racePool.Put(r)
-		return res, n, actx.settle() // remove set settled
-	}
-	if r.state.CompareAndSwap(raceRunning, raceClaimed) {
-		// No hedge was sent, but a timer may still reach r: it is left
-		// to the collector.
-		if r.stop != nil {
-			close(r.stop)
+	if ok, release := actx.claim(); ok {
+		// No hedge was sent, nor can be: the common case. r is the
+		// tracker's to reuse (or the timer goroutine's to drop): it must
+		// not be touched again.
+		if clk != nil {
+			close(r.co.stop)
 		}
-		return res, n, actx.settleLocked()
+		return res, n, release
 	}
 	// Hedges were sent: the coordinator decides.
-	r.results <- raceResult{k: 0, res: res, end: clock.Now(c.Policy.Clock), cancel: actx.stop}
-	v := <-r.verdict
+	r.co.results <- raceResult{k: 0, res: res, end: clock.Now(clk), cancel: actx.stop}
+	v := <-r.co.verdict
+	c.permit = v.permit
+	c.History.Attempts += v.sent
+	c.hedges += v.sent
+	c.raceHedges, c.raceWon = v.sent, v.k != 0
+	if v.k != 0 {
+		c.start = v.start
+	}
 	return v.res, n + v.k, v.cancel
+}
+
+// policy returns a copy of p that the races of this Hedge share: the one
+// made for the race before when p has not changed (the common case: a
+// Hedge serves one destination's policy), so that a race copies one
+// pointer, not a Policy.
+func (st *hedgeState) policy(p *Policy) *Policy {
+	if q := st.pol.Load(); q != nil && samePolicy(q, p) {
+		return q
+	}
+	q := new(Policy)
+	*q = *p
+	st.pol.Store(q)
+	return q
+}
+
+// samePolicy reports whether a and b are the same policy: equal fields,
+// and the same functions and interface values (the same words: two
+// closures of one function are not the same).
+func samePolicy(a, b *Policy) bool {
+	return a.Attempts == b.Attempts && a.Backoff == b.Backoff &&
+		a.AttemptTimeout == b.AttemptTimeout && a.TimeBudget == b.TimeBudget &&
+		a.MinAttemptTime == b.MinAttemptTime && a.MaxPushback == b.MaxPushback &&
+		a.Budget == b.Budget && a.Breaker == b.Breaker && a.Hedge == b.Hedge &&
+		sameWord(unsafe.Pointer(&a.Retryable), unsafe.Pointer(&b.Retryable)) &&
+		sameWord(unsafe.Pointer(&a.Observe), unsafe.Pointer(&b.Observe)) &&
+		sameIface(unsafe.Pointer(&a.Clock), unsafe.Pointer(&b.Clock)) &&
+		sameIface(unsafe.Pointer(&a.Rand), unsafe.Pointer(&b.Rand))
+}
+
+// sameWord compares the words at a and b: func values, by their closure.
+func sameWord(a, b unsafe.Pointer) bool { return *(*unsafe.Pointer)(a) == *(*unsafe.Pointer)(b) }
+
+// sameIface compares the interface values at a and b word by word, where
+// == would panic on a dynamic type that is not comparable.
+func sameIface(a, b unsafe.Pointer) bool {
+	x, y := (*[2]unsafe.Pointer)(a), (*[2]unsafe.Pointer)(b)
+	return x[0] == y[0] && x[1] == y[1]
 }
 
 // HedgeAt is the first step of hedging for an executor whose attempts are
@@ -466,7 +554,7 @@ func (c *Call) Hedge(now time.Time) (Limit, time.Time, bool) {
 	if h == nil || c.Durable || c.History.UpstreamOwns || c.raceHedges >= h.max() {
 		return Limit{}, time.Time{}, false
 	}
-	lim, permit, ok := c.admitHedge(now, c.History.Attempts+2)
+	lim, permit, ok := admitHedge(&c.Policy, &c.History, now, c.History.Attempts+2)
 	if !ok {
 		return Limit{}, time.Time{}, false
 	}
@@ -485,20 +573,25 @@ func (c *Call) Hedge(now time.Time) (Limit, time.Time, bool) {
 
 // fire starts the hedges of r, unless its first attempt has ended.
 func (r *race) fire(now time.Time) {
-	r.results = make(chan raceResult, maxHedges+1)
-	r.verdict = make(chan raceResult, 1)
-	if !r.state.CompareAndSwap(raceRunning, raceFired) {
+	if r.co == nil {
+		r.co = new(coords)
+	}
+	r.co.results = make(chan raceResult, maxHedges+1)
+	r.co.verdict = make(chan verdict, 1)
+	if !r.ctx.fired() {
 		return
 	}
 	go r.coordinate(now)
 }
 
 // coordinate runs the hedges of r, from now, on a goroutine of its own,
-// while the executor's goroutine makes the first attempt: the Call is
-// the coordinator's until it sends the verdict.
+// while the executor's goroutine makes the first attempt. It keeps the
+// race's own History (the Call's is the executor's) and hands what it did
+// back with the verdict.
 func (r *race) coordinate(now time.Time) {
-	c, p, ctx := r.c, &r.c.Policy, r.actx.Context // the caller's
+	p, ctx := r.pol, r.ctx.Context // the caller's
 	h := p.Hedge
+	hist := History{Attempts: r.attempts, Start: r.start, Deadline: r.deadline}
 	var (
 		permits  [maxHedges + 1]breaker.Permit
 		cancels  [maxHedges + 1]context.CancelFunc
@@ -511,14 +604,13 @@ func (r *race) coordinate(now time.Time) {
 		stopped  bool // no more hedges: a pushback, a winner or the caller gone
 		timer    clock.Timer
 	)
-	permits[0], cancels[0], starts[0] = c.permit, r.actx.stop, c.start
-	c.permit = breaker.Permit{}
+	permits[0], cancels[0] = r.permit, r.ctx.stop
 	launch := func(now time.Time) {
 		if stopped || sent >= h.max() || ctx.Err() != nil {
 			return
 		}
 		k := sent + 1
-		lim, permit, ok := c.admitHedge(now, r.n+k)
+		lim, permit, ok := admitHedge(p, &hist, now, r.attempts+1+k)
 		if !ok {
 			return
 		}
@@ -527,8 +619,8 @@ func (r *race) coordinate(now time.Time) {
 		actx, cancel := context.WithCancel(ctx)
 		permits[k], cancels[k], starts[k] = permit, cancel, now
 		go func() {
-			res := r.attempt(actx, r.n+k, lim)
-			r.results <- raceResult{k: k, res: res, end: clock.Now(p.Clock), cancel: cancel}
+			res := r.attempt(actx, r.attempts+1+k, lim)
+			r.co.results <- raceResult{k: k, res: res, end: clock.Now(p.Clock), cancel: cancel}
 		}()
 		if sent < h.max() {
 			if timer == nil {
@@ -548,7 +640,7 @@ func (r *race) coordinate(now time.Time) {
 		case <-tc:
 			launch(clock.Now(p.Clock))
 			continue
-		case rr := <-r.results:
+		case rr := <-r.co.results:
 			running--
 			k := rr.k
 			switch {
@@ -592,14 +684,9 @@ func (r *race) coordinate(now time.Time) {
 	if timer != nil {
 		timer.Stop()
 	}
-	v := *last
-	c.permit = permits[v.k]
-	c.History.Attempts += sent
-	c.hedges += sent
-	c.raceHedges, c.raceWon = sent, v.k != 0
+	v := verdict{raceResult: *last, sent: sent, permit: permits[last.k], start: starts[last.k]}
 	v.res.Hedge = v.k != 0
-	c.start = starts[v.k]
-	r.verdict <- v
+	r.co.verdict <- v
 }
 
 // final reports whether res ends a race: a success, or a failure that a
@@ -610,17 +697,16 @@ func (r *race) final(res *Result) bool {
 	}
 	o := res.Outcome
 	if res.Err != nil && o == OutcomeSuccess {
-		o, res.Wait = r.c.Policy.Classify(res.Err, res.TimedOut)
+		o, res.Wait = r.pol.Classify(res.Err, res.TimedOut)
 		res.Outcome = o
 	}
 	return o == OutcomeSuccess && res.Err == nil || o == OutcomePermanent || o == OutcomeRefused
 }
 
-// admitHedge admits hedge attempt n at now: within the attempt limit, with
-// time left for a whole attempt, the breaker's permit and a token of the
-// retry budget.
-func (c *Call) admitHedge(now time.Time, n int) (Limit, breaker.Permit, bool) {
-	p, h := &c.Policy, &c.History
+// admitHedge admits hedge attempt n at now of a call under p with history
+// h: within the attempt limit, with time left for a whole attempt, the
+// breaker's permit and a token of the retry budget.
+func admitHedge(p *Policy, h *History, now time.Time, n int) (Limit, breaker.Permit, bool) {
 	if m := p.MaxAttempts(); m > 0 && n > m {
 		return Limit{}, breaker.Permit{}, false
 	}
@@ -638,5 +724,5 @@ func (c *Call) admitHedge(now time.Time, n int) (Limit, breaker.Permit, bool) {
 		permit.RecordAt(now, breaker.Ignored)
 		return Limit{}, breaker.Permit{}, false
 	}
-	return c.limit(now), permit, true
+	return limitAt(p, h, now), permit, true
 }

@@ -2,7 +2,7 @@ package retry
 
 import (
 	"context"
-	"sync"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -20,28 +20,37 @@ import (
 // that contexts made from this one attach to it as to any cancellable
 // context (no goroutine of their own) and context.Cause sees it.
 //
-// Its state changes under mu, the lock of the hedge's timer list (see
-// tracker): the race that ends with no hedge sets settled while it holds
-// that lock anyway, so that ending costs no atomic write of its own (each
-// one about 20 ns on a busy machine). The state is read without the lock.
+// One atomic word holds the context's state and its race's: a race that
+// ends with no hedge claims it with one compare-and-swap, which settles
+// the context too (each atomic write costs about 20 ns on a busy
+// machine). The state is changed only by compare-and-swap (or Or), so
+// that no change is lost; a context being made is waited for, briefly.
 type raceCtx struct {
 	context.Context // the caller's
-	mu              *sync.Mutex
 	state           atomic.Int32
-	settled         bool            // the race ended with no hedge (under mu)
 	inner           context.Context // made by Done: WithCancel of the caller's
 	cancel          context.CancelFunc
 }
 
-// raceCtx states.
+// raceCtx state bits.
 const (
-	rcOpen     int32 = iota // no Done asked for, not cancelled
-	rcCanceled              // cancelled before Done was asked for
-	rcInner                 // Done was asked for: inner answers
+	// The context: open (nothing made), being made, or made (inner
+	// answers).
+	ctxMaking int32 = 1
+	ctxInner  int32 = 2
+	ctxPhase        = ctxMaking | ctxInner
+	// ctxStopped: the race cancelled the context.
+	ctxStopped int32 = 4
+	// The race: running (zero), claimed by its first attempt, which ended
+	// before any hedge (the context is then settled: nothing can cancel
+	// it), or fired (hedges started: the coordinator owns the race).
+	raceClaimed int32 = 8
+	raceFired   int32 = 16
+	racePhase         = raceClaimed | raceFired
 )
 
 func (c *raceCtx) Done() <-chan struct{} {
-	if c.state.Load() == rcInner {
+	if c.state.Load()&ctxPhase == ctxInner {
 		return c.inner.Done()
 	}
 	return c.made().Done()
@@ -51,37 +60,50 @@ func (c *raceCtx) Done() <-chan struct{} {
 // settled (then the caller's context answers), and returns the context
 // that answers.
 func (c *raceCtx) made() context.Context {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch s := c.state.Load(); {
-	case s == rcInner:
-		return c.inner
-	case c.settled:
-		return c.Context
+	for {
+		s := c.state.Load()
+		switch {
+		case s&ctxPhase == ctxInner:
+			return c.inner
+		case s&ctxPhase == ctxMaking:
+			runtime.Gosched() // another goroutine makes it
+			continue
+		case s&racePhase == raceClaimed:
+			return c.Context
+		}
+		if c.state.CompareAndSwap(s, s|ctxMaking) {
+			break
+		}
 	}
 	c.inner, c.cancel = context.WithCancel(c.Context)
-	if c.state.Load() == rcCanceled {
-		c.cancel()
+	for {
+		s := c.state.Load()
+		if c.state.CompareAndSwap(s, s&^ctxPhase|ctxInner) {
+			if s&ctxStopped != 0 {
+				c.cancel()
+			}
+			return c.inner
+		}
 	}
-	c.state.Store(rcInner)
-	return c.inner
 }
 
 func (c *raceCtx) Err() error {
-	switch c.state.Load() {
-	case rcInner:
+	s := c.state.Load()
+	switch {
+	case s&ctxPhase == ctxInner:
 		return c.inner.Err()
-	case rcCanceled:
+	case s&ctxStopped != 0:
 		return c.made().Err()
 	}
 	return c.Context.Err()
 }
 
 func (c *raceCtx) Value(key any) any {
-	switch c.state.Load() {
-	case rcInner:
+	s := c.state.Load()
+	switch {
+	case s&ctxPhase == ctxInner:
 		return c.inner.Value(key)
-	case rcCanceled:
+	case s&ctxStopped != 0:
 		return c.made().Value(key)
 	}
 	return c.Context.Value(key)
@@ -89,33 +111,46 @@ func (c *raceCtx) Value(key any) any {
 
 // stop cancels c: the race is done with its first attempt.
 func (c *raceCtx) stop() {
-	c.mu.Lock()
-	switch c.state.Load() {
-	case rcOpen:
-		c.state.Store(rcCanceled)
-	case rcInner:
+	if c.state.Or(ctxStopped)&ctxPhase == ctxInner {
 		c.cancel()
 	}
-	c.mu.Unlock()
+	// Being made or not made: made cancels what it makes.
 }
 
-// settle ends the race of c with no hedge sent, on the goroutine that
-// made the first attempt, once settled is set: c stays the caller's
-// context when Done was never asked for (nothing to release: it returns
-// nil); otherwise it returns the function that releases the inner
+// claim ends the race of c with no hedge sent, on the goroutine that made
+// the first attempt, unless the race fired (false). The context is then
+// settled: it stays the caller's when Done was never asked for (nothing
+// to release: release is nil); otherwise release releases the inner
 // context.
-func (c *raceCtx) settle() context.CancelFunc {
-	if c.state.Load() != rcInner {
-		return nil
+func (c *raceCtx) claim() (ok bool, release context.CancelFunc) {
+	for {
+		s := c.state.Load()
+		switch {
+		case s&racePhase == raceFired:
+			return false, nil
+		case s&ctxPhase == ctxMaking:
+			runtime.Gosched() // another goroutine makes it
+			continue
+		}
+		if c.state.CompareAndSwap(s, s|raceClaimed) {
+			if s&ctxPhase == ctxInner {
+				return true, c.cancel
+			}
+			return true, nil
+		}
 	}
-	return c.cancel
 }
 
-// settleLocked sets settled and settles c, for a race that was not
-// taken off the timer's list (see Call.Race).
-func (c *raceCtx) settleLocked() context.CancelFunc {
-	c.mu.Lock()
-	c.settled = true
-	c.mu.Unlock()
-	return c.settle()
+// fired marks the race of c as fired, unless its first attempt claimed
+// it first (false).
+func (c *raceCtx) fired() bool {
+	for {
+		s := c.state.Load()
+		if s&racePhase != 0 {
+			return false
+		}
+		if c.state.CompareAndSwap(s, s|raceFired) {
+			return true
+		}
+	}
 }

@@ -3,7 +3,6 @@ package retry
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 )
 
@@ -38,7 +37,7 @@ func TestRaceCtx(t *testing.T) {
 				outer, cancelOuter = context.WithCancel(outer)
 				defer cancelOuter()
 			}
-			c := &raceCtx{Context: outer, mu: new(sync.Mutex)}
+			c := &raceCtx{Context: outer}
 			if tt.done {
 				c.Done()
 			}
@@ -46,7 +45,7 @@ func TestRaceCtx(t *testing.T) {
 				c.stop()
 			}
 			if tt.settle {
-				release := c.settleLocked()
+				_, release := c.claim()
 				if (release != nil) != tt.wantRelease {
 					t.Errorf("settle gave a release function: %v, want %v", release != nil, tt.wantRelease)
 				}

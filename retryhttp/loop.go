@@ -52,7 +52,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		h.Deadline = dl
 	}
-	c := call{t: t, req: req, propagate: t.Propagate == nil || t.Propagate(req)}
+	// A request that may hedge keeps what its attempts share in a racer
+	// from a pool, written there from the start (a copy made when the
+	// race starts cost each hedged request 30 ns of write barriers while
+	// the GC marks): its attempts run on goroutines of their own
+	// (retry.Call.Race). The others keep it on the stack, and every
+	// request keeps its retry.Call there (Race keeps no pointer to it).
+	var (
+		stack call
+		c     = &stack
+		r     *racer
+		rw    = &rewinder{ok: true}
+	)
+	if p.Hedge != nil {
+		r = racerPool.Get().(*racer)
+		c, rw = &r.c, &r.rw
+		r.reset(t, req)
+	} else {
+		*c = call{t: t, req: req}
+	}
+	c.propagate = t.Propagate == nil || t.Propagate(req)
 
 	// Idempotency: by method, or by key. With an idempotent method the key
 	// matters only for a 409 and for logging: it is read when needed.
@@ -72,25 +91,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.claim = c.propagate && (repeatable && p.MaxAttempts() != 1 || c.upstreamOwns(ctx))
 
 	// No body (the common case) can be sent again as it is.
-	first, rw := req.Body, rewinder{ok: true}
+	first := req.Body
 	if first != nil && first != http.NoBody {
 		// A body without GetBody is buffered only if it may be sent again.
 		wantRetry := req.GetBody == nil && p.MaxAttempts() != 1 && !c.upstreamOwns(ctx)
 		var err error
-		if first, rw, err = prepareBody(req, t.maxBuffered(), wantRetry); err != nil {
+		if first, *rw, err = prepareBody(req, t.maxBuffered(), wantRetry); err != nil {
+			if r != nil {
+				r.release()
+			}
 			return nil, err
 		}
 	}
-	// A request that may hedge keeps its Call in a racer from a pool,
-	// whose attempts run on goroutines of their own (retry.Call.Race);
-	// the others keep it on the stack (&rc handed to the race would move
-	// every request's Call to the heap: 640 bytes and an allocation). A
-	// request whose caller owns the retries is never hedged (retry.Hedge).
-	var r *racer
-	if repeatable && rw.ok && p.Hedge != nil && !c.upstreamOwns(ctx) {
-		r = racerPool.Get().(*racer)
+	// A request whose caller owns the retries is never hedged
+	// (retry.Hedge), nor one that is not safe to repeat.
+	hedge := r
+	if !repeatable || !rw.ok || c.upstreamOwns(ctx) {
+		hedge = nil
 	}
-	resp, err := c.run(ctx, p, h, first, &rw, repeatable, r)
+	resp, err := c.run(ctx, p, h, first, rw, repeatable, hedge)
 	if r != nil {
 		r.release() // not deferred in run: a deferred call there cost 30 ns
 	}
@@ -137,6 +156,18 @@ func (c *call) idempotencyKey() string {
 	return c.key
 }
 
+// peekKey is idempotencyKey without keeping what it reads, for the
+// attempts of a race, which share one call and run at the same time.
+func (c *call) peekKey() string {
+	if c.keyRead {
+		return c.key
+	}
+	if v := c.req.Header[IdempotencyKeyHeader]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // upstreamOwns returns deadline.UpstreamOwns(ctx), looked up on first use: a
 // context lookup walks the whole chain of contexts, and a request that
 // succeeds at once never needs it.
@@ -165,15 +196,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 	t := c.t
 	clk := p.Clock
 	now := clock.Now(clk)
-	// r, when not nil, holds the Call (see RoundTrip).
-	var (
-		local retry.Call
-		rc    = &local
-	)
-	if r != nil {
-		rc = &r.rc
-	}
-	*rc = retry.Call{Policy: *p, History: h}
+	rc := &retry.Call{Policy: *p, History: h}
 	var (
 		timer clock.Timer
 		last  error // the last attempt's error
@@ -200,7 +223,7 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		start := now
 		var a attempt
 		if r != nil {
-			a, start = c.race(ctx, r, now, lim, body, rw, tracing)
+			a, start = c.race(ctx, r, rc, now, lim, body, rw, tracing)
 		} else {
 			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		}
@@ -351,23 +374,24 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 	return cl
 }
 
-// race makes the attempt r.rc admitted at now with the hedges its policy
+// race makes the attempt rc admitted at now with the hedges its policy
 // allows beside it (retry.Call.Race), for a request that is safe to
 // repeat, and returns the attempt the call goes on with and when it
 // started; the others' responses are drained. Each hedge sends a body of
 // its own (GetBody, or the buffer).
-func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
-	// Read what c reads lazily now: the attempts must not change it. They
-	// use copies of c and rw, so that those stay on the stack. (c.owns was
-	// read by RoundTrip, which races only without an upstream owner.)
-	c.idempotencyKey()
-	r.c, r.rw = *c, *rw
-	r.body, r.now, r.tracing, r.first = body, now, tracing, r.rc.History.Attempts+1
-	attempts := r.rc.History.Attempts
-	_, n, cancel := r.rc.Race(ctx, now, lim, r.fn)
+func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
+	// c and rw are r's (see RoundTrip). The attempts must not change
+	// them: they read the key with peekKey (c.owns was read by
+	// RoundTrip, which races only without an upstream owner).
+	if clk := rc.Policy.Clock; r.clk != clk {
+		r.clk = clk
+	}
+	r.body, r.now, r.tracing, r.first = body, now, tracing, rc.History.Attempts+1
+	attempts := rc.History.Attempts
+	_, n, cancel := rc.Race(ctx, now, lim, r.fn)
 	// The attempts the race made (the first and the hedges sent) filled
 	// slots 0 to used-1; the others stay zero.
-	k, used := n-r.first, 1+r.rc.History.Attempts-attempts
+	k, used := n-r.first, 1+rc.History.Attempts-attempts
 	a, start := r.slots[k], r.now
 	if k > 0 {
 		start = r.starts[k]
@@ -376,7 +400,7 @@ func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limi
 		if j != k {
 			c.discard(r.slots[j])
 		}
-		r.slots[j] = attempt{}
+		r.slots[j].clear()
 	}
 	a.raceCancel = cancel
 	r.body = nil
@@ -387,7 +411,7 @@ func (c *call) race(ctx context.Context, r *racer, now time.Time, lim retry.Limi
 type racer struct {
 	c       call
 	rw      rewinder
-	rc      retry.Call
+	clk     clock.Clock
 	body    io.ReadCloser // the first attempt's
 	now     time.Time     // when the first attempt started
 	tracing bool
@@ -397,12 +421,41 @@ type racer struct {
 	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
 }
 
+// reset makes r's call and rewinder those of a new request req, as
+// RoundTrip starts them. A field is written only when it changes: each
+// pointer written costs a write barrier while the GC marks.
+func (r *racer) reset(t *Transport, req *http.Request) {
+	c := &r.c
+	if c.t != t {
+		c.t = t
+	}
+	c.req = req
+	if c.key != "" {
+		c.key = ""
+	}
+	if c.genKey != "" {
+		c.genKey = ""
+	}
+	c.keyRead, c.owns, c.propagate, c.claim = false, 0, false, false
+	if r.rw.getBody != nil {
+		r.rw.getBody = nil
+	}
+	if r.rw.buf != nil {
+		r.rw.buf = nil
+	}
+	r.rw.ok = true
+}
+
 // release puts r back in the pool, without the request and body it holds
-// (its Call is overwritten by the next request; clearing all of r cost a
-// request 1.2 KB of writes, and each pointer cleared costs a write
-// barrier while the GC marks).
+// (the rest is overwritten by the next request).
 func (r *racer) release() {
-	r.c.req, r.rw.getBody, r.rw.buf, r.body = nil, nil, nil, nil
+	r.c.req = nil
+	if r.rw.getBody != nil || r.rw.buf != nil {
+		r.rw.getBody, r.rw.buf = nil, nil
+	}
+	if r.body != nil {
+		r.body = nil
+	}
 	racerPool.Put(r)
 }
 
@@ -417,7 +470,7 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 	k := n - r.first
 	b, start := r.body, r.now
 	if k > 0 {
-		start = clock.Now(r.rc.Policy.Clock)
+		start = clock.Now(r.clk)
 		var err error
 		if b, err = r.rw.body(); err != nil {
 			r.slots[k] = attempt{err: err}
@@ -434,7 +487,28 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 		// common case: most races send no hedge and look no further).
 		return retry.Result{}
 	}
-	return r.c.classify(a, time.Time{}, r.rc.Policy.Clock, &r.rw, true).res
+	return r.c.classify(a, time.Time{}, r.clk, &r.rw, true).res
+}
+
+// clear zeroes a, writing only the fields that are not zero already (a
+// pointer written costs a write barrier while the GC marks).
+func (a *attempt) clear() {
+	if a.resp != nil {
+		a.resp = nil
+	}
+	if a.err != nil {
+		a.err = nil
+	}
+	if a.cancel != nil {
+		a.cancel = nil
+	}
+	if a.raceCancel != nil {
+		a.raceCancel = nil
+	}
+	if a.prog != nil {
+		a.prog = nil
+	}
+	a.timedOut = false
 }
 
 // maxRacers is the most attempts a race makes: the first and

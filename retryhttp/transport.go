@@ -324,7 +324,7 @@ func (t *Transport) keyedConflict(c *call, resp *http.Response) bool {
 
 // keyedWait is the rest of keyedConflict, for a 409.
 func (t *Transport) keyedWait(c *call, resp *http.Response) bool {
-	return !t.KeyedRetriesOff && c.idempotencyKey() != "" && resp.Header.Get("Retry-After") != ""
+	return !t.KeyedRetriesOff && c.peekKey() != "" && resp.Header.Get("Retry-After") != ""
 }
 
 // policy returns the policy of a request to u: the host's copy when each

@@ -37,7 +37,8 @@ var (
 		"queue":                        nil,
 		"sim":                          nil,
 		"sim/chart":                    {"sim"},
-		"cmd/heed/internal/planfile":   nil,
+		"cmd/heed/internal/plan":       nil, // heed's planner: schedules, a chain's load, deadline plan reviews
+		"cmd/heed/internal/planfile":   {"cmd/heed/internal/plan"},
 		"internal/schema":              {"queue"}, // the stores' one migration runner
 		"internal/sqlfilter":           {"queue"}, // the stores' one JobFilter->SQL builder
 		"sqlitestore":                  {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
@@ -51,7 +52,7 @@ var (
 		"cmd/heed/internal/cmdrun":     nil,                                                 // heed run's executor: a command as a retry attempt
 		"cmd/heed/internal/curl":       {"retryhttp"},                                       // what heed get takes from curl: flags, -w, output
 		"cmd/heed/internal/jobbench":   {"queue", "storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
-		"cmd/heed/internal/planreport": nil,                                                 // heed plan's report: a schedule and a chain's load
+		"cmd/heed/internal/planreport": {"cmd/heed/internal/plan"},                          // heed plan's report: a schedule and a chain's load
 		"cmd/heed/internal/jobtext":    {"queue"},                                           // how the command prints jobs
 		"cmd/heed/internal/jobrun":     {"queue", "cmd/heed/internal/jobkinds"},             // the command's worker runner
 	}

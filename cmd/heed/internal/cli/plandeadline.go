@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/heed-go/heed/cmd/heed/internal/plan"
 	"github.com/heed-go/heed/cmd/heed/internal/planfile"
 	"github.com/heed-go/heed/deadline"
 )
@@ -66,7 +67,7 @@ func planDeadlineMain(_ context.Context, s streams, args []string) int {
 	case file == "" && !isSet(fs, "deadline"):
 		return usageError(s, name, errors.New("missing --deadline: the request's deadline, e.g. --deadline 2s"))
 	}
-	r, err := p.Check()
+	r, err := plan.Check(p)
 	if err != nil {
 		err = planfile.InputError(err, file, isSet(fs, "deadline"), isSet(fs, "reserve"))
 		return usageError(s, name, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/heed-go/heed/cmd/heed/internal/plan"
 	"github.com/heed-go/heed/cmd/heed/internal/planfile"
 )
 
@@ -19,7 +20,7 @@ steps:
 		fmt.Println(err)
 		return
 	}
-	r, err := p.Check()
+	r, err := plan.Check(p)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -47,7 +48,7 @@ func ExampleParseStep() {
 
 func ExampleWriteReport() {
 	p, _ := planfile.Decode("plan.yaml", []byte("deadline: 1s\nsteps:\n  - {name: db, p99: 50ms, budget: 2s}\n"))
-	r, _ := p.Check()
+	r, _ := plan.Check(p)
 	planfile.WriteReport(os.Stdout, r, 0)
 	// Output:
 	// plan: deadline 1s for 1 step; its budget is 2s

@@ -253,7 +253,7 @@ func Read(file string, stdin io.Reader) (deadline.Plan, error) {
 // ends in .json or the content starts with "{", YAML otherwise. Unknown
 // fields, values of the wrong type and impossible values are errors naming
 // the line or the step; the plan's own rules (budgets, deadline) are left to
-// deadline.Plan.Check.
+// plan.Check.
 func Decode(file string, data []byte) (deadline.Plan, error) {
 	if len(data) > MaxSize {
 		return deadline.Plan{}, fmt.Errorf("larger than %d bytes", MaxSize)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/cmd/heed/internal/plan"
 	"github.com/heed-go/heed/deadline"
 )
 
@@ -143,7 +144,7 @@ func FuzzParseStep(f *testing.F) {
 		if st.Attempts < 1 || st.Attempts > deadline.MaxStepAttempts {
 			t.Fatalf("attempts %d accepted", st.Attempts)
 		}
-		_, _ = deadline.Plan{Deadline: time.Second, Steps: []deadline.PlanStep{st}}.Check()
+		_, _ = plan.Check(deadline.Plan{Deadline: time.Second, Steps: []deadline.PlanStep{st}})
 	})
 }
 
@@ -162,7 +163,7 @@ func FuzzDecode(f *testing.F) {
 		if len(p.Steps) > MaxSteps {
 			t.Fatalf("%d steps accepted", len(p.Steps))
 		}
-		_, _ = p.Check()
+		_, _ = plan.Check(p)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/heed-go/heed/cmd/heed/internal/plan"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/textfmt"
 )
@@ -50,7 +51,7 @@ func InputError(err error, file string, deadlineFlag, reserveFlag bool) error {
 // waiting returns how many requests wait on step s when it hangs, at rate
 // requests per second: under its own timeout (-1 when it has none) and
 // under the plan.
-func waiting(r deadline.Report, s deadline.StepReport, rate float64) (underTimeout, underPlan float64) {
+func waiting(r plan.Report, s plan.StepReport, rate float64) (underTimeout, underPlan float64) {
 	underTimeout = -1
 	if s.AttemptTimeout > 0 {
 		underTimeout = rate * s.AttemptTimeout.Seconds()
@@ -64,7 +65,7 @@ func waiting(r deadline.Report, s deadline.StepReport, rate float64) (underTimeo
 // deadline − reserve)), so of the timeout's worth of requests held, the
 // part older than that is work for nobody. -1 when the step has no
 // timeout.
-func callersGone(r deadline.Report, s deadline.StepReport) float64 {
+func callersGone(r plan.Report, s plan.StepReport) float64 {
 	if s.AttemptTimeout <= 0 {
 		return -1
 	}
@@ -78,7 +79,7 @@ func callersGone(r deadline.Report, s deadline.StepReport) float64 {
 // WriteReport writes r as heed plan deadline prints it: a table of the
 // steps, with rate > 0 the requests left waiting on a step that hangs, and
 // the problems found.
-func WriteReport(w io.Writer, r deadline.Report, rate float64) {
+func WriteReport(w io.Writer, r plan.Report, rate float64) {
 	fmt.Fprintf(w, "plan: deadline %v", textfmt.Dur(r.Deadline))
 	if r.Reserve > 0 {
 		fmt.Fprintf(w, " − reserve %v = %v", textfmt.Dur(r.Reserve), textfmt.Dur(r.Available))
@@ -206,13 +207,13 @@ type deadlineProblemJSON struct {
 
 // WriteReportJSON writes r as heed plan deadline --json prints it: one
 // object, durations in milliseconds.
-func WriteReportJSON(w io.Writer, r deadline.Report, rate float64) error {
+func WriteReportJSON(w io.Writer, r plan.Report, rate float64) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(reportJSON(r, rate))
 }
 
-func reportJSON(r deadline.Report, rate float64) deadlineJSON {
+func reportJSON(r plan.Report, rate float64) deadlineJSON {
 	out := deadlineJSON{
 		DeadlineMs: ms(r.Deadline), ReserveMs: ms(r.Reserve), AvailableMs: ms(r.Available), TotalMs: ms(r.Total),
 		OK: r.OK(), Steps: make([]deadlineStepJSON, len(r.Steps)), Problems: make([]deadlineProblemJSON, len(r.Problems)),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/cmd/heed/internal/plan"
 	"github.com/heed-go/heed/internal/admit"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/retry"
@@ -89,7 +90,7 @@ func (l *limit) write(w io.Writer, c *Chain) {
 type load struct {
 	*Chain
 	floor, burst float64 // the budget's, per client
-	retry.Amplification
+	plan.Amplification
 }
 
 func (c *Chain) load() *load {
@@ -98,14 +99,14 @@ func (c *Chain) load() *load {
 	}
 	floor := budget.DefaultMinPerSecond
 	return &load{Chain: c, floor: floor, burst: budget.DefaultBurst,
-		Amplification: retry.ChainAmplification(c.Layers, c.Retries, c.Rate, c.Ratio, floor)}
+		Amplification: plan.ChainAmplification(c.Layers, c.Retries, c.Rate, c.Ratio, floor)}
 }
 
 // Write writes the plan as tables: the schedule, what limits it, and the
 // chain's load.
 func (pl *Plan) Write(w io.Writer) {
-	rows := pl.Policy.Schedule(pl.AttemptTime)
-	fmt.Fprintf(w, "policy: %s\n\n", pl.Policy.Describe())
+	rows := plan.Schedule(pl.Policy, pl.AttemptTime)
+	fmt.Fprintf(w, "policy: %s\n\n", plan.Describe(pl.Policy))
 	deadline := pl.Policy.TimeBudget
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "ATTEMPT\tDELAY\tJITTER RANGE\tTOTAL WAIT\tENDS BY")
@@ -113,7 +114,7 @@ func (pl *Plan) Write(w io.Writer) {
 		fmt.Fprintf(tw, "\tFITS IN %v", deadline)
 	}
 	fmt.Fprintln(tw)
-	count := map[retry.Fit]int{}
+	count := map[plan.Fit]int{}
 	for _, r := range rows {
 		nominal := "-"
 		if r.HasDelay {
@@ -131,7 +132,7 @@ func (pl *Plan) Write(w io.Writer) {
 	last := rows[len(rows)-1]
 	fmt.Fprintf(w, "\nENDS BY is the worst case: the longest waits, each attempt taking %v (--attempt-time).\n", pl.AttemptTime)
 	n := len(rows)
-	y, m, no := count[retry.FitYes], count[retry.FitMaybe], count[retry.FitNo]
+	y, m, no := count[plan.FitYes], count[plan.FitMaybe], count[plan.FitNo]
 	switch {
 	case deadline == 0 && n == 1:
 		fmt.Fprintf(w, "At worst the only attempt ends within %v.\n", textfmt.Dur(last.EndMax))
@@ -297,7 +298,7 @@ func (pl *Plan) WriteJSON(w io.Writer) error {
 }
 
 func (pl *Plan) json() planJSON {
-	rows := pl.Policy.Schedule(pl.AttemptTime)
+	rows := plan.Schedule(pl.Policy, pl.AttemptTime)
 	s := pl.Policy.Backoff
 	m := s.Multiplier
 	if m == 0 {

@@ -1,4 +1,4 @@
-package retry
+package plan
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/retry"
 )
 
 // Fit says whether a planned attempt fits in its policy's TimeBudget
-// (see [Policy.Schedule]). The zero value, FitUnknown, is for a policy
+// (see [Schedule]). The zero value, FitUnknown, is for a policy
 // without one.
 type Fit uint8
 
@@ -35,9 +36,9 @@ func (f Fit) String() string {
 	return ""
 }
 
-// PlannedAttempt is one attempt of [Policy.Schedule]: when it starts and
+// Attempt is one attempt of [Schedule]: when it starts and
 // ends at best and at worst. The zero value is not meaningful.
-type PlannedAttempt struct {
+type Attempt struct {
 	Attempt int // 1 for the first
 	// Delay is the delay before the attempt before jitter, and HasDelay
 	// whether there is one: decorrelated jitter has no nominal delay.
@@ -49,28 +50,28 @@ type PlannedAttempt struct {
 	Fits               Fit
 }
 
-// maxScheduled is the most attempts Policy.Schedule lists.
+// maxScheduled is the most attempts Schedule lists.
 const maxScheduled = 1000
 
-// Schedule returns p's attempts when every attempt fails after
+// Schedule returns the attempts of the retry policy p when every attempt fails after
 // attemptTime: for each, the range of its delay, of the total wait before
 // it and of when it ends, and with a TimeBudget whether it fits by the rule
-// the call applies at run time ([Policy.Fits]): the first attempt fits when
+// the call applies at run time (retry.Policy.Fits): the first attempt fits when
 // it ends in time, a retry when its delay plus p.MinAttempt still fits after
 // the attempt before it ends. Nothing is random: the ranges are exact
 // bounds, and they saturate at the largest Duration instead of overflowing.
-// It lists [Policy.MaxAttempts] attempts, at most 1000 (also for Unlimited).
-func (p Policy) Schedule(attemptTime time.Duration) []PlannedAttempt {
+// It lists retry.Policy.MaxAttempts attempts, at most 1000 (also for retry.Unlimited).
+func Schedule(p retry.Policy, attemptTime time.Duration) []Attempt {
 	n := p.MaxAttempts()
 	if n <= 0 || n > maxScheduled {
 		n = maxScheduled
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // any fixed instant
 	s := p.Backoff
-	rows := make([]PlannedAttempt, 0, n)
+	rows := make([]Attempt, 0, n)
 	var waitLo, waitHi, prevLo, prevHi time.Duration
 	for k := 1; k <= n; k++ {
-		r := PlannedAttempt{Attempt: k, HasDelay: s.Jitter != backoff.DecorrelatedJitter || s.Kind == backoff.Immediate}
+		r := Attempt{Attempt: k, HasDelay: s.Jitter != backoff.DecorrelatedJitter || s.Kind == backoff.Immediate}
 		var prevEndLo, prevEndHi time.Duration // when attempt k-1 ends
 		if k > 1 {
 			// The delay after failure k-1. Only decorrelated jitter depends
@@ -91,7 +92,7 @@ func (p Policy) Schedule(attemptTime time.Duration) []PlannedAttempt {
 		if d := p.TimeBudget; d > 0 {
 			yes, maybe := r.EndMax <= d, r.EndMin <= d
 			if k > 1 {
-				h := History{Start: start}
+				h := retry.History{Start: start}
 				yes, _ = p.Fits(h, start.Add(prevEndHi), r.DelayMax)
 				maybe, _ = p.Fits(h, start.Add(prevEndLo), r.DelayMin)
 			}
@@ -107,13 +108,6 @@ func (p Policy) Schedule(attemptTime time.Duration) []PlannedAttempt {
 		rows = append(rows, r)
 	}
 	return rows
-}
-
-func addSat(a, b time.Duration) time.Duration {
-	if c := a + b; c >= a {
-		return c
-	}
-	return math.MaxInt64
 }
 
 func mulSat(d time.Duration, n int) time.Duration {
@@ -156,7 +150,7 @@ func ChainAmplification(layers, retries int, rate, ratio, floor float64) Amplifi
 // Describe returns p in words, as heed plan prints it: "3 attempts;
 // exponential backoff from 100ms, ×2 per retry, capped at 5s; full jitter;
 // 1s per attempt; deadline 10s".
-func (p Policy) Describe() string {
+func Describe(p retry.Policy) string {
 	s := p.Backoff
 	eff := s.WithDefaults()
 	base, limit := eff.Base, eff.Cap
@@ -192,4 +186,11 @@ func (p Policy) Describe() string {
 		fmt.Fprintf(&b, "; deadline %v", p.TimeBudget)
 	}
 	return b.String()
+}
+
+func addSat(a, b time.Duration) time.Duration {
+	if c := a + b; c >= a {
+		return c
+	}
+	return math.MaxInt64
 }

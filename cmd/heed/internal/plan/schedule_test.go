@@ -1,4 +1,4 @@
-package retry_test
+package plan_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/cmd/heed/internal/plan"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -30,7 +31,7 @@ func TestSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rows := retry.Policy{Attempts: 4, Backoff: tt.s}.Schedule(10 * ms)
+			rows := plan.Schedule(retry.Policy{Attempts: 4, Backoff: tt.s}, 10*ms)
 			var waitLo, waitHi time.Duration
 			for i, r := range rows[1:] {
 				waitLo += tt.lo[i]
@@ -49,7 +50,7 @@ func TestSchedule(t *testing.T) {
 
 func TestScheduleSaturates(t *testing.T) {
 	p := retry.Policy{Attempts: 1000, Backoff: backoff.Schedule{Base: time.Hour, Cap: math.MaxInt64}}
-	rows := p.Schedule(math.MaxInt64 / 2)
+	rows := plan.Schedule(p, math.MaxInt64/2)
 	last := rows[len(rows)-1]
 	if last.WaitMax != math.MaxInt64 || last.EndMax != math.MaxInt64 || last.EndMin < 0 {
 		t.Errorf("last row = %+v, want saturated", last)
@@ -61,7 +62,7 @@ func TestScheduleFits(t *testing.T) {
 	p := retry.Policy{Attempts: 5, TimeBudget: 900 * ms, AttemptTimeout: 200 * ms,
 		Backoff: backoff.Schedule{Base: 100 * ms, Cap: 400 * ms}}
 	var got []string
-	for _, r := range p.Schedule(200 * ms) {
+	for _, r := range plan.Schedule(p, 200*ms) {
 		got = append(got, r.Fits.String())
 	}
 	// Attempt 4 fits only after short waits (after the longest, attempt 3
@@ -70,10 +71,10 @@ func TestScheduleFits(t *testing.T) {
 	if fmt.Sprint(got) != "[yes yes yes maybe no]" {
 		t.Errorf("fits = %v", got)
 	}
-	if f := (retry.Policy{}).Schedule(10 * ms)[0].Fits; f != retry.FitUnknown || f.String() != "" {
+	if f := plan.Schedule(retry.Policy{}, 10*ms)[0].Fits; f != plan.FitUnknown || f.String() != "" {
 		t.Errorf("no TimeBudget: fits %v", f)
 	}
-	if n := len(retry.Policy{Attempts: retry.Unlimited}.Schedule(ms)); n != 1000 {
+	if n := len(plan.Schedule(retry.Policy{Attempts: retry.Unlimited}, ms)); n != 1000 {
 		t.Errorf("unlimited: %d attempts listed", n)
 	}
 }
@@ -89,18 +90,18 @@ func TestChainAmplification(t *testing.T) {
 		{1, 2, 0, 0.1, 10, 3, 3, 1.1},
 		{2, 1, 10, 0.5, 10, 4, 2, 2}, // the floor, capped by the policy's own retries
 	} {
-		a := retry.ChainAmplification(tt.layers, tt.retries, tt.rate, tt.ratio, tt.flr)
+		a := plan.ChainAmplification(tt.layers, tt.retries, tt.rate, tt.ratio, tt.flr)
 		if a.EveryLayer != tt.every || a.OneOwner != tt.owner || math.Abs(a.Budgeted-tt.bud) > 1e-9 {
 			t.Errorf("%+v: %+v", tt, a)
 		}
 	}
 }
 
-func ExamplePolicy_Schedule() {
+func ExampleSchedule() {
 	p := retry.Policy{Attempts: 4, TimeBudget: time.Second,
 		Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Cap: 400 * time.Millisecond}}
-	fmt.Println(p.Describe())
-	for _, a := range p.Schedule(50 * time.Millisecond) {
+	fmt.Println(plan.Describe(p))
+	for _, a := range plan.Schedule(p, 50*time.Millisecond) {
 		fmt.Printf("attempt %d: waits %v to %v, ends by %v, fits: %v\n", a.Attempt, a.WaitMin, a.WaitMax, a.EndMax, a.Fits)
 	}
 	// Output:
@@ -115,7 +116,7 @@ func ExampleChainAmplification() {
 	// Three layers each making 4 attempts, 1000 user actions/s, a 10%
 	// budget with a floor of 10 retries/s on the one owner (a minimum: at
 	// 1000 actions/s the ratio's 100 is more).
-	a := retry.ChainAmplification(3, 3, 1000, 0.1, 10)
+	a := plan.ChainAmplification(3, 3, 1000, 0.1, 10)
 	fmt.Printf("every layer %.0f, one owner %.0f, budgeted %.2f attempts per action\n", a.EveryLayer, a.OneOwner, a.Budgeted)
 	// Output:
 	// every layer 64, one owner 4, budgeted 1.10 attempts per action
