@@ -5,14 +5,15 @@ import (
 	"os"
 	"testing"
 
+	"github.com/heed-go/heed/pgstore/internal/pgtest"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(pgstoretest.EnvURL) == "" {
+	if os.Getenv(pgtest.EnvURL) == "" {
 		// Shown by go test -v; each test also skips with this message.
-		os.Stdout.WriteString("pgstore: " + pgstoretest.SkipMessage + "\n")
+		os.Stdout.WriteString("pgstore: " + pgtest.SkipMessage + "\n")
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 // testURL returns the server's URL, or skips t.
 func testURL(t testing.TB) string {
 	t.Helper()
-	return pgstoretest.ServerURL(t)
+	return pgtest.ServerURL(t)
 }
 
 // testSchema gives t a schema of its own: see pgstoretest.Schema.
@@ -32,7 +33,7 @@ func testSchema(t testing.TB) (schema, schemaURL string) {
 // withParam adds a parameter to a connection string.
 func withParam(t testing.TB, conn, key, value string) string {
 	t.Helper()
-	return pgstoretest.WithParam(t, conn, key, value)
+	return pgtest.WithParam(t, conn, key, value)
 }
 
 // openTest opens a store in a fresh schema, closed when t ends.
