@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -23,24 +22,6 @@ import (
 	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
-
-// LoadScenario returns the built-in scenario called arg (see [Builtins]),
-// or reads the scenario file at the path arg with [ParseScenario]. Its
-// errors name arg, not this package: they are meant for the user who wrote
-// the file.
-func LoadScenario(arg string) (Scenario, error) {
-	if s, ok := Builtin(arg); ok {
-		return s, nil
-	}
-	data, err := os.ReadFile(arg)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(arg, "./\\") {
-			return Scenario{}, fmt.Errorf("no built-in scenario or file %q (built-in: %s)", arg, strings.Join(Builtins(), ", "))
-		}
-		return Scenario{}, err
-	}
-	return ParseScenario(arg, data)
-}
 
 // ParseScenario decodes the scenario file called file: JSON when the name
 // ends in .json, YAML otherwise. Durations are strings ("500ms", "2s",

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,7 +56,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	case len(pos) > 1:
 		return usageError(s, "sim", fmt.Errorf("unexpected argument %q (sim takes one scenario)", pos[1]))
 	}
-	sc, err := sim.LoadScenario(pos[0])
+	sc, err := loadScenario(pos[0])
 	if err != nil {
 		return usageError(s, "sim", err)
 	}
@@ -270,4 +271,22 @@ func pickChains(all []sim.Chain, names string) ([]sim.Chain, error) {
 		}
 	}
 	return out, nil
+}
+
+// loadScenario returns the built-in scenario called arg (see sim.Builtins),
+// or reads the scenario file at the path arg with sim.ParseScenario. Its
+// errors name arg, not this package: they are meant for the user who wrote
+// the file.
+func loadScenario(arg string) (sim.Scenario, error) {
+	if s, ok := sim.Builtin(arg); ok {
+		return s, nil
+	}
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(arg, "./\\") {
+			return sim.Scenario{}, fmt.Errorf("no built-in scenario or file %q (built-in: %s)", arg, strings.Join(sim.Builtins(), ", "))
+		}
+		return sim.Scenario{}, err
+	}
+	return sim.ParseScenario(arg, data)
 }

@@ -239,3 +239,19 @@ func TestPickChains(t *testing.T) {
 		t.Errorf("unknown name: %v", err)
 	}
 }
+
+func TestLoadScenario(t *testing.T) {
+	if s, err := loadScenario("spike"); err != nil || s.Name != "spike" {
+		t.Errorf("loadScenario(spike) = %v, %v", s.Name, err)
+	}
+	if _, err := loadScenario("nope"); err == nil || !strings.Contains(err.Error(), `no built-in scenario or file "nope" (built-in: `) {
+		t.Errorf("loadScenario(nope): %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("horizon: 10s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadScenario(path); err == nil || err.Error() != path+": load.rate: missing; say how many user requests arrive per second" {
+		t.Errorf("loadScenario(bad): %v", err)
+	}
+}
