@@ -1,10 +1,13 @@
 package backoff
 
 import (
-	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/heed-go/heed/internal/docjson"
 )
 
 // scheduleJSON is the stored and exchanged form of a Schedule. Kind and
@@ -34,18 +37,60 @@ func (s Schedule) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the form [Schedule.MarshalJSON] writes. Absent
 // fields take their zero values (so the defaults; an absent kind is
 // Exponential and an absent jitter FullJitter). An unknown field, an
-// unknown kind or jitter name, or a duration [time.ParseDuration] cannot
-// read is an error naming it, and leaves s unchanged. It does not
-// validate the values (see [Schedule.Validate]).
+// unknown kind or jitter name, or a duration that is not a Go duration is
+// an error naming the field and the value, such as
+//
+//	backoff: schedule: base: "1 second" is not a duration: write a Go duration, such as 250ms or 2s
+//
+// and leaves s unchanged. It does not validate the values (see
+// [Schedule.Validate]).
 func (s *Schedule) UnmarshalJSON(data []byte) error {
-	var w scheduleJSON
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&w); err != nil {
+	fields, err := docjson.Fields(data, scheduleFields[:])
+	if err != nil {
 		return fmt.Errorf("backoff: schedule: %w", err)
 	}
-	*s = Schedule{Kind: w.Kind, Base: time.Duration(w.Base), Cap: time.Duration(w.Cap), Multiplier: w.Multiplier, Jitter: w.Jitter}
+	var w Schedule
+	for i, name := range scheduleFields {
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		var err error
+		switch i {
+		case 0:
+			err = decodeName(raw, &w.Kind)
+		case 1, 2:
+			d := &w.Base
+			if i == 2 {
+				d = &w.Cap
+			}
+			*d, err = docjson.Duration(raw)
+		case 3:
+			if err = json.Unmarshal(raw, &w.Multiplier); err != nil {
+				err = fmt.Errorf("%s is not a number", raw)
+			}
+		case 4:
+			err = decodeName(raw, &w.Jitter)
+		}
+		if err != nil {
+			return fmt.Errorf("backoff: schedule: %s: %s", name, strings.TrimPrefix(err.Error(), "backoff: "))
+		}
+	}
+	*s = w
 	return nil
+}
+
+// scheduleFields are the fields of a schedule's JSON form, in the order
+// MarshalJSON writes them.
+var scheduleFields = [...]string{"kind", "base", "cap", "multiplier", "jitter"}
+
+// decodeName decodes a kind's or a jitter's name into v.
+func decodeName(raw json.RawMessage, v encoding.TextUnmarshaler) error {
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return fmt.Errorf("%s is not a name", raw)
+	}
+	return v.UnmarshalText([]byte(name))
 }
 
 // Duration is a time.Duration that is written as text, such as "1.5s"
@@ -62,7 +107,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 func (d *Duration) UnmarshalText(text []byte) error {
 	v, err := time.ParseDuration(string(text))
 	if err != nil {
-		return fmt.Errorf("backoff: duration %q: want a number with a unit, such as 1.5s or 200ms", text)
+		return fmt.Errorf("backoff: duration %q: %s", text, docjson.Hint)
 	}
 	*d = Duration(v)
 	return nil

@@ -40,9 +40,9 @@ func TestScheduleJSONErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"kind":"geometric"}`, `unknown kind "geometric"`},
 		{`{"jitter":"half"}`, `unknown jitter "half"`},
-		{`{"base":"1 second"}`, `duration "1 second"`},
-		{`{"base":1000000000}`, `cannot unmarshal number`},
-		{`{"kind":2}`, `cannot unmarshal number`},
+		{`{"base":"1 second"}`, `base: "1 second" is not a duration: write a Go duration, such as 250ms or 2s`},
+		{`{"base":1000000000}`, `base: 1000000000 is not a duration`},
+		{`{"kind":2}`, `kind: 2 is not a name`},
 		{`{"Kind":"linear","Base":"1s","speed":1}`, `unknown field "speed"`},
 		{`[]`, `cannot unmarshal array`},
 	} {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -138,7 +139,7 @@ type StatsReader interface {
 // jobStates are the values of heed.job.state, in the order of queueCounts.
 var jobStates = [...]string{"available", "scheduled", "running", "succeeded", "dead"}
 
-func queueCounts(q *queue.QueueStats) [len(jobStates)]int {
+func queueCounts(q *jobstore.QueueStats) [len(jobStates)]int {
 	return [...]int{q.Available, q.Scheduled, q.Running, q.Succeeded, q.Dead}
 }
 

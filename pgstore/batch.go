@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -165,7 +165,7 @@ func refused(err error) bool {
 // transitionReq is one JobTransition waiting for its batch.
 type transitionReq struct {
 	ctx   context.Context
-	t     *queue.Transition
+	t     *jobstore.Transition
 	entry []byte
 	done  chan struct{} // closed when queue and err are set
 	queue string        // the job's queue, on success
@@ -260,7 +260,7 @@ RETURNING j.id, j.queue`
 func (b *batcher) applyMany(batch []*transitionReq) bool {
 	ctx, cancel := b.stmtCtx(batch[0].ctx)
 	defer cancel()
-	ts := make([]*queue.Transition, len(batch))
+	ts := make([]*jobstore.Transition, len(batch))
 	entries := make([][]byte, len(batch))
 	for i, r := range batch {
 		ts[i], entries[i] = r.t, r.entry
@@ -287,13 +287,13 @@ func (b *batcher) applyMany(batch []*transitionReq) bool {
 	return true
 }
 
-func leaseLost(t *queue.Transition) error {
-	return fmt.Errorf("pgstore: transition job %d to %s: %w", t.ID, t.State, queue.ErrLeaseLost)
+func leaseLost(t *jobstore.Transition) error {
+	return fmt.Errorf("pgstore: transition job %d to %s: %w", t.ID, t.State, jobstore.ErrLeaseLost)
 }
 
 // applyBatch runs batchSQL for ts (at most one per job) with their encoded
 // history entries, and returns the queue of each job it changed, by ID.
-func applyBatch(ctx context.Context, q querier, ts []*queue.Transition, entries [][]byte) (map[int64]string, error) {
+func applyBatch(ctx context.Context, q querier, ts []*jobstore.Transition, entries [][]byte) (map[int64]string, error) {
 	n := len(ts)
 	var (
 		ids       = make([]int64, n)
@@ -336,7 +336,7 @@ func applyBatch(ctx context.Context, q querier, ts []*queue.Transition, entries 
 // queue.ErrLeaseLost, which leaves that job unchanged and the others
 // unaffected. err reports a failure of the whole batch (the connection,
 // ctx); then none was applied.
-func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) (errs []error, err error) {
+func (s *Store) JobTransitions(ctx context.Context, ts []jobstore.Transition) (errs []error, err error) {
 	errs = make([]error, len(ts))
 	entries := make([][]byte, len(ts))
 	// rounds[k] holds the k-th transition of each job, so that a job's
@@ -394,7 +394,7 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) (errs
 
 // publishWakes wakes the workers of the queues of the applied transitions
 // that make a job due now.
-func (s *Store) publishWakes(ts []queue.Transition, errs []error, queues []string) {
+func (s *Store) publishWakes(ts []jobstore.Transition, errs []error, queues []string) {
 	var wake []string
 	for i := range ts {
 		if errs[i] == nil && ts[i].Wakes() {
@@ -408,7 +408,7 @@ func (s *Store) publishWakes(ts []queue.Transition, errs []error, queues []strin
 // in one statement outside of any transaction, setting errs[i] and
 // queues[i]. It returns false, having applied nothing, when PostgreSQL
 // refused the statement, and an error when the batch as a whole failed.
-func (s *Store) applyAlone(ctx context.Context, ts []queue.Transition, entries [][]byte, round []int, errs []error, queues []string) (bool, error) {
+func (s *Store) applyAlone(ctx context.Context, ts []jobstore.Transition, entries [][]byte, round []int, errs []error, queues []string) (bool, error) {
 	done, err := applyRoundBatch(ctx, s.lazy, ts, entries, round)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -423,8 +423,8 @@ func (s *Store) applyAlone(ctx context.Context, ts []queue.Transition, entries [
 
 // applyRoundBatch runs applyBatch through q for the transitions ts[i], i
 // in round (distinct jobs).
-func applyRoundBatch(ctx context.Context, q querier, ts []queue.Transition, entries [][]byte, round []int) (map[int64]string, error) {
-	sub := make([]*queue.Transition, len(round))
+func applyRoundBatch(ctx context.Context, q querier, ts []jobstore.Transition, entries [][]byte, round []int) (map[int64]string, error) {
+	sub := make([]*jobstore.Transition, len(round))
 	subEntries := make([][]byte, len(round))
 	for k, i := range round {
 		sub[k], subEntries[k] = &ts[i], entries[i]
@@ -434,7 +434,7 @@ func applyRoundBatch(ctx context.Context, q querier, ts []queue.Transition, entr
 
 // settleRound sets, for each i in round, queues[i] to the queue of the job
 // applyBatch changed (done), or errs[i] to a lost lease.
-func settleRound(ts []queue.Transition, round []int, done map[int64]string, errs []error, queues []string) {
+func settleRound(ts []jobstore.Transition, round []int, done map[int64]string, errs []error, queues []string) {
 	for _, i := range round {
 		if q, ok := done[ts[i].ID]; ok {
 			queues[i] = q
@@ -449,7 +449,7 @@ func settleRound(ts []queue.Transition, round []int, done map[int64]string, errs
 // statement, it applies them one by one, each under a savepoint, so that
 // the refused one alone fails. It returns an error when the batch as a
 // whole fails.
-func (s *Store) applyRound(ctx context.Context, tx pgx.Tx, ts []queue.Transition, entries [][]byte, round []int, errs []error, queues []string) error {
+func (s *Store) applyRound(ctx context.Context, tx pgx.Tx, ts []jobstore.Transition, entries [][]byte, round []int, errs []error, queues []string) error {
 	sp, err := tx.Begin(ctx) // savepoint
 	if err != nil {
 		return wrapErr("transition jobs: savepoint", err)
@@ -502,13 +502,13 @@ func (s *Store) applyRound(ctx context.Context, tx pgx.Tx, ts []queue.Transition
 // insertReq is one JobInsert without a unique key, waiting for its batch.
 type insertReq struct {
 	ctx  context.Context
-	in   *queue.JobInsert
+	in   *jobstore.JobInsert
 	done chan struct{}
-	job  *queue.Job
+	job  *jobstore.Job
 	err  error
 }
 
-func (r *insertReq) finish(job *queue.Job, err error) {
+func (r *insertReq) finish(job *jobstore.Job, err error) {
 	r.job, r.err = job, err
 	close(r.done)
 }
@@ -533,7 +533,7 @@ func newInserter(pool *pgxpool.Pool) *inserter {
 
 // do inserts r.in and returns the job. When r.ctx ends first it returns
 // r.ctx.Err(); the job may or may not have been inserted.
-func (b *inserter) do(r *insertReq) (*queue.Job, error) {
+func (b *inserter) do(r *insertReq) (*jobstore.Job, error) {
 	r.done = make(chan struct{})
 	if err := b.submit(r, r.done); err != nil {
 		return nil, err
@@ -575,7 +575,7 @@ SELECT src.ord, ` + jobColumns("ins.") + ` FROM ins JOIN src USING (id)`
 // insertMany inserts ins (validated) through q in one statement and
 // returns one job per element, nil for those whose unique key was held
 // (including by an earlier element of ins).
-func insertMany(ctx context.Context, q querier, ins []*queue.JobInsert) ([]*queue.Job, error) {
+func insertMany(ctx context.Context, q querier, ins []*jobstore.JobInsert) ([]*jobstore.Job, error) {
 	n := len(ins)
 	var (
 		kinds     = make([]string, n)
@@ -610,7 +610,7 @@ func insertMany(ctx context.Context, q querier, ins []*queue.JobInsert) ([]*queu
 		return nil, err
 	}
 	defer rows.Close()
-	jobs := make([]*queue.Job, n)
+	jobs := make([]*jobstore.Job, n)
 	for rows.Next() {
 		var ord int64
 		job, err := scanJob(ordRow{rows, &ord})
@@ -631,7 +631,7 @@ func insertMany(ctx context.Context, q querier, ins []*queue.JobInsert) ([]*queu
 func (b *inserter) applyMany(batch []*insertReq) bool {
 	ctx, cancel := b.stmtCtx(batch[0].ctx)
 	defer cancel()
-	ins := make([]*queue.JobInsert, len(batch))
+	ins := make([]*jobstore.JobInsert, len(batch))
 	for i, r := range batch {
 		ins[i] = r.in
 	}

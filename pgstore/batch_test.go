@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // TestTransitionBatch finishes many claimed jobs from many goroutines at
@@ -24,7 +25,7 @@ func TestTransitionBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: n, Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: "w"})
+	jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: n, Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: "w"})
 	if err != nil || len(jobs) != n {
 		t.Fatalf("claimed %d, %v", len(jobs), err)
 	}
@@ -34,21 +35,21 @@ func TestTransitionBatch(t *testing.T) {
 		lost
 		invalid
 	)
-	trs := make([]queue.Transition, 0, n+10)
+	trs := make([]jobstore.Transition, 0, n+10)
 	wants := make([]want, 0, n+10)
 	for i, j := range jobs {
-		tr := queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0,
-			Entry: queue.Attempt{Attempt: 1, Outcome: "success", Action: "done", Error: "e\x00rr"}}
+		tr := jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded, Attempt: 1, FinishedAt: t0,
+			Entry: jobstore.Attempt{Attempt: 1, Outcome: "success", Action: "done", Error: "e\x00rr"}}
 		w := ok
 		switch {
 		case i%10 == 3:
 			tr.LeaseToken = "stale"
 			w = lost
 		case i == 7:
-			tr.State, tr.DeadReason = queue.StateDead, "bad\x00reason"
+			tr.State, tr.DeadReason = jobstore.StateDead, "bad\x00reason"
 			w = invalid
 		case i%25 == 5:
-			tr.State, tr.AvailableAt, tr.FinishedAt = queue.StateAvailable, t0.Add(time.Hour), time.Time{}
+			tr.State, tr.AvailableAt, tr.FinishedAt = jobstore.StateAvailable, t0.Add(time.Hour), time.Time{}
 		}
 		trs, wants = append(trs, tr), append(wants, w)
 	}
@@ -75,15 +76,15 @@ func TestTransitionBatch(t *testing.T) {
 	for i, err := range errs {
 		switch wants[i] {
 		case ok:
-			if err != nil && !(errors.Is(err, queue.ErrLeaseLost) && isDup(trs, i)) {
+			if err != nil && !(errors.Is(err, jobstore.ErrLeaseLost) && isDup(trs, i)) {
 				t.Errorf("transition %d (job %d): %v", i, trs[i].ID, err)
 			}
 		case lost:
-			if !errors.Is(err, queue.ErrLeaseLost) {
+			if !errors.Is(err, jobstore.ErrLeaseLost) {
 				t.Errorf("stale transition %d: %v, want ErrLeaseLost", i, err)
 			}
 		case invalid:
-			if !errors.Is(err, queue.ErrInvalid) {
+			if !errors.Is(err, jobstore.ErrInvalid) {
 				t.Errorf("NUL transition %d: %v, want ErrInvalid", i, err)
 			}
 		}
@@ -104,7 +105,7 @@ func TestTransitionBatch(t *testing.T) {
 		}
 		wantState := tr.State
 		if wants[i] != ok {
-			wantState = queue.StateRunning
+			wantState = jobstore.StateRunning
 		}
 		if j.State != wantState {
 			t.Errorf("job %d is %s, want %s", j.ID, j.State, wantState)
@@ -121,7 +122,7 @@ func TestTransitionBatch(t *testing.T) {
 }
 
 // isDup reports whether trs[i] shares its job with another transition.
-func isDup(trs []queue.Transition, i int) bool {
+func isDup(trs []jobstore.Transition, i int) bool {
 	for k := range trs {
 		if k != i && trs[k].ID == trs[i].ID {
 			return true
@@ -142,19 +143,19 @@ func TestTransitionClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: n, Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: n, Now: t0, LeaseUntil: t0.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		wg.Go(func() {
-			_ = s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0})
+			_ = s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded, Attempt: 1, FinishedAt: t0})
 		})
 	}
 	s.Close()
 	wg.Wait()
-	err = s.JobTransition(ctx, queue.Transition{ID: jobs[0].ID, LeaseToken: "x", State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0})
+	err = s.JobTransition(ctx, jobstore.Transition{ID: jobs[0].ID, LeaseToken: "x", State: jobstore.StateSucceeded, Attempt: 1, FinishedAt: t0})
 	if !errors.Is(err, ErrClosed) {
 		t.Errorf("JobTransition after Close = %v, want ErrClosed", err)
 	}
@@ -172,26 +173,26 @@ func TestJobTransitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 3, Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 3, Now: t0, LeaseUntil: t0.Add(time.Minute)})
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("claim: %d, %v", len(jobs), err)
 	}
-	done := func(j *queue.Job) queue.Transition {
-		return queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0,
-			Entry: queue.Attempt{Attempt: 1, Outcome: "success", Action: "done"}}
+	done := func(j *jobstore.Job) jobstore.Transition {
+		return jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded, Attempt: 1, FinishedAt: t0,
+			Entry: jobstore.Attempt{Attempt: 1, Outcome: "success", Action: "done"}}
 	}
 	nul := done(jobs[1])
-	nul.State, nul.DeadReason = queue.StateDead, "nul\x00"
-	errs, err := s.JobTransitions(ctx, []queue.Transition{done(jobs[0]), nul, done(jobs[2]), done(jobs[0])})
+	nul.State, nul.DeadReason = jobstore.StateDead, "nul\x00"
+	errs, err := s.JobTransitions(ctx, []jobstore.Transition{done(jobs[0]), nul, done(jobs[2]), done(jobs[0])})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs[0] != nil || !errors.Is(errs[1], queue.ErrInvalid) || errs[2] != nil || !errors.Is(errs[3], queue.ErrLeaseLost) {
+	if errs[0] != nil || !errors.Is(errs[1], jobstore.ErrInvalid) || errs[2] != nil || !errors.Is(errs[3], jobstore.ErrLeaseLost) {
 		t.Fatalf("errs = %v; want nil, ErrInvalid, nil, ErrLeaseLost", errs)
 	}
-	for i, want := range []queue.State{queue.StateSucceeded, queue.StateRunning, queue.StateSucceeded} {
+	for i, want := range []jobstore.State{jobstore.StateSucceeded, jobstore.StateRunning, jobstore.StateSucceeded} {
 		j, err := s.JobGet(ctx, jobs[i].ID)
-		if err != nil || j.State != want || (want == queue.StateSucceeded && len(j.History) != 1) {
+		if err != nil || j.State != want || (want == jobstore.StateSucceeded && len(j.History) != 1) {
 			t.Errorf("job %d: %+v, %v; want %s", i, j, err, want)
 		}
 	}
@@ -202,27 +203,27 @@ func TestJobTransitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	more, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 3, Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	more, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 3, Now: t0, LeaseUntil: t0.Add(time.Minute)})
 	if err != nil || len(more) != 3 {
 		t.Fatalf("claim: %d, %v", len(more), err)
 	}
 	nul = done(more[1])
-	nul.State, nul.DeadReason = queue.StateDead, "nul\x00"
-	errs, err = s.JobTransitions(ctx, []queue.Transition{done(more[0]), nul, done(more[2])})
+	nul.State, nul.DeadReason = jobstore.StateDead, "nul\x00"
+	errs, err = s.JobTransitions(ctx, []jobstore.Transition{done(more[0]), nul, done(more[2])})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs[0] != nil || !errors.Is(errs[1], queue.ErrInvalid) || errs[2] != nil {
+	if errs[0] != nil || !errors.Is(errs[1], jobstore.ErrInvalid) || errs[2] != nil {
 		t.Fatalf("errs = %v; want nil, ErrInvalid, nil", errs)
 	}
-	for i, want := range []queue.State{queue.StateSucceeded, queue.StateRunning, queue.StateSucceeded} {
+	for i, want := range []jobstore.State{jobstore.StateSucceeded, jobstore.StateRunning, jobstore.StateSucceeded} {
 		if j, err := s.JobGet(ctx, more[i].ID); err != nil || j.State != want {
 			t.Errorf("job %d: %+v, %v; want %s", i, j, err, want)
 		}
 	}
 	ctx2, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.JobTransitions(ctx2, []queue.Transition{done(jobs[1])}); !errors.Is(err, context.Canceled) {
+	if _, err := s.JobTransitions(ctx2, []jobstore.Transition{done(jobs[1])}); !errors.Is(err, context.Canceled) {
 		t.Errorf("JobTransitions with a canceled context: %v", err)
 	}
 }

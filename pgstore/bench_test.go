@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // BenchmarkInsert measures JobInsert of one job, one at a time and from
@@ -79,7 +80,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 				wg.Go(func() {
 					worker := fmt.Sprint("w", w)
 					for left.Load() > 0 {
-						jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: bc.batch,
+						jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: bc.batch,
 							Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: worker})
 						if err != nil {
 							b.Error(err)
@@ -88,9 +89,9 @@ func BenchmarkClaimComplete(b *testing.B) {
 						var jobsWG sync.WaitGroup
 						for _, j := range jobs {
 							jobsWG.Go(func() {
-								err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
-									State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
-									Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}})
+								err := s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
+									State: jobstore.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
+									Entry: jobstore.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}})
 								if err != nil {
 									b.Error(err)
 								}
@@ -128,16 +129,16 @@ func BenchmarkClaimTransitions(b *testing.B) {
 		wg.Go(func() {
 			worker := fmt.Sprint("w", w)
 			for left.Load() > 0 {
-				jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: batch,
+				jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: batch,
 					Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: worker})
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				ts := make([]queue.Transition, len(jobs))
+				ts := make([]jobstore.Transition, len(jobs))
 				for i, j := range jobs {
-					ts[i] = queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
-						Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}}
+					ts[i] = jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
+						Entry: jobstore.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}}
 				}
 				errs, err := s.JobTransitions(ctx, ts)
 				if err == nil {
@@ -188,7 +189,7 @@ func BenchmarkClaimDurability(b *testing.B) {
 					wg.Go(func() {
 						worker := fmt.Sprint("w", w)
 						for left.Load() > 0 {
-							jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: bc.batch,
+							jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: bc.batch,
 								Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: worker})
 							if err != nil {
 								b.Error(err)
@@ -197,9 +198,9 @@ func BenchmarkClaimDurability(b *testing.B) {
 							var jobsWG sync.WaitGroup
 							for _, j := range jobs {
 								jobsWG.Go(func() {
-									err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
-										State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
-										Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}})
+									err := s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
+										State: jobstore.StateSucceeded, Attempt: j.Attempt, FinishedAt: t0,
+										Entry: jobstore.Attempt{Attempt: j.Attempt, Worker: worker, StartedAt: t0, FinishedAt: t0, Outcome: "success", Action: "done", Reason: "success"}})
 									if err != nil {
 										b.Error(err)
 									}

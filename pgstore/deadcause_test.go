@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -40,7 +40,7 @@ func TestDeadCauseMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.DeadCauseCounts(ctx, 0); !errors.Is(err, queue.ErrSchemaTooOld) {
+	if _, err := old.DeadCauseCounts(ctx, 0); !errors.Is(err, jobstore.ErrSchemaTooOld) {
 		t.Errorf("DeadCauseCounts before migration 11: %v, want ErrSchemaTooOld", err)
 	}
 	old.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Open a store, enqueue a job and claim it, as a worker does. The example
@@ -40,15 +41,15 @@ func Example() {
 	}
 	fmt.Println("job", job.ID, "inserted:", inserted)
 
-	jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: "example", Limit: 10, Now: now,
+	jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: "example", Limit: 10, Now: now,
 		LeaseUntil: now.Add(30 * time.Second), Worker: "example"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, j := range jobs {
-		err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
-			State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: time.Now(),
-			Entry: queue.Attempt{Attempt: j.Attempt, Outcome: "success", Action: "done"}})
+		err := s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken,
+			State: jobstore.StateSucceeded, Attempt: j.Attempt, FinishedAt: time.Now(),
+			Entry: jobstore.Attempt{Attempt: j.Attempt, Outcome: "success", Action: "done"}})
 		if err != nil {
 			log.Fatal(err)
 		}

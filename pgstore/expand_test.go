@@ -7,6 +7,7 @@ import (
 
 	"github.com/heed-go/heed/internal/schema"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // As sqlitestore's TestExpandStepKeepsOlderBinaries: a newer binary's
@@ -55,7 +56,7 @@ func TestExpandStepKeepsOlderBinaries(t *testing.T) {
 	if floor, ahead := ledger(); floor != known+2 || ahead != 0 {
 		t.Fatalf("after the contract step: heed_migrations at %d, heed_expansions at %d; want %d and none", floor, ahead, known+2)
 	}
-	var tooNew *queue.SchemaTooNewError
+	var tooNew *jobstore.SchemaTooNewError
 	if err := s.Check(ctx); !errors.As(err, &tooNew) || tooNew.Floor != known+2 {
 		t.Fatalf("Check after a contract step = %v, want a SchemaTooNewError with floor %d", err, known+2)
 	}

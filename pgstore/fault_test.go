@@ -21,6 +21,7 @@ import (
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/pgstore/internal/pgtest"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/jackc/pgx/v5"
 )
@@ -260,7 +261,7 @@ func TestFaultDatabaseOutage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		queue.Handle(w, "work", func(_ context.Context, job *queue.Job, args struct{ Fail bool }) error {
+		queue.Handle(w, "work", func(_ context.Context, job *jobstore.Job, args struct{ Fail bool }) error {
 			runsMu.Lock()
 			runs[job.ID]++
 			runsMu.Unlock()
@@ -276,7 +277,7 @@ func TestFaultDatabaseOutage(t *testing.T) {
 		ackMu sync.Mutex
 		acked []int64
 	)
-	ack := func(j *queue.Job) {
+	ack := func(j *jobstore.Job) {
 		ackMu.Lock()
 		acked = append(acked, j.ID)
 		ackMu.Unlock()
@@ -391,11 +392,11 @@ func TestFaultDatabaseOutage(t *testing.T) {
 		}
 	}
 
-	jobs, err := direct.JobList(ctx, queue.JobFilter{Limit: 1 << 20})
+	jobs, err := direct.JobList(ctx, jobstore.JobFilter{Limit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[int64]*queue.Job{}
+	byID := map[int64]*jobstore.Job{}
 	for _, j := range jobs {
 		byID[j.ID] = j
 	}
@@ -408,7 +409,7 @@ func TestFaultDatabaseOutage(t *testing.T) {
 		case j == nil:
 			t.Errorf("acknowledged job %d is gone", id)
 			continue
-		case j.State != queue.StateSucceeded:
+		case j.State != jobstore.StateSucceeded:
 			t.Errorf("job %d ended %s (%s), want succeeded; history %v", id, j.State, j.DeadReason, j.History)
 		case j.Attempt > attempts:
 			t.Errorf("job %d made %d attempts, more than the %d allowed", id, j.Attempt, attempts)
@@ -416,11 +417,11 @@ func TestFaultDatabaseOutage(t *testing.T) {
 		recorded := 0
 		for _, a := range j.History {
 			switch a.Outcome {
-			case queue.OutcomeReleased, queue.OutcomeRequeued, queue.OutcomeSnoozed, queue.OutcomeExpired:
+			case jobstore.OutcomeReleased, jobstore.OutcomeRequeued, jobstore.OutcomeSnoozed, jobstore.OutcomeExpired:
 			default:
 				recorded++
 			}
-			if a.Outcome == queue.OutcomeLost {
+			if a.Outcome == jobstore.OutcomeLost {
 				lost++
 			}
 		}
@@ -554,7 +555,7 @@ func TestFaultPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue.Handle(w, "work", func(context.Context, *queue.Job, struct{}) error { return nil })
+	queue.Handle(w, "work", func(context.Context, *jobstore.Job, struct{}) error { return nil })
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +582,7 @@ func TestFaultPartition(t *testing.T) {
 	claimed := make(chan error, 1)
 	go func() {
 		now := time.Now()
-		_, err := st.JobClaim(context.Background(), queue.ClaimParams{Queue: "elsewhere", Limit: 1, Now: now,
+		_, err := st.JobClaim(context.Background(), jobstore.ClaimParams{Queue: "elsewhere", Limit: 1, Now: now,
 			LeaseUntil: now.Add(time.Minute), Worker: "probe"})
 		claimed <- err
 	}()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // The fleet tests run claimers in several OS processes (this test binary,
@@ -99,7 +100,7 @@ func fleetClaimer(s *Store, r fleetRole, worker string, ran func(start, end time
 	ctx := context.Background()
 	for time.Now().Before(r.Until) {
 		now := time.Now().UTC()
-		jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: r.Queue, Limit: 1, Now: now, LeaseUntil: now.Add(time.Minute), Worker: worker})
+		jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: r.Queue, Limit: 1, Now: now, LeaseUntil: now.Add(time.Minute), Worker: worker})
 		if err != nil {
 			return err
 		}
@@ -114,8 +115,8 @@ func fleetClaimer(s *Store, r fleetRole, worker string, ran func(start, end time
 		end := time.Now()
 		ran(start, end)
 		j := jobs[0]
-		if err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded,
-			Attempt: j.Attempt, FinishedAt: end.UTC(), Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker,
+		if err := s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded,
+			Attempt: j.Attempt, FinishedAt: end.UTC(), Entry: jobstore.Attempt{Attempt: j.Attempt, Worker: worker,
 				StartedAt: j.AttemptedAt, FinishedAt: end.UTC(), Outcome: "success", Action: "done"}}); err != nil {
 			return err
 		}
@@ -204,7 +205,7 @@ func fillQueue(t *testing.T, s *Store, q string, n int) {
 	t.Helper()
 	now := time.Now().UTC()
 	for n > 0 {
-		ins := make([]queue.JobInsert, min(n, 1000))
+		ins := make([]jobstore.JobInsert, min(n, 1000))
 		for i := range ins {
 			in, err := queue.NewJobInsert("call", json.RawMessage(`{}`), queue.EnqueueOptions{Queue: q}, now)
 			if err != nil {
@@ -238,7 +239,7 @@ func TestLimitFleetConcurrency(t *testing.T) {
 	defer s.Close()
 	const limit, processes, claimers = 10, 4, 250
 	fillQueue(t, s, "api", 3000)
-	if err := s.QueueLimit(context.Background(), "api", queue.Limit{Concurrency: limit}, time.Now()); err != nil {
+	if err := s.QueueLimit(context.Background(), "api", jobstore.Limit{Concurrency: limit}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	run := 8 * time.Second
@@ -294,7 +295,7 @@ func TestLimitFleetRate(t *testing.T) {
 		run = time.Minute
 	}
 	fillQueue(t, s, "api", rate*int(run.Seconds())*2)
-	if err := s.QueueLimit(context.Background(), "api", queue.Limit{Rate: rate}, time.Now()); err != nil {
+	if err := s.QueueLimit(context.Background(), "api", jobstore.Limit{Rate: rate}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	until := time.Now().Add(run + 2*time.Second) // the processes take a moment to start
@@ -359,8 +360,8 @@ func BenchmarkClaimLimit(b *testing.B) {
 	ctx := context.Background()
 	for _, bc := range []struct {
 		name string
-		l    queue.Limit
-	}{{"jobs/none", queue.Limit{}}, {"jobs/concurrency", queue.Limit{Concurrency: 1000}}, {"jobs/rate", queue.Limit{Rate: 1_000_000}}} {
+		l    jobstore.Limit
+	}{{"jobs/none", jobstore.Limit{}}, {"jobs/concurrency", jobstore.Limit{Concurrency: 1000}}, {"jobs/rate", jobstore.Limit{Rate: 1_000_000}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := openTest(b)
 			fill(b, s, b.N)
@@ -372,14 +373,14 @@ func BenchmarkClaimLimit(b *testing.B) {
 			now := t0
 			for left := b.N; left > 0; {
 				now = now.Add(time.Millisecond)
-				jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now, LeaseUntil: now.Add(time.Minute), Worker: "w"})
+				jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now, LeaseUntil: now.Add(time.Minute), Worker: "w"})
 				if err != nil || len(jobs) == 0 {
 					b.Fatalf("claim: %d jobs, %v", len(jobs), err)
 				}
-				ts := make([]queue.Transition, len(jobs))
+				ts := make([]jobstore.Transition, len(jobs))
 				for i, j := range jobs {
-					ts[i] = queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded, Attempt: j.Attempt, FinishedAt: now,
-						Entry: queue.Attempt{Attempt: j.Attempt, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done"}}
+					ts[i] = jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded, Attempt: j.Attempt, FinishedAt: now,
+						Entry: jobstore.Attempt{Attempt: j.Attempt, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done"}}
 				}
 				if _, err := s.JobTransitions(ctx, ts); err != nil {
 					b.Fatal(err)
@@ -396,17 +397,17 @@ func BenchmarkClaimLimit(b *testing.B) {
 			s := openTest(b)
 			if bc.held {
 				fill(b, s, 2)
-				if err := s.QueueLimit(ctx, queue.DefaultQueue, queue.Limit{Concurrency: 1}, t0); err != nil {
+				if err := s.QueueLimit(ctx, queue.DefaultQueue, jobstore.Limit{Concurrency: 1}, t0); err != nil {
 					b.Fatal(err)
 				}
-				if jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: t0, LeaseUntil: t0.Add(time.Hour), Worker: "w"}); err != nil || len(jobs) != 1 {
+				if jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: t0, LeaseUntil: t0.Add(time.Hour), Worker: "w"}); err != nil || len(jobs) != 1 {
 					b.Fatalf("claim: %d jobs, %v", len(jobs), err)
 				}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: "w"})
+				jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: "w"})
 				if err != nil || len(jobs) != 0 {
 					b.Fatalf("claim: %d jobs, %v", len(jobs), err)
 				}

@@ -3,7 +3,7 @@ package pgstore
 import (
 	"strconv"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // historyAppend is the SQL expression of the json history column h with
@@ -18,13 +18,13 @@ import (
 // json_array_elements returns the kept entries as their stored text (h is
 // json, not jsonb).
 func historyAppend(h, e string) string {
-	marker := `(CASE WHEN ` + h + `->1->>'outcome' = '` + queue.OutcomeCut + `' THEN 1 ELSE 0 END)`
+	marker := `(CASE WHEN ` + h + `->1->>'outcome' = '` + jobstore.OutcomeCut + `' THEN 1 ELSE 0 END)`
 	splice := `(CASE WHEN json_array_length(` + h + `) = 0 THEN '[' || ` + e + ` || ']'
 			ELSE left(rtrim(` + h + `::text), -1) || ',' || ` + e + ` || ']' END)`
 	// The first test is on the text's length, so that a short history
 	// costs no more than it did before the cap.
 	return `(CASE WHEN octet_length(` + h + `::text) < ` + strconv.Itoa(minFullHistory) + ` THEN ` + splice + `
-		WHEN json_array_length(` + h + `) < ` + strconv.Itoa(queue.MaxHistory+1) + ` + ` + marker + ` THEN ` + splice + `
+		WHEN json_array_length(` + h + `) < ` + strconv.Itoa(jobstore.MaxHistory+1) + ` + ` + marker + ` THEN ` + splice + `
 		ELSE (SELECT '[' || (` + h + `->0)::text || ',` + cutMarkerHead + `'
 				|| (coalesce((` + h + `->1->>'cut')::int, 0) + 1) || '},'
 				|| string_agg(x.v::text, ',' ORDER BY x.i) || ',' || ` + e + ` || ']'
@@ -47,9 +47,9 @@ func historyPut(h, e, replace string) string {
 // minFullHistory is a length of history text below which it cannot hold
 // queue.MaxHistory+1 entries: every entry, even the shortest, has more
 // than 80 bytes (attempt, both times, outcome and action).
-const minFullHistory = 80 * (queue.MaxHistory + 1)
+const minFullHistory = 80 * (jobstore.MaxHistory + 1)
 
 // cutMarkerHead is the JSON of a cut marker entry up to its count: the
 // fields of a queue.Attempt with outcome queue.OutcomeCut and action
 // queue.ActionCut, and zero times.
-const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"` + queue.OutcomeCut + `","action":"` + queue.ActionCut + `","cut":`
+const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"` + jobstore.OutcomeCut + `","action":"` + jobstore.ActionCut + `","cut":`

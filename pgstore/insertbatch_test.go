@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // TestInsertBatch inserts from many goroutines at once, a few with a NUL
@@ -18,7 +19,7 @@ func TestInsertBatch(t *testing.T) {
 	s := openTest(t)
 	ctx := t.Context()
 	const n = 300
-	jobs := make([]*queue.Job, n)
+	jobs := make([]*jobstore.Job, n)
 	errs := make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -43,7 +44,7 @@ func TestInsertBatch(t *testing.T) {
 	ids := map[int64]bool{}
 	for i := range n {
 		if i%100 == 42 {
-			if !errors.Is(errs[i], queue.ErrInvalid) {
+			if !errors.Is(errs[i], jobstore.ErrInvalid) {
 				t.Errorf("insert %d (NUL): %v, want ErrInvalid", i, errs[i])
 			}
 			continue
@@ -61,7 +62,7 @@ func TestInsertBatch(t *testing.T) {
 			t.Errorf("JobGet(%d) = %+v, %v", j.ID, g, err)
 		}
 	}
-	all, err := s.JobList(ctx, queue.JobFilter{})
+	all, err := s.JobList(ctx, jobstore.JobFilter{})
 	if err != nil || len(all) != n-3 {
 		t.Errorf("JobList: %d jobs, %v; want %d", len(all), err, n-3)
 	}

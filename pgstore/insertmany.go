@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-var _ queue.BatchInserter = (*Store)(nil)
+var _ jobstore.BatchInserter = (*Store)(nil)
 
 // insertManyChunk is the most jobs one statement of a batch insert
 // carries: big enough that the round trips do not matter, small enough
@@ -25,11 +25,11 @@ const insertManyChunk = 2000
 // key that is held (by a live job or an earlier element) returns the job
 // holding it. Listeners are notified once per queue after the commit.
 // Errors match queue.ErrInvalid for bad input.
-func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]queue.InsertResult, error) {
+func (s *Store) JobInsertMany(ctx context.Context, ins []jobstore.JobInsert) ([]jobstore.InsertResult, error) {
 	unique := false
 	for i := range ins {
 		if err := ins[i].Validate(); err != nil {
-			return nil, &queue.ItemError{Index: i, Err: err}
+			return nil, &jobstore.ItemError{Index: i, Err: err}
 		}
 		unique = unique || ins[i].UniqueKey != ""
 	}
@@ -37,7 +37,7 @@ func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]que
 		return nil, nil
 	}
 	var (
-		res []queue.InsertResult
+		res []jobstore.InsertResult
 		err error
 	)
 	if unique {
@@ -66,9 +66,9 @@ func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]que
 // insertManyTx inserts ins through tx, in chunks. The rows of a chunk whose
 // unique key was held are then inserted (or found held) one by one, as
 // JobInsert does, within tx.
-func insertManyTx(ctx context.Context, tx pgx.Tx, ins []queue.JobInsert) ([]queue.InsertResult, error) {
-	res := make([]queue.InsertResult, len(ins))
-	ptrs := make([]*queue.JobInsert, 0, min(len(ins), insertManyChunk))
+func insertManyTx(ctx context.Context, tx pgx.Tx, ins []jobstore.JobInsert) ([]jobstore.InsertResult, error) {
+	res := make([]jobstore.InsertResult, len(ins))
+	ptrs := make([]*jobstore.JobInsert, 0, min(len(ins), insertManyChunk))
 	for lo := 0; lo < len(ins); lo += insertManyChunk {
 		hi := min(lo+insertManyChunk, len(ins))
 		ptrs = ptrs[:0]
@@ -81,14 +81,14 @@ func insertManyTx(ctx context.Context, tx pgx.Tx, ins []queue.JobInsert) ([]queu
 		}
 		for i, job := range jobs {
 			if job != nil {
-				res[lo+i] = queue.InsertResult{Job: job, Inserted: true}
+				res[lo+i] = jobstore.InsertResult{Job: job, Inserted: true}
 				continue
 			}
 			job, inserted, err := insertJob(ctx, tx, ptrs[i])
 			if err != nil {
-				return nil, &queue.ItemError{Index: lo + i, Err: err}
+				return nil, &jobstore.ItemError{Index: lo + i, Err: err}
 			}
-			res[lo+i] = queue.InsertResult{Job: job, Inserted: inserted}
+			res[lo+i] = jobstore.InsertResult{Job: job, Inserted: inserted}
 		}
 	}
 	return res, nil
@@ -112,7 +112,7 @@ var copyColumns = []string{"id", "kind", "queue", "args", "state", "priority", "
 // faster than a multi-row INSERT ... RETURNING, which spends its time
 // building and reading back every row (internal/compare's
 // BenchmarkQueueInsert).
-func copyJobs(ctx context.Context, pool *pgxpool.Pool, ins []queue.JobInsert) ([]queue.InsertResult, error) {
+func copyJobs(ctx context.Context, pool *pgxpool.Pool, ins []jobstore.JobInsert) ([]jobstore.InsertResult, error) {
 	rows, err := pool.Query(ctx, idsSQL, len(ins))
 	if err != nil {
 		return nil, wrapErr("insert jobs: draw IDs", err)
@@ -138,20 +138,20 @@ func copyJobs(ctx context.Context, pool *pgxpool.Pool, ins []queue.JobInsert) ([
 	}
 	_, err = pool.CopyFrom(ctx, pgx.Identifier{"heed_jobs"}, copyColumns, pgx.CopyFromSlice(len(ins), func(i int) ([]any, error) {
 		in := &ins[i]
-		return []any{ids[i], in.Kind, in.Queue, []byte(in.Args), string(queue.StateAvailable), int32(in.Priority),
+		return []any{ids[i], in.Kind, in.Queue, []byte(in.Args), string(jobstore.StateAvailable), int32(in.Priority),
 			int32(in.MaxAttempts), policies[i], in.AvailableAt, in.CreatedAt}, nil
 	}))
 	if err != nil {
 		return nil, wrapErr("insert jobs", err)
 	}
-	res := make([]queue.InsertResult, len(ins))
-	jobs := make([]queue.Job, len(ins)) // one allocation for all
+	res := make([]jobstore.InsertResult, len(ins))
+	jobs := make([]jobstore.Job, len(ins)) // one allocation for all
 	for i := range ins {
 		in := &ins[i]
-		jobs[i] = queue.Job{ID: ids[i], Kind: in.Kind, Queue: in.Queue, Args: in.Args, State: queue.StateAvailable,
+		jobs[i] = jobstore.Job{ID: ids[i], Kind: in.Kind, Queue: in.Queue, Args: in.Args, State: jobstore.StateAvailable,
 			Priority: in.Priority, MaxAttempts: in.MaxAttempts, Policy: in.Policy,
 			AvailableAt: truncUTC(in.AvailableAt), CreatedAt: truncUTC(in.CreatedAt)}
-		res[i] = queue.InsertResult{Job: &jobs[i], Inserted: true}
+		res[i] = jobstore.InsertResult{Job: &jobs[i], Inserted: true}
 	}
 	return res, nil
 }

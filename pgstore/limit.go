@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/sqlfilter"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,8 +21,8 @@ const limitCols = `concurrency_limit, rate_limit, rate_period, rate_tokens, rate
 
 // limitRow is a queue's limit and rate bucket as stored.
 type limitRow struct {
-	limit  queue.Limit
-	bucket queue.RateBucket
+	limit  jobstore.Limit
+	bucket jobstore.RateBucket
 }
 
 // scanLimit reads limitCols, then dest.
@@ -91,7 +91,7 @@ SELECT * FROM claimed`
 // the limit (queue.HeldClaimer). cached says that the caller skipped claimSQL,
 // taking the queue for limited: when it is not, claimLimited claims with
 // claimSQL.
-func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, cached bool) (jobs []*queue.Job, held bool, err error) {
+func (s *Store) claimLimited(ctx context.Context, p jobstore.ClaimParams, cached bool) (jobs []*jobstore.Job, held bool, err error) {
 	cond := sqlfilter.Claim(&p)
 	var (
 		running int
@@ -157,9 +157,9 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, cached bo
 }
 
 // QueueLimit implements queue.QueueOps.
-func (s *Store) QueueLimit(ctx context.Context, q string, l queue.Limit, now time.Time) error {
+func (s *Store) QueueLimit(ctx context.Context, q string, l jobstore.Limit, now time.Time) error {
 	if q == "" {
-		return &queue.InputError{Field: "queue", Reason: "is empty"}
+		return &jobstore.InputError{Field: "queue", Reason: "is empty"}
 	}
 	if err := l.Validate(); err != nil {
 		return err
@@ -185,16 +185,16 @@ ON CONFLICT (name) DO UPDATE SET
 }
 
 // QueuesLimited implements queue.QueueOps, in byte order of the names.
-func (s *Store) QueuesLimited(ctx context.Context) ([]queue.QueueLimit, error) {
+func (s *Store) QueuesLimited(ctx context.Context) ([]jobstore.QueueLimit, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+limitCols+`, name FROM heed_queues
 WHERE concurrency_limit > 0 OR rate_limit > 0 ORDER BY name COLLATE "C"`)
 	if err != nil {
 		return nil, wrapErr("limited queues", err)
 	}
-	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueLimit, error) {
+	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobstore.QueueLimit, error) {
 		var name string
 		l, err := scanLimit(r, &name)
-		return queue.QueueLimit{Queue: name, Limit: l.limit}, err
+		return jobstore.QueueLimit{Queue: name, Limit: l.limit}, err
 	})
 	if err != nil {
 		return nil, wrapErr("limited queues", err)

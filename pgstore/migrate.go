@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/schema"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,7 +23,7 @@ var migrations = schema.MustLoad("pgstore", migrationFS, "migrations", schema.Re
 // SchemaVersion returns the newest schema version this package knows: the
 // number of its embedded migrations. A database at a higher version was
 // migrated by a newer heed; [Store.Migrate] and [Open] refuse it with a
-// [*queue.SchemaTooNewError].
+// [*jobstore.SchemaTooNewError].
 func SchemaVersion() int { return len(migrations) }
 
 // minReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
@@ -39,8 +39,8 @@ func SchemaVersion() int { return len(migrations) }
 const minReadVersion = 8
 
 // Check reads the database's schema version without changing anything: nil
-// when it is [SchemaVersion], a [*queue.SchemaBehindError] when migrations
-// are missing, a [*queue.SchemaTooNewError] when it is newer than this
+// when it is [SchemaVersion], a [*jobstore.SchemaBehindError] when migrations
+// are missing, a [*jobstore.SchemaTooNewError] when it is newer than this
 // binary knows.
 func (s *Store) Check(ctx context.Context) error {
 	return schema.Check(ctx, "pgstore", pgDB{s.pool}, migrations)
@@ -61,7 +61,7 @@ const migrateLock = `SELECT pg_advisory_xact_lock(hashtext('heed_migrations'), h
 // missing embedded migrations in order, in one transaction, under an
 // advisory lock, so that processes starting at once do not race. It is a
 // no-op when the schema is current, and returns a
-// [*queue.SchemaTooNewError] (and changes nothing) when the schema is
+// [*jobstore.SchemaTooNewError] (and changes nothing) when the schema is
 // newer than this binary knows. Each migration is recorded with the time
 // of the store's clock ([OpenOptions].Clock).
 //
@@ -92,7 +92,7 @@ func (s *Store) Version(ctx context.Context) (int, error) {
 // of the heed that built it) that works on the database: the version of
 // its last migration that older binaries cannot work with. Binaries that
 // know an older schema refuse the database with a
-// [*queue.SchemaTooNewError].
+// [*jobstore.SchemaTooNewError].
 func (s *Store) CompatibleDownTo(ctx context.Context) (int, error) {
 	l, err := level(ctx, s.pool)
 	if err != nil {
@@ -234,6 +234,6 @@ func rewriteJobs(where string) func(context.Context, schema.Tx) error {
 
 // The schema errors are queue's, shared by both stores.
 var (
-	_ error = (*queue.SchemaTooNewError)(nil)
-	_ error = (*queue.SchemaBehindError)(nil)
+	_ error = (*jobstore.SchemaTooNewError)(nil)
+	_ error = (*jobstore.SchemaBehindError)(nil)
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/schema"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -72,9 +72,9 @@ func TestSchemaTooNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.Migrate(ctx)
-	var ve *queue.SchemaTooNewError
-	if !errors.As(err, &ve) || ve.Database != newer || ve.Binary != SchemaVersion() || !errors.Is(err, queue.ErrSchemaTooNew) {
-		t.Fatalf("Migrate = %v, want a *queue.SchemaTooNewError matching queue.ErrSchemaTooNew", err)
+	var ve *jobstore.SchemaTooNewError
+	if !errors.As(err, &ve) || ve.Database != newer || ve.Binary != SchemaVersion() || !errors.Is(err, jobstore.ErrSchemaTooNew) {
+		t.Fatalf("Migrate = %v, want a *queue.SchemaTooNewError matching jobstore.ErrSchemaTooNew", err)
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "pgstore: ") || !strings.Contains(msg, strconv.Itoa(newer)) || !strings.Contains(msg, strconv.Itoa(SchemaVersion())) {
@@ -85,7 +85,7 @@ func TestSchemaTooNew(t *testing.T) {
 	if err := s.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&sp); err != nil {
 		t.Fatal(err)
 	}
-	if s2, err := Open(ctx, withParam(t, testURL(t), "search_path", sp)); !errors.Is(err, queue.ErrSchemaTooNew) {
+	if s2, err := Open(ctx, withParam(t, testURL(t), "search_path", sp)); !errors.Is(err, jobstore.ErrSchemaTooNew) {
 		if s2 != nil {
 			s2.Close()
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -38,8 +38,8 @@ func TestOpenMigrateOff(t *testing.T) {
 	u := previousSchema(t)
 	for _, o := range []OpenOptions{{MigrateOff: true}, {MigrateOff: true, CreateEmpty: true}} {
 		s, err := OpenWith(ctx, u, o)
-		var behind *queue.SchemaBehindError
-		if s != nil || !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
+		var behind *jobstore.SchemaBehindError
+		if s != nil || !errors.As(err, &behind) || !errors.Is(err, jobstore.ErrSchemaTooOld) ||
 			behind.Database != SchemaVersion()-1 || !slices.Equal(behind.Missing, []string{lastName}) {
 			t.Fatalf("OpenWith(%+v) on the previous version = %v, %v; want a SchemaBehindError naming %s", o, s, err, lastName)
 		}
@@ -56,7 +56,7 @@ func TestOpenMigrateOff(t *testing.T) {
 
 	_, empty := testSchema(t)
 	s, err = OpenWith(ctx, empty, OpenOptions{MigrateOff: true})
-	var behind *queue.SchemaBehindError
+	var behind *jobstore.SchemaBehindError
 	if s != nil || !errors.As(err, &behind) || behind.Database != 0 {
 		t.Fatalf("OpenWith(MigrateOff) on an empty schema = %v, %v; want a SchemaBehindError at version 0", s, err)
 	}

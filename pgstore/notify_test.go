@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -60,13 +61,13 @@ func TestNotifyInsertAndRetry(t *testing.T) {
 
 	// Claiming does not notify; a retry due now does (one due later is
 	// left to polling).
-	claimed, err := s.JobClaim(ctx, queue.ClaimParams{Queue: "q1", Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	claimed, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: "q1", Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute)})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %v, %v", claimed, err)
 	}
 	expectNone(t, ch, 200*time.Millisecond)
-	err = s.JobTransition(ctx, queue.Transition{ID: job.ID, LeaseToken: claimed[0].LeaseToken, State: queue.StateAvailable,
-		Attempt: 1, AvailableAt: t0, Now: t0, Entry: queue.Attempt{Attempt: 1, Outcome: "transient", Action: "retry"}})
+	err = s.JobTransition(ctx, jobstore.Transition{ID: job.ID, LeaseToken: claimed[0].LeaseToken, State: jobstore.StateAvailable,
+		Attempt: 1, AvailableAt: t0, Now: t0, Entry: jobstore.Attempt{Attempt: 1, Outcome: "transient", Action: "retry"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestEnqueueTxUnique(t *testing.T) {
 		t.Fatalf("first EnqueueTx = %v, %v", ins1, err)
 	}
 	type result struct {
-		job *queue.Job
+		job *jobstore.Job
 		ins bool
 		err error
 	}
@@ -303,7 +304,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 
 	killJob(t, b, "requeued")
 	expectQueue(t, ch, "requeued") // its insert
-	if n, err := b.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{Queue: "requeued"}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}}); err != nil || n != 1 {
+	if n, err := b.DeadRequeue(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{Queue: "requeued"}, Now: t0, Entry: jobstore.Attempt{Outcome: jobstore.OutcomeRequeued, Action: "requeue"}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue = %d, %v", n, err)
 	}
 	expectQueue(t, ch, "requeued")

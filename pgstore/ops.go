@@ -5,11 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 )
 
-var _ queue.CancelNotifier = (*Store)(nil)
+var _ jobstore.CancelNotifier = (*Store)(nil)
 
 // notifyCancelSQL notifies, on the jobs channel and from the session's
 // schema, that each job of the array $1 was cancelled while running.
@@ -53,12 +53,12 @@ func (f *cancelFan) send(id int64) {
 
 // opArgs checks an operator's change (ferr is its filter's check) and
 // returns its first two parameters: now ($1) and the history entry ($2).
-func opArgs(ferr error, now time.Time, entry queue.Attempt) ([]any, error) {
+func opArgs(ferr error, now time.Time, entry jobstore.Attempt) ([]any, error) {
 	if ferr != nil {
 		return nil, ferr
 	}
 	if now.IsZero() {
-		return nil, &queue.InputError{Field: "now", Reason: "is zero"}
+		return nil, &jobstore.InputError{Field: "now", Reason: "is zero"}
 	}
 	e, err := encodeEntry(entry)
 	if err != nil {
@@ -71,9 +71,9 @@ func opArgs(ferr error, now time.Time, entry queue.Attempt) ([]any, error) {
 // NOTIFYs the IDs of the jobs that were running: their workers, in any
 // process listening on this database and schema, hear of it when the
 // cancel commits (see [Store.JobCancelNotify]).
-func (s *Store) JobCancel(ctx context.Context, params queue.OpParams) (int, error) {
+func (s *Store) JobCancel(ctx context.Context, params jobstore.OpParams) (int, error) {
 	f, now, entry := params.Filter, params.Now, params.Entry
-	args, err := opArgs(queue.CancelFilter(f), now, entry)
+	args, err := opArgs(jobstore.CancelFilter(f), now, entry)
 	if err != nil {
 		return 0, err
 	}
@@ -137,9 +137,9 @@ SELECT id, running FROM u`
 
 // JobRunNow implements queue.JobOps, and notifies the workers of the
 // queues of the jobs it changed.
-func (s *Store) JobRunNow(ctx context.Context, params queue.OpParams) (int, error) {
+func (s *Store) JobRunNow(ctx context.Context, params jobstore.OpParams) (int, error) {
 	f, now, entry := params.Filter, params.Now, params.Entry
-	args, err := opArgs(queue.RunNowFilter(f), now, entry)
+	args, err := opArgs(jobstore.RunNowFilter(f), now, entry)
 	if err != nil {
 		return 0, err
 	}
@@ -171,8 +171,8 @@ RETURNING queue`
 }
 
 // JobDelete implements queue.JobOps.
-func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
-	if err := queue.DeleteFilter(f); err != nil {
+func (s *Store) JobDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
+	if err := jobstore.DeleteFilter(f); err != nil {
 		return 0, err
 	}
 	var args []any
@@ -189,7 +189,7 @@ func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
 // JobPrune implements queue.JobOps: one DELETE of at most limit rows,
 // found through the state's partial index on (finished_at, id), skipping
 // rows another pruner holds.
-func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, error) {
+func (s *Store) JobPrune(ctx context.Context, params jobstore.PruneParams) (int, error) {
 	state, before, limit := params.State, params.Before, params.Limit
 	if err := params.Validate(); err != nil {
 		return 0, err
@@ -209,7 +209,7 @@ func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, er
 // QueuePause implements queue.QueueOps.
 func (s *Store) QueuePause(ctx context.Context, q string, now time.Time) (bool, error) {
 	if q == "" {
-		return false, &queue.InputError{Field: "queue", Reason: "is empty"}
+		return false, &jobstore.InputError{Field: "queue", Reason: "is empty"}
 	}
 	tag, err := s.pool.Exec(ctx, `INSERT INTO heed_queues (name, paused_at) VALUES ($1, $2)
 ON CONFLICT (name) DO UPDATE SET paused_at = excluded.paused_at WHERE heed_queues.paused_at IS NULL`, q, now)
@@ -234,13 +234,13 @@ func (s *Store) QueueResume(ctx context.Context, q string) (bool, error) {
 }
 
 // QueuesPaused implements queue.QueueOps, in byte order of the names.
-func (s *Store) QueuesPaused(ctx context.Context) ([]queue.PausedQueue, error) {
+func (s *Store) QueuesPaused(ctx context.Context) ([]jobstore.PausedQueue, error) {
 	rows, err := s.pool.Query(ctx, `SELECT name, paused_at FROM heed_queues WHERE paused_at IS NOT NULL ORDER BY name COLLATE "C"`)
 	if err != nil {
 		return nil, wrapErr("paused queues", err)
 	}
-	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.PausedQueue, error) {
-		var p queue.PausedQueue
+	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobstore.PausedQueue, error) {
+		var p jobstore.PausedQueue
 		err := r.Scan(&p.Queue, &p.PausedAt)
 		p.PausedAt = p.PausedAt.UTC()
 		return p, err

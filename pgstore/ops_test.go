@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // A job cancelled through one Store (another process, say heed jobs
@@ -32,7 +33,7 @@ func TestCancelAcrossStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	queue.Handle(w, "long", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+	queue.Handle(w, "long", func(ctx context.Context, job *jobstore.Job, _ struct{}) error {
 		close(started)
 		<-ctx.Done()
 		return context.Cause(ctx)
@@ -47,7 +48,7 @@ func TestCancelAcrossStores(t *testing.T) {
 	}
 	defer w.Shutdown(ctx)
 	<-started
-	if n, err := c.Cancel(ctx, queue.JobFilter{IDs: []int64{j.ID}}); err != nil || n != 1 {
+	if n, err := c.Cancel(ctx, jobstore.JobFilter{IDs: []int64{j.ID}}); err != nil || n != 1 {
 		t.Fatalf("Cancel = %d, %v", n, err)
 	}
 	timeout := time.After(30 * time.Second) // a bound on failure
@@ -61,7 +62,7 @@ func TestCancelAcrossStores(t *testing.T) {
 				t.Errorf("cancel event error %v", e.Err)
 			}
 			g, err := c.Job(ctx, j.ID)
-			if err != nil || g.State != queue.StateCancelled || len(g.History) != 1 {
+			if err != nil || g.State != jobstore.StateCancelled || len(g.History) != 1 {
 				t.Errorf("cancelled job: %+v, %v", g, err)
 			}
 			return

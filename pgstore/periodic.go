@@ -5,12 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/heed-go/heed/queue"
 )
 
-var _ queue.TickInserter = (*Store)(nil)
+var _ jobstore.TickInserter = (*Store)(nil)
 
 // recordTickSQL records a periodic job's tick unless it or a later one is
 // recorded; it returns a row only when it recorded the tick. Workers racing
@@ -24,12 +23,12 @@ const recordTickSQL = `INSERT INTO heed_periodic (kind, queue, last_tick) VALUES
 // JobInsertTick implements queue.TickInserter: the tick's record (table
 // heed_periodic) and the job in one transaction; listeners are notified
 // after the commit when the job was inserted.
-func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time.Time) (*queue.Job, bool, error) {
+func (s *Store) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick time.Time) (*jobstore.Job, bool, error) {
 	if err := in.Validate(); err != nil {
 		return nil, false, err
 	}
 	var (
-		job      *queue.Job
+		job      *jobstore.Job
 		inserted bool
 	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -53,10 +52,10 @@ func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time
 	return job, inserted, nil
 }
 
-var _ queue.ScheduleRecorder = (*Store)(nil)
+var _ jobstore.ScheduleRecorder = (*Store)(nil)
 
 // JobScheduleRecord implements queue.ScheduleRecorder.
-func (s *Store) JobScheduleRecord(ctx context.Context, ps queue.PeriodicSchedule) error {
+func (s *Store) JobScheduleRecord(ctx context.Context, ps jobstore.PeriodicSchedule) error {
 	var next *time.Time
 	if !ps.NextTick.IsZero() {
 		next = &ps.NextTick
@@ -67,15 +66,15 @@ func (s *Store) JobScheduleRecord(ctx context.Context, ps queue.PeriodicSchedule
 }
 
 // JobSchedules implements queue.ScheduleRecorder.
-func (s *Store) JobSchedules(ctx context.Context) ([]queue.PeriodicSchedule, error) {
+func (s *Store) JobSchedules(ctx context.Context) ([]jobstore.PeriodicSchedule, error) {
 	rows, err := s.pool.Query(ctx, `SELECT kind, queue, coalesce(schedule, ''), last_tick, next_tick, seen_at
 		FROM heed_periodic ORDER BY kind, queue`)
 	if err != nil {
 		return nil, behindErr("list schedules", 13, err)
 	}
 	var (
-		out        []queue.PeriodicSchedule
-		p          queue.PeriodicSchedule
+		out        []jobstore.PeriodicSchedule
+		p          jobstore.PeriodicSchedule
 		next, seen *time.Time
 	)
 	_, err = pgx.ForEachRow(rows, []any{&p.Kind, &p.Queue, &p.Schedule, &p.LastTick, &next, &seen}, func() error {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock/clocktest"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 )
 
@@ -14,7 +14,7 @@ import (
 // for every tick of a periodic job over 20 periods: exactly 20 jobs run.
 func TestPeriodicThreeStores(t *testing.T) {
 	_, u := testSchema(t)
-	stores := make([]queue.Store, 3)
+	stores := make([]jobstore.Store, 3)
 	for i := range stores {
 		s, err := Open(t.Context(), u)
 		if err != nil {

@@ -29,8 +29,8 @@
 //   - The schema is embedded as numbered migrations, recorded in the table
 //     heed_migrations and applied under an advisory lock by [Open] (or
 //     [Store.Migrate]); a database migrated by a newer heed is refused with
-//     a [*queue.SchemaTooNewError]. [OpenWith] with MigrateOff only checks, and names
-//     the missing migrations in a [*queue.SchemaBehindError]. Tables are named heed_* and live in the first
+//     a [*jobstore.SchemaTooNewError]. [OpenWith] with MigrateOff only checks, and names
+//     the missing migrations in a [*jobstore.SchemaBehindError]. Tables are named heed_* and live in the first
 //     schema of the connections' search_path. PostgreSQL 13 or later.
 package pgstore
 
@@ -47,7 +47,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -116,7 +116,7 @@ var ErrClosed = errors.New("pgstore: store is closed")
 // Open connects to the PostgreSQL database at url (a postgres:// URL or a
 // key=value connection string, as pgx accepts), checks that it is
 // reachable, and migrates its schema to [SchemaVersion]. It returns a
-// [*queue.SchemaTooNewError] when the database's schema is newer than this binary
+// [*jobstore.SchemaTooNewError] when the database's schema is newer than this binary
 // knows. Close the store when done: it closes the pool Open created.
 // [OpenWith] opens without migrating.
 //
@@ -131,8 +131,8 @@ type OpenOptions struct {
 	// reads (or a fleet that upgrades with an explicit step) wants: a
 	// newer binary must not upgrade a database under older workers. A
 	// schema behind [SchemaVersion] is refused with a
-	// [*queue.SchemaBehindError] naming the missing migrations; one that
-	// is newer, with a [*queue.SchemaTooNewError].
+	// [*jobstore.SchemaBehindError] naming the missing migrations; one that
+	// is newer, with a [*jobstore.SchemaTooNewError].
 	MigrateOff bool
 	// CreateEmpty, with MigrateOff, still creates the schema in a database
 	// (search_path schema) that has no heed tables at all: nothing older
@@ -175,7 +175,7 @@ func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 		s.clock = o.Clock
 	}
 	err = s.Check(ctx)
-	var behind *queue.SchemaBehindError
+	var behind *jobstore.SchemaBehindError
 	switch {
 	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
 		err = s.Migrate(ctx)

@@ -3,7 +3,7 @@ package pgstore
 import (
 	"testing"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 	"github.com/heed-go/heed/retry/executortest"
 	"github.com/heed-go/heed/retry/overtimetest"
@@ -12,7 +12,7 @@ import (
 // TestStore runs queue's conformance suite, each test in a fresh schema.
 func TestStore(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, func(t *testing.T) queue.Store {
+	storetest.Run(t, func(t *testing.T) jobstore.Store {
 		_, u := testSchema(t)
 		s, err := Open(t.Context(), u)
 		if err != nil {
@@ -27,7 +27,7 @@ func TestStore(t *testing.T) {
 // cases wait out a breaker's cooldown and a server's pushback of 5 s).
 func TestExecutorConformance(t *testing.T) {
 	testURL(t)
-	executortest.Run(t, storetest.Executor(func(t *testing.T) queue.Store {
+	executortest.Run(t, storetest.Executor(func(t *testing.T) jobstore.Store {
 		_, u := testSchema(t)
 		s, err := Open(t.Context(), u)
 		if err != nil {
@@ -45,7 +45,7 @@ func TestExecutorConformance(t *testing.T) {
 func TestOverTime(t *testing.T) {
 	testURL(t)
 	skip := storetest.OverTimeSlow("slow over PostgreSQL (8 to 28 s of real time each)")
-	overtimetest.Run(t, overtimetest.Skip(storetest.OverTime(func(t *testing.T) queue.Store {
+	overtimetest.Run(t, overtimetest.Skip(storetest.OverTime(func(t *testing.T) jobstore.Store {
 		_, u := testSchema(t)
 		s, err := Open(t.Context(), u)
 		if err != nil {

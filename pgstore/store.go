@@ -13,6 +13,7 @@ import (
 
 	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -20,11 +21,11 @@ import (
 // Store implements queue.Store, queue.Notifier, queue.HeldClaimer and
 // queue.TransitionBatcher.
 var (
-	_ queue.Store       = (*Store)(nil)
-	_ queue.Notifier    = (*Store)(nil)
-	_ queue.HeldClaimer = (*Store)(nil)
+	_ jobstore.Store       = (*Store)(nil)
+	_ jobstore.Notifier    = (*Store)(nil)
+	_ jobstore.HeldClaimer = (*Store)(nil)
 
-	_ queue.TransitionBatcher = (*Store)(nil)
+	_ jobstore.TransitionBatcher = (*Store)(nil)
 )
 
 // querier is what the job queries need: the pool, or a caller's
@@ -53,9 +54,9 @@ var (
 )
 
 // scanJob reads one row of jobColumns.
-func scanJob(row pgx.Row) (*queue.Job, error) {
+func scanJob(row pgx.Row) (*jobstore.Job, error) {
 	var (
-		j                                           queue.Job
+		j                                           jobstore.Job
 		state                                       string
 		args, policy, history                       []byte
 		startedAt, attemptedAt, finishedAt, leaseTo *time.Time
@@ -67,7 +68,7 @@ func scanJob(row pgx.Row) (*queue.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j.State = queue.State(state)
+	j.State = jobstore.State(state)
 	j.Args = json.RawMessage(args)
 	// Most jobs have no policy of their own, and a new one no history:
 	// skip decoding those (a batch insert or claim reads thousands).
@@ -107,12 +108,12 @@ func utcOrZero(t *time.Time) time.Time {
 }
 
 // collectJobs scans every row of rows.
-func collectJobs(rows pgx.Rows, err error) ([]*queue.Job, error) {
+func collectJobs(rows pgx.Rows, err error) ([]*jobstore.Job, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var jobs []*queue.Job
+	var jobs []*jobstore.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -153,7 +154,7 @@ func wrapErr(op string, err error) error {
 			"22P05", // untranslatable_character
 			"22P02", // invalid_text_representation (invalid JSON)
 			"54000": // program_limit_exceeded (index row too large)
-			return fmt.Errorf("pgstore: %s: %w: %w", op, queue.ErrInvalid, err)
+			return fmt.Errorf("pgstore: %s: %w: %w", op, jobstore.ErrInvalid, err)
 		}
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
@@ -166,7 +167,7 @@ func isUniqueViolation(err error) bool {
 
 // encodeEntry is the JSON of a history entry as stored: times in UTC,
 // truncated to the microsecond like every other time the store keeps.
-func encodeEntry(a queue.Attempt) ([]byte, error) {
+func encodeEntry(a jobstore.Attempt) ([]byte, error) {
 	a.StartedAt = truncUTC(a.StartedAt)
 	a.FinishedAt = truncUTC(a.FinishedAt)
 	// The same bytes as json.Marshal(a), without its second pass over
@@ -209,7 +210,7 @@ const onUniqueConflict = `ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL 
 
 // uniqueStates is the unique_states array of in, as a PostgreSQL array
 // literal of state names (state names need no quoting).
-func uniqueStates(in *queue.JobInsert) string {
+func uniqueStates(in *jobstore.JobInsert) string {
 	names := make([]string, 0, 4)
 	for _, st := range in.KeyStates() {
 		names = append(names, string(st))
@@ -226,7 +227,7 @@ WHERE unique_key = $1 AND state = ANY (unique_states)`
 const maxUniqueRetries = 10
 
 // insertJob inserts in (validated) through q.
-func insertJob(ctx context.Context, q querier, in *queue.JobInsert) (*queue.Job, bool, error) {
+func insertJob(ctx context.Context, q querier, in *jobstore.JobInsert) (*jobstore.Job, bool, error) {
 	policy, err := json.Marshal(in.Policy)
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: insert job: encode policy: %w", err)
@@ -259,12 +260,12 @@ func insertJob(ctx context.Context, q querier, in *queue.JobInsert) (*queue.Job,
 // unique key are combined into one INSERT and one commit, each returning
 // its own job. Listeners ([Store.JobNotify] in any process) are notified
 // after the insert. Errors match queue.ErrInvalid for bad input.
-func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, bool, error) {
+func (s *Store) JobInsert(ctx context.Context, in jobstore.JobInsert) (*jobstore.Job, bool, error) {
 	if err := in.Validate(); err != nil {
 		return nil, false, err
 	}
 	var (
-		job      *queue.Job
+		job      *jobstore.Job
 		inserted bool
 		err      error
 	)
@@ -295,12 +296,8 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 // qualifies). PostgreSQL serialises the commits of transactions that
 // notify, so many concurrent EnqueueTx transactions commit one at a time;
 // [Store.JobInsert] notifies after its commit and has no such limit.
-func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any, opts queue.EnqueueOptions) (job *queue.Job, inserted bool, err error) {
-	raw, err := queue.EncodeArgs(args)
-	if err != nil {
-		return nil, false, err
-	}
-	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
+func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any, opts queue.EnqueueOptions) (job *jobstore.Job, inserted bool, err error) {
+	in, err := queue.NewJobInsert(kind, args, opts, s.clock.Now())
 	if err != nil {
 		return nil, false, err
 	}
@@ -320,10 +317,10 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, kind string, args any,
 
 // JobGet returns the job with this ID, or an error matching
 // queue.ErrNotFound.
-func (s *Store) JobGet(ctx context.Context, id int64) (*queue.Job, error) {
+func (s *Store) JobGet(ctx context.Context, id int64) (*jobstore.Job, error) {
 	job, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+colsPlain+` FROM heed_jobs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("pgstore: job %d: %w", id, queue.ErrNotFound)
+		return nil, fmt.Errorf("pgstore: job %d: %w", id, jobstore.ErrNotFound)
 	}
 	if err != nil {
 		return nil, wrapErr("get job", err)
@@ -334,7 +331,7 @@ func (s *Store) JobGet(ctx context.Context, id int64) (*queue.Job, error) {
 // where builds the WHERE conditions of f (without the state condition
 // when dead is set: the caller adds state = 'dead'), appending parameters
 // to args.
-func where(f *queue.JobFilter, dead bool, args *[]any) string {
+func where(f *jobstore.JobFilter, dead bool, args *[]any) string {
 	return sqlfilter.Where(dialect, f, dead, args)
 }
 
@@ -347,11 +344,11 @@ var dialect = sqlfilter.Dialect{
 	},
 }
 
-func limit(f *queue.JobFilter) string { return sqlfilter.Limit(f) }
+func limit(f *jobstore.JobFilter) string { return sqlfilter.Limit(f) }
 
 // JobList returns the jobs that match f, in ascending ID order (descending
 // with f.Newest).
-func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
+func (s *Store) JobList(ctx context.Context, f jobstore.JobFilter) ([]*jobstore.Job, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -415,14 +412,14 @@ RETURNING ` + colsJ
 
 // JobClaim leases up to p.Limit due jobs of p.Queue in (Priority,
 // AvailableAt, ID) order, with FOR UPDATE SKIP LOCKED.
-func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+func (s *Store) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, error) {
 	jobs, _, err := s.JobClaimHeld(ctx, p)
 	return jobs, err
 }
 
 // JobClaimHeld is JobClaim that also reports whether the queue's limit
 // held due jobs back (queue.HeldClaimer).
-func (s *Store) JobClaimHeld(ctx context.Context, p queue.ClaimParams) (jobs []*queue.Job, held bool, err error) {
+func (s *Store) JobClaimHeld(ctx context.Context, p jobstore.ClaimParams) (jobs []*jobstore.Job, held bool, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -440,7 +437,7 @@ func (s *Store) JobClaimHeld(ctx context.Context, p queue.ClaimParams) (jobs []*
 		return nil, false, wrapErr("claim jobs", err)
 	}
 	// UPDATE ... RETURNING does not keep the CTE's order.
-	slices.SortFunc(jobs, func(a, b *queue.Job) int {
+	slices.SortFunc(jobs, func(a, b *jobstore.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.AvailableAt.Compare(b.AvailableAt), cmp.Compare(a.ID, b.ID))
 	})
 	return jobs, held, nil
@@ -448,7 +445,7 @@ func (s *Store) JobClaimHeld(ctx context.Context, p queue.ClaimParams) (jobs []*
 
 // JobLeaseExtend moves the lease of the running job p.ID held with
 // p.LeaseToken, or returns an error matching queue.ErrLeaseLost.
-func (s *Store) JobLeaseExtend(ctx context.Context, p queue.LeaseParams) error {
+func (s *Store) JobLeaseExtend(ctx context.Context, p jobstore.LeaseParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -460,7 +457,7 @@ RETURNING queue`, id, token, until)
 		return wrapErr("extend lease", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("pgstore: extend lease of job %d: %w", id, queue.ErrLeaseLost)
+		return fmt.Errorf("pgstore: extend lease of job %d: %w", id, jobstore.ErrLeaseLost)
 	}
 	return nil
 }
@@ -481,7 +478,7 @@ RETURNING queue`
 // running, or returns an error matching queue.ErrLeaseLost and changes
 // nothing. Concurrent calls are applied together, in one statement and one
 // commit, each returning once its own transition has committed.
-func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
+func (s *Store) JobTransition(ctx context.Context, t jobstore.Transition) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
@@ -517,7 +514,7 @@ RETURNING ` + colsJ
 // JobRescue re-leases up to p.Limit running jobs whose lease ended before
 // p.Now to the caller, in ascending ID order. Rescuers in several
 // processes skip each other's rows.
-func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.Job, error) {
+func (s *Store) JobRescue(ctx context.Context, p jobstore.RescueParams) ([]*jobstore.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -527,7 +524,7 @@ func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.J
 	if err != nil {
 		return nil, wrapErr("rescue jobs", err)
 	}
-	slices.SortFunc(jobs, func(a, b *queue.Job) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(jobs, func(a, b *jobstore.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return jobs, nil
 }
 
@@ -539,13 +536,13 @@ const maxRequeueRetries = 5
 // with entry appended to their history. A dead job whose unique key is
 // held by an available or running job stays dead, and of several dead
 // jobs sharing a key only the oldest is requeued.
-func (s *Store) DeadRequeue(ctx context.Context, p queue.OpParams) (int, error) {
+func (s *Store) DeadRequeue(ctx context.Context, p jobstore.OpParams) (int, error) {
 	f, now, entry := p.Filter, p.Now, p.Entry
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
 	if now.IsZero() {
-		return 0, &queue.InputError{Field: "now", Reason: "is zero"}
+		return 0, &jobstore.InputError{Field: "now", Reason: "is zero"}
 	}
 	e, err := encodeEntry(entry)
 	if err != nil {
@@ -595,27 +592,27 @@ RETURNING j.queue`
 }
 
 // DeadDelete deletes the dead jobs that match f and returns how many.
-func (s *Store) DeadDelete(ctx context.Context, f queue.JobFilter) (int, error) {
-	return s.deleteJobs(ctx, f, queue.StateDead)
+func (s *Store) DeadDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, jobstore.StateDead)
 }
 
 // SucceededDelete deletes the succeeded jobs that match f and returns how
 // many. f.State is ignored: only succeeded jobs are deleted.
-func (s *Store) SucceededDelete(ctx context.Context, f queue.JobFilter) (int, error) {
-	return s.deleteJobs(ctx, f, queue.StateSucceeded)
+func (s *Store) SucceededDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, jobstore.StateSucceeded)
 }
 
 // deleteJobs deletes the jobs in state (dead or succeeded) that match f,
 // whatever f.State says, and returns how many. The outer state test keeps a
 // job that changed state since the inner select out of the delete.
-func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.State) (int, error) {
+func (s *Store) deleteJobs(ctx context.Context, f jobstore.JobFilter, state jobstore.State) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
 	f.State = state
 	args := []any{string(state)}
 	sql := `DELETE FROM heed_jobs WHERE state = $1 AND id = ANY(ARRAY(
-	SELECT id FROM heed_jobs WHERE ` + where(&f, state == queue.StateDead, &args) + ` ORDER BY id` + limit(&f) + `))`
+	SELECT id FROM heed_jobs WHERE ` + where(&f, state == jobstore.StateDead, &args) + ` ORDER BY id` + limit(&f) + `))`
 	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return 0, wrapErr("delete "+string(state)+" jobs", err)
@@ -625,8 +622,8 @@ func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.S
 
 // Stats counts jobs per queue and state, now splitting available from
 // scheduled, and sizes the dead-letter.
-func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
-	var st queue.Stats
+func (s *Store) Stats(ctx context.Context, now time.Time) (jobstore.Stats, error) {
+	var st jobstore.Stats
 	rows, err := s.pool.Query(ctx, `SELECT queue,
 	count(*) FILTER (WHERE state = 'available' AND available_at <= $1),
 	count(*) FILTER (WHERE state = 'available' AND available_at > $1),
@@ -639,7 +636,7 @@ FROM heed_jobs GROUP BY queue`, now)
 		return st, wrapErr("stats", err)
 	}
 	for rows.Next() {
-		var q queue.QueueStats
+		var q jobstore.QueueStats
 		if err := rows.Scan(&q.Queue, &q.Available, &q.Scheduled, &q.Running, &q.Succeeded, &q.Dead, &q.Cancelled); err != nil {
 			rows.Close()
 			return st, wrapErr("stats", err)
@@ -650,7 +647,7 @@ FROM heed_jobs GROUP BY queue`, now)
 		return st, wrapErr("stats", err)
 	}
 	// Byte order, as Go sorts, whatever the database's collation.
-	slices.SortFunc(st.Queues, func(a, b queue.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	slices.SortFunc(st.Queues, func(a, b jobstore.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	var oldest *time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT count(*), min(finished_at) FROM heed_jobs WHERE state = 'dead'`).
 		Scan(&st.Dead, &oldest); err != nil {

@@ -12,11 +12,12 @@ import (
 
 	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.UTC)
 
-func newInsert(t testing.TB, kind string, opts queue.EnqueueOptions) queue.JobInsert {
+func newInsert(t testing.TB, kind string, opts queue.EnqueueOptions) jobstore.JobInsert {
 	t.Helper()
 	in, err := queue.NewJobInsert(kind, json.RawMessage(`{"n": 1,  "s":"x"}`), opts, t0)
 	if err != nil {
@@ -30,7 +31,7 @@ func TestInsertGetRoundTrip(t *testing.T) {
 	s := openTest(t)
 	ctx := t.Context()
 	in := newInsert(t, "email", queue.EnqueueOptions{Queue: "mail", Priority: 3, MaxAttempts: 7, UniqueKey: "k1",
-		Policy: queue.JobPolicy{TimeBudget: time.Hour}})
+		Policy: jobstore.JobPolicy{TimeBudget: time.Hour}})
 	job, inserted, err := s.JobInsert(ctx, in)
 	if err != nil || !inserted {
 		t.Fatalf("JobInsert = %v, %v", inserted, err)
@@ -43,13 +44,13 @@ func TestInsertGetRoundTrip(t *testing.T) {
 		t.Errorf("Args = %s, want byte for byte as enqueued", got.Args)
 	}
 	if got.Kind != "email" || got.Queue != "mail" || got.Priority != 3 || got.MaxAttempts != 7 ||
-		got.UniqueKey != "k1" || got.State != queue.StateAvailable || got.Policy.TimeBudget != time.Hour {
+		got.UniqueKey != "k1" || got.State != jobstore.StateAvailable || got.Policy.TimeBudget != time.Hour {
 		t.Errorf("job = %+v", got)
 	}
 	if want := t0.Truncate(time.Microsecond); !got.AvailableAt.Equal(want) || got.AvailableAt.Location() != time.UTC {
 		t.Errorf("AvailableAt = %v, want %v UTC", got.AvailableAt, want)
 	}
-	if _, err := s.JobGet(ctx, job.ID+1000); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := s.JobGet(ctx, job.ID+1000); !errors.Is(err, jobstore.ErrNotFound) {
 		t.Errorf("JobGet(unknown) = %v, want ErrNotFound", err)
 	}
 }
@@ -62,7 +63,7 @@ func TestInsertRejectsNUL(t *testing.T) {
 	_, _, err := s.JobInsert(t.Context(), in)
 	// Refused by queue's validation, as every store refuses it, before
 	// PostgreSQL sees it.
-	if want := `queue: JobInsert.Kind has the control character U+0000: "k\x00ind"`; !errors.Is(err, queue.ErrInvalid) || err.Error() != want {
+	if want := `queue: JobInsert.Kind has the control character U+0000: "k\x00ind"`; !errors.Is(err, jobstore.ErrInvalid) || err.Error() != want {
 		t.Errorf("JobInsert(NUL in kind) = %v, want %s", err, want)
 	}
 }
@@ -105,7 +106,7 @@ func TestUniqueConcurrent(t *testing.T) {
 			t.Fatalf("round %d: ids %v, %d inserted; want one job, inserted once", round, ids, inserted)
 		}
 	}
-	jobs, err := s.JobList(ctx, queue.JobFilter{})
+	jobs, err := s.JobList(ctx, jobstore.JobFilter{})
 	if err != nil || len(jobs) != 5 {
 		t.Fatalf("JobList = %d jobs, %v; want 5", len(jobs), err)
 	}
@@ -121,7 +122,7 @@ func TestUniqueAfterFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: "w"})
+	claimed, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute), Worker: "w"})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %v, %v", claimed, err)
 	}
@@ -129,8 +130,8 @@ func TestUniqueAfterFinish(t *testing.T) {
 	if j, ins, err := s.JobInsert(ctx, newInsert(t, "k", queue.EnqueueOptions{UniqueKey: "u"})); err != nil || ins || j.ID != first.ID {
 		t.Fatalf("insert while running = %v, %v, %v", j, ins, err)
 	}
-	err = s.JobTransition(ctx, queue.Transition{ID: first.ID, LeaseToken: claimed[0].LeaseToken, State: queue.StateDead,
-		Attempt: 1, FinishedAt: t0, DeadReason: "permanent", Entry: queue.Attempt{Attempt: 1, Outcome: "permanent", Action: "give_up"}})
+	err = s.JobTransition(ctx, jobstore.Transition{ID: first.ID, LeaseToken: claimed[0].LeaseToken, State: jobstore.StateDead,
+		Attempt: 1, FinishedAt: t0, DeadReason: "permanent", Entry: jobstore.Attempt{Attempt: 1, Outcome: "permanent", Action: "give_up"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestUniqueAfterFinish(t *testing.T) {
 	if err != nil || !ins || second.ID == first.ID {
 		t.Fatalf("insert after dead = %v, %v, %v", second, ins, err)
 	}
-	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
+	n, err := s.DeadRequeue(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{}, Now: t0, Entry: jobstore.Attempt{Outcome: jobstore.OutcomeRequeued, Action: "requeue"}})
 	if err != nil || n != 0 {
 		t.Fatalf("DeadRequeue while key held = %d, %v; want 0", n, err)
 	}
@@ -162,7 +163,7 @@ func TestClaimSkipLocked(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for {
-				got, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 7, Now: t0,
+				got, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 7, Now: t0,
 					LeaseUntil: t0.Add(time.Minute), Worker: fmt.Sprint("w", w)})
 				if err != nil {
 					t.Error(err)
@@ -213,29 +214,29 @@ func TestDeadRequeueSharedKey(t *testing.T) {
 	for range 3 {
 		dead = append(dead, killJob(t, s, "shared").ID)
 	}
-	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}})
+	n, err := s.DeadRequeue(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{}, Now: t0, Entry: jobstore.Attempt{Outcome: jobstore.OutcomeRequeued, Action: "requeue"}})
 	if err != nil || n != 1 {
 		t.Fatalf("DeadRequeue = %d, %v; want 1", n, err)
 	}
-	if j, _ := s.JobGet(ctx, dead[0]); j.State != queue.StateAvailable {
+	if j, _ := s.JobGet(ctx, dead[0]); j.State != jobstore.StateAvailable {
 		t.Errorf("oldest job is %s, want available", j.State)
 	}
 }
 
 // killJob inserts a job with key, in a queue of that name, and makes it
 // dead.
-func killJob(t *testing.T, s *Store, key string) *queue.Job {
+func killJob(t *testing.T, s *Store, key string) *jobstore.Job {
 	t.Helper()
 	ctx := t.Context()
 	j, ins, err := s.JobInsert(ctx, newInsert(t, "k", queue.EnqueueOptions{Queue: key, UniqueKey: key}))
 	if err != nil || !ins {
 		t.Fatalf("JobInsert = %v, %v", ins, err)
 	}
-	c, err := s.JobClaim(ctx, queue.ClaimParams{Queue: key, Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	c, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: key, Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute)})
 	if err != nil || len(c) != 1 || c[0].ID != j.ID {
 		t.Fatalf("JobClaim = %v, %v", c, err)
 	}
-	if err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: c[0].LeaseToken, State: queue.StateDead,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: c[0].LeaseToken, State: jobstore.StateDead,
 		Attempt: 1, FinishedAt: t0, DeadReason: "permanent"}); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestDeadRequeueRacesInsert(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			if _, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: t0, Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: "requeue"}}); err != nil {
+			if _, err := s.DeadRequeue(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{}, Now: t0, Entry: jobstore.Attempt{Outcome: jobstore.OutcomeRequeued, Action: "requeue"}}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -302,7 +303,7 @@ func TestClaimUsesIndex(t *testing.T) {
 	defer conn.Exec(context.WithoutCancel(ctx), `RESET plan_cache_mode`)
 	ts := func(t time.Time) string { return "'" + t.Format(time.RFC3339Nano) + "'" }
 	// The limited claim (limit.go) and its look at the queue's limit.
-	if err := s.QueueLimit(ctx, "q1", queue.Limit{Concurrency: 20000}, t0); err != nil {
+	if err := s.QueueLimit(ctx, "q1", jobstore.Limit{Concurrency: 20000}, t0); err != nil {
 		t.Fatal(err)
 	}
 	const limitedTypes = "text, timestamptz, int, timestamptz, text, int, float8, timestamptz, bool"
@@ -318,7 +319,7 @@ func TestClaimUsesIndex(t *testing.T) {
 		}{
 			{"claim", "text, timestamptz, int, timestamptz, text", claimSQL(""),
 				"'q1', " + ts(t0) + ", 10, " + ts(t0.Add(time.Minute)) + ", 'w'", "heed_jobs_claim_idx"},
-			{"claim_first", "text, timestamptz, int, timestamptz, text", claimSQL(sqlfilter.Claim(&queue.ClaimParams{FirstOnly: true})),
+			{"claim_first", "text, timestamptz, int, timestamptz, text", claimSQL(sqlfilter.Claim(&jobstore.ClaimParams{FirstOnly: true})),
 				"'q1', " + ts(t0) + ", 10, " + ts(t0.Add(time.Minute)) + ", 'w'", "heed_jobs_claim_idx"},
 			{"claim_limited", limitedTypes, claimLimitedSQL(""), limitedArgs, "heed_jobs_claim_idx"},
 			{"claim_limited_count", limitedTypes, claimLimitedSQL(""), limitedArgs, "heed_jobs_running_idx"},

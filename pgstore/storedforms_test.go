@@ -8,7 +8,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/internal/schema"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -55,7 +55,7 @@ func TestStoredFormsMigration(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT applied_at FROM heed_migrations WHERE version = 5`).Scan(&applied); err != nil || !applied.Equal(clk.Now()) {
 		t.Errorf("migration 5 applied_at %v (%v), want the store clock's %v", applied, err, clk.Now())
 	}
-	jobs, err := s.JobList(ctx, queue.JobFilter{})
+	jobs, err := s.JobList(ctx, jobstore.JobFilter{})
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("JobList = %v, %v", jobs, err)
 	}
@@ -117,7 +117,7 @@ func TestOutcomeWordsMigration(t *testing.T) {
 // TestEncodeEntry: an entry is stored as json.Marshal writes it, HTML
 // escapes included.
 func TestEncodeEntry(t *testing.T) {
-	a := queue.Attempt{Attempt: 2, Worker: "w<1>", StartedAt: t0, FinishedAt: t0.Add(time.Second), Outcome: "transient",
+	a := jobstore.Attempt{Attempt: 2, Worker: "w<1>", StartedAt: t0, FinishedAt: t0.Add(time.Second), Outcome: "transient",
 		Error: "a & b <c> \"d\" \u2028 \x00", Action: "retry", Reason: "x", Delay: 1500 * time.Millisecond}
 	got, err := encodeEntry(a)
 	if err != nil {

@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/sqlfilter"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Store implements queue.Inspector, the dashboard's questions (package ui).
-var _ queue.Inspector = (*Store)(nil)
+var _ jobstore.Inspector = (*Store)(nil)
 
 // JobSearch implements queue.Inspector. The text is matched with strpos on
 // lower-cased text: a scan of the jobs f selects, in ID order, that stops
 // at f.Limit matches.
-func (s *Store) JobSearch(ctx context.Context, params queue.SearchParams) ([]*queue.Job, error) {
+func (s *Store) JobSearch(ctx context.Context, params jobstore.SearchParams) ([]*jobstore.Job, error) {
 	f, text, inArgs := params.Filter, params.Text, params.InArgs
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -89,14 +89,14 @@ FROM entries WHERE fin >= $1 AND fin < $2 AND action IN ('done', 'retry', 'give_
 GROUP BY 1, 2, 3`
 
 // Throughput implements queue.Inspector.
-func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue.Throughput, error) {
+func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]jobstore.Throughput, error) {
 	rows, err := s.pool.Query(ctx, throughputSQL, since, until)
 	if err != nil {
 		return nil, wrapErr("throughput", err)
 	}
 	var (
-		out []queue.Throughput
-		t   queue.Throughput
+		out []jobstore.Throughput
+		t   jobstore.Throughput
 	)
 	_, err = pgx.ForEachRow(rows, []any{&t.Queue, &t.Minute, &t.Action, &t.Count}, func() error {
 		u := t
@@ -111,7 +111,7 @@ func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue
 }
 
 // DeadCauses implements queue.Inspector.
-func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.DeadCause, error) {
+func (s *Store) DeadCauses(ctx context.Context, f jobstore.JobFilter) ([]jobstore.DeadCause, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -128,8 +128,8 @@ func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.Dead
 		return nil, wrapErr("dead causes", err)
 	}
 	var (
-		out []queue.DeadCause
-		c   queue.DeadCause
+		out []jobstore.DeadCause
+		c   jobstore.DeadCause
 		fin *time.Time
 	)
 	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin, &c.Error}, func() error {
@@ -153,7 +153,7 @@ const deadCauseCountsSQL = `SELECT kind, dead_reason, dead_cause, queue, count(*
 
 // DeadCauseCounts implements queue.Inspector over the column dead_cause
 // of migration 11.
-func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCauseCount, error) {
+func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]jobstore.DeadCauseCount, error) {
 	q := deadCauseCountsSQL
 	if limit > 0 {
 		q += ` LIMIT ` + strconv.Itoa(limit)
@@ -163,8 +163,8 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 		return nil, behindErr("dead cause counts", 11, err)
 	}
 	var (
-		out       []queue.DeadCauseCount
-		c         queue.DeadCauseCount
+		out       []jobstore.DeadCauseCount
+		c         jobstore.DeadCauseCount
 		first, la time.Time
 	)
 	_, err = pgx.ForEachRow(rows, []any{&c.Kind, &c.Reason, &c.Cause, &c.Queue, &c.Count, &first, &la, &c.MaxID}, func() error {
@@ -181,7 +181,7 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 
 // DeadOfCause implements queue.Inspector with an index-only scan of
 // heed_jobs_dead_cause_idx, read backwards.
-func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) ([]queue.DeadCause, error) {
+func (s *Store) DeadOfCause(ctx context.Context, key jobstore.CauseKey, limit int) ([]jobstore.DeadCause, error) {
 	q := `SELECT id, kind, queue, dead_reason, finished_at
 		FROM heed_jobs WHERE state = 'dead' AND kind = $1 AND dead_reason = $2 AND dead_cause = $3
 		ORDER BY finished_at DESC, id DESC`
@@ -193,8 +193,8 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 		return nil, behindErr("dead of cause", 11, err)
 	}
 	var (
-		out []queue.DeadCause
-		c   queue.DeadCause
+		out []jobstore.DeadCause
+		c   jobstore.DeadCause
 		fin *time.Time
 	)
 	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin}, func() error {
@@ -211,11 +211,11 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 
 // behindErr wraps err; a missing column or table (a schema one release
 // behind, opened to read, without the migration that added it) matches
-// queue.ErrSchemaTooOld.
+// jobstore.ErrSchemaTooOld.
 func behindErr(op string, migration int, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42703" || pgErr.Code == "42P01") { // undefined_column, undefined_table
-		return fmt.Errorf("pgstore: %s: %w (migration %d not applied): %w", op, queue.ErrSchemaTooOld, migration, err)
+		return fmt.Errorf("pgstore: %s: %w (migration %d not applied): %w", op, jobstore.ErrSchemaTooOld, migration, err)
 	}
 	return wrapErr(op, err)
 }

@@ -3,7 +3,7 @@ package pgstore
 import (
 	"testing"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 )
 
@@ -11,7 +11,7 @@ import (
 // fresh schema.
 func TestInspector(t *testing.T) {
 	testURL(t)
-	storetest.RunInspector(t, func(t *testing.T) queue.Store {
+	storetest.RunInspector(t, func(t *testing.T) jobstore.Store {
 		_, u := testSchema(t)
 		s, err := Open(t.Context(), u)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // TestWakeFromClosingClient: a producer that opens a store, enqueues one
@@ -28,7 +29,7 @@ func TestWakeFromClosingClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue.Handle(w, "wake", func(context.Context, *queue.Job, struct{}) error {
+	queue.Handle(w, "wake", func(context.Context, *jobstore.Job, struct{}) error {
 		started <- time.Now()
 		return nil
 	})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // cancels holds the cancel functions of the jobs a worker is running, so
@@ -43,7 +45,7 @@ func (c *cancels) cancel(id int64) {
 
 // startCancels listens for cancellations when the store can tell them.
 func (w *Worker) startCancels() {
-	n, ok := w.store.(CancelNotifier)
+	n, ok := w.store.(jobstore.CancelNotifier)
 	if !ok {
 		return // the lease renewal finds them
 	}
@@ -70,7 +72,7 @@ func (w *Worker) startCancels() {
 // whyLost returns ErrCancelled (wrapped) when err says that job id's lease
 // was lost and the job was cancelled by an operator, and err otherwise.
 func (w *Worker) whyLost(id int64, err error) error {
-	if !errors.Is(err, ErrLeaseLost) {
+	if !errors.Is(err, jobstore.ErrLeaseLost) {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)

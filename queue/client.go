@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // ClientConfig configures a [Client]. The zero value is ready to use.
@@ -25,12 +26,12 @@ type ClientConfig struct {
 // (list, requeue, delete, purge). It holds no goroutines and no state but
 // its store, and is safe for concurrent use. Make one with [NewClient].
 type Client struct {
-	store Store
+	store jobstore.Store
 	cfg   ClientConfig
 }
 
 // NewClient returns a Client over store.
-func NewClient(store Store, cfg ClientConfig) *Client {
+func NewClient(store jobstore.Store, cfg ClientConfig) *Client {
 	if cfg.Operator == "" {
 		cfg.Operator = "operator"
 	}
@@ -38,7 +39,7 @@ func NewClient(store Store, cfg ClientConfig) *Client {
 }
 
 // Store returns the client's store.
-func (c *Client) Store() Store { return c.store }
+func (c *Client) Store() jobstore.Store { return c.store }
 
 // Enqueue adds a job of kind with args, which is marshalled with
 // encoding/json (a json.RawMessage or []byte is used as is, and must be
@@ -49,11 +50,7 @@ func (c *Client) Store() Store { return c.store }
 // negative delay, ...) returns an error matching ErrInvalid that names the
 // field, and nothing is written.
 func (c *Client) Enqueue(ctx context.Context, kind string, args any, opts EnqueueOptions) (job *Job, inserted bool, err error) {
-	raw, err := EncodeArgs(args)
-	if err != nil {
-		return nil, false, err
-	}
-	in, err := NewJobInsert(kind, raw, opts, clock.Now(c.cfg.Clock))
+	in, err := NewJobInsert(kind, args, opts, clock.Now(c.cfg.Clock))
 	if err != nil {
 		return nil, false, err
 	}
@@ -67,12 +64,11 @@ func (c *Client) Enqueue(ctx context.Context, kind string, args any, opts Enqueu
 	return job, inserted, nil
 }
 
-// EncodeArgs returns a job's args as [Client.Enqueue] stores them: args
+// encodeArgs returns a job's args as [Client.Enqueue] stores them: args
 // marshalled with encoding/json, a json.RawMessage or []byte as is (it must
 // be valid JSON; [NewJobInsert] checks), nil as {}. Args that do not
-// marshal return an error matching ErrInvalid. Stores' transactional
-// enqueues (pgstore's and sqlitestore's EnqueueTx) use it.
-func EncodeArgs(args any) (json.RawMessage, error) {
+// marshal return an error matching ErrInvalid.
+func encodeArgs(args any) (json.RawMessage, error) {
 	switch a := args.(type) {
 	case nil:
 		return json.RawMessage("{}"), nil
@@ -83,7 +79,7 @@ func EncodeArgs(args any) (json.RawMessage, error) {
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
-		return nil, &InputError{"args", fmt.Sprintf("do not marshal to JSON: %v", err)}
+		return nil, &InputError{Field: "args", Reason: fmt.Sprintf("do not marshal to JSON: %v", err)}
 	}
 	return b, nil
 }
@@ -114,7 +110,7 @@ type DeadFilter struct {
 
 func (c *Client) deadFilter(f DeadFilter) (JobFilter, error) {
 	if f.OlderThan < 0 {
-		return JobFilter{}, &InputError{"DeadFilter.OlderThan", fmt.Sprintf("is %v, must not be negative", f.OlderThan)}
+		return JobFilter{}, &InputError{Field: "DeadFilter.OlderThan", Reason: fmt.Sprintf("is %v, must not be negative", f.OlderThan)}
 	}
 	jf := JobFilter{IDs: f.IDs, State: StateDead, Kind: f.Kind, Queue: f.Queue, DeadReason: f.Reason,
 		AfterID: f.AfterID, Limit: f.Limit}
@@ -144,8 +140,8 @@ func (c *Client) Requeue(ctx context.Context, f DeadFilter) (int, error) {
 		return 0, err
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
-	return c.store.DeadRequeue(ctx, OpParams{Filter: jf, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeRequeued, Action: ActionRequeue}})
+	return c.store.DeadRequeue(ctx, jobstore.OpParams{Filter: jf, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
+		Outcome: jobstore.OutcomeRequeued, Action: jobstore.ActionRequeue}})
 }
 
 // DeleteDead deletes the dead jobs that match f and returns how many. The
@@ -163,7 +159,7 @@ func (c *Client) DeleteDead(ctx context.Context, f DeadFilter) (int, error) {
 // WorkerConfig.RetainDead (30 days by default; negative keeps them).
 func (c *Client) PurgeDead(ctx context.Context, age time.Duration) (int, error) {
 	if age <= 0 {
-		return 0, &InputError{"age", fmt.Sprintf("is %v, must be positive", age)}
+		return 0, &InputError{Field: "age", Reason: fmt.Sprintf("is %v, must be positive", age)}
 	}
 	return c.DeleteDead(ctx, DeadFilter{OlderThan: age})
 }
@@ -174,7 +170,7 @@ func (c *Client) PurgeDead(ctx context.Context, age time.Duration) (int, error) 
 // negative keeps them).
 func (c *Client) PurgeSucceeded(ctx context.Context, age time.Duration) (int, error) {
 	if age <= 0 {
-		return 0, &InputError{"age", fmt.Sprintf("is %v, must be positive", age)}
+		return 0, &InputError{Field: "age", Reason: fmt.Sprintf("is %v, must be positive", age)}
 	}
 	jf := JobFilter{State: StateSucceeded, FinishedBefore: clock.Now(c.cfg.Clock).Add(-age)}
 	if err := jf.Validate(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -67,11 +68,11 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// ErrLeaseExpired is the error recorded for an attempt whose worker lost its
+// errLeaseExpired is the error recorded for an attempt whose worker lost its
 // lease (it crashed, hung, or lost the database for longer than the lease).
 // It is transient: the attempt counts, and the job is retried if its policy
 // allows.
-var ErrLeaseExpired = errors.New("queue: lease expired before the attempt ended (worker lost)")
+var errLeaseExpired = errors.New("queue: lease expired before the attempt ended (worker lost)")
 
 // result is what running a handler once produced.
 type result struct {
@@ -94,7 +95,7 @@ func call(p *retry.Policy, job *Job, r rand.Source) retry.Call {
 			h.LastDelay = e.Delay
 			break
 		}
-		if job.History[i].Outcome == OutcomeRequeued {
+		if job.History[i].Outcome == jobstore.OutcomeRequeued {
 			break
 		}
 	}
@@ -116,25 +117,25 @@ func budgetEnd(p *retry.Policy, job *Job) time.Time {
 // decide turns the result of one attempt of job into the transition to
 // store and the decision behind it, through the call protocol. It is pure:
 // time and randomness come in. p is the job's effective policy.
-func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source) (Transition, retry.Decision) {
+func decide(p *retry.Policy, job *Job, res result, now time.Time, r rand.Source) (jobstore.Transition, retry.Decision) {
 	c := call(p, job, r)
 	return settle(&c, job, res, now)
 }
 
 // settle is decide for the call c that admitted job's attempt.
-func settle(c *retry.Call, job *Job, res result, now time.Time) (Transition, retry.Decision) {
+func settle(c *retry.Call, job *Job, res result, now time.Time) (jobstore.Transition, retry.Decision) {
 	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now, Panic: panicText(res.stack)}
 	if res.err != nil {
 		e.Error = errorText(res.err)
 	}
-	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
+	t := jobstore.Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
 
 	if se, ok := errors.AsType[*snoozeError](res.err); ok {
 		// Not a failure: the handler's own choice. The breaker learns
 		// nothing and the attempt is given back.
 		c.Abandon(now)
 		at := now.Add(se.d)
-		e.Outcome, e.Action, e.Delay = OutcomeSnoozed, ActionSnooze, se.d
+		e.Outcome, e.Action, e.Delay = jobstore.OutcomeSnoozed, jobstore.ActionSnooze, se.d
 		d := retry.Decision{Action: retry.Retry, Attempt: job.Attempt, Err: res.err, Delay: se.d, At: at}
 		if end := budgetEnd(&c.Policy, job); !end.IsZero() && at.After(end) {
 			d.Action, d.Reason, d.At = retry.GiveUp, retry.ReasonTimeBudget, now
@@ -165,9 +166,9 @@ func settle(c *retry.Call, job *Job, res result, now time.Time) (Transition, ret
 // decideLost decides about a running job whose lease expired: the lost
 // attempt counts, is recorded with outcome "lost", and the job is retried or
 // given up as its policy says.
-func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (Transition, retry.Decision) {
-	t, d := decide(p, job, result{err: retry.Transient(ErrLeaseExpired), started: job.AttemptedAt, worker: job.Worker}, now, r)
-	t.Entry.Outcome = OutcomeLost
+func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (jobstore.Transition, retry.Decision) {
+	t, d := decide(p, job, result{err: retry.Transient(errLeaseExpired), started: job.AttemptedAt, worker: job.Worker}, now, r)
+	t.Entry.Outcome = jobstore.OutcomeLost
 	return t, d
 }
 
@@ -184,68 +185,41 @@ func decideLost(p *retry.Policy, job *Job, now time.Time, r rand.Source) (Transi
 // follows a deferral of the same attempt for the same reason replaces that
 // history entry (Transition.ReplaceLast), its Count one more: a run of
 // deferrals is one entry, however many waves it took.
-func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.Source) (Transition, retry.Decision) {
+func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.Source) (jobstore.Transition, retry.Decision) {
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now,
 		Action: d.Action.Key(), Reason: d.Reason.Key()}
 	if d.Err != nil {
 		e.Error = errorText(d.Err)
 	}
-	t := Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
+	t := jobstore.Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
 	if d.Action == retry.Defer {
 		spread := backoff.Uniform(r, d.Delay)
 		d.At, d.Delay = d.At.Add(spread), d.Delay+spread
-		e.Outcome, e.Delay = OutcomeDeferred, d.Delay
+		e.Outcome, e.Delay = jobstore.OutcomeDeferred, d.Delay
 		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)
-		if n := len(job.History); n > 0 && sameRun(job.History[n-1], e) {
-			e, t.ReplaceLast = joinRun(job.History[n-1], e), true
+		if n := len(job.History); n > 0 {
+			// A deferral that continues the last entry's run of deferrals
+			// takes its place, counting both.
+			run := [2]Attempt{job.History[n-1], e}
+			if h := jobstore.CompactHistory(run[:]); len(h) == 1 {
+				e, t.ReplaceLast = h[0], true
+			}
 		}
 	} else {
-		e.Outcome = OutcomeExpired
+		e.Outcome = jobstore.OutcomeExpired
 		t.State, t.FinishedAt, t.DeadReason = StateDead, now, d.Reason.Key()
 	}
 	t.Entry = e
 	return t, d
 }
 
-// sameRun reports whether the deferral e continues the run of deferrals
-// that last (the history's last entry) is or ends: a deferral of the same
-// attempt for the same reason.
-func sameRun(last, e Attempt) bool {
-	return last.Outcome == OutcomeDeferred && e.Outcome == OutcomeDeferred &&
-		last.Attempt == e.Attempt && last.Reason == e.Reason
-}
-
-// joinRun returns the one entry of the run of deferrals last and then e:
-// e's, counting both, since last's start.
-func joinRun(last, e Attempt) Attempt {
-	e.StartedAt, e.Count = last.StartedAt, max(last.Count, 1)+max(e.Count, 1)
-	return e
-}
-
-// CompactHistory returns h with every run of consecutive deferrals of one
-// attempt for one reason as the one entry with a count that a worker now
-// writes ([Attempt].Count; for store implementers: the stores' migration
-// 10 rewrites histories written before counts with it). It reuses h's
-// array; a history without such runs is returned as it is.
-func CompactHistory(h []Attempt) []Attempt {
-	out := h[:0]
-	for _, e := range h {
-		if n := len(out); n > 0 && sameRun(out[n-1], e) {
-			out[n-1] = joinRun(out[n-1], e)
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 // decideRelease hands a job back at shutdown without using its attempt.
-func decideRelease(job *Job, res result, now time.Time) Transition {
+func decideRelease(job *Job, res result, now time.Time) jobstore.Transition {
 	e := Attempt{Attempt: job.Attempt, Worker: res.worker, StartedAt: res.started, FinishedAt: now,
-		Outcome: OutcomeReleased, Action: ActionRelease, Panic: panicText(res.stack)}
+		Outcome: jobstore.OutcomeReleased, Action: jobstore.ActionRelease, Panic: panicText(res.stack)}
 	if res.err != nil {
 		e.Error = errorText(res.err)
 	}
-	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateAvailable, Attempt: max(job.Attempt-1, 0),
+	return jobstore.Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateAvailable, Attempt: max(job.Attempt-1, 0),
 		AvailableAt: now, Entry: e, Now: now}
 }

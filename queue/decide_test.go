@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -72,9 +73,9 @@ func TestDecide(t *testing.T) {
 		{"After(-1) refused", running(1, t0), nil, result{err: retry.After(-1, errBoom)},
 			want{StateDead, 1, time.Time{}, "server_refused", "refused", "give_up", 0}},
 		{"snooze gives the attempt back", running(2, t0), nil, result{err: Snooze(time.Hour)},
-			want{StateAvailable, 1, now.Add(time.Hour), "", OutcomeSnoozed, "snooze", time.Hour}},
+			want{StateAvailable, 1, now.Add(time.Hour), "", jobstore.OutcomeSnoozed, "snooze", time.Hour}},
 		{"snooze past the time budget", running(2, t0), nil, result{err: Snooze(25 * time.Hour)},
-			want{StateDead, 2, time.Time{}, "time_budget", OutcomeSnoozed, "give_up", 25 * time.Hour}},
+			want{StateDead, 2, time.Time{}, "time_budget", jobstore.OutcomeSnoozed, "give_up", 25 * time.Hour}},
 		{"panic is classified like an error: unmarked, permanent", running(1, t0), nil, result{err: &PanicError{Value: "oops", Stack: "stack"}, stack: "stack"},
 			want{StateDead, 1, time.Time{}, "permanent", "permanent", "give_up", 0}},
 		{"an unmarked error goes to the dead-letter at once", running(1, t0), nil, result{err: errors.New("boom")},
@@ -160,7 +161,7 @@ func TestDecideLost(t *testing.T) {
 	if tr.State != StateAvailable || tr.Attempt != 3 || !tr.AvailableAt.Equal(now.Add(8*time.Second)) || d.Reason != retry.ReasonTransient {
 		t.Errorf("lost: %+v %v", tr, d)
 	}
-	if e.Outcome != OutcomeLost || e.Worker != "dead-worker" || !e.StartedAt.Equal(job.AttemptedAt) || !strings.Contains(e.Error, "lease expired") {
+	if e.Outcome != jobstore.OutcomeLost || e.Worker != "dead-worker" || !e.StartedAt.Equal(job.AttemptedAt) || !strings.Contains(e.Error, "lease expired") {
 		t.Errorf("lost entry: %+v", e)
 	}
 	// A classifier that retries nothing still retries a lost attempt: it
@@ -171,7 +172,7 @@ func TestDecideLost(t *testing.T) {
 	}
 	job.Attempt = 10
 	tr, _ = decideLost(&p, job, now, nil)
-	if tr.State != StateDead || tr.DeadReason != "attempts" || tr.Entry.Outcome != OutcomeLost {
+	if tr.State != StateDead || tr.DeadReason != "attempts" || tr.Entry.Outcome != jobstore.OutcomeLost {
 		t.Errorf("lost at the last attempt: %+v", tr)
 	}
 }
@@ -181,13 +182,13 @@ func TestDecideLastDelay(t *testing.T) {
 	job := &Job{Attempt: 3, StartedAt: t0, LeaseToken: "t", History: []Attempt{
 		{Attempt: 1, Action: "retry", Delay: time.Second},
 		{Attempt: 2, Action: "retry", Delay: 10 * time.Minute},
-		{Attempt: 2, Action: "snooze", Outcome: OutcomeSnoozed, Delay: time.Hour},
+		{Attempt: 2, Action: "snooze", Outcome: jobstore.OutcomeSnoozed, Delay: time.Hour},
 	}}
 	h := call(&p, job, nil).History
 	if h.LastDelay != 10*time.Minute || h.Attempts != 2 || !h.Start.Equal(t0) {
 		t.Errorf("history before attempt 3 = %+v", h)
 	}
-	job.History = append(job.History, Attempt{Outcome: OutcomeRequeued, Action: "requeue"})
+	job.History = append(job.History, Attempt{Outcome: jobstore.OutcomeRequeued, Action: "requeue"})
 	if h := call(&p, job, nil).History; h.LastDelay != 0 {
 		t.Errorf("LastDelay across a requeue = %v", h.LastDelay)
 	}
@@ -208,14 +209,14 @@ func TestDecideExpiredAndRelease(t *testing.T) {
 		t.Fatal("an attempt admitted after its time budget")
 	}
 	tr, _ := refused(job, d, "w", now, nil)
-	if tr.State != StateDead || tr.DeadReason != "time_budget" || tr.Entry.Outcome != OutcomeExpired || d.Reason != retry.ReasonTimeBudget {
+	if tr.State != StateDead || tr.DeadReason != "time_budget" || tr.Entry.Outcome != jobstore.OutcomeExpired || d.Reason != retry.ReasonTimeBudget {
 		t.Errorf("expired: %+v", tr)
 	}
 	if err := tr.Validate(); err != nil {
 		t.Error(err)
 	}
 	tr = decideRelease(job, result{err: errShutdown, started: t0, worker: "w"}, t0.Add(time.Second))
-	if tr.State != StateAvailable || tr.Attempt != 3 || !tr.AvailableAt.Equal(t0.Add(time.Second)) || tr.Entry.Outcome != OutcomeReleased {
+	if tr.State != StateAvailable || tr.Attempt != 3 || !tr.AvailableAt.Equal(t0.Add(time.Second)) || tr.Entry.Outcome != jobstore.OutcomeReleased {
 		t.Errorf("release: %+v", tr)
 	}
 	if err := tr.Validate(); err != nil {
@@ -259,7 +260,7 @@ func TestAttemptString(t *testing.T) {
 		{Attempt{Attempt: 3, Outcome: "permanent", Error: "no such user", Action: "give_up", Reason: "permanent"},
 			"attempt 3: permanent: no such user; give up (permanent)"},
 		{Attempt{Attempt: 1, Outcome: "success", Action: "done", Reason: "success"}, "attempt 1: success; done"},
-		{Attempt{Outcome: OutcomeRequeued, Action: "requeue", Worker: "ops"}, "requeued by ops"},
+		{Attempt{Outcome: jobstore.OutcomeRequeued, Action: "requeue", Worker: "ops"}, "requeued by ops"},
 	} {
 		if got := tc.a.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)

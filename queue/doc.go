@@ -67,7 +67,7 @@
 // # Crash safety
 //
 // Every change to a running job names its lease token, so a worker that
-// comes back after its lease expired changes nothing ([ErrLeaseLost]).
+// comes back after its lease expired changes nothing ([jobstore.ErrLeaseLost]).
 // Workers rescue jobs whose lease expired: the lost attempt is recorded with
 // outcome "lost" and counts, so a job that kills its worker every time still
 // ends in the dead-letter. Delivery is at least once; handlers should be
@@ -77,24 +77,21 @@
 //
 // Enqueue with a [Client] ([ClientConfig], [EnqueueOptions], per-job
 // [JobPolicy]); run jobs with a [Worker] ([WorkerConfig], [Handle],
-// [Snooze], [Decline], [Worker.Drain], [RetryAll], [DefaultPolicy], events through [Event] and
-// [LogObserver]); read jobs as [Job] with their [State] and history of
-// [Attempt] entries; operate the dead-letter with [DeadFilter] and
-// [Stats]. Errors: [ErrNotFound], [ErrInvalid] (an [*InputError] names the
-// field), [ErrLeaseLost], [PanicError], [ErrSchemaTooNew] and
-// [ErrSchemaTooOld] (a [*SchemaTooNewError] or [*SchemaBehindError] gives
-// the versions).
+// [Snooze], [Decline], [Worker.Drain], [RetryAll], [DefaultPolicy], events
+// through [Event] and [LogObserver]); read jobs as [Job] with their
+// [State] and history of [Attempt] entries; operate the dead-letter with
+// [DeadFilter] and [Stats]. Errors: [ErrNotFound], [ErrInvalid] (an
+// [*InputError] names the field), [PanicError], [ErrCancelled],
+// [ErrStopped]; a store that cannot open its database returns
+// jobstore.ErrSchemaTooNew or jobstore.ErrSchemaTooOld.
 //
 // # For store implementers
 //
-// A [Store] stores and never decides: every decision is taken here and
-// handed to it as data, with every time in its arguments. The store SPI
-// is [Store] and the optional [Notifier] and [TransitionBatcher]; their
-// inputs [JobInsert] (built by [NewJobInsert]), [ClaimParams],
-// [RescueParams], [LeaseParams], [Transition], [OpParams], [PruneParams],
-// [SearchParams] and [JobFilter]; the stored words (the Outcome and Action
-// constants, with the keys of package retry); the stored forms of [JobPolicy] and [Attempt] (their JSON
-// methods) and [MaxHistory]; the schema errors [SchemaTooNewError] and
-// [SchemaBehindError]. Users never call these. queue/storetest is the
-// conformance suite every store passes.
+// Package queue/jobstore is the other side: the [jobstore.Store] interface
+// and its optional companions, the parameters and rows a store is handed,
+// the stored words and forms, and the checks stores run on their input.
+// [Job], [Attempt], [JobPolicy], [JobFilter], [Stats], [Limit], [State] and
+// [InputError] are defined there and named here by alias, so that a store
+// needs nothing of this package but [NewJobInsert] for a transactional
+// enqueue. queue/storetest is the conformance suite every store passes.
 package queue

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // activity counts a worker's claims and jobs in flight, so that Drain
@@ -123,19 +124,19 @@ type DeclinedJob struct {
 	Reason string // the reason given to Decline, as the history keeps it
 }
 
-// DefaultDrainWithin is how far ahead a drain looks for due jobs by
+// defaultDrainWithin is how far ahead a drain looks for due jobs by
 // default (DrainOptions.Within): a retry with a short backoff is waited
 // for, one scheduled further ahead is reported.
-const DefaultDrainWithin = time.Minute
+const defaultDrainWithin = time.Minute
 
 // DrainOptions configures [Worker.Drain] and [Worker.WaitEmpty]. The
-// zero value runs what is due now and within DefaultDrainWithin, and
+// zero value runs what is due now and within a minute, and
 // returns when only jobs this worker will not run are left.
 type DrainOptions struct {
 	// Within also waits for the jobs of the worker's queues that are due
 	// within this long (a retry with a short backoff, a job enqueued with
 	// a short delay), checking again as they come due. Zero is
-	// DefaultDrainWithin; a negative value waits only for jobs due now.
+	// one minute; a negative value waits only for jobs due now.
 	Within time.Duration
 	// WaitScheduled waits for every job of the worker's queues, however
 	// far ahead it is scheduled, and for those running on other workers:
@@ -157,7 +158,7 @@ type DrainResult struct {
 	// Elsewhere counts the unfinished jobs of the queues the worker does
 	// not serve (those with at least one available, scheduled or running
 	// job), sorted by queue: jobs no drain of this worker will run.
-	Elsewhere []QueueStats
+	Elsewhere []jobstore.QueueStats
 	// Declined lists the jobs of the worker's queues that it gave back
 	// with [Decline] and that still wait, by ID: a drain does not wait for
 	// them, since this worker will not run them.
@@ -165,7 +166,7 @@ type DrainResult struct {
 }
 
 // Drain runs w until no job of its queues is due within opts.Within (by
-// default DefaultDrainWithin) and none it claimed is still running, nor
+// default one minute) and none it claimed is still running, nor
 // any running on another worker whose lease ends by then (it may come
 // back: a killed worker's job once its lease expires, or a retry), then
 // shuts it down and reports what was left: jobs due later, paused queues,
@@ -204,7 +205,7 @@ func (w *Worker) Drain(ctx context.Context, opts DrainOptions) (DrainResult, err
 func (o *DrainOptions) within() time.Duration {
 	switch {
 	case o.Within == 0:
-		return DefaultDrainWithin
+		return defaultDrainWithin
 	case o.Within < 0:
 		return 0
 	}
@@ -265,7 +266,7 @@ func (w *Worker) drained(ctx context.Context, queues []string, opts DrainOptions
 	now := w.now()
 	empty := true
 	for _, q := range queues {
-		if slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == q }) {
+		if slices.ContainsFunc(paused, func(p jobstore.PausedQueue) bool { return p.Queue == q }) {
 			continue
 		}
 		by := now.Add(opts.within())
@@ -380,7 +381,7 @@ func (w *Worker) drainResult(ctx context.Context) (DrainResult, error) {
 			continue
 		}
 		res.Scheduled += qs.Scheduled
-		if qs.Available > 0 && slices.ContainsFunc(paused, func(p PausedQueue) bool { return p.Queue == qs.Queue }) {
+		if qs.Available > 0 && slices.ContainsFunc(paused, func(p jobstore.PausedQueue) bool { return p.Queue == qs.Queue }) {
 			res.Paused = append(res.Paused, qs.Queue)
 		}
 	}

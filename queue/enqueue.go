@@ -6,23 +6,12 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
 // DefaultQueue is the queue of jobs enqueued without one.
 const DefaultQueue = "default"
-
-// InputError reports bad input, naming the field. It matches [ErrInvalid].
-type InputError struct {
-	Field  string // such as "kind", "args" or "EnqueueOptions.In"
-	Reason string // what is wrong with it
-}
-
-// Error reads like "queue: kind is empty".
-func (e *InputError) Error() string { return "queue: " + e.Field + " " + e.Reason }
-
-// Is reports whether target is ErrInvalid.
-func (e *InputError) Is(target error) bool { return target == ErrInvalid }
 
 // EnqueueOptions are the optional settings of a new job. The zero value
 // enqueues on DefaultQueue, to run now, at priority 0, with the worker's
@@ -60,41 +49,47 @@ type EnqueueOptions struct {
 // offer a transactional enqueue (pgstore's EnqueueTx) use it so that their
 // jobs are validated exactly as the Client's are.
 //
-// args must be valid JSON (an empty args is taken as {}) of at most
-// [MaxArgs] bytes; kind and queue names at most [MaxName] bytes of UTF-8
+// args is taken as [Client.Enqueue] takes it: marshalled with
+// encoding/json, a json.RawMessage or []byte as is, nil as {}. It must be
+// valid JSON (an empty args is taken as {}) of at most
+// [jobstore.MaxArgs] bytes; kind and queue names at most [jobstore.MaxName] bytes of UTF-8
 // without control characters. Errors match ErrInvalid and name the bad
 // field.
-func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now time.Time) (JobInsert, error) {
-	if err := validName("kind", kind, MaxName); err != nil {
-		return JobInsert{}, err
+func NewJobInsert(kind string, jobArgs any, opts EnqueueOptions, now time.Time) (jobstore.JobInsert, error) {
+	args, err := encodeArgs(jobArgs)
+	if err != nil {
+		return jobstore.JobInsert{}, err
+	}
+	if err := validName("kind", kind, jobstore.MaxName); err != nil {
+		return jobstore.JobInsert{}, err
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
 	if err := validArgs("args", len(args)); err != nil {
-		return JobInsert{}, err
+		return jobstore.JobInsert{}, err
 	}
 	if !json.Valid(args) {
-		return JobInsert{}, &InputError{"args", fmt.Sprintf("is not valid JSON: %.40q", redact.Text(string(args)))}
+		return jobstore.JobInsert{}, &InputError{Field: "args", Reason: fmt.Sprintf("is not valid JSON: %.40q", redact.Text(string(args)))}
 	}
 	q := opts.Queue
 	if q == "" {
 		q = DefaultQueue
 	}
-	if err := validName("EnqueueOptions.Queue", q, MaxName); err != nil {
-		return JobInsert{}, err
+	if err := validName("EnqueueOptions.Queue", q, jobstore.MaxName); err != nil {
+		return jobstore.JobInsert{}, err
 	}
-	if err := validOptionalName("EnqueueOptions.UniqueKey", opts.UniqueKey, MaxUniqueKey); err != nil {
-		return JobInsert{}, err
+	if err := validOptionalName("EnqueueOptions.UniqueKey", opts.UniqueKey, jobstore.MaxUniqueKey); err != nil {
+		return jobstore.JobInsert{}, err
 	}
 	if opts.In < 0 {
-		return JobInsert{}, &InputError{"EnqueueOptions.In", fmt.Sprintf("is %v, must not be negative", opts.In)}
+		return jobstore.JobInsert{}, &InputError{Field: "EnqueueOptions.In", Reason: fmt.Sprintf("is %v, must not be negative", opts.In)}
 	}
 	if opts.In != 0 && !opts.At.IsZero() {
-		return JobInsert{}, &InputError{"EnqueueOptions.At", "and EnqueueOptions.In are both set; set one"}
+		return jobstore.JobInsert{}, &InputError{Field: "EnqueueOptions.At", Reason: "and EnqueueOptions.In are both set; set one"}
 	}
-	if err := opts.Policy.validate("EnqueueOptions.Policy"); err != nil {
-		return JobInsert{}, err
+	if err := validPolicy("EnqueueOptions.Policy", opts.Policy); err != nil {
+		return jobstore.JobInsert{}, err
 	}
 	now = now.UTC()
 	at := now.Add(opts.In)
@@ -103,9 +98,9 @@ func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now ti
 	}
 	key, states, err := uniqueOf(opts, kind, q, args, at)
 	if err != nil {
-		return JobInsert{}, err
+		return jobstore.JobInsert{}, err
 	}
-	return JobInsert{
+	return jobstore.JobInsert{
 		Kind:         kind,
 		Queue:        q,
 		Args:         args,
@@ -117,13 +112,4 @@ func NewJobInsert(kind string, args json.RawMessage, opts EnqueueOptions, now ti
 		UniqueKey:    key,
 		UniqueStates: states,
 	}, nil
-}
-
-func (p JobPolicy) validate(field string) error {
-	if p.Backoff != nil {
-		if err := p.Backoff.Validate(); err != nil {
-			return &InputError{field + ".Backoff", err.Error()}
-		}
-	}
-	return nil
 }

@@ -3,9 +3,9 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // EnqueueItem is one job for [Client.EnqueueMany]: what [Client.Enqueue]
@@ -18,52 +18,12 @@ type EnqueueItem struct {
 	Options EnqueueOptions // as for Enqueue
 }
 
-// InsertResult is the outcome of one job of a batch insert: the job as
-// stored and whether it was inserted. Inserted is false when the job's
-// unique key was held ([EnqueueOptions.UniqueKey], [EnqueueOptions.Unique]);
-// Job is then the job holding it, which may be an earlier job of the same
-// batch.
-type InsertResult struct {
-	Job      *Job
-	Inserted bool
-}
-
-// BatchInserter is implemented by stores that insert many jobs in one
-// transaction (both stores heed ships). [Client.EnqueueMany] uses it when
-// its store has it.
-type BatchInserter interface {
-	// JobInsertMany inserts each of ins as [Store.JobInsert] would, in
-	// order, all in one transaction: either every job is written (or
-	// found holding its unique key) or, on an error, none is. It returns
-	// one result per element of ins, in order. Later elements see earlier
-	// ones: of two with the same unique key, the second returns the first
-	// with Inserted false.
-	JobInsertMany(ctx context.Context, ins []JobInsert) ([]InsertResult, error)
-}
-
-// ItemError reports an invalid item of a batch ([Client.EnqueueMany]),
-// naming it by its index. It unwraps to the item's error, which matches
-// [ErrInvalid].
-type ItemError struct {
-	Index int   // from 0
-	Err   error // what is wrong with it
-}
-
-// Error reads like "queue: item 3: kind is empty": Err's message without
-// its own "queue: ", so that each prefix is said once.
-func (e *ItemError) Error() string {
-	return fmt.Sprintf("queue: item %d: %s", e.Index, strings.TrimPrefix(e.Err.Error(), "queue: "))
-}
-
-// Unwrap returns Err.
-func (e *ItemError) Unwrap() error { return e.Err }
-
 // EnqueueMany adds the jobs of items, validating them all first: a bad
 // item returns an [*ItemError] naming its index (matching ErrInvalid), and
 // nothing is written. It returns one result per item, in order; an item
 // whose unique key is held returns the job holding it with Inserted false.
 //
-// With a store that is a [BatchInserter] (sqlitestore, pgstore) the batch
+// With a store that is a [jobstore.BatchInserter] (sqlitestore, pgstore) the batch
 // is one transaction: on an error no job of it was written. With any other
 // store the jobs are inserted one by one, and an error leaves the jobs
 // before the failing one written (their count is the length of the
@@ -71,15 +31,12 @@ func (e *ItemError) Unwrap() error { return e.Err }
 //
 // One call holds all its jobs in memory and, on PostgreSQL, one
 // transaction: load millions of jobs in calls of about 10,000.
-func (c *Client) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]InsertResult, error) {
+func (c *Client) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]jobstore.InsertResult, error) {
 	now := clock.Now(c.cfg.Clock)
-	ins := make([]JobInsert, len(items))
+	ins := make([]jobstore.JobInsert, len(items))
 	for i, it := range items {
-		raw, err := EncodeArgs(it.Args)
-		if err == nil {
-			ins[i], err = NewJobInsert(it.Kind, raw, it.Options, now)
-		}
-		if err != nil {
+		var err error
+		if ins[i], err = NewJobInsert(it.Kind, it.Args, it.Options, now); err != nil {
 			return nil, &ItemError{Index: i, Err: err}
 		}
 	}
@@ -87,10 +44,10 @@ func (c *Client) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Insert
 		return nil, nil
 	}
 	var (
-		res []InsertResult
+		res []jobstore.InsertResult
 		err error
 	)
-	if b, ok := c.store.(BatchInserter); ok {
+	if b, ok := c.store.(jobstore.BatchInserter); ok {
 		res, err = b.JobInsertMany(ctx, ins)
 		if err == nil && len(res) != len(ins) {
 			err = fmt.Errorf("queue: store returned %d results for %d jobs", len(res), len(ins))
@@ -99,13 +56,13 @@ func (c *Client) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Insert
 			return nil, err
 		}
 	} else {
-		res = make([]InsertResult, 0, len(ins))
+		res = make([]jobstore.InsertResult, 0, len(ins))
 		for _, in := range ins {
 			job, inserted, err := c.store.JobInsert(ctx, in)
 			if err != nil {
 				return res, err
 			}
-			res = append(res, InsertResult{job, inserted})
+			res = append(res, jobstore.InsertResult{Job: job, Inserted: inserted})
 		}
 	}
 	if c.cfg.Observe != nil {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -33,13 +34,13 @@ var eventNames = [...]string{
 	EventStarted:   "started",
 	EventSucceeded: string(StateSucceeded),
 	EventRetried:   "retried",
-	EventSnoozed:   OutcomeSnoozed,
+	EventSnoozed:   jobstore.OutcomeSnoozed,
 	EventDead:      string(StateDead),
-	EventReleased:  OutcomeReleased,
-	EventLost:      OutcomeLost,
+	EventReleased:  jobstore.OutcomeReleased,
+	EventLost:      jobstore.OutcomeLost,
 	EventLeaseLost: "lease_lost",
-	EventDeferred:  OutcomeDeferred,
-	EventCancelled: OutcomeCancelled,
+	EventDeferred:  jobstore.OutcomeDeferred,
+	EventCancelled: jobstore.OutcomeCancelled,
 }
 
 // String returns the event's name, such as "retried".

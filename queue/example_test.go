@@ -9,6 +9,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -301,9 +302,9 @@ func ExampleHandleArgs() {
 // A database migrated by a newer heed is refused with an error naming both
 // versions.
 func ExampleSchemaTooNewError() {
-	err := error(&queue.SchemaTooNewError{Store: "pgstore", Database: 7, Binary: 3})
+	err := error(&jobstore.SchemaTooNewError{Store: "pgstore", Database: 7, Binary: 3})
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, queue.ErrSchemaTooNew))
+	fmt.Println(errors.Is(err, jobstore.ErrSchemaTooNew))
 	// Output:
 	// pgstore: database schema version 7 is newer than this binary knows (version 3): upgrade heed
 	// true
@@ -342,28 +343,6 @@ func ExampleDecline() {
 	// Output:
 	// render job 1 not run: no GPU on this worker
 	// available attempts: 0
-}
-
-// A history written one entry per deferral (by a worker before counts)
-// read as workers now write it: the run as one entry with its count.
-func ExampleCompactHistory() {
-	at := time.Date(2026, 5, 4, 3, 2, 0, 0, time.UTC)
-	deferral := func(s int) queue.Attempt {
-		return queue.Attempt{Attempt: 2, StartedAt: at.Add(time.Duration(s) * time.Second), FinishedAt: at.Add(time.Duration(s) * time.Second),
-			Outcome: queue.OutcomeDeferred, Action: retry.Defer.Key(), Reason: retry.ReasonBreakerOpen.Key(), Delay: 5 * time.Second}
-	}
-	h := []queue.Attempt{
-		{Attempt: 1, StartedAt: at, FinishedAt: at, Outcome: "transient", Action: "retry", Reason: "transient", Delay: 2 * time.Second},
-		deferral(3), deferral(8), deferral(13),
-		{Attempt: 2, StartedAt: at.Add(18 * time.Second), FinishedAt: at.Add(19 * time.Second), Outcome: "success", Action: "done", Reason: "success"},
-	}
-	for _, e := range queue.CompactHistory(h) {
-		fmt.Println(e)
-	}
-	// Output:
-	// attempt 1: transient; retry in 2s
-	// attempt 2: deferred 3 times since 2026-05-04T03:02:03Z; defer in 5s (breaker_open)
-	// attempt 2: success; done
 }
 
 // A queue whose jobs call a rate-limited API gets a global limit: at most

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // resultBackoff paces the retries of a result write: from 50 ms up to 2 s
@@ -38,7 +39,7 @@ func (w *Worker) resultRetryFor() time.Duration { return max(10*w.cfg.Lease, tim
 // resultRetryFor, and when the shutdown grace ends (for a rescue's
 // result: when shutdown begins); the lease then expires and the attempt is
 // rescued as lost.
-func (w *Worker) storeResult(t Transition) error {
+func (w *Worker) storeResult(t jobstore.Transition) error {
 	start := w.now()
 	// Retry at least four times a lease: once the store is back, the
 	// result should land before a rescuer finds the expired lease.
@@ -53,7 +54,7 @@ func (w *Worker) storeResult(t Transition) error {
 			}
 			return nil
 		}
-		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+		if errors.Is(err, jobstore.ErrLeaseLost) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
 			return err
 		}
 		if w.now().Sub(start) >= w.resultRetryFor() {
@@ -64,7 +65,7 @@ func (w *Worker) storeResult(t Transition) error {
 		// A rescue's result is not worth delaying shutdown for: the job
 		// stays leased and is rescued again.
 		var stop <-chan struct{}
-		if t.Entry.Outcome == OutcomeLost {
+		if t.Entry.Outcome == jobstore.OutcomeLost {
 			stop = w.stopping
 		}
 		timer := clock.Or(w.cfg.Clock).NewTimer(wait)
@@ -82,7 +83,7 @@ func (w *Worker) storeResult(t Transition) error {
 
 // writeResult makes one try at writing t: through the completer when the
 // store batches, else alone.
-func (w *Worker) writeResult(t Transition) error {
+func (w *Worker) writeResult(t jobstore.Transition) error {
 	if w.batcher != nil {
 		c := completion{t: t, done: make(chan error, 1)}
 		w.complete <- c

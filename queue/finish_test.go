@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
 // failingWrites fails the first n result writes (alone or batched) with a
 // timeout, as a loaded database does.
 type failingWrites struct {
-	queue.Store
+	jobstore.Store
 	n      atomic.Int64
 	failed atomic.Int64
 }
@@ -26,7 +27,7 @@ func (s *failingWrites) fail() bool {
 	return false
 }
 
-func (s *failingWrites) JobTransition(ctx context.Context, t queue.Transition) error {
+func (s *failingWrites) JobTransition(ctx context.Context, t jobstore.Transition) error {
 	if s.fail() {
 		return context.DeadlineExceeded
 	}
@@ -37,7 +38,7 @@ func (s *failingWrites) JobTransition(ctx context.Context, t queue.Transition) e
 // through its completer.
 type batchingFailingWrites struct{ *failingWrites }
 
-func (s batchingFailingWrites) JobTransitions(ctx context.Context, ts []queue.Transition) ([]error, error) {
+func (s batchingFailingWrites) JobTransitions(ctx context.Context, ts []jobstore.Transition) ([]error, error) {
 	if s.fail() {
 		return nil, context.DeadlineExceeded
 	}
@@ -52,7 +53,7 @@ func TestWorkerRetriesResultWrites(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fw := &failingWrites{Store: openStore(t)}
 			fw.n.Store(3)
-			var st queue.Store = plainStore{fw}
+			var st jobstore.Store = plainStore{fw}
 			if batched {
 				st = batchingFailingWrites{fw}
 			}
@@ -98,7 +99,7 @@ func TestWorkerResultWriteLeaseLost(t *testing.T) {
 			t.Fatal("the lease never expired")
 		}
 		var err error
-		rescued, err = fw.Store.JobRescue(ctx, queue.RescueParams{Now: time.Now(), LeaseUntil: time.Now().Add(time.Minute), Limit: 1})
+		rescued, err = fw.Store.JobRescue(ctx, jobstore.RescueParams{Now: time.Now(), LeaseUntil: time.Now().Add(time.Minute), Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestLimitClaimable(t *testing.T) {
@@ -13,25 +15,25 @@ func TestLimitClaimable(t *testing.T) {
 		l       Limit
 		want    int
 		running int
-		b       RateBucket
+		b       jobstore.RateBucket
 		now     time.Time
 		n       int     // Claimable
 		tokens  float64 // Took's tokens after n starts
 	}{
-		{"no limit", Limit{}, 7, 100, RateBucket{}, t0, 7, 0},
-		{"concurrency room", Limit{Concurrency: 10}, 7, 5, RateBucket{}, t0, 5, 0},
-		{"concurrency full", Limit{Concurrency: 10}, 7, 10, RateBucket{}, t0, 0, 0},
-		{"concurrency over (lowered)", Limit{Concurrency: 10}, 7, 12, RateBucket{}, t0, 0, 0},
-		{"rate full bucket", Limit{Rate: 4}, 10, 0, RateBucket{4, t0}, t0, 4, 0},
-		{"rate partial", Limit{Rate: 4}, 10, 0, RateBucket{0, t0}, at(300), 1, 0.2},
-		{"rate fractions add up", Limit{Rate: 3}, 10, 0, RateBucket{0, t0}, at(1000), 3, 0},
-		{"rate capped at Rate", Limit{Rate: 4}, 10, 0, RateBucket{1, t0}, at(3_600_000), 4, 0},
-		{"rate period", Limit{Rate: 2, RatePeriod: time.Minute}, 10, 0, RateBucket{0, t0}, at(30_000), 1, 0},
-		{"clock behind the bucket", Limit{Rate: 4}, 10, 0, RateBucket{2.5, at(500)}, t0, 2, 0.5},
-		{"never bucket (zero At)", Limit{Rate: 4}, 10, 0, RateBucket{}, t0, 4, 0},
-		{"both: concurrency tighter", Limit{Concurrency: 3, Rate: 100}, 10, 1, RateBucket{100, t0}, t0, 2, 98},
-		{"both: rate tighter", Limit{Concurrency: 30, Rate: 5}, 10, 1, RateBucket{5, t0}, t0, 5, 0},
-		{"want fewer", Limit{Concurrency: 30, Rate: 5}, 1, 1, RateBucket{5, t0}, t0, 1, 4},
+		{"no limit", Limit{}, 7, 100, jobstore.RateBucket{}, t0, 7, 0},
+		{"concurrency room", Limit{Concurrency: 10}, 7, 5, jobstore.RateBucket{}, t0, 5, 0},
+		{"concurrency full", Limit{Concurrency: 10}, 7, 10, jobstore.RateBucket{}, t0, 0, 0},
+		{"concurrency over (lowered)", Limit{Concurrency: 10}, 7, 12, jobstore.RateBucket{}, t0, 0, 0},
+		{"rate full bucket", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 4, At: t0}, t0, 4, 0},
+		{"rate partial", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 0, At: t0}, at(300), 1, 0.2},
+		{"rate fractions add up", Limit{Rate: 3}, 10, 0, jobstore.RateBucket{Tokens: 0, At: t0}, at(1000), 3, 0},
+		{"rate capped at Rate", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 1, At: t0}, at(3_600_000), 4, 0},
+		{"rate period", Limit{Rate: 2, RatePeriod: time.Minute}, 10, 0, jobstore.RateBucket{Tokens: 0, At: t0}, at(30_000), 1, 0},
+		{"clock behind the bucket", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 2.5, At: at(500)}, t0, 2, 0.5},
+		{"never bucket (zero At)", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{}, t0, 4, 0},
+		{"both: concurrency tighter", Limit{Concurrency: 3, Rate: 100}, 10, 1, jobstore.RateBucket{Tokens: 100, At: t0}, t0, 2, 98},
+		{"both: rate tighter", Limit{Concurrency: 30, Rate: 5}, 10, 1, jobstore.RateBucket{Tokens: 5, At: t0}, t0, 5, 0},
+		{"want fewer", Limit{Concurrency: 30, Rate: 5}, 1, 1, jobstore.RateBucket{Tokens: 5, At: t0}, t0, 1, 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := tt.l.Claimable(tt.want, tt.running, tt.b, tt.now)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // TestWorkerGlobalLimit: two workers that may each run 5 jobs of a queue
@@ -26,7 +27,7 @@ func TestWorkerGlobalLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			var cur, peak atomic.Int32
-			var store queue.Store = s
+			var store jobstore.Store = s
 			cfg := fastConfig()
 			cfg.Queues = map[string]int{"api": 5}
 			if tc.plain {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -28,7 +29,7 @@ type JobArgs interface {
 // args marshalled with encoding/json: [Client.Enqueue] for typed kinds.
 func (c *Client) EnqueueArgs(ctx context.Context, args JobArgs, opts EnqueueOptions) (job *Job, inserted bool, err error) {
 	if args == nil {
-		return nil, false, &InputError{"args", "is nil"}
+		return nil, false, &InputError{Field: "args", Reason: "is nil"}
 	}
 	return c.Enqueue(ctx, args.Kind(), args, opts)
 }
@@ -96,10 +97,10 @@ type KindPolicy struct {
 
 func checkKinds(kinds map[string]KindPolicy) error {
 	for k, p := range kinds {
-		if err := validName("WorkerConfig.Kinds", k, MaxName); err != nil {
+		if err := validName("WorkerConfig.Kinds", k, jobstore.MaxName); err != nil {
 			return err
 		}
-		if err := p.Policy.validate("WorkerConfig.Kinds[" + k + "].Policy"); err != nil {
+		if err := validPolicy("WorkerConfig.Kinds["+k+"].Policy", p.Policy); err != nil {
 			return err
 		}
 	}
@@ -152,10 +153,10 @@ func (w *Worker) unknownKind(job *Job) bool {
 
 // decideUnknownKind is the transition of a job whose kind has no handler:
 // dead with reason DeadReasonUnknownKind, the attempt counted.
-func decideUnknownKind(job *Job, err error, worker string, now time.Time) (Transition, retry.Decision) {
+func decideUnknownKind(job *Job, err error, worker string, now time.Time) (jobstore.Transition, retry.Decision) {
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now, Outcome: retry.OutcomePermanent.Key(),
 		Error: errorText(err), Action: retry.GiveUp.Key(), Reason: DeadReasonUnknownKind}
-	return Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateDead, Attempt: job.Attempt, FinishedAt: now,
+	return jobstore.Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateDead, Attempt: job.Attempt, FinishedAt: now,
 			DeadReason: DeadReasonUnknownKind, Entry: e, Now: now},
 		retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonPermanent, Attempt: job.Attempt, Err: err, At: now}
 }

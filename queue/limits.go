@@ -1,80 +1,14 @@
 package queue
 
 import (
-	"fmt"
-	"unicode"
-	"unicode/utf8"
-
 	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/queue/jobstore"
 )
-
-// Limits on what a job keeps, so that no input (a handler's 10 MB error, a
-// job retried forever, a huge payload) grows a store or a log without
-// bound. Text over a limit is cut, with the cut marked, as in
-// "connection reset by peer ... [9.9 MB cut]".
-const (
-	// MaxErrorText is the most of an attempt's error text that is stored
-	// in its history entry: 8 KiB. The text is also redacted (URL secrets
-	// and credential-like words, as in retryhttp.RedactURL).
-	MaxErrorText = 8 << 10
-	// MaxPanicText is the most of a panic's stack stored in its history
-	// entry: 64 KiB (the innermost frames come first, and are kept).
-	MaxPanicText = 64 << 10
-	// MaxHistory is how many of a job's most recent history entries
-	// stores keep beside its first: once a job has more, each new entry
-	// drops the oldest but the first, and an entry with Outcome
-	// [OutcomeCut] after the first says how many were dropped.
-	MaxHistory = 100
-	// MaxArgs is the largest job arguments accepted at enqueue: 1 MiB.
-	// Larger payloads belong in a blob store; pass a reference.
-	MaxArgs = 1 << 20
-	// MaxName is the longest kind, queue or worker name, in bytes.
-	MaxName = 255
-	// MaxUniqueKey is the longest unique key, in bytes.
-	MaxUniqueKey = 1024
-)
-
-// validName checks a kind, queue or worker name: not empty, at most max
-// bytes of UTF-8, no control characters (NUL, newlines, tabs, DEL, C1),
-// so that every store accepts it and every terminal prints it as it is.
-// Every store gets the same error, from this one check.
-func validName(field, s string, max int) error {
-	switch {
-	case s == "":
-		return &InputError{field, "is empty"}
-	case len(s) > max:
-		return &InputError{field, fmt.Sprintf("is %d bytes long, at most %d", len(s), max)}
-	case !utf8.ValidString(s):
-		return &InputError{field, fmt.Sprintf("is not valid UTF-8: %.40q", s)}
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return &InputError{field, fmt.Sprintf("has the control character %U: %.40q", r, s)}
-		}
-	}
-	return nil
-}
-
-// validOptionalName is validName for a field that may be empty.
-func validOptionalName(field, s string, max int) error {
-	if s == "" {
-		return nil
-	}
-	return validName(field, s, max)
-}
-
-// validArgs checks the size of job arguments.
-func validArgs(field string, n int) error {
-	if n > MaxArgs {
-		return &InputError{field, fmt.Sprintf("is %s (%d bytes), at most 1 MiB (%d bytes): store large payloads elsewhere and pass a reference", redact.Size(n), n, MaxArgs)}
-	}
-	return nil
-}
 
 // errorText is the text of err as a history entry keeps it: redacted, and
 // cut at MaxErrorText.
 func errorText(err error) string {
-	return redact.Cut(redact.Text(redact.Cut(err.Error(), MaxErrorText)), MaxErrorText)
+	return redact.Cut(redact.Text(redact.Cut(err.Error(), jobstore.MaxErrorText)), jobstore.MaxErrorText)
 }
 
 // panicText is a panic's value and stack as a history entry keeps it:
@@ -83,5 +17,5 @@ func panicText(stack string) string {
 	if stack == "" {
 		return ""
 	}
-	return redact.Cut(redact.Text(redact.Cut(stack, MaxPanicText)), MaxPanicText)
+	return redact.Cut(redact.Text(redact.Cut(stack, jobstore.MaxPanicText)), jobstore.MaxPanicText)
 }

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestDecideCutsErrorText(t *testing.T) {
@@ -15,14 +17,14 @@ func TestDecideCutsErrorText(t *testing.T) {
 	job := &Job{ID: 7, LeaseToken: "tok", State: StateRunning, Attempt: 1, StartedAt: t0, AttemptedAt: t0}
 	huge := errors.New("boom: " + strings.Repeat("x", 10<<20))
 	tr, _ := decide(&p, job, result{err: huge, stack: strings.Repeat("frame\n", 1<<20), started: t0}, t0, rand.NewPCG(1, 2))
-	if n := len(tr.Entry.Error); n > MaxErrorText || !strings.HasPrefix(tr.Entry.Error, "boom: xxx") || !strings.HasSuffix(tr.Entry.Error, " MB cut]") {
+	if n := len(tr.Entry.Error); n > jobstore.MaxErrorText || !strings.HasPrefix(tr.Entry.Error, "boom: xxx") || !strings.HasSuffix(tr.Entry.Error, " MB cut]") {
 		t.Errorf("stored error: %d bytes, ending %q", n, tr.Entry.Error[max(0, n-40):])
 	}
-	if n := len(tr.Entry.Panic); n > MaxPanicText || !strings.HasSuffix(tr.Entry.Panic, " MB cut]") {
+	if n := len(tr.Entry.Panic); n > jobstore.MaxPanicText || !strings.HasSuffix(tr.Entry.Panic, " MB cut]") {
 		t.Errorf("stored stack: %d bytes", n)
 	}
 	rel := decideRelease(job, result{err: huge, started: t0}, t0)
-	if len(rel.Entry.Error) > MaxErrorText {
+	if len(rel.Entry.Error) > jobstore.MaxErrorText {
 		t.Errorf("release entry error: %d bytes", len(rel.Entry.Error))
 	}
 }
@@ -39,13 +41,13 @@ func TestDecideRedactsErrorText(t *testing.T) {
 }
 
 func TestArgsLimit(t *testing.T) {
-	big := json.RawMessage(`"` + strings.Repeat("a", MaxArgs) + `"`)
+	big := json.RawMessage(`"` + strings.Repeat("a", jobstore.MaxArgs) + `"`)
 	_, err := NewJobInsert("k", big, EnqueueOptions{}, t0)
 	const want = "queue: args is 1.0 MB (1048578 bytes), at most 1 MiB (1048576 bytes): store large payloads elsewhere and pass a reference"
 	if !errors.Is(err, ErrInvalid) || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
 	}
-	in, err := NewJobInsert("k", json.RawMessage(`"`+strings.Repeat("a", MaxArgs-2)+`"`), EnqueueOptions{}, t0)
+	in, err := NewJobInsert("k", json.RawMessage(`"`+strings.Repeat("a", jobstore.MaxArgs-2)+`"`), EnqueueOptions{}, t0)
 	if err != nil {
 		t.Fatalf("args of exactly MaxArgs bytes: %v", err)
 	}
@@ -88,7 +90,7 @@ func TestLogObserverCutsErrors(t *testing.T) {
 	obs := LogObserver(slog.New(slog.NewTextHandler(&b, nil)))
 	obs(context.Background(), Event{Kind: EventDead, Job: &Job{ID: 1, Kind: "k", Queue: "q"},
 		Err: errors.New("https://u:pw-CANARYx7Qp2Lm9Zr4@h/ " + strings.Repeat("z", 10<<20))})
-	if n := b.Len(); n > MaxErrorText+512 || strings.Contains(b.String(), "CANARY") || !strings.Contains(b.String(), "MB cut]") {
+	if n := b.Len(); n > jobstore.MaxErrorText+512 || strings.Contains(b.String(), "CANARY") || !strings.Contains(b.String(), "MB cut]") {
 		t.Errorf("record of %d bytes: %.200s", n, b.String())
 	}
 }

@@ -3,38 +3,9 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/heed-go/heed/clock"
-)
-
-// StateCancelled is the state of a job an operator cancelled (with
-// [Client.Cancel]) before it finished: it never runs again. Like
-// StateSucceeded and StateDead it is final: the job has a FinishedAt, can
-// be deleted, and is removed by retention (see WorkerConfig.RetainCancelled).
-const StateCancelled State = "cancelled"
-
-// Finished reports whether s is a final state: succeeded, dead or
-// cancelled.
-func (s State) Finished() bool {
-	return s == StateSucceeded || s == StateDead || s == StateCancelled
-}
-
-// Outcomes of the history entries operators add.
-const (
-	// OutcomeCancelled marks the entry [Client.Cancel] appends (Action
-	// ActionCancel; Worker is the operator). When the job was running, the
-	// attempt it interrupted is not recorded: its result is dropped.
-	OutcomeCancelled = "cancelled"
-	// OutcomeRunNow marks the entry [Client.RunNow] appends (Action
-	// ActionRunNow): the job's wait was cut short.
-	OutcomeRunNow = "run_now"
-)
-
-// Actions of the entries operators add, stored as spelled here.
-const (
-	ActionCancel = "cancel"  // an operator cancelled the job
-	ActionRunNow = "run_now" // an operator made the job due now
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // ErrCancelled is the cause of the context cancellation a running job's
@@ -43,94 +14,12 @@ const (
 // cancelled.
 var ErrCancelled = errors.New("queue: job cancelled by an operator")
 
-// JobOps are the operator's changes to jobs that are not attempts: cancel,
-// run now, delete, and retention's pruning. They are part of [Store].
-type JobOps interface {
-	// JobCancel cancels the jobs that match p.Filter and are available or
-	// running (p.Filter.State, when set, is one of those two): each becomes
-	// StateCancelled with FinishedAt = p.Now, its lease cleared (Worker is
-	// kept), and p.Entry appended to its history. A worker running one of
-	// them loses its lease: its renewal and its result fail with
-	// ErrLeaseLost. A store that implements [CancelNotifier] tells the
-	// running worker at once. It returns how many jobs it cancelled.
-	JobCancel(ctx context.Context, p OpParams) (int, error)
-
-	// JobRunNow makes the jobs that match p.Filter, available with
-	// AvailableAt after p.Now (scheduled, waiting for a retry, snoozed or
-	// deferred), available at p.Now, with p.Entry appended to their
-	// history, and wakes the workers of their queues. p.Filter.State,
-	// when set, must be StateAvailable. It returns how many jobs it changed.
-	JobRunNow(ctx context.Context, p OpParams) (int, error)
-
-	// JobDelete deletes the finished (succeeded, dead or cancelled) jobs
-	// that match f (f.State, when set, is one of those three) and returns
-	// how many. Jobs in other states are never touched.
-	JobDelete(ctx context.Context, f JobFilter) (int, error)
-
-	// JobPrune deletes up to p.Limit jobs in the finished state p.State
-	// that finished before p.Before, oldest first, in one short statement,
-	// and returns how many: retention calls it in a loop (see
-	// WorkerConfig.RetainSucceeded).
-	JobPrune(ctx context.Context, p PruneParams) (int, error)
-}
-
-// CancelNotifier is implemented by stores that can tell the worker running
-// a job that it was cancelled (pgstore through LISTEN/NOTIFY, for any
-// process; sqlitestore at once within its own process, within a quarter
-// second from others). A [Worker] cancels the
-// job's handler context when told; without a notification it notices at
-// the job's next lease renewal (within a third of the lease).
-type CancelNotifier interface {
-	// JobCancelNotify returns a channel that receives the ID of each
-	// running job that [JobOps.JobCancel] cancelled. Notifications may be
-	// dropped when the receiver is slow; the channel is closed when ctx
-	// ends or the store stops listening.
-	JobCancelNotify(ctx context.Context) (<-chan int64, error)
-}
-
-// cancellable checks a filter for Cancel and returns it.
-func opsFilter(f JobFilter, op string, allowed ...State) (JobFilter, error) {
-	if err := f.Validate(); err != nil {
-		return f, err
-	}
-	if f.State == "" {
-		return f, nil
-	}
-	for _, s := range allowed {
-		if f.State == s {
-			return f, nil
-		}
-	}
-	return f, &InputError{"JobFilter.State", fmt.Sprintf("is %s; %s takes jobs that are %v", f.State, op, allowed)}
-}
-
-// CancelFilter checks f for [Store.JobCancel]: valid, and its State, when
-// set, available or running. Errors match ErrInvalid.
-func CancelFilter(f JobFilter) error {
-	_, err := opsFilter(f, "cancel", StateAvailable, StateRunning)
-	return err
-}
-
-// RunNowFilter checks f for [Store.JobRunNow]: valid, and its State, when
-// set, available. Errors match ErrInvalid.
-func RunNowFilter(f JobFilter) error {
-	_, err := opsFilter(f, "run now", StateAvailable)
-	return err
-}
-
-// DeleteFilter checks f for [Store.JobDelete]: valid, and its State, when
-// set, finished. Errors match ErrInvalid.
-func DeleteFilter(f JobFilter) error {
-	_, err := opsFilter(f, "delete", StateSucceeded, StateDead, StateCancelled)
-	return err
-}
-
 // Cancel cancels the jobs that match f and have not finished: available
 // ones (due now, scheduled, waiting for a retry) and running ones. Each
 // ends in StateCancelled with a "cancelled" entry naming the operator in
 // its history, and never runs again; a running job's handler sees its
 // context cancelled with the cause ErrCancelled (at once when the store
-// is a [CancelNotifier], else at its next lease renewal) and its result
+// is a [jobstore.CancelNotifier], else at its next lease renewal) and its result
 // is dropped. f.State may narrow the selection to StateAvailable or
 // StateRunning; other states return an error matching ErrInvalid. It
 // returns how many jobs it cancelled: cancelling a job that has finished
@@ -139,12 +28,12 @@ func DeleteFilter(f JobFilter) error {
 // Cancel one job with JobFilter{IDs: []int64{id}}; the zero JobFilter
 // cancels every unfinished job.
 func (c *Client) Cancel(ctx context.Context, f JobFilter) (int, error) {
-	if err := CancelFilter(f); err != nil {
+	if err := jobstore.CancelFilter(f); err != nil {
 		return 0, err
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
-	return c.store.JobCancel(ctx, OpParams{Filter: f, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeCancelled, Action: ActionCancel}})
+	return c.store.JobCancel(ctx, jobstore.OpParams{Filter: f, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
+		Outcome: jobstore.OutcomeCancelled, Action: jobstore.ActionCancel}})
 }
 
 // RunNow makes the jobs that match f and wait for a later time (scheduled,
@@ -155,12 +44,12 @@ func (c *Client) Cancel(ctx context.Context, f JobFilter) (int, error) {
 // ErrInvalid. It returns how many jobs it changed (jobs already due, or
 // not available, count 0).
 func (c *Client) RunNow(ctx context.Context, f JobFilter) (int, error) {
-	if err := RunNowFilter(f); err != nil {
+	if err := jobstore.RunNowFilter(f); err != nil {
 		return 0, err
 	}
 	now := clock.Now(c.cfg.Clock).UTC()
-	return c.store.JobRunNow(ctx, OpParams{Filter: f, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
-		Outcome: OutcomeRunNow, Action: ActionRunNow}})
+	return c.store.JobRunNow(ctx, jobstore.OpParams{Filter: f, Now: now, Entry: Attempt{Worker: c.cfg.Operator, StartedAt: now, FinishedAt: now,
+		Outcome: jobstore.OutcomeRunNow, Action: jobstore.ActionRunNow}})
 }
 
 // Delete deletes the finished jobs (succeeded, dead or cancelled) that
@@ -168,7 +57,7 @@ func (c *Client) RunNow(ctx context.Context, f JobFilter) (int, error) {
 // deleted (cancel them first). f.State may narrow the selection to one
 // finished state; other states return an error matching ErrInvalid.
 func (c *Client) Delete(ctx context.Context, f JobFilter) (int, error) {
-	if err := DeleteFilter(f); err != nil {
+	if err := jobstore.DeleteFilter(f); err != nil {
 		return 0, err
 	}
 	return c.store.JobDelete(ctx, f)

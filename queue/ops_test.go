@@ -13,6 +13,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -47,7 +48,7 @@ func TestWorkerCancelRunning(t *testing.T) {
 	t.Run("renewal", func(t *testing.T) { testCancelRunning(t, plainStore{openStore(t)}, 300*time.Millisecond) })
 }
 
-func testCancelRunning(t *testing.T, s queue.Store, lease time.Duration) {
+func testCancelRunning(t *testing.T, s jobstore.Store, lease time.Duration) {
 	cfg := fastConfig()
 	cfg.Lease = lease
 	obs, evs := events()
@@ -130,7 +131,7 @@ func TestWorkerDrainWaitsForLeases(t *testing.T) {
 	c := queue.NewClient(s, queue.ClientConfig{})
 	j := enqueue(t, c, "ok", nil, queue.EnqueueOptions{})
 	now := time.Now()
-	if claimed, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
+	if claimed, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
 		LeaseUntil: now.Add(100 * time.Millisecond), Worker: "killed"}); err != nil || len(claimed) != 1 {
 		t.Fatal(claimed, err)
 	}
@@ -146,7 +147,7 @@ func TestWorkerDrainWaitsForLeases(t *testing.T) {
 	// A lease ending in an hour: Drain(Within 1m) does not wait for it.
 	j = enqueue(t, c, "ok", nil, queue.EnqueueOptions{})
 	now = time.Now()
-	if claimed, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
+	if claimed, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
 		LeaseUntil: now.Add(time.Hour), Worker: "busy"}); err != nil || len(claimed) != 1 {
 		t.Fatal(claimed, err)
 	}
@@ -202,7 +203,7 @@ func TestWorkerDrain(t *testing.T) {
 		t.Errorf("the job scheduled later: %+v", j)
 	}
 	want := queue.DrainResult{Claimed: 6, Scheduled: 1, Paused: []string{"p"},
-		Elsewhere: []queue.QueueStats{{Queue: "elsewhere", Available: 1}}}
+		Elsewhere: []jobstore.QueueStats{{Queue: "elsewhere", Available: 1}}}
 	if res.Claimed != want.Claimed || res.Scheduled != want.Scheduled || !slices.Equal(res.Paused, want.Paused) ||
 		!slices.Equal(res.Elsewhere, want.Elsewhere) {
 		t.Errorf("Drain = %+v, want %+v", res, want)
@@ -269,7 +270,7 @@ func TestWorkerDrainContext(t *testing.T) {
 
 // pruneStore counts JobPrune calls and answers them from a script.
 type pruneStore struct {
-	queue.Store
+	jobstore.Store
 	mu     sync.Mutex
 	calls  []queue.State
 	limits []int
@@ -278,7 +279,7 @@ type pruneStore struct {
 	once   sync.Once
 }
 
-func (p *pruneStore) JobPrune(ctx context.Context, pp queue.PruneParams) (int, error) {
+func (p *pruneStore) JobPrune(ctx context.Context, pp jobstore.PruneParams) (int, error) {
 	st, limit := pp.State, pp.Limit
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -294,7 +295,7 @@ func (p *pruneStore) JobPrune(ctx context.Context, pp queue.PruneParams) (int, e
 	return 0, nil
 }
 
-// Retention deletes in batches of RetentionBatch until a batch comes back
+// Retention deletes in batches of jobstore.RetentionBatch until a batch comes back
 // short, for each finished state that is not off.
 func TestWorkerRetentionBatches(t *testing.T) {
 	ps := &pruneStore{Store: plainStore{openStore(t)}, full: 2, done: make(chan struct{})}
@@ -315,8 +316,8 @@ func TestWorkerRetentionBatches(t *testing.T) {
 		t.Errorf("prune calls %v, want %v first", ps.calls, want)
 	}
 	for _, l := range ps.limits {
-		if l != queue.RetentionBatch {
-			t.Errorf("prune limit %d, want %d", l, queue.RetentionBatch)
+		if l != jobstore.RetentionBatch {
+			t.Errorf("prune limit %d, want %d", l, jobstore.RetentionBatch)
 		}
 	}
 }

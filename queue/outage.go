@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
-// OutageLogInterval is how often a worker repeats, while its store keeps
+// outageLogInterval is how often a worker repeats, while its store keeps
 // failing, that the database is still unreachable. The first failure and
 // the recovery are logged once each, however many calls fail in between.
-const OutageLogInterval = time.Minute
+const outageLogInterval = time.Minute
 
 // outage tracks a worker's failing store calls, so that an outage is
 // logged as a change of state ("unreachable since ...", "reconnected
@@ -24,11 +26,11 @@ type outage struct {
 }
 
 // storeFailed records a failed store call (op names it) and logs the
-// outage when it starts and every OutageLogInterval while it lasts. A
+// outage when it starts and every outageLogInterval while it lasts. A
 // lease lost to another worker and the worker's own shutdown are not
 // outages.
 func (w *Worker) storeFailed(op string, err error) {
-	if errors.Is(err, ErrLeaseLost) || w.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if errors.Is(err, jobstore.ErrLeaseLost) || w.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return
 	}
 	now := w.now()
@@ -38,7 +40,7 @@ func (w *Worker) storeFailed(op string, err error) {
 	first := o.since.IsZero()
 	if first {
 		o.since = now
-	} else if now.Sub(o.logged) < OutageLogInterval {
+	} else if now.Sub(o.logged) < outageLogInterval {
 		o.mu.Unlock()
 		return
 	}

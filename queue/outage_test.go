@@ -11,18 +11,19 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // flakyStore fails claims and rescues while down, counting the failures.
 type flakyStore struct {
-	queue.Store
+	jobstore.Store
 	down   atomic.Bool
 	failed atomic.Int64
 }
 
 var errUnreachable = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 
-func (s *flakyStore) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+func (s *flakyStore) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*queue.Job, error) {
 	if s.down.Load() {
 		s.failed.Add(1)
 		return nil, errUnreachable
@@ -30,7 +31,7 @@ func (s *flakyStore) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queu
 	return s.Store.JobClaim(ctx, p)
 }
 
-func (s *flakyStore) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.Job, error) {
+func (s *flakyStore) JobRescue(ctx context.Context, p jobstore.RescueParams) ([]*queue.Job, error) {
 	if s.down.Load() {
 		s.failed.Add(1)
 		return nil, errUnreachable

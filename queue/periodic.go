@@ -12,6 +12,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Schedule says when a periodic job is due. Implementations must be
@@ -37,7 +38,7 @@ func Every(d time.Duration) Schedule {
 type every time.Duration
 
 func (e every) Next(t time.Time) time.Time {
-	return PeriodStart(t, time.Duration(e)).Add(time.Duration(e))
+	return periodStart(t, time.Duration(e)).Add(time.Duration(e))
 }
 
 func (e every) String() string { return "every " + time.Duration(e).String() }
@@ -52,14 +53,14 @@ func (e every) String() string { return "every " + time.Duration(e).String() }
 func Cron(expr string) (Schedule, error) {
 	e := strings.TrimSpace(expr)
 	if strings.HasPrefix(e, "@every") {
-		return nil, &InputError{"cron expression", fmt.Sprintf("%q: @every is not supported; use queue.Every, whose ticks are aligned", expr)}
+		return nil, &InputError{Field: "cron expression", Reason: fmt.Sprintf("%q: @every is not supported; use queue.Every, whose ticks are aligned", expr)}
 	}
 	if !strings.HasPrefix(e, "CRON_TZ=") && !strings.HasPrefix(e, "TZ=") {
 		e = "CRON_TZ=UTC " + e
 	}
 	s, err := cron.ParseStandard(e)
 	if err != nil {
-		return nil, &InputError{"cron expression", fmt.Sprintf("%q: %v", expr, err)}
+		return nil, &InputError{Field: "cron expression", Reason: fmt.Sprintf("%q: %v", expr, err)}
 	}
 	return cronSchedule{s, expr}, nil
 }
@@ -86,7 +87,7 @@ func (c cronSchedule) String() string             { return "cron " + c.expr }
 // only the latest tick that has passed, if it was not enqueued yet: after
 // downtime the job runs once, not once per missed tick. The stores heed
 // ships remember the latest tick enqueued for each kind and queue apart from
-// the jobs ([TickInserter]), so a tick whose job retention (or an operator)
+// the jobs ([jobstore.TickInserter]), so a tick whose job retention (or an operator)
 // deleted is never enqueued again, nor any earlier one. With a store that
 // does not implement TickInserter, only the job marks its tick: keep
 // succeeded jobs longer than the longest period there, or a restart within
@@ -118,18 +119,18 @@ type periodic struct {
 // the same kind and queue is already registered, and ErrStopped after
 // Start.
 func (w *Worker) Periodic(job PeriodicJob) error {
-	raw, err := EncodeArgs(job.Args)
+	raw, err := encodeArgs(job.Args)
 	if err != nil {
 		return err
 	}
 	o := job.Options
 	switch {
 	case job.Schedule == nil:
-		return &InputError{"PeriodicJob.Schedule", "is nil"}
+		return &InputError{Field: "PeriodicJob.Schedule", Reason: "is nil"}
 	case !o.At.IsZero() || o.In != 0:
-		return &InputError{"PeriodicJob.Options", "sets At or In; the schedule sets when each job runs"}
-	case o.UniqueKey != "" || !o.Unique.IsZero():
-		return &InputError{"PeriodicJob.Options", "sets UniqueKey or Unique; each tick's job is unique by kind, queue and tick"}
+		return &InputError{Field: "PeriodicJob.Options", Reason: "sets At or In; the schedule sets when each job runs"}
+	case o.UniqueKey != "" || !o.Unique.isZero():
+		return &InputError{Field: "PeriodicJob.Options", Reason: "sets UniqueKey or Unique; each tick's job is unique by kind, queue and tick"}
 	}
 	if o.Queue == "" {
 		job.Options.Queue = DefaultQueue
@@ -145,7 +146,7 @@ func (w *Worker) Periodic(job PeriodicJob) error {
 	}
 	for _, p := range w.periodics {
 		if p.Kind == job.Kind && p.Options.Queue == job.Options.Queue {
-			return &InputError{"PeriodicJob", fmt.Sprintf("of kind %q on queue %q is registered twice", job.Kind, job.Options.Queue)}
+			return &InputError{Field: "PeriodicJob", Reason: fmt.Sprintf("of kind %q on queue %q is registered twice", job.Kind, job.Options.Queue)}
 		}
 	}
 	w.periodics = append(w.periodics, &periodic{job, raw})
@@ -156,17 +157,17 @@ func (w *Worker) Periodic(job PeriodicJob) error {
 var periodicStates = []State{StateAvailable, StateRunning, StateSucceeded, StateDead}
 
 // periodicInsert is the job of p's tick, created at now.
-func periodicInsert(p *periodic, tick, now time.Time) (JobInsert, error) {
+func periodicInsert(p *periodic, tick, now time.Time) (jobstore.JobInsert, error) {
 	opts := p.Options
 	opts.At = tick
 	in, err := NewJobInsert(p.Kind, p.args, opts, now)
 	if err != nil {
-		return JobInsert{}, err
+		return jobstore.JobInsert{}, err
 	}
 	// The tick is the period (a cron tick does not start a period of fixed
 	// length, so ByPeriod does not apply).
 	if in.UniqueKey, err = keyText(p.Kind, in.Queue, tick.UTC().Format(time.RFC3339Nano), ""); err != nil {
-		return JobInsert{}, err
+		return jobstore.JobInsert{}, err
 	}
 	in.UniqueStates = periodicStates
 	return in, in.Validate()
@@ -270,7 +271,7 @@ func (w *Worker) enqueueTick(p *periodic, tick time.Time) bool {
 	defer cancel()
 	var job *Job
 	var inserted bool
-	if ti, ok := w.store.(TickInserter); ok {
+	if ti, ok := w.store.(jobstore.TickInserter); ok {
 		job, inserted, err = ti.JobInsertTick(ctx, in, tick)
 	} else {
 		job, inserted, err = w.store.JobInsert(ctx, in)
@@ -288,62 +289,6 @@ func (w *Worker) enqueueTick(p *periodic, tick time.Time) bool {
 	return true
 }
 
-// TickInserter (for store implementers) is implemented by stores that
-// remember, for each periodic job (a kind and a queue), the latest tick
-// whose job they inserted, in a record that outlives the jobs: retention
-// deletes a succeeded job after a day, and without that record a worker
-// restarted later in a longer period (a weekly report) would find no job
-// for the latest tick and run it again. A Worker's periodic jobs use it
-// when the store implements it (sqlitestore and pgstore do), and
-// Store.JobInsert otherwise.
-type TickInserter interface {
-	// JobInsertTick inserts in, the job of the tick of the periodic job
-	// in.Kind on in.Queue, unless that tick or a later one is recorded
-	// for them: then it writes nothing and returns a nil job with
-	// inserted false. Otherwise it records tick and inserts in as
-	// JobInsert does (returning the job that holds in.UniqueKey, with
-	// inserted false, when there is one), both in one transaction, so
-	// that of many workers racing for one tick exactly one inserts its
-	// job. Errors match ErrInvalid for bad input.
-	JobInsertTick(ctx context.Context, in JobInsert, tick time.Time) (job *Job, inserted bool, err error)
-}
-
-// Schedule records (for store implementers and dashboards).
-
-// PeriodicSchedule is a periodic job as the store records it
-// ([ScheduleRecorder]): what a dashboard shows of it.
-type PeriodicSchedule struct {
-	Kind, Queue string
-	// Schedule is the schedule in words ("every 1h0m0s", "cron 0 9 * *
-	// 1-5"), as the workers running it wrote it; "" when none did (a
-	// worker one release behind ticked it).
-	Schedule string
-	// LastTick is the latest tick whose job was enqueued.
-	LastTick time.Time
-	// NextTick is the tick after it, as the workers computed it (zero when
-	// not recorded, or when the schedule has no more ticks).
-	NextTick time.Time
-	// SeenAt is when a worker running it last recorded it (zero: never).
-	SeenAt time.Time
-}
-
-// ScheduleRecorder (for store implementers) is implemented by stores that
-// keep, beside each periodic job's latest tick ([TickInserter]), its
-// schedule and next tick, so that a dashboard or a CLI in another process
-// can show them. sqlitestore and pgstore implement it. A [Worker] records
-// each periodic job after enqueueing a tick (the record of a job that
-// never ticked is written with its first tick).
-type ScheduleRecorder interface {
-	// JobScheduleRecord writes s.Schedule, s.NextTick and s.SeenAt for
-	// the periodic job s.Kind on s.Queue, when its tick is recorded
-	// (otherwise it writes nothing); s.LastTick is ignored.
-	JobScheduleRecord(ctx context.Context, s PeriodicSchedule) error
-	// JobSchedules returns every recorded periodic job, by kind then
-	// queue. A database whose schema predates the schedules returns an
-	// error matching [ErrSchemaTooOld].
-	JobSchedules(ctx context.Context) ([]PeriodicSchedule, error)
-}
-
 // scheduleWords is s in words: its String method when it has one.
 func scheduleWords(s Schedule) string {
 	if str, ok := s.(fmt.Stringer); ok {
@@ -355,15 +300,15 @@ func scheduleWords(s Schedule) string {
 // recordSchedule writes p's schedule and next tick, best effort: a
 // failure is logged, never retried (the next tick writes it again).
 func (w *Worker) recordSchedule(p *periodic, next time.Time) {
-	sr, ok := w.store.(ScheduleRecorder)
+	sr, ok := w.store.(jobstore.ScheduleRecorder)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.resultTimeout())
 	defer cancel()
-	err := sr.JobScheduleRecord(ctx, PeriodicSchedule{Kind: p.Kind, Queue: p.Options.Queue,
+	err := sr.JobScheduleRecord(ctx, jobstore.PeriodicSchedule{Kind: p.Kind, Queue: p.Options.Queue,
 		Schedule: scheduleWords(p.Schedule), NextTick: next, SeenAt: w.now()})
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrSchemaTooOld) {
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, jobstore.ErrSchemaTooOld) {
 		w.log(fmt.Sprintf("record the schedule of periodic job %s", p.Kind), err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestSchedules(t *testing.T) {
@@ -85,4 +87,4 @@ func TestPeriodicInvalid(t *testing.T) {
 }
 
 // nopStore is a Store for tests that never reach it.
-type nopStore struct{ Store }
+type nopStore struct{ jobstore.Store }

@@ -12,6 +12,7 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -142,7 +143,7 @@ func TestWorkerBudgetDefersRetries(t *testing.T) {
 	if took := last.Sub(start); took < 10*time.Second {
 		t.Errorf("the last retry started %v after the first attempts, want at least 10 s: the budget hardly limited anything", took)
 	}
-	if n := countEntries(jobs, queue.OutcomeDeferred, "budget"); n == 0 {
+	if n := countEntries(jobs, jobstore.OutcomeDeferred, "budget"); n == 0 {
 		t.Error("no retry was deferred by the budget")
 	}
 	for _, j := range jobs {

@@ -3,19 +3,21 @@ package queue
 import (
 	"errors"
 	"testing"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestPruneParamsValidate(t *testing.T) {
 	for _, tc := range []struct {
-		p    PruneParams
+		p    jobstore.PruneParams
 		want string // "" for valid
 	}{
-		{PruneParams{State: StateSucceeded, Limit: 1}, ""},
-		{PruneParams{State: StateDead, Limit: 100}, ""},
-		{PruneParams{State: StateCancelled, Limit: 1}, ""},
-		{PruneParams{State: StateAvailable, Limit: 1}, `queue: state is "available", not a finished state`},
-		{PruneParams{State: StateRunning, Limit: 0}, `queue: state is "running", not a finished state`},
-		{PruneParams{State: StateSucceeded, Limit: 0}, `queue: limit is 0, must be at least 1`},
+		{jobstore.PruneParams{State: StateSucceeded, Limit: 1}, ""},
+		{jobstore.PruneParams{State: StateDead, Limit: 100}, ""},
+		{jobstore.PruneParams{State: StateCancelled, Limit: 1}, ""},
+		{jobstore.PruneParams{State: StateAvailable, Limit: 1}, `queue: state is "available", not a finished state`},
+		{jobstore.PruneParams{State: StateRunning, Limit: 0}, `queue: state is "running", not a finished state`},
+		{jobstore.PruneParams{State: StateSucceeded, Limit: 0}, `queue: limit is 0, must be at least 1`},
 	} {
 		err := tc.p.Validate()
 		if tc.want == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -51,7 +52,7 @@ func TestMeasureBacklogRecovery(t *testing.T) {
 	})
 }
 
-func measureRecovery(t *testing.T, s queue.Store) {
+func measureRecovery(t *testing.T, s jobstore.Store) {
 	const (
 		jobs  = 500
 		down  = 15 * time.Second

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Retention defaults: how long a worker keeps finished jobs before it
@@ -19,16 +20,10 @@ const (
 	// DefaultRetainCancelled keeps cancelled jobs for 7 days, for the
 	// record of who cancelled what.
 	DefaultRetainCancelled = 7 * 24 * time.Hour
-	// DefaultRetentionInterval is how often a worker looks for finished
+	// defaultRetentionInterval is how often a worker looks for finished
 	// jobs past their retention (±20 % jitter).
-	DefaultRetentionInterval = time.Minute
+	defaultRetentionInterval = time.Minute
 )
-
-// RetentionBatch is the most jobs one retention statement deletes: each
-// is a short transaction, so retention never holds locks (or, on SQLite,
-// the single writer) for long, and a pause between batches lets other
-// writes through.
-const RetentionBatch = 1000
 
 // retentionPause is the pause between two full retention batches.
 const retentionPause = 50 * time.Millisecond
@@ -43,7 +38,7 @@ func retention(cfg *WorkerConfig) error {
 	def(&cfg.RetainSucceeded, DefaultRetainSucceeded)
 	def(&cfg.RetainDead, DefaultRetainDead)
 	def(&cfg.RetainCancelled, DefaultRetainCancelled)
-	def(&cfg.RetentionInterval, DefaultRetentionInterval)
+	def(&cfg.RetentionInterval, defaultRetentionInterval)
 	return nil
 }
 
@@ -89,7 +84,7 @@ func (w *Worker) retentionLoop() {
 	}
 }
 
-// prune deletes the finished jobs past their retention, RetentionBatch at
+// prune deletes the finished jobs past their retention, jobstore.RetentionBatch at
 // a time, until none is left or the worker stops. It returns how many it
 // deleted.
 func (w *Worker) prune() int {
@@ -97,14 +92,14 @@ func (w *Worker) prune() int {
 	for _, r := range w.retained() {
 		before := w.now().Add(-r.d)
 		for {
-			n, err := w.store.JobPrune(w.ctx, PruneParams{State: r.state, Before: before, Limit: RetentionBatch})
+			n, err := w.store.JobPrune(w.ctx, jobstore.PruneParams{State: r.state, Before: before, Limit: jobstore.RetentionBatch})
 			if err != nil {
 				w.storeFailed("delete "+string(r.state)+" jobs past their retention", err)
 				return total
 			}
 			w.storeOK()
 			total += n
-			if n < RetentionBatch {
+			if n < jobstore.RetentionBatch {
 				break
 			}
 			timer := clock.Or(w.cfg.Clock).NewTimer(retentionPause)

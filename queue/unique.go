@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // UniqueOptions make a job unique by what it is rather than by a key of
@@ -40,66 +41,19 @@ type UniqueOptions struct {
 	ByState []State
 }
 
-// IsZero reports whether u asks for nothing.
-func (u UniqueOptions) IsZero() bool {
+// isZero reports whether u asks for nothing.
+func (u UniqueOptions) isZero() bool {
 	return !u.ByArgs && !u.ByQueue && u.ByPeriod == 0 && u.ByState == nil
-}
-
-// DefaultUniqueStates are the states in which a job holds its unique key
-// unless [UniqueOptions.ByState] says otherwise.
-var DefaultUniqueStates = []State{StateAvailable, StateRunning}
-
-// KeyStates returns the states in which the job holds its unique key:
-// in.UniqueStates, or DefaultUniqueStates when nil.
-func (in *JobInsert) KeyStates() []State {
-	if in.UniqueStates == nil {
-		return DefaultUniqueStates
-	}
-	return in.UniqueStates
-}
-
-// uniqueStateOrder is the order stores keep unique states in.
-var uniqueStateOrder = []State{StateAvailable, StateRunning, StateSucceeded, StateDead}
-
-// uniqueStates validates states (nil is the default) and returns them in
-// the stored order, without duplicates.
-func uniqueStates(field string, states []State) ([]State, error) {
-	if states == nil {
-		return nil, nil
-	}
-	for _, s := range states {
-		if !s.Valid() {
-			return nil, &InputError{field, fmt.Sprintf("has %q, not a state", s)}
-		}
-	}
-	if !slices.Contains(states, StateAvailable) || !slices.Contains(states, StateRunning) {
-		return nil, &InputError{field, "must include available and running (a live job always holds its key)"}
-	}
-	out := make([]State, 0, len(states))
-	for _, s := range uniqueStateOrder {
-		if slices.Contains(states, s) {
-			out = append(out, s)
-		}
-	}
-	for _, s := range states { // states this package may add later keep their place at the end
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	if slices.Equal(out, DefaultUniqueStates) {
-		return nil, nil
-	}
-	return out, nil
 }
 
 // uniqueOf returns the unique key and states of a job enqueued with opts.
 func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at time.Time) (string, []State, error) {
 	u := opts.Unique
-	if u.IsZero() {
+	if u.isZero() {
 		return opts.UniqueKey, nil, nil
 	}
 	if u.ByPeriod < 0 {
-		return "", nil, &InputError{"EnqueueOptions.Unique.ByPeriod", fmt.Sprintf("is %v, must not be negative", u.ByPeriod)}
+		return "", nil, &InputError{Field: "EnqueueOptions.Unique.ByPeriod", Reason: fmt.Sprintf("is %v, must not be negative", u.ByPeriod)}
 	}
 	states, err := uniqueStates("EnqueueOptions.Unique.ByState", u.ByState)
 	if err != nil {
@@ -108,7 +62,7 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 	by := u.ByArgs || u.ByQueue || u.ByPeriod > 0
 	if opts.UniqueKey != "" {
 		if by {
-			return "", nil, &InputError{"EnqueueOptions.Unique", "sets ByArgs, ByQueue or ByPeriod and EnqueueOptions.UniqueKey is set too; set one"}
+			return "", nil, &InputError{Field: "EnqueueOptions.Unique", Reason: "sets ByArgs, ByQueue or ByPeriod and EnqueueOptions.UniqueKey is set too; set one"}
 		}
 		return opts.UniqueKey, states, nil
 	}
@@ -116,7 +70,7 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 	if err != nil {
 		return "", nil, err
 	}
-	if err := validName("EnqueueOptions.Unique", key, MaxUniqueKey); err != nil {
+	if err := validName("EnqueueOptions.Unique", key, jobstore.MaxUniqueKey); err != nil {
 		return "", nil, err
 	}
 	return key, states, nil
@@ -133,12 +87,12 @@ func derivedKey(u UniqueOptions, kind, queue string, args json.RawMessage, at ti
 		q = queue
 	}
 	if u.ByPeriod > 0 {
-		period = PeriodStart(at, u.ByPeriod).Format(time.RFC3339Nano)
+		period = periodStart(at, u.ByPeriod).Format(time.RFC3339Nano)
 	}
 	if u.ByArgs {
-		c, err := CanonicalJSON(args)
+		c, err := canonicalJSON(args)
 		if err != nil {
-			return "", &InputError{"args", err.Error()}
+			return "", &InputError{Field: "args", Reason: err.Error()}
 		}
 		sum := sha256.Sum256(c)
 		hash = "sha256:" + hex.EncodeToString(sum[:])
@@ -159,14 +113,14 @@ func keyText(kind, queue, period, args string) (string, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(k); err != nil {
-		return "", &InputError{"EnqueueOptions.Unique", err.Error()}
+		return "", &InputError{Field: "EnqueueOptions.Unique", Reason: err.Error()}
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
-// PeriodStart returns the start of the period of length d that t falls in,
+// periodStart returns the start of the period of length d that t falls in,
 // periods counted from the Unix epoch in UTC; d must be positive.
-func PeriodStart(t time.Time, d time.Duration) time.Time {
+func periodStart(t time.Time, d time.Duration) time.Time {
 	ns := t.UnixNano()
 	r := ns % int64(d)
 	if r < 0 {
@@ -175,11 +129,11 @@ func PeriodStart(t time.Time, d time.Duration) time.Time {
 	return time.Unix(0, ns-r).UTC()
 }
 
-// CanonicalJSON returns the canonical form of the JSON value raw that
+// canonicalJSON returns the canonical form of the JSON value raw that
 // unique-by-args hashes: object keys sorted (by their UTF-8 bytes), no
 // insignificant white space, strings re-encoded from their value (so
 // "\u00e9" and "é" are one), no HTML escaping; numbers as written. Of duplicate keys in an object the last is kept.
-func CanonicalJSON(raw []byte) ([]byte, error) {
+func canonicalJSON(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -21,7 +21,7 @@ func TestUniqueOf(t *testing.T) {
 	}{
 		{name: "none", opts: EnqueueOptions{}, key: ""},
 		{name: "key only", opts: EnqueueOptions{UniqueKey: "k"}, key: "k"},
-		{name: "kind", opts: EnqueueOptions{Unique: UniqueOptions{ByState: DefaultUniqueStates}}, key: `{"kind":"email"}`},
+		{name: "kind", opts: EnqueueOptions{Unique: UniqueOptions{ByState: []State{StateAvailable, StateRunning}}}, key: `{"kind":"email"}`},
 		{name: "queue", opts: EnqueueOptions{Queue: "q", Unique: UniqueOptions{ByQueue: true}}, key: `{"kind":"email","queue":"q"}`},
 		{name: "period", opts: EnqueueOptions{At: at, Unique: UniqueOptions{ByPeriod: time.Hour}},
 			key: `{"kind":"email","period":"2026-03-04T05:00:00Z"}`},
@@ -86,14 +86,14 @@ func TestCanonicalJSON(t *testing.T) {
 		`1e3`:           `1e3`,
 		`{"é":1,"e":2}`: `{"e":2,"é":1}`,
 	} {
-		got, err := CanonicalJSON([]byte(in))
+		got, err := canonicalJSON([]byte(in))
 		if err != nil || string(got) != want {
-			t.Errorf("CanonicalJSON(%s) = %s, %v; want %s", in, got, err, want)
+			t.Errorf("canonicalJSON(%s) = %s, %v; want %s", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{``, `{`, `1 2`, `{"a":}`} {
-		if _, err := CanonicalJSON([]byte(bad)); err == nil {
-			t.Errorf("CanonicalJSON(%q): no error", bad)
+		if _, err := canonicalJSON([]byte(bad)); err == nil {
+			t.Errorf("canonicalJSON(%q): no error", bad)
 		}
 	}
 }
@@ -105,16 +105,16 @@ func FuzzCanonicalJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := CanonicalJSON([]byte(s))
+		c, err := canonicalJSON([]byte(s))
 		if err != nil {
 			return
 		}
 		if !json.Valid(c) {
-			t.Fatalf("CanonicalJSON(%q) = %q: not valid JSON", s, c)
+			t.Fatalf("canonicalJSON(%q) = %q: not valid JSON", s, c)
 		}
-		c2, err := CanonicalJSON(c)
+		c2, err := canonicalJSON(c)
 		if err != nil || !bytes.Equal(c, c2) {
-			t.Fatalf("CanonicalJSON(%q) = %q, again %q, %v", s, c, c2, err)
+			t.Fatalf("canonicalJSON(%q) = %q, again %q, %v", s, c, c2, err)
 		}
 	})
 }
@@ -130,8 +130,8 @@ func TestPeriodStart(t *testing.T) {
 		{time.Date(1969, 12, 31, 23, 59, 0, 0, time.UTC), time.Hour, time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC)},
 		{time.Date(2026, 3, 4, 5, 15, 0, 0, time.UTC), 15 * time.Minute, time.Date(2026, 3, 4, 5, 15, 0, 0, time.UTC)},
 	} {
-		if got := PeriodStart(tc.t, tc.d); !got.Equal(tc.want) || got.Location() != time.UTC {
-			t.Errorf("PeriodStart(%v, %v) = %v, want %v", tc.t, tc.d, got, tc.want)
+		if got := periodStart(tc.t, tc.d); !got.Equal(tc.want) || got.Location() != time.UTC {
+			t.Errorf("periodStart(%v, %v) = %v, want %v", tc.t, tc.d, got, tc.want)
 		}
 	}
 }

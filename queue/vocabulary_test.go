@@ -8,6 +8,7 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -25,15 +26,15 @@ func TestStoredWords(t *testing.T) {
 		retry.OutcomePermanent.Key(): "permanent",
 		retry.OutcomeRefused.Key():   "refused",
 		// The queue's own outcomes.
-		queue.OutcomeLost:      "lost",
-		queue.OutcomeSnoozed:   "snoozed",
-		queue.OutcomeReleased:  "released",
-		queue.OutcomeRequeued:  "requeued",
-		queue.OutcomeExpired:   "expired",
-		queue.OutcomeDeferred:  "deferred",
-		queue.OutcomeCut:       "cut",
-		queue.OutcomeCancelled: "cancelled",
-		queue.OutcomeRunNow:    "run_now",
+		jobstore.OutcomeLost:      "lost",
+		jobstore.OutcomeSnoozed:   "snoozed",
+		jobstore.OutcomeReleased:  "released",
+		jobstore.OutcomeRequeued:  "requeued",
+		jobstore.OutcomeExpired:   "expired",
+		jobstore.OutcomeDeferred:  "deferred",
+		jobstore.OutcomeCut:       "cut",
+		jobstore.OutcomeCancelled: "cancelled",
+		jobstore.OutcomeRunNow:    "run_now",
 	}
 	for got, want := range pins {
 		if got != want {
@@ -43,8 +44,8 @@ func TestStoredWords(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		// retry.Action.Key and the queue's own actions.
 		{retry.Done.Key(), "done"}, {retry.Retry.Key(), "retry"}, {retry.GiveUp.Key(), "give_up"}, {retry.Defer.Key(), "defer"},
-		{queue.ActionSnooze, "snooze"}, {queue.ActionRelease, "release"}, {queue.ActionRequeue, "requeue"},
-		{queue.ActionCut, "cut"}, {queue.ActionCancel, "cancel"}, {queue.ActionRunNow, "run_now"},
+		{jobstore.ActionSnooze, "snooze"}, {jobstore.ActionRelease, "release"}, {jobstore.ActionRequeue, "requeue"},
+		{jobstore.ActionCut, "cut"}, {jobstore.ActionCancel, "cancel"}, {jobstore.ActionRunNow, "run_now"},
 		// retry.Reason.Key: decisions' reasons and dead reasons.
 		{retry.ReasonSuccess.Key(), "success"}, {retry.ReasonTransient.Key(), "transient"},
 		{retry.ReasonTimeout.Key(), "timeout"}, {retry.ReasonPushback.Key(), "pushback"},
@@ -76,9 +77,9 @@ func TestEventWords(t *testing.T) {
 	for k, want := range map[queue.EventKind]string{
 		queue.EventEnqueued: "enqueued", queue.EventStarted: "started", queue.EventRetried: "retried",
 		queue.EventSucceeded: string(queue.StateSucceeded), queue.EventDead: string(queue.StateDead),
-		queue.EventSnoozed: queue.OutcomeSnoozed, queue.EventReleased: queue.OutcomeReleased,
-		queue.EventLost: queue.OutcomeLost, queue.EventDeferred: queue.OutcomeDeferred,
-		queue.EventCancelled: queue.OutcomeCancelled, queue.EventLeaseLost: "lease_lost",
+		queue.EventSnoozed: jobstore.OutcomeSnoozed, queue.EventReleased: jobstore.OutcomeReleased,
+		queue.EventLost: jobstore.OutcomeLost, queue.EventDeferred: jobstore.OutcomeDeferred,
+		queue.EventCancelled: jobstore.OutcomeCancelled, queue.EventLeaseLost: "lease_lost",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("EventKind(%d).String() = %q, want %q", k, got, want)
@@ -90,7 +91,7 @@ func TestEventWords(t *testing.T) {
 // it, the run of deferrals' "count" (migration 10) among them.
 func TestStoredEntryKeys(t *testing.T) {
 	at := time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC)
-	b, err := encjson.Marshal(queue.Attempt{Attempt: 2, Worker: "w", StartedAt: at, FinishedAt: at, Outcome: queue.OutcomeDeferred,
+	b, err := encjson.Marshal(queue.Attempt{Attempt: 2, Worker: "w", StartedAt: at, FinishedAt: at, Outcome: jobstore.OutcomeDeferred,
 		Error: "e", Panic: "p", Action: retry.Defer.Key(), Reason: retry.ReasonBreakerOpen.Key(), Delay: time.Second, Cut: 1, Count: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -103,7 +104,7 @@ type WorkerConfig struct {
 	// Logger, when set, receives one record per event (see LogObserver),
 	// and the worker's own warnings. Failing store calls (an unreachable
 	// database) are logged as a change of state: "database unreachable
-	// since ...; retrying" once, again every OutageLogInterval while it
+	// since ...; retrying" once, again every minute while it
 	// lasts, and "database reconnected after 4.2s" once.
 	Logger *slog.Logger
 	// Clock is the time source for decisions and leases (default: real
@@ -118,9 +119,9 @@ type WorkerConfig struct {
 	// deletes them: by default DefaultRetainSucceeded (24 h),
 	// DefaultRetainDead (30 days) and DefaultRetainCancelled (7 days). A
 	// negative value keeps those jobs until an operator deletes them.
-	// Every worker prunes, every RetentionInterval (default
-	// DefaultRetentionInterval, ±20 % jitter), at most RetentionBatch
-	// jobs per statement with a pause between statements.
+	// Every worker prunes, every RetentionInterval (default one minute,
+	// ±20 % jitter), at most jobstore.RetentionBatch jobs per statement
+	// with a pause between statements.
 	RetainSucceeded time.Duration
 	RetainDead      time.Duration // see RetainSucceeded
 	RetainCancelled time.Duration // see RetainSucceeded
@@ -155,7 +156,7 @@ type handler = HandlerFunc
 // attempt's lease token, past the lease, before the attempt is left to
 // be rescued as lost; a worker never exits because its store fails.
 type Worker struct {
-	store    Store
+	store    jobstore.Store
 	cfg      WorkerConfig
 	policy   retry.Policy
 	observe  func(context.Context, Event)
@@ -183,15 +184,15 @@ type Worker struct {
 	active   activity // claims and jobs in flight, for Drain (drain.go)
 	declined declines // jobs declined, for Drain (drain.go)
 
-	batcher   TransitionBatcher // the store, when it batches
-	complete  chan completion   // to the completer
+	batcher   jobstore.TransitionBatcher // the store, when it batches
+	complete  chan completion            // to the completer
 	completer sync.WaitGroup
 }
 
 // completion is a transition waiting for the completer, and where its
 // result goes.
 type completion struct {
-	t    Transition
+	t    jobstore.Transition
 	done chan error
 }
 
@@ -200,9 +201,9 @@ const maxBatch = 128
 
 // NewWorker returns a Worker over store. It returns an error matching
 // ErrInvalid naming the field when cfg is invalid.
-func NewWorker(store Store, cfg WorkerConfig) (*Worker, error) {
+func NewWorker(store jobstore.Store, cfg WorkerConfig) (*Worker, error) {
 	if store == nil {
-		return nil, &InputError{"store", "is nil"}
+		return nil, &InputError{Field: "store", Reason: "is nil"}
 	}
 	if cfg.ID == "" {
 		host, _ := os.Hostname()
@@ -215,16 +216,16 @@ func NewWorker(store Store, cfg WorkerConfig) (*Worker, error) {
 	}
 	for q, n := range cfg.Queues {
 		if q == "" {
-			return nil, &InputError{"WorkerConfig.Queues", "has an empty queue name"}
+			return nil, &InputError{Field: "WorkerConfig.Queues", Reason: "has an empty queue name"}
 		}
 		if n < 1 {
-			return nil, &InputError{"WorkerConfig.Queues", fmt.Sprintf("gives queue %q concurrency %d, must be at least 1", q, n)}
+			return nil, &InputError{Field: "WorkerConfig.Queues", Reason: fmt.Sprintf("gives queue %q concurrency %d, must be at least 1", q, n)}
 		}
 	}
 	for name, d := range map[string]time.Duration{"Lease": cfg.Lease, "PollInterval": cfg.PollInterval,
 		"RescueInterval": cfg.RescueInterval, "ShutdownGrace": cfg.ShutdownGrace} {
 		if d < 0 {
-			return nil, &InputError{"WorkerConfig." + name, fmt.Sprintf("is %v, must not be negative", d)}
+			return nil, &InputError{Field: "WorkerConfig." + name, Reason: fmt.Sprintf("is %v, must not be negative", d)}
 		}
 	}
 	if cfg.Lease == 0 {
@@ -247,7 +248,7 @@ func NewWorker(store Store, cfg WorkerConfig) (*Worker, error) {
 	}
 	p := defaultPolicy(cfg.Policy)
 	if err := p.Validate(); err != nil {
-		return nil, &InputError{"WorkerConfig.Policy", err.Error()}
+		return nil, &InputError{Field: "WorkerConfig.Policy", Reason: err.Error()}
 	}
 	w := &Worker{store: store, cfg: cfg, policy: p, handlers: map[string]handler{}}
 	w.active.idle = make(chan struct{}, 1)
@@ -342,14 +343,14 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.soon[q] = make(chan time.Time, 16)
 	}
 	sort.Strings(queues)
-	if b, ok := w.store.(TransitionBatcher); ok { // before any goroutine may finish a job
+	if b, ok := w.store.(jobstore.TransitionBatcher); ok { // before any goroutine may finish a job
 		w.batcher = b
 		w.complete = make(chan completion)
 		w.completer.Go(w.completeLoop)
 	}
 	w.startCancels()
 	w.startRetention()
-	if n, ok := w.store.(Notifier); ok {
+	if n, ok := w.store.(jobstore.Notifier); ok {
 		if ch, err := n.JobNotify(w.ctx); err == nil {
 			w.loops.Go(func() { w.listen(ch) })
 		} else {
@@ -370,7 +371,7 @@ func (w *Worker) Start(ctx context.Context) error {
 // batch is being written make the next one.
 func (w *Worker) completeLoop() {
 	batch := make([]completion, 0, maxBatch)
-	ts := make([]Transition, 0, maxBatch)
+	ts := make([]jobstore.Transition, 0, maxBatch)
 	for {
 		c, ok := <-w.complete
 		if !ok {
@@ -595,7 +596,7 @@ func (c *claimLoopState) claim(free int) {
 	}
 	if !h.all && !(capped && c.limited > 0) {
 		w.active.claimStart()
-		jobs, c.held, err = w.claim(ClaimParams{Queue: c.q, Limit: n, Now: now,
+		jobs, c.held, err = w.claim(jobstore.ClaimParams{Queue: c.q, Limit: n, Now: now,
 			LeaseUntil: now.Add(w.cfg.Lease), Worker: w.cfg.ID, FirstOnly: h.first})
 		w.active.claimEnd(len(jobs))
 		if err != nil {
@@ -692,14 +693,14 @@ func (w *Worker) rescueLoop() {
 func (w *Worker) rescue() {
 	for {
 		now := w.now()
-		jobs, err := w.store.JobRescue(w.ctx, RescueParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: 100})
+		jobs, err := w.store.JobRescue(w.ctx, jobstore.RescueParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: 100})
 		if err != nil {
 			w.storeFailed("rescue", err)
 			return
 		}
 		w.storeOK()
 		for _, job := range jobs {
-			w.emit(Event{Kind: EventLost, Job: job, Err: ErrLeaseExpired})
+			w.emit(Event{Kind: EventLost, Job: job, Err: errLeaseExpired})
 			p := w.policyFor(job)
 			t, d := decideLost(&p, job, now, w.cfg.Rand)
 			w.finish(job, t, d, 0)
@@ -711,11 +712,11 @@ func (w *Worker) rescue() {
 }
 
 // finish stores t and reports it.
-func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Duration) {
+func (w *Worker) finish(job *Job, t jobstore.Transition, d retry.Decision, dur time.Duration) {
 	if err := w.storeResult(t); err != nil { // retried: see storeResult
 		if err = w.whyLost(job.ID, err); errors.Is(err, ErrCancelled) {
 			w.emit(Event{Kind: EventCancelled, Job: job, Err: err, Duration: dur})
-		} else if errors.Is(err, ErrLeaseLost) {
+		} else if errors.Is(err, jobstore.ErrLeaseLost) {
 			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: err})
 		} else {
 			// The lease will expire and the rescuer will retry the job.
@@ -742,11 +743,11 @@ func (w *Worker) finish(job *Job, t Transition, d retry.Decision, dur time.Durat
 		kind = EventSucceeded
 	case t.State == StateDead:
 		kind = EventDead
-	case t.Entry.Outcome == OutcomeSnoozed:
+	case t.Entry.Outcome == jobstore.OutcomeSnoozed:
 		kind = EventSnoozed
-	case t.Entry.Outcome == OutcomeReleased:
+	case t.Entry.Outcome == jobstore.OutcomeReleased:
 		kind = EventReleased
-	case t.Entry.Outcome == OutcomeDeferred:
+	case t.Entry.Outcome == jobstore.OutcomeDeferred:
 		kind = EventDeferred
 	}
 	w.emit(Event{Kind: kind, Job: job, Decision: d, Duration: dur, Err: d.Err})
@@ -807,7 +808,7 @@ func (w *Worker) run(job *Job, release func()) {
 		return
 	} else if cause != nil && res.err != nil {
 		switch {
-		case errors.Is(cause, ErrLeaseLost):
+		case errors.Is(cause, jobstore.ErrLeaseLost):
 			c.Abandon(now)
 			w.emit(Event{Kind: EventLeaseLost, Job: job, Err: cause, Duration: dur})
 			return
@@ -861,10 +862,10 @@ func (w *Worker) renew(job *Job, lost context.CancelCauseFunc, stop <-chan struc
 		now := w.now()
 		next := now.Add(w.cfg.Lease)
 		ctx, cancel := context.WithTimeout(w.ctx, max(until.Sub(now), third))
-		err := w.store.JobLeaseExtend(ctx, LeaseParams{ID: job.ID, LeaseToken: job.LeaseToken, LeaseUntil: next})
+		err := w.store.JobLeaseExtend(ctx, jobstore.LeaseParams{ID: job.ID, LeaseToken: job.LeaseToken, LeaseUntil: next})
 		cancel()
 		switch {
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, jobstore.ErrLeaseLost):
 			lost(w.whyLost(job.ID, err))
 			return
 		case err != nil:

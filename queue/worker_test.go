@@ -13,6 +13,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
 	"go.uber.org/goleak"
@@ -43,7 +44,7 @@ func fastConfig() queue.WorkerConfig {
 	}
 }
 
-func newWorker(t *testing.T, s queue.Store, cfg queue.WorkerConfig) *queue.Worker {
+func newWorker(t *testing.T, s jobstore.Store, cfg queue.WorkerConfig) *queue.Worker {
 	t.Helper()
 	w, err := queue.NewWorker(s, cfg)
 	if err != nil {
@@ -75,7 +76,7 @@ func enqueue(t *testing.T, c *queue.Client, kind string, args any, opts queue.En
 
 // waitFinal waits until every job in ids is succeeded or dead, and returns
 // them.
-func waitFinal(t *testing.T, s queue.Store, ids ...int64) map[int64]*queue.Job {
+func waitFinal(t *testing.T, s jobstore.Store, ids ...int64) map[int64]*queue.Job {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -113,14 +114,14 @@ func outcomes(j *queue.Job) string {
 
 // plainStore hides the optional interfaces (Notifier, TransitionBatcher)
 // of the store it wraps.
-type plainStore struct{ queue.Store }
+type plainStore struct{ jobstore.Store }
 
 func TestWorkerLifecycle(t *testing.T) {
 	t.Run("batched", func(t *testing.T) { testLifecycle(t, openStore(t)) })
 	t.Run("plain", func(t *testing.T) { testLifecycle(t, plainStore{openStore(t)}) })
 }
 
-func testLifecycle(t *testing.T, s queue.Store) {
+func testLifecycle(t *testing.T, s jobstore.Store) {
 	c := queue.NewClient(s, queue.ClientConfig{})
 	w := newWorker(t, s, fastConfig())
 
@@ -286,7 +287,7 @@ func TestWorkerRescue(t *testing.T) {
 	j := enqueue(t, c, "k", nil, queue.EnqueueOptions{})
 	// A worker claims the job and dies.
 	now := time.Now()
-	claimed, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
+	claimed, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 1, Now: now,
 		LeaseUntil: now.Add(50 * time.Millisecond), Worker: "ghost"})
 	if err != nil || len(claimed) != 1 {
 		t.Fatal(claimed, err)
@@ -310,9 +311,9 @@ func TestWorkerRescue(t *testing.T) {
 		t.Errorf("lost entry: %+v", e)
 	}
 	// The ghost comes back: it changes nothing.
-	err = s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: claimed[0].LeaseToken, State: queue.StateDead,
+	err = s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: claimed[0].LeaseToken, State: queue.StateDead,
 		Attempt: 1, FinishedAt: time.Now(), DeadReason: "permanent"})
-	if !errors.Is(err, queue.ErrLeaseLost) {
+	if !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Errorf("late transition: %v, want ErrLeaseLost", err)
 	}
 	// The worker reports "succeeded" after storing it: wait for the event.
@@ -389,19 +390,19 @@ func TestWorkerLeaseLost(t *testing.T) {
 	<-started
 	// Someone else takes the lease (as a rescuer would after a partition).
 	later := time.Now().Add(time.Hour)
-	stolen, err := s.JobRescue(ctx, queue.RescueParams{Now: later, LeaseUntil: later.Add(time.Hour), Limit: 1})
+	stolen, err := s.JobRescue(ctx, jobstore.RescueParams{Now: later, LeaseUntil: later.Add(time.Hour), Limit: 1})
 	if err != nil || len(stolen) != 1 {
 		t.Fatal(stolen, err)
 	}
 	select {
 	case err := <-cause:
-		if !errors.Is(err, queue.ErrLeaseLost) {
+		if !errors.Is(err, jobstore.ErrLeaseLost) {
 			t.Errorf("handler's context cause: %v", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("handler not cancelled after losing its lease")
 	}
-	if err := <-lostc; !errors.Is(err, queue.ErrLeaseLost) {
+	if err := <-lostc; !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Errorf("EventLeaseLost error: %v", err)
 	}
 	g, _ := s.JobGet(ctx, j.ID)
@@ -456,13 +457,13 @@ func TestWorkerConcurrencyLimit(t *testing.T) {
 // heldWrites holds every result write until open is closed, announcing
 // each on held.
 type heldWrites struct {
-	queue.Store // hides the store's TransitionBatcher: writes come one by one
-	held        chan int64
-	open        chan struct{}
-	written     atomic.Int32
+	jobstore.Store // hides the store's TransitionBatcher: writes come one by one
+	held           chan int64
+	open           chan struct{}
+	written        atomic.Int32
 }
 
-func (s *heldWrites) JobTransition(ctx context.Context, t queue.Transition) error {
+func (s *heldWrites) JobTransition(ctx context.Context, t jobstore.Transition) error {
 	s.held <- t.ID
 	select {
 	case <-s.open:

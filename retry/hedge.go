@@ -358,9 +358,18 @@ type race struct {
 	co              *coords // made when the race fires
 }
 
-// set starts r for the attempt of c that runs under ctx.
+// set starts r for the attempt of c that runs under ctx. The policy and
+// the attempt function are written only when they change (they seldom
+// do, for a reused race): each pointer written costs a write barrier
+// while the GC marks.
 func (r *race) set(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration) {
-	r.ctx, r.pol, r.attempt = ctx, pol, attempt
+	r.ctx = ctx
+	if r.pol != pol {
+		r.pol = pol
+	}
+	if !sameWord(unsafe.Pointer(&r.attempt), unsafe.Pointer(&attempt)) {
+		r.attempt = attempt
+	}
 	r.attempts, r.start, r.deadline = c.History.Attempts, c.History.Start, c.History.Deadline
 	r.permit, r.delay = c.permit, delay
 	if r.co != nil {

@@ -1,12 +1,13 @@
 package retry
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/docjson"
 )
 
 // policyJSON is the stored and exchanged form of a Policy's data fields.
@@ -42,23 +43,55 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON sets p's data fields from the form [Policy.MarshalJSON]
-// writes; absent fields become zero (their defaults). The fields that are
-// not data (Retryable, Budget, Breaker, Observe, Clock, Rand) are left as
-// they were. An unknown field or a value that cannot be read is an error
-// naming it, and leaves p unchanged. It does not validate the values (see
+// writes; absent fields become zero (their defaults). It is heed's one
+// decoder of a policy document: heed sim's scenario layers and heed plan's
+// deadline steps, read from YAML, hand their policy fields to it, so a
+// policy has the same field names and duration syntax everywhere (Go
+// durations such as "250ms" or "1m30s"). The fields that are not data
+// (Retryable, Budget, Breaker, Observe, Clock, Rand) are left as they were.
+// An unknown field or a value that cannot be read is an error naming the
+// field and the value, such as
+//
+//	retry: policy: attempt_timeout: "2 seconds" is not a duration: write a Go duration, such as 250ms or 2s
+//
+// and leaves p unchanged. It does not validate the values (see
 // [Policy.Validate]).
 func (p *Policy) UnmarshalJSON(data []byte) error {
-	var w policyJSON
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&w); err != nil {
+	fields, err := docjson.Fields(data, policyFields[:])
+	if err != nil {
 		return fmt.Errorf("retry: policy: %w", err)
 	}
-	p.Attempts, p.Backoff = w.Attempts, backoff.Schedule{}
-	if w.Backoff != nil {
-		p.Backoff = *w.Backoff
+	var w Policy
+	durs := [...]*time.Duration{&w.AttemptTimeout, &w.TimeBudget, &w.MinAttemptTime, &w.MaxPushback}
+	for i, name := range policyFields {
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		var err error
+		switch i {
+		case 0:
+			if err = json.Unmarshal(raw, &w.Attempts); err != nil {
+				err = fmt.Errorf("%s is not a number of attempts", raw)
+			}
+		case 1:
+			if err = json.Unmarshal(raw, &w.Backoff); err != nil {
+				// The schedule's error names its field: backoff.base.
+				return fmt.Errorf("retry: policy: backoff.%s", strings.TrimPrefix(err.Error(), "backoff: schedule: "))
+			}
+		default:
+			*durs[i-2], err = docjson.Duration(raw)
+		}
+		if err != nil {
+			return fmt.Errorf("retry: policy: %s: %w", name, err)
+		}
 	}
-	p.AttemptTimeout, p.TimeBudget = time.Duration(w.AttemptTimeout), time.Duration(w.TimeBudget)
-	p.MinAttemptTime, p.MaxPushback = time.Duration(w.MinAttemptTime), time.Duration(w.MaxPushback)
+	p.Attempts, p.Backoff = w.Attempts, w.Backoff
+	p.AttemptTimeout, p.TimeBudget = w.AttemptTimeout, w.TimeBudget
+	p.MinAttemptTime, p.MaxPushback = w.MinAttemptTime, w.MaxPushback
 	return nil
 }
+
+// policyFields are the fields of a policy document, in the order
+// UnmarshalJSON reads them (and [Policy.MarshalJSON] writes them).
+var policyFields = [...]string{"attempts", "backoff", "attempt_timeout", "time_budget", "min_attempt_time", "max_pushback"}

@@ -52,8 +52,9 @@ func TestPolicyJSONDecode(t *testing.T) {
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{"max_duration":"1s"}`, `unknown field "max_duration"`},
-		{`{"time_budget":1000}`, `cannot unmarshal number`},
-		{`{"attempt_timeout":"soon"}`, `duration "soon"`},
+		{`{"time_budget":1000}`, `time_budget: 1000 is not a duration`},
+		{`{"attempt_timeout":"soon"}`, `retry: policy: attempt_timeout: "soon" is not a duration: write a Go duration, such as 250ms or 2s`},
+		{`{"backoff":{"base":"2 s"}}`, `retry: policy: backoff.base: "2 s" is not a duration`},
 		{`{"backoff":{"kind":"wavy"}}`, `unknown kind "wavy"`},
 	} {
 		p := retry.Policy{Attempts: 7}

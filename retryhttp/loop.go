@@ -386,7 +386,10 @@ func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time
 	if clk := rc.Policy.Clock; r.clk != clk {
 		r.clk = clk
 	}
-	r.body, r.now, r.tracing, r.first = body, now, tracing, rc.History.Attempts+1
+	if r.body != body {
+		r.body = body
+	}
+	r.now, r.tracing, r.first = now, tracing, rc.History.Attempts+1
 	attempts := rc.History.Attempts
 	_, n, cancel := rc.Race(ctx, now, lim, r.fn)
 	// The attempts the race made (the first and the hedges sent) filled

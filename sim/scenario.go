@@ -15,17 +15,17 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
-	"github.com/heed-go/heed/internal/duration"
+	"github.com/heed-go/heed/internal/docjson"
 	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
 
 // ParseScenario decodes the scenario file called file: JSON when the name
-// ends in .json, YAML otherwise. Durations are strings ("500ms", "2s",
-// "1m", or seconds and days as the heed command takes them); only horizon,
+// ends in .json, YAML otherwise. Durations are Go durations ("500ms", "2s",
+// "1m"), as in every policy document, and a layer's retry policy fields
+// are read by retry.Policy's decoder under its JSON names; only horizon,
 // load.rate and policies are required, unknown fields and impossible values
 // are errors, and the scenario it returns is valid ([Scenario.Validate]).
 // A scenario without a name is named after the file. Errors start with
@@ -102,18 +102,18 @@ type fileOverload struct {
 	LIFOOff       bool   `yaml:"lifo_off" json:"lifo_off"`
 }
 
+// fileLayer is a layer as a file spells it: its retry policy's fields
+// (attempts, backoff, attempt_timeout, time_budget, min_attempt_time,
+// max_pushback) under the names of retry.Policy's JSON form, read by its
+// one decoder, and the layer's own.
 type fileLayer struct {
-	Name       string       `yaml:"name" json:"name"`
-	Attempts   int          `yaml:"attempts" json:"attempts"`
-	Backoff    fileBackoff  `yaml:"backoff" json:"backoff"`
-	Timeout    string       `yaml:"attempt_timeout" json:"attempt_timeout"`
-	TimeBudget string       `yaml:"time_budget" json:"time_budget"`
-	MinAttempt string       `yaml:"min_attempt_time" json:"min_attempt_time"`
-	Owner      bool         `yaml:"owner" json:"owner"`
-	Share      float64      `yaml:"attempt_share" json:"attempt_share"`
-	Budget     *fileBudget  `yaml:"budget" json:"budget"`
-	Breaker    *fileBreaker `yaml:"breaker" json:"breaker"`
-	Hedge      *fileHedge   `yaml:"hedge" json:"hedge"`
+	Name           string `yaml:"name" json:"name"`
+	docjson.Policy `yaml:",inline"`
+	Owner          bool         `yaml:"owner" json:"owner"`
+	Share          float64      `yaml:"attempt_share" json:"attempt_share"`
+	Budget         *fileBudget  `yaml:"budget" json:"budget"`
+	Breaker        *fileBreaker `yaml:"breaker" json:"breaker"`
+	Hedge          *fileHedge   `yaml:"hedge" json:"hedge"`
 }
 
 // fileHedge is a layer's retry.Hedge: delay (absent: learnt, the
@@ -124,14 +124,6 @@ type fileHedge struct {
 	Quantile float64 `yaml:"quantile" json:"quantile"`
 	MinDelay string  `yaml:"min_delay" json:"min_delay"`
 	MaxDelay string  `yaml:"max_delay" json:"max_delay"`
-}
-
-type fileBackoff struct {
-	Kind       string  `yaml:"kind" json:"kind"`
-	Base       string  `yaml:"base" json:"base"`
-	Cap        string  `yaml:"cap" json:"cap"`
-	Multiplier float64 `yaml:"multiplier" json:"multiplier"`
-	Jitter     string  `yaml:"jitter" json:"jitter"`
 }
 
 type fileBudget struct {
@@ -154,7 +146,7 @@ type fileBreaker struct {
 // what names each file type in error messages.
 var fileParts = map[string]any{
 	"the scenario": fileScenario{}, "load": fileLoad{}, "service": fileService{}, "a fault": fileFault{},
-	"a policy": filePolicy{}, "a layer": fileLayer{}, "backoff": fileBackoff{}, "budget": fileBudget{},
+	"a policy": filePolicy{}, "a layer": fileLayer{}, "backoff": docjson.Backoff{}, "budget": fileBudget{},
 	"breaker": fileBreaker{}, "overload": fileOverload{},
 }
 
@@ -170,7 +162,7 @@ func renamedMessage(old, now string) string {
 	return fmt.Sprintf("field %q of a layer is now called %q (the name of retry.Policy's JSON form); rename it", old, now)
 }
 
-var yamlUnknown = regexp.MustCompile(`field (\S+) not found in type sim\.(\w+)`)
+var yamlUnknown = regexp.MustCompile(`field (\S+) not found in type (?:sim|docjson)\.(\w+)`)
 
 // parseScenario decodes a scenario file and converts it to a Scenario.
 func parseScenario(data []byte, isJSON bool) (Scenario, error) {
@@ -230,16 +222,28 @@ func explainYAML(err error) string {
 			if t.Name() != sub[2] {
 				continue
 			}
-			var known []string
-			for i := range t.NumField() {
-				if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
-					known = append(known, tag)
-				}
-			}
+			known := yamlNames(t)
 			return fmt.Sprintf("unknown field %q in %s (known: %s)", sub[1], what, strings.Join(known, ", "))
 		}
 		return fmt.Sprintf("unknown field %q", sub[1])
 	})
+}
+
+// yamlNames returns the YAML field names of the struct type t, those of
+// its inlined structs (a layer's policy fields) in their place.
+func yamlNames(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("yaml"), ",")
+		switch {
+		case len(tag) > 1 && tag[1] == "inline" && f.Type.Kind() == reflect.Struct:
+			names = append(names, yamlNames(f.Type)...)
+		case tag[0] != "" && tag[0] != "-":
+			names = append(names, tag[0])
+		}
+	}
+	return names
 }
 
 // durs parses the duration strings of a file, remembering the first error
@@ -250,7 +254,7 @@ func (d *durs) parse(path, s string) time.Duration {
 	if s == "" || d.err != nil {
 		return 0
 	}
-	v, err := duration.Parse(s)
+	v, err := docjson.ParseDuration(s)
 	if err != nil {
 		d.err = fmt.Errorf("%s: %w", path, err)
 	}
@@ -334,35 +338,16 @@ func (f *fileScenario) scenario() (Scenario, error) {
 				OwnershipOff: j <= firstOwner,
 				AttemptShare: fl.Share,
 				Budget:       budget.Config{Ratio: -1}, // a file without budget: none
-				Retry: retry.Policy{
-					Attempts:       fl.Attempts,
-					AttemptTimeout: d.parse(lp+".attempt_timeout", fl.Timeout),
-					TimeBudget:     d.parse(lp+".time_budget", fl.TimeBudget),
-					MinAttemptTime: d.parse(lp+".min_attempt_time", fl.MinAttempt),
-					Backoff: backoff.Schedule{
-						Base:       d.parse(lp+".backoff.base", fl.Backoff.Base),
-						Cap:        d.parse(lp+".backoff.cap", fl.Backoff.Cap),
-						Multiplier: fl.Backoff.Multiplier,
-					},
-				},
 			}
-			if fl.Attempts < 0 {
+			if d.err != nil {
+				return s, d.err
+			}
+			if err := decodePolicy(&l.Retry, fl.Policy); err != nil {
+				return s, fmt.Errorf("%s.%w", lp, err)
+			}
+			if l.Retry.Attempts < 0 {
 				// -1 would mean unlimited to the retry package.
-				return s, fmt.Errorf("%s.attempts: %d, must be at least 1", lp, fl.Attempts)
-			}
-			if k := fl.Backoff.Kind; k != "" {
-				var v backoff.Kind
-				if err := v.UnmarshalText([]byte(k)); err != nil {
-					return s, fmt.Errorf("%s.backoff.kind: %q is not exponential, constant, linear or immediate", lp, k)
-				}
-				l.Retry.Backoff.Kind = v
-			}
-			if jt := fl.Backoff.Jitter; jt != "" {
-				var v backoff.Jitter
-				if err := v.UnmarshalText([]byte(jt)); err != nil {
-					return s, fmt.Errorf("%s.backoff.jitter: %q is not full, none, equal or decorrelated", lp, jt)
-				}
-				l.Retry.Backoff.Jitter = v
+				return s, fmt.Errorf("%s.attempts: %d, must be at least 1", lp, l.Retry.Attempts)
 			}
 			if b := fl.Budget; b != nil {
 				l.Budget = budget.Config{Ratio: b.Ratio, Window: d.parse(lp+".budget.window", b.Window), MinPerSecond: b.MinPerSecond,
@@ -387,6 +372,20 @@ func (f *fileScenario) scenario() (Scenario, error) {
 		return s, errors.New(strings.TrimPrefix(err.Error(), "sim: "))
 	}
 	return s, nil
+}
+
+// decodePolicy sets p's data fields from a layer's policy fields with
+// retry.Policy's one decoder; its error starts with the field, such as
+// `attempt_timeout: "2 seconds" is not a duration: ...`.
+func decodePolicy(p *retry.Policy, doc docjson.Policy) error {
+	b, err := doc.JSON()
+	if err == nil {
+		err = p.UnmarshalJSON(b)
+	}
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "retry: policy: "))
+	}
+	return nil
 }
 
 // String describes the fault in words, as heed sim prints it: "outage

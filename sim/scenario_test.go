@@ -19,7 +19,7 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"horizon: 10s\nload: {rate: 1, arrival: bursty}\n", `load.arrival: "bursty" is not poisson or constant`},
 		{"horizon: 10s\nload: {rate: 1}\nfaults: [{kind: fire, end: 1s}]\n", `faults[0].kind: "fire" is not outage`},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{attempts: -1}]}]\n", "policies[0].layers[0].attempts: -1, must be at least 1"},
-		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{backoff: {jitter: lots}}]}]\n", `policies[0].layers[0].backoff.jitter: "lots" is not full`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{backoff: {jitter: lots}}]}]\n", `policies[0].layers[0].backoff.jitter: unknown jitter "lots" (want full`},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{budget: {window: 1ms}}]}]\n", "policies[0].layers[0].budget.window is 1ms, must be at least 10ms"},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{breaker: {probes: -2}}]}]\n", "policies[0].layers[0].breaker.probes is -2"},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: []\n", "policies is empty"},
@@ -28,6 +28,12 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{}], overload: {limit: -1}}]\n", "policies[0].overload Limit -1 is negative"},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{}], overload: {queue_target: soon}}]\n", "policies[0].overload.queue_target"},
 		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{}], overload: {lifo: true}}]\n", `unknown field "lifo" in overload`},
+		// One duration syntax in every policy document: Go durations.
+		{"horizon: 10\nload: {rate: 1}\n", `horizon: "10" is not a duration: write a Go duration, such as 250ms or 2s`},
+		{"horizon: 1d\nload: {rate: 1}\n", `horizon: "1d" is not a duration`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{max_pushback: 2}]}]\n", `policies[0].layers[0].max_pushback: "2" is not a duration`},
+		{"horizon: 10s\nload: {rate: 1}\npolicies: [{layers: [{attemps: 3}]}]\n",
+			`unknown field "attemps" in a layer (known: name, attempts, backoff, attempt_timeout, time_budget, min_attempt_time, max_pushback, owner,`},
 	} {
 		_, err := ParseScenario("x.yaml", []byte(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

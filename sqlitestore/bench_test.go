@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func BenchmarkInsert(b *testing.B) {
@@ -39,11 +40,11 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	entry := queue.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done", Reason: "success"}
+	entry := jobstore.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done", Reason: "success"}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
-		jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now.Add(time.Second),
+		jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now.Add(time.Second),
 			LeaseUntil: now.Add(time.Minute), Worker: "w"})
 		if err != nil {
 			b.Fatal(err)
@@ -52,7 +53,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatalf("no jobs left after %d of %d", done, b.N)
 		}
 		for _, j := range jobs {
-			if err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded,
+			if err := s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded,
 				Attempt: j.Attempt, FinishedAt: now, Entry: entry}); err != nil {
 				b.Fatal(err)
 			}
@@ -71,18 +72,18 @@ func BenchmarkClaimTransitions(b *testing.B) {
 	ctx := context.Background()
 	now := time.Now()
 	in, _ := queue.NewJobInsert("bench", json.RawMessage(`{"n":1}`), queue.EnqueueOptions{}, now)
-	ins := make([]queue.JobInsert, b.N)
+	ins := make([]jobstore.JobInsert, b.N)
 	for i := range ins {
 		ins[i] = in
 	}
 	if _, err := s.JobInsertMany(ctx, ins); err != nil {
 		b.Fatal(err)
 	}
-	entry := queue.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done", Reason: "success"}
+	entry := jobstore.Attempt{Attempt: 1, Worker: "w", StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done", Reason: "success"}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
-		jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now.Add(time.Second),
+		jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now.Add(time.Second),
 			LeaseUntil: now.Add(time.Minute), Worker: "w"})
 		if err != nil {
 			b.Fatal(err)
@@ -90,9 +91,9 @@ func BenchmarkClaimTransitions(b *testing.B) {
 		if len(jobs) == 0 {
 			b.Fatalf("no jobs left after %d of %d", done, b.N)
 		}
-		ts := make([]queue.Transition, len(jobs))
+		ts := make([]jobstore.Transition, len(jobs))
 		for i, j := range jobs {
-			ts[i] = queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded,
+			ts[i] = jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded,
 				Attempt: j.Attempt, FinishedAt: now, Entry: entry}
 		}
 		errs, err := s.JobTransitions(ctx, ts)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
@@ -32,7 +33,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	}
 	started := make(chan struct{})
 	stopped := make(chan error, 1)
-	queue.Handle(w, "long", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+	queue.Handle(w, "long", func(ctx context.Context, job *jobstore.Job, _ struct{}) error {
 		close(started)
 		<-ctx.Done()
 		stopped <- context.Cause(ctx)
@@ -49,7 +50,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	defer w.Shutdown(ctx)
 	<-started
 	at := time.Now()
-	if n, err := other.Cancel(ctx, queue.JobFilter{IDs: []int64{j.ID}}); err != nil || n != 1 {
+	if n, err := other.Cancel(ctx, jobstore.JobFilter{IDs: []int64{j.ID}}); err != nil || n != 1 {
 		t.Fatalf("Cancel = %d, %v", n, err)
 	}
 	select {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // DB returns the store's writer: a pool of one connection to its database
@@ -30,12 +31,8 @@ func (s *Store) DB() *sql.DB { return s.w }
 // commit, see the job at once), or on another connection to the same file
 // (then workers find the job at their next poll). The time of the job is
 // the clock's now.
-func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, kind string, args any, opts queue.EnqueueOptions) (job *queue.Job, inserted bool, err error) {
-	raw, err := queue.EncodeArgs(args)
-	if err != nil {
-		return nil, false, err
-	}
-	in, err := queue.NewJobInsert(kind, raw, opts, s.clock.Now())
+func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, kind string, args any, opts queue.EnqueueOptions) (job *jobstore.Job, inserted bool, err error) {
+	in, err := queue.NewJobInsert(kind, args, opts, s.clock.Now())
 	if err != nil {
 		return nil, false, err
 	}

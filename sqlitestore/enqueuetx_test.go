@@ -12,6 +12,7 @@ import (
 
 	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
@@ -86,7 +87,7 @@ func TestEnqueueTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ch // announced (a worker's claim would have waited for the rollback)
-	if _, err := s.JobGet(ctx, job.ID); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := s.JobGet(ctx, job.ID); !errors.Is(err, jobstore.ErrNotFound) {
 		t.Fatalf("job of a rolled-back transaction: %v, want ErrNotFound", err)
 	}
 	if n := count("orders"); n != 0 {
@@ -130,13 +131,13 @@ func TestEnqueueTx(t *testing.T) {
 		kind string
 		args any
 	}{{"", nil}, {"k", json.RawMessage(`{"a":`)}, {"k", make(chan int)}} {
-		if _, _, err := s.EnqueueTx(ctx, tx, bad.kind, bad.args, queue.EnqueueOptions{}); !errors.Is(err, queue.ErrInvalid) {
+		if _, _, err := s.EnqueueTx(ctx, tx, bad.kind, bad.args, queue.EnqueueOptions{}); !errors.Is(err, jobstore.ErrInvalid) {
 			t.Errorf("EnqueueTx(%q, %v): %v, want ErrInvalid", bad.kind, bad.args, err)
 		}
 	}
 }
 
-func newInsert(t *testing.T, kind string, opts queue.EnqueueOptions) queue.JobInsert {
+func newInsert(t *testing.T, kind string, opts queue.EnqueueOptions) jobstore.JobInsert {
 	t.Helper()
 	in, err := queue.NewJobInsert(kind, json.RawMessage(`{}`), opts, time.Now())
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heed-go/heed/internal/schema"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // A newer binary's expand step (compatible down to this binary's version)
@@ -73,7 +74,7 @@ func TestExpandStepKeepsOlderBinaries(t *testing.T) {
 	if floor, ahead := ledger(); floor != known+2 || ahead != 0 {
 		t.Fatalf("after the contract step: migrations table at %d, expansions at %d; want %d and none", floor, ahead, known+2)
 	}
-	var tooNew *queue.SchemaTooNewError
+	var tooNew *jobstore.SchemaTooNewError
 	if err := s.Check(ctx); !errors.As(err, &tooNew) || tooNew.Floor != known+2 || tooNew.Database != known+2 {
 		t.Fatalf("Check after a contract step = %v, want a SchemaTooNewError with floor %d", err, known+2)
 	}

@@ -3,7 +3,7 @@ package sqlitestore
 import (
 	"strconv"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // historyAppend is the SQL expression of history with a JSON entry
@@ -19,11 +19,11 @@ import (
 // oldest one kept, and the new entry. json_each returns each kept entry as
 // its JSON text.
 var historyAppend = `CASE WHEN length(history) < ` + strconv.Itoa(minFullHistory) + ` OR json_array_length(history) < ` +
-	strconv.Itoa(queue.MaxHistory+1) + ` + (json_extract(history, '$[1].outcome') IS '` + queue.OutcomeCut + `')
+	strconv.Itoa(jobstore.MaxHistory+1) + ` + (json_extract(history, '$[1].outcome') IS '` + jobstore.OutcomeCut + `')
 	THEN substr(history, 1, length(history) - 1) || CASE WHEN history = '[]' THEN '' ELSE ',' END || ? || ']'
 	ELSE '[' || json_extract(history, '$[0]') || ',` + cutMarkerHead + `' || (coalesce(json_extract(history, '$[1].cut'), 0) + 1) || '},'
 		|| (SELECT group_concat(value, ',' ORDER BY key) FROM json_each(history)
-			WHERE key >= 2 + (json_extract(history, '$[1].outcome') IS '` + queue.OutcomeCut + `'))
+			WHERE key >= 2 + (json_extract(history, '$[1].outcome') IS '` + jobstore.OutcomeCut + `'))
 		|| ',' || ? || ']' END`
 
 // historyPut is historyAppend, or, when its first parameter is true, the
@@ -38,9 +38,9 @@ var historyPut = `CASE WHEN ? THEN '[' || coalesce((SELECT group_concat(value, '
 // cutMarkerHead is the JSON of a cut marker entry up to its count: the
 // fields of a queue.Attempt with outcome queue.OutcomeCut and action
 // queue.ActionCut, and zero times.
-const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"` + queue.OutcomeCut + `","action":"` + queue.ActionCut + `","cut":`
+const cutMarkerHead = `{"attempt":0,"started_at":"0001-01-01T00:00:00Z","finished_at":"0001-01-01T00:00:00Z","outcome":"` + jobstore.OutcomeCut + `","action":"` + jobstore.ActionCut + `","cut":`
 
 // minFullHistory is a length of history text below which it cannot hold
 // queue.MaxHistory+1 entries: every entry, even the shortest, has more
 // than 80 bytes (attempt, both times, outcome and action).
-const minFullHistory = 80 * (queue.MaxHistory + 1)
+const minFullHistory = 80 * (jobstore.MaxHistory + 1)

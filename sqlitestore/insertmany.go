@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
-var _ queue.BatchInserter = (*Store)(nil)
+var _ jobstore.BatchInserter = (*Store)(nil)
 
 // insertManyRows is the most rows one multi-row INSERT of a batch carries
 // (10 parameters each, well under SQLite's limit of 32,766).
@@ -36,8 +36,8 @@ func insertManySQL(n int) string {
 // insertedJob is the job just inserted from in with ID id, built from in as
 // scanJob would read it back: times in microseconds, as stored. (Reading
 // back every column of every row took a third of EnqueueMany's time.)
-func insertedJob(in *queue.JobInsert, id int64, policy []byte) (*queue.Job, error) {
-	j := &queue.Job{ID: id, Kind: in.Kind, Queue: in.Queue, Args: in.Args, State: queue.StateAvailable,
+func insertedJob(in *jobstore.JobInsert, id int64, policy []byte) (*jobstore.Job, error) {
+	j := &jobstore.Job{ID: id, Kind: in.Kind, Queue: in.Queue, Args: in.Args, State: jobstore.StateAvailable,
 		Priority: in.Priority, MaxAttempts: in.MaxAttempts, UniqueKey: in.UniqueKey,
 		AvailableAt: time.UnixMicro(micros(in.AvailableAt)).UTC(), CreatedAt: time.UnixMicro(micros(in.CreatedAt)).UTC()}
 	if string(policy) != "{}" {
@@ -54,10 +54,10 @@ var insertManyFull = insertManySQL(insertManyRows)
 // transaction, in multi-row INSERTs of up to 500 rows; a job with a unique
 // key is looked up and inserted alone, as [Store.JobInsert] does, in the
 // same transaction. On an error nothing is written.
-func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]queue.InsertResult, error) {
+func (s *Store) JobInsertMany(ctx context.Context, ins []jobstore.JobInsert) ([]jobstore.InsertResult, error) {
 	for i := range ins {
 		if err := ins[i].Validate(); err != nil {
-			return nil, &queue.ItemError{Index: i, Err: err}
+			return nil, &jobstore.ItemError{Index: i, Err: err}
 		}
 	}
 	// The full statement is prepared before the transaction begins: the
@@ -96,8 +96,8 @@ func (s *Store) JobInsertMany(ctx context.Context, ins []queue.JobInsert) ([]que
 // insertManyTx inserts ins through tx, in order: runs of jobs without a
 // unique key in multi-row statements, the others one by one. full is the
 // prepared INSERT of insertManyRows rows (nil when ins has fewer).
-func insertManyTx(ctx context.Context, tx *sql.Tx, full *sql.Stmt, ins []queue.JobInsert) ([]queue.InsertResult, error) {
-	res := make([]queue.InsertResult, len(ins))
+func insertManyTx(ctx context.Context, tx *sql.Tx, full *sql.Stmt, ins []jobstore.JobInsert) ([]jobstore.InsertResult, error) {
+	res := make([]jobstore.InsertResult, len(ins))
 	run := make([]any, 0, 10*min(len(ins), insertManyRows))
 	lo := 0 // the first job of the run in run
 	flush := func(hi int) error {
@@ -140,7 +140,7 @@ func insertManyTx(ctx context.Context, tx *sql.Tx, full *sql.Stmt, ins []queue.J
 			if err != nil {
 				return err
 			}
-			res[lo+i] = queue.InsertResult{Job: j, Inserted: true}
+			res[lo+i] = jobstore.InsertResult{Job: j, Inserted: true}
 		}
 		run = run[:0]
 		return nil
@@ -165,9 +165,9 @@ func insertManyTx(ctx context.Context, tx *sql.Tx, full *sql.Stmt, ins []queue.J
 		}
 		j, inserted, err := insertUnique(ctx, tx, &ins[i], args)
 		if err != nil {
-			return nil, &queue.ItemError{Index: i, Err: err}
+			return nil, &jobstore.ItemError{Index: i, Err: err}
 		}
-		res[i] = queue.InsertResult{Job: j, Inserted: inserted}
+		res[i] = jobstore.InsertResult{Job: j, Inserted: inserted}
 		lo = i + 1
 	}
 	if err := flush(len(ins)); err != nil {

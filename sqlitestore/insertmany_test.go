@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // TestInsertManyFullStatements inserts, into a fresh store, a batch long
@@ -19,7 +20,7 @@ func TestInsertManyFullStatements(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now()
-	ins := make([]queue.JobInsert, 1234)
+	ins := make([]jobstore.JobInsert, 1234)
 	for i := range ins {
 		in, err := queue.NewJobInsert("noop", json.RawMessage(`{}`), queue.EnqueueOptions{}, now)
 		if err != nil {

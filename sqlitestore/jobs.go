@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/sqlfilter"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 const jobColumns = `id, kind, queue, args, state, priority, attempt, max_attempts, policy,
@@ -78,9 +78,9 @@ func fromMicros(v sql.NullInt64) time.Time {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanJob(sc scanner) (*queue.Job, error) {
+func scanJob(sc scanner) (*jobstore.Job, error) {
 	var (
-		j                                        queue.Job
+		j                                        jobstore.Job
 		args, policy, history                    string
 		state                                    string
 		avail, created                           int64
@@ -93,7 +93,7 @@ func scanJob(sc scanner) (*queue.Job, error) {
 		return nil, err
 	}
 	j.Args = json.RawMessage(args)
-	j.State = queue.State(state)
+	j.State = jobstore.State(state)
 	j.AvailableAt = time.UnixMicro(avail).UTC()
 	j.CreatedAt = time.UnixMicro(created).UTC()
 	j.StartedAt = fromMicros(started)
@@ -116,9 +116,9 @@ func scanJob(sc scanner) (*queue.Job, error) {
 	return &j, nil
 }
 
-func scanJobs(rows *sql.Rows) ([]*queue.Job, error) {
+func scanJobs(rows *sql.Rows) ([]*jobstore.Job, error) {
 	defer rows.Close()
-	var jobs []*queue.Job
+	var jobs []*jobstore.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -140,7 +140,7 @@ func wrap(op string, err error) error {
 }
 
 // JobInsert implements queue.Store.
-func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, bool, error) {
+func (s *Store) JobInsert(ctx context.Context, in jobstore.JobInsert) (*jobstore.Job, bool, error) {
 	if err := in.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -182,7 +182,7 @@ func (s *Store) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, 
 const policyArg = 5
 
 // insertArgs are the parameters of insertSQL for in.
-func insertArgs(in *queue.JobInsert) ([]any, error) {
+func insertArgs(in *jobstore.JobInsert) ([]any, error) {
 	policy := []byte("{}")
 	if !in.Policy.IsZero() {
 		var err error
@@ -196,7 +196,7 @@ func insertArgs(in *queue.JobInsert) ([]any, error) {
 
 // uniqueStates is the unique_states column of in: a JSON array of state
 // names.
-func uniqueStates(in *queue.JobInsert) string {
+func uniqueStates(in *jobstore.JobInsert) string {
 	b, _ := json.Marshal(in.KeyStates()) // strings: cannot fail
 	return string(b)
 }
@@ -204,7 +204,7 @@ func uniqueStates(in *queue.JobInsert) string {
 // insertUnique inserts in, whose unique key is set, through tx (a write
 // transaction, so that nothing runs between the lookup and the insert), or
 // returns the job holding its key with inserted false.
-func insertUnique(ctx context.Context, tx *sql.Tx, in *queue.JobInsert, args []any) (*queue.Job, bool, error) {
+func insertUnique(ctx context.Context, tx *sql.Tx, in *jobstore.JobInsert, args []any) (*jobstore.Job, bool, error) {
 	j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs
 		WHERE unique_key = ? AND `+holdsKey, in.UniqueKey))
 	if err == nil {
@@ -229,17 +229,17 @@ const insertSQL = `INSERT INTO heed_jobs
 	RETURNING ` + jobColumns
 
 // JobGet implements queue.Store.
-func (s *Store) JobGet(ctx context.Context, id int64) (*queue.Job, error) {
+func (s *Store) JobGet(ctx context.Context, id int64) (*jobstore.Job, error) {
 	j, err := scanJob(s.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlitestore: job %d: %w", id, queue.ErrNotFound)
+		return nil, fmt.Errorf("sqlitestore: job %d: %w", id, jobstore.ErrNotFound)
 	}
 	return j, wrap("get", err)
 }
 
 // where renders f as a WHERE clause (without the keyword) and its
 // arguments. dead forces state = 'dead'.
-func where(f *queue.JobFilter, dead bool) (string, []any) {
+func where(f *jobstore.JobFilter, dead bool) (string, []any) {
 	var args []any
 	return sqlfilter.Where(dialect, f, dead, &args), args
 }
@@ -254,10 +254,10 @@ var dialect = sqlfilter.Dialect{
 	},
 }
 
-func limit(f *queue.JobFilter) string { return sqlfilter.Limit(f) }
+func limit(f *jobstore.JobFilter) string { return sqlfilter.Limit(f) }
 
 // JobList implements queue.Store.
-func (s *Store) JobList(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
+func (s *Store) JobList(ctx context.Context, f jobstore.JobFilter) ([]*jobstore.Job, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -307,14 +307,14 @@ func claimWhereSQL(cond string) string {
 // JobClaim implements queue.Store with one UPDATE ... WHERE id IN (SELECT
 // ... LIMIT n) RETURNING statement; the single writer makes it atomic. A
 // limited queue's claim is a transaction (claimLimited).
-func (s *Store) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+func (s *Store) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, error) {
 	jobs, _, err := s.JobClaimHeld(ctx, p)
 	return jobs, err
 }
 
 // JobClaimHeld implements queue.HeldClaimer: JobClaim that also reports
 // whether the queue's limit held due jobs back.
-func (s *Store) JobClaimHeld(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, bool, error) {
+func (s *Store) JobClaimHeld(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, bool, error) {
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -366,7 +366,7 @@ func (s *Store) JobClaimHeld(ctx context.Context, p queue.ClaimParams) ([]*queue
 }
 
 // sortClaimed sorts jobs in claim order (RETURNING does not keep it).
-func sortClaimed(jobs []*queue.Job) []*queue.Job {
+func sortClaimed(jobs []*jobstore.Job) []*jobstore.Job {
 	sort.Slice(jobs, func(i, j int) bool {
 		a, b := jobs[i], jobs[j]
 		if a.Priority != b.Priority {
@@ -381,7 +381,7 @@ func sortClaimed(jobs []*queue.Job) []*queue.Job {
 }
 
 // JobLeaseExtend implements queue.Store.
-func (s *Store) JobLeaseExtend(ctx context.Context, p queue.LeaseParams) error {
+func (s *Store) JobLeaseExtend(ctx context.Context, p jobstore.LeaseParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -400,7 +400,7 @@ func leaseResult(op string, id int64, res sql.Result, err error) error {
 		return wrap(op, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("sqlitestore: %s job %d: %w", op, id, queue.ErrLeaseLost)
+		return fmt.Errorf("sqlitestore: %s job %d: %w", op, id, jobstore.ErrLeaseLost)
 	}
 	return nil
 }
@@ -412,7 +412,7 @@ var transitionSQL = `UPDATE heed_jobs SET
 		WHERE id = ? AND lease_token = ? AND state = 'running'`
 
 // JobTransition implements queue.Store.
-func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
+func (s *Store) JobTransition(ctx context.Context, t jobstore.Transition) error {
 	st, err := s.prepared(ctx, transitionSQL)
 	if err != nil {
 		return wrap("transition", err)
@@ -431,7 +431,7 @@ func (s *Store) JobTransition(ctx context.Context, t queue.Transition) error {
 // transaction, one commit. (One UPDATE for the whole batch, its
 // transitions as a JSON array read with json_each, was slower: 5,300-7,800
 // against 8,200-12,300 jobs/s in BenchmarkClaimTransitions.)
-func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) ([]error, error) {
+func (s *Store) JobTransitions(ctx context.Context, ts []jobstore.Transition) ([]error, error) {
 	errs := make([]error, len(ts))
 	if len(ts) == 0 {
 		return errs, nil
@@ -449,7 +449,7 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) ([]er
 	var wake []int64
 	for i := range ts {
 		errs[i] = transition(ctx, st, &ts[i])
-		if errs[i] != nil && !errors.Is(errs[i], queue.ErrLeaseLost) && !errors.Is(errs[i], queue.ErrInvalid) {
+		if errs[i] != nil && !errors.Is(errs[i], jobstore.ErrLeaseLost) && !errors.Is(errs[i], jobstore.ErrInvalid) {
 			return nil, errs[i]
 		}
 		if errs[i] == nil && ts[i].Wakes() {
@@ -465,7 +465,7 @@ func (s *Store) JobTransitions(ctx context.Context, ts []queue.Transition) ([]er
 	return errs, nil
 }
 
-func transition(ctx context.Context, st *sql.Stmt, t *queue.Transition) error {
+func transition(ctx context.Context, st *sql.Stmt, t *jobstore.Transition) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
@@ -487,7 +487,7 @@ func (s *Store) notifyJob(ctx context.Context, id int64) {
 }
 
 // JobRescue implements queue.Store.
-func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.Job, error) {
+func (s *Store) JobRescue(ctx context.Context, p jobstore.RescueParams) ([]*jobstore.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -519,7 +519,7 @@ func (s *Store) JobRescue(ctx context.Context, p queue.RescueParams) ([]*queue.J
 
 // DeadRequeue implements queue.Store. A dead job whose unique key is taken
 // by a live job is skipped (UPDATE OR IGNORE).
-func (s *Store) DeadRequeue(ctx context.Context, p queue.OpParams) (int, error) {
+func (s *Store) DeadRequeue(ctx context.Context, p jobstore.OpParams) (int, error) {
 	f, now, entry := p.Filter, p.Now, p.Entry
 	if err := f.Validate(); err != nil {
 		return 0, err
@@ -562,14 +562,14 @@ func (s *Store) DeadRequeue(ctx context.Context, p queue.OpParams) (int, error) 
 }
 
 // DeadDelete implements queue.Store.
-func (s *Store) DeadDelete(ctx context.Context, f queue.JobFilter) (int, error) {
-	return s.deleteJobs(ctx, f, queue.StateDead)
+func (s *Store) DeadDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, jobstore.StateDead)
 }
 
 // SucceededDelete implements queue.Store. f.State is ignored: only
 // succeeded jobs are deleted.
-func (s *Store) SucceededDelete(ctx context.Context, f queue.JobFilter) (int, error) {
-	return s.deleteJobs(ctx, f, queue.StateSucceeded)
+func (s *Store) SucceededDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
+	return s.deleteJobs(ctx, f, jobstore.StateSucceeded)
 }
 
 // deleteJobs deletes the jobs in state (dead or succeeded) that match f,
@@ -577,12 +577,12 @@ func (s *Store) SucceededDelete(ctx context.Context, f queue.JobFilter) (int, er
 // job that changed state since the inner select out of the delete (as
 // pgstore's does; SQLite runs the statement alone, but the guard costs
 // nothing and keeps the stores alike).
-func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.State) (int, error) {
+func (s *Store) deleteJobs(ctx context.Context, f jobstore.JobFilter, state jobstore.State) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
 	f.State = state
-	w, args := where(&f, state == queue.StateDead)
+	w, args := where(&f, state == jobstore.StateDead)
 	res, err := s.w.ExecContext(ctx, `DELETE FROM heed_jobs
 		WHERE state = ? AND id IN (SELECT id FROM heed_jobs WHERE `+w+` ORDER BY id`+limit(&f)+`)`, append([]any{string(state)}, args...)...)
 	if err != nil {
@@ -593,8 +593,8 @@ func (s *Store) deleteJobs(ctx context.Context, f queue.JobFilter, state queue.S
 }
 
 // Stats implements queue.Store.
-func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
-	var st queue.Stats
+func (s *Store) Stats(ctx context.Context, now time.Time) (jobstore.Stats, error) {
+	var st jobstore.Stats
 	rows, err := s.r.QueryContext(ctx, `SELECT queue, state, state = 'available' AND available_at > ?, count(*)
 		FROM heed_jobs GROUP BY 1, 2, 3 ORDER BY 1`, micros(now))
 	if err != nil {
@@ -611,22 +611,22 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 			return st, wrap("stats", err)
 		}
 		if len(st.Queues) == 0 || st.Queues[len(st.Queues)-1].Queue != q {
-			st.Queues = append(st.Queues, queue.QueueStats{Queue: q})
+			st.Queues = append(st.Queues, jobstore.QueueStats{Queue: q})
 		}
 		qs := &st.Queues[len(st.Queues)-1]
 		switch {
 		case scheduled:
 			qs.Scheduled += n
-		case state == string(queue.StateAvailable):
+		case state == string(jobstore.StateAvailable):
 			qs.Available += n
-		case state == string(queue.StateRunning):
+		case state == string(jobstore.StateRunning):
 			qs.Running += n
-		case state == string(queue.StateSucceeded):
+		case state == string(jobstore.StateSucceeded):
 			qs.Succeeded += n
-		case state == string(queue.StateDead):
+		case state == string(jobstore.StateDead):
 			qs.Dead += n
 			st.Dead += n
-		case state == string(queue.StateCancelled):
+		case state == string(jobstore.StateCancelled):
 			qs.Cancelled += n
 		}
 	}

@@ -6,17 +6,17 @@ import (
 	"errors"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // limitCols are the columns of a queue's limit, as scanLimit reads them.
 const limitCols = `concurrency_limit, rate_limit, rate_period, rate_tokens, rate_at`
 
 // scanLimit reads limitCols, then dest.
-func scanLimit(sc scanner, dest ...any) (queue.Limit, queue.RateBucket, error) {
+func scanLimit(sc scanner, dest ...any) (jobstore.Limit, jobstore.RateBucket, error) {
 	var (
-		l      queue.Limit
-		b      queue.RateBucket
+		l      jobstore.Limit
+		b      jobstore.RateBucket
 		period int64
 		at     sql.NullInt64
 	)
@@ -37,7 +37,7 @@ FROM heed_queues WHERE name = ?1 AND paused_at IS NULL AND (concurrency_limit > 
 // transaction (SQLite runs them one at a time in the file, whatever the
 // process) that counts the running jobs, claims within the limit and
 // takes the rate's tokens.
-func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, cond string) ([]*queue.Job, error) {
+func (s *Store) claimLimited(ctx context.Context, p jobstore.ClaimParams, cond string) ([]*jobstore.Job, error) {
 	peek, err := s.preparedRead(ctx, limitSQL)
 	if err != nil {
 		return nil, err
@@ -85,9 +85,9 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, cond stri
 }
 
 // QueueLimit implements queue.QueueOps.
-func (s *Store) QueueLimit(ctx context.Context, q string, l queue.Limit, now time.Time) error {
+func (s *Store) QueueLimit(ctx context.Context, q string, l jobstore.Limit, now time.Time) error {
 	if q == "" {
-		return &queue.InputError{Field: "queue", Reason: "is empty"}
+		return &jobstore.InputError{Field: "queue", Reason: "is empty"}
 	}
 	if err := l.Validate(); err != nil {
 		return err
@@ -111,16 +111,16 @@ func (s *Store) QueueLimit(ctx context.Context, q string, l queue.Limit, now tim
 }
 
 // QueuesLimited implements queue.QueueOps.
-func (s *Store) QueuesLimited(ctx context.Context) ([]queue.QueueLimit, error) {
+func (s *Store) QueuesLimited(ctx context.Context) ([]jobstore.QueueLimit, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+limitCols+`, name FROM heed_queues
 		WHERE concurrency_limit > 0 OR rate_limit > 0 ORDER BY name`)
 	if err != nil {
 		return nil, wrap("limited queues", err)
 	}
 	defer rows.Close()
-	var qs []queue.QueueLimit
+	var qs []jobstore.QueueLimit
 	for rows.Next() {
-		var ql queue.QueueLimit
+		var ql jobstore.QueueLimit
 		if ql.Limit, _, err = scanLimit(rows, &ql.Queue); err != nil {
 			return nil, wrap("limited queues", err)
 		}
@@ -129,4 +129,4 @@ func (s *Store) QueuesLimited(ctx context.Context) ([]queue.QueueLimit, error) {
 	return qs, wrap("limited queues", rows.Err())
 }
 
-var _ queue.HeldClaimer = (*Store)(nil)
+var _ jobstore.HeldClaimer = (*Store)(nil)

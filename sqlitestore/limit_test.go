@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
@@ -40,7 +41,7 @@ func TestLimitAcrossStores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := stores[1].QueueLimit(ctx, "api", queue.Limit{Concurrency: limit}, time.Unix(0, 0)); err != nil {
+	if err := stores[1].QueueLimit(ctx, "api", jobstore.Limit{Concurrency: limit}, time.Unix(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -53,7 +54,7 @@ func TestLimitAcrossStores(t *testing.T) {
 				worker := fmt.Sprintf("s%d-c%d", i, c)
 				for done.Load() < jobs {
 					now := time.Now().UTC()
-					got, err := s.JobClaim(ctx, queue.ClaimParams{Queue: "api", Limit: 2, Now: now, LeaseUntil: now.Add(time.Minute), Worker: worker})
+					got, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: "api", Limit: 2, Now: now, LeaseUntil: now.Add(time.Minute), Worker: worker})
 					if err != nil {
 						t.Error(err)
 						return
@@ -62,7 +63,7 @@ func TestLimitAcrossStores(t *testing.T) {
 						time.Sleep(time.Millisecond)
 						continue
 					}
-					running, err := s.JobList(ctx, queue.JobFilter{Queue: "api", State: queue.StateRunning})
+					running, err := s.JobList(ctx, jobstore.JobFilter{Queue: "api", State: jobstore.StateRunning})
 					if err != nil {
 						t.Error(err)
 						return
@@ -73,8 +74,8 @@ func TestLimitAcrossStores(t *testing.T) {
 						}
 					}
 					for _, j := range got {
-						if err := s.JobTransition(ctx, queue.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: queue.StateSucceeded,
-							Attempt: j.Attempt, FinishedAt: now, Entry: queue.Attempt{Attempt: j.Attempt, Worker: worker,
+						if err := s.JobTransition(ctx, jobstore.Transition{ID: j.ID, LeaseToken: j.LeaseToken, State: jobstore.StateSucceeded,
+							Attempt: j.Attempt, FinishedAt: now, Entry: jobstore.Attempt{Attempt: j.Attempt, Worker: worker,
 								StartedAt: now, FinishedAt: now, Outcome: "success", Action: "done"}}); err != nil {
 							t.Error(err)
 							return

@@ -55,7 +55,7 @@ func (s *Store) Version(ctx context.Context) (int, error) {
 
 // Check reads the schema version without changing anything: nil when it
 // is [SchemaVersion], a [*queue.SchemaBehindError] when migrations are
-// missing, a [*queue.SchemaTooNewError] (matching queue.ErrSchemaTooNew) when it
+// missing, a [*queue.SchemaTooNewError] (matching jobstore.ErrSchemaTooNew) when it
 // is newer.
 func (s *Store) Check(ctx context.Context) error {
 	return schema.Check(ctx, "sqlitestore", liteDB{s, s.r}, migrations)
@@ -65,7 +65,7 @@ func (s *Store) Check(ctx context.Context) error {
 // records them in heed_schema_migrations, with the time of the store's
 // clock ([OpenOptions].Clock). It is safe to call again (a no-op when none
 // is pending) and from several processes at once. It returns a
-// [*queue.SchemaTooNewError] (matching queue.ErrSchemaTooNew), and changes
+// [*queue.SchemaTooNewError] (matching jobstore.ErrSchemaTooNew), and changes
 // nothing, when the database is newer than this binary.
 func (s *Store) Migrate(ctx context.Context) error { return s.migrate(ctx, 0) }
 

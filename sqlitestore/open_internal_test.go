@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // previousVersion creates a database at path left at the previous schema
@@ -34,8 +35,8 @@ func TestOpenMigrateOff(t *testing.T) {
 
 	for _, o := range []OpenOptions{{MigrateOff: true}, {MigrateOff: true, CreateEmpty: true}, {ReadOnly: true}} {
 		s, err := OpenWith(ctx, path, o)
-		var behind *queue.SchemaBehindError
-		if s != nil || !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
+		var behind *jobstore.SchemaBehindError
+		if s != nil || !errors.As(err, &behind) || !errors.Is(err, jobstore.ErrSchemaTooOld) ||
 			behind.Database != SchemaVersion()-1 || !slices.Equal(behind.Missing, []string{last}) {
 			t.Fatalf("OpenWith(%+v) on the previous version = %v, %v; want a SchemaBehindError naming %s", o, s, err, last)
 		}
@@ -76,8 +77,8 @@ func TestOpenErrorsNameTheCause(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"mysql://heed:s3cret@db.internal/heed", OpenOptions{}, `unsupported database URL scheme "mysql"`, queue.ErrInvalid},
-		{dir, OpenOptions{}, "is a directory, not a database file", queue.ErrInvalid},
+		{"mysql://heed:s3cret@db.internal/heed", OpenOptions{}, `unsupported database URL scheme "mysql"`, jobstore.ErrInvalid},
+		{dir, OpenOptions{}, "is a directory, not a database file", jobstore.ErrInvalid},
 		{filepath.Join(dir, "no", "such", "heed.db"), OpenOptions{}, "directory " + filepath.Join(dir, "no", "such") + " does not exist", fs.ErrNotExist},
 		{filepath.Join(dir, "missing.db"), OpenOptions{MigrateOff: true}, "does not exist (nothing was created)", fs.ErrNotExist},
 		{filepath.Join(dir, "missing.db"), OpenOptions{ReadOnly: true}, "does not exist (nothing was created)", fs.ErrNotExist},
@@ -164,12 +165,12 @@ func TestOpenReadBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		old.Close()
-		if _, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true}); !errors.Is(err, queue.ErrSchemaTooOld) {
+		if _, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true}); !errors.Is(err, jobstore.ErrSchemaTooOld) {
 			t.Errorf("schema %d without ReadBehind: %v, want ErrSchemaTooOld", v, err)
 		}
 		s, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, ReadBehind: true})
 		if v < minReadVersion {
-			if !errors.Is(err, queue.ErrSchemaTooOld) {
+			if !errors.Is(err, jobstore.ErrSchemaTooOld) {
 				t.Errorf("schema %d with ReadBehind: %v, want ErrSchemaTooOld", v, err)
 				s.Close()
 			}
@@ -179,7 +180,7 @@ func TestOpenReadBehind(t *testing.T) {
 			t.Fatalf("schema %d with ReadBehind: %v", v, err)
 		}
 		c := queue.NewClient(s, queue.ClientConfig{})
-		if jobs, err := c.Jobs(ctx, queue.JobFilter{}); err != nil || len(jobs) != 1 {
+		if jobs, err := c.Jobs(ctx, jobstore.JobFilter{}); err != nil || len(jobs) != 1 {
 			t.Errorf("schema %d: Jobs = %d, %v", v, len(jobs), err)
 		}
 		if _, err := c.Stats(ctx); err != nil {
@@ -187,16 +188,16 @@ func TestOpenReadBehind(t *testing.T) {
 		}
 		// The dashboard's index of causes is missing: it says so, and
 		// the dashboard groups the newest dead jobs instead.
-		if _, err := s.DeadCauseCounts(ctx, 0); !errors.Is(err, queue.ErrSchemaTooOld) {
+		if _, err := s.DeadCauseCounts(ctx, 0); !errors.Is(err, jobstore.ErrSchemaTooOld) {
 			t.Errorf("schema %d: DeadCauseCounts: %v, want ErrSchemaTooOld", v, err)
 		}
-		if _, err := s.DeadOfCause(ctx, queue.CauseKey{Kind: "noop"}, 1); !errors.Is(err, queue.ErrSchemaTooOld) {
+		if _, err := s.DeadOfCause(ctx, jobstore.CauseKey{Kind: "noop"}, 1); !errors.Is(err, jobstore.ErrSchemaTooOld) {
 			t.Errorf("schema %d: DeadOfCause: %v, want ErrSchemaTooOld", v, err)
 		}
-		if _, err := s.JobSchedules(ctx); !errors.Is(err, queue.ErrSchemaTooOld) {
+		if _, err := s.JobSchedules(ctx); !errors.Is(err, jobstore.ErrSchemaTooOld) {
 			t.Errorf("schema %d: JobSchedules: %v, want ErrSchemaTooOld", v, err)
 		}
-		if _, err := c.Cancel(ctx, queue.JobFilter{IDs: []int64{1}}); err != nil {
+		if _, err := c.Cancel(ctx, jobstore.JobFilter{IDs: []int64{1}}); err != nil {
 			t.Errorf("schema %d: Cancel: %v", v, err)
 		}
 		s.Close()

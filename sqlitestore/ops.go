@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // cancelSubs are the subscribers of JobCancelNotify. The zero value is
@@ -21,12 +21,12 @@ type cancelSubs struct {
 // opArgs checks an operator's change (ferr is its filter's check) and
 // returns its parameters (now, then the history entry twice, then f's) and
 // f's WHERE clause.
-func opArgs(ferr error, f *queue.JobFilter, now time.Time, entry queue.Attempt, op string) ([]any, string, error) {
+func opArgs(ferr error, f *jobstore.JobFilter, now time.Time, entry jobstore.Attempt, op string) ([]any, string, error) {
 	if ferr != nil {
 		return nil, "", ferr
 	}
 	if now.IsZero() {
-		return nil, "", &queue.InputError{Field: "now", Reason: "is zero"}
+		return nil, "", &jobstore.InputError{Field: "now", Reason: "is zero"}
 	}
 	b, err := json.Marshal(entry)
 	if err != nil {
@@ -42,9 +42,9 @@ func opArgs(ferr error, f *queue.JobFilter, now time.Time, entry queue.Attempt, 
 // processes within [cancelPoll] (their JobCancelNotify looks for jobs
 // cancelled elsewhere), or at their next lease renewal when they do not
 // listen.
-func (s *Store) JobCancel(ctx context.Context, params queue.OpParams) (int, error) {
+func (s *Store) JobCancel(ctx context.Context, params jobstore.OpParams) (int, error) {
 	f, now, entry := params.Filter, params.Now, params.Entry
-	all, w, err := opArgs(queue.CancelFilter(f), &f, now, entry, "cancel")
+	all, w, err := opArgs(jobstore.CancelFilter(f), &f, now, entry, "cancel")
 	if err != nil {
 		return 0, err
 	}
@@ -75,9 +75,9 @@ func (s *Store) JobCancel(ctx context.Context, params queue.OpParams) (int, erro
 }
 
 // JobRunNow implements queue.JobOps.
-func (s *Store) JobRunNow(ctx context.Context, params queue.OpParams) (int, error) {
+func (s *Store) JobRunNow(ctx context.Context, params jobstore.OpParams) (int, error) {
 	f, now, entry := params.Filter, params.Now, params.Entry
-	all, w, err := opArgs(queue.RunNowFilter(f), &f, now, entry, "run now")
+	all, w, err := opArgs(jobstore.RunNowFilter(f), &f, now, entry, "run now")
 	if err != nil {
 		return 0, err
 	}
@@ -112,8 +112,8 @@ func (s *Store) JobRunNow(ctx context.Context, params queue.OpParams) (int, erro
 }
 
 // JobDelete implements queue.JobOps.
-func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
-	if err := queue.DeleteFilter(f); err != nil {
+func (s *Store) JobDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
+	if err := jobstore.DeleteFilter(f); err != nil {
 		return 0, err
 	}
 	w, args := where(&f, false)
@@ -129,7 +129,7 @@ func (s *Store) JobDelete(ctx context.Context, f queue.JobFilter) (int, error) {
 
 // JobPrune implements queue.JobOps: one DELETE of at most limit rows,
 // found through the state's partial index on finished_at.
-func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, error) {
+func (s *Store) JobPrune(ctx context.Context, params jobstore.PruneParams) (int, error) {
 	state, before, limit := params.State, params.Before, params.Limit
 	if err := params.Validate(); err != nil {
 		return 0, err
@@ -148,7 +148,7 @@ func (s *Store) JobPrune(ctx context.Context, params queue.PruneParams) (int, er
 // QueuePause implements queue.QueueOps.
 func (s *Store) QueuePause(ctx context.Context, q string, now time.Time) (bool, error) {
 	if q == "" {
-		return false, &queue.InputError{Field: "queue", Reason: "is empty"}
+		return false, &jobstore.InputError{Field: "queue", Reason: "is empty"}
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO heed_queues (name, paused_at) VALUES (?, ?)
 		ON CONFLICT (name) DO UPDATE SET paused_at = excluded.paused_at WHERE paused_at IS NULL`, q, micros(now))
@@ -174,16 +174,16 @@ func changed(op string, res sql.Result, err error) (bool, error) {
 }
 
 // QueuesPaused implements queue.QueueOps.
-func (s *Store) QueuesPaused(ctx context.Context) ([]queue.PausedQueue, error) {
+func (s *Store) QueuesPaused(ctx context.Context) ([]jobstore.PausedQueue, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT name, paused_at FROM heed_queues WHERE paused_at IS NOT NULL ORDER BY name`)
 	if err != nil {
 		return nil, wrap("paused queues", err)
 	}
 	defer rows.Close()
-	var qs []queue.PausedQueue
+	var qs []jobstore.PausedQueue
 	for rows.Next() {
 		var (
-			p  queue.PausedQueue
+			p  jobstore.PausedQueue
 			at int64
 		)
 		if err := rows.Scan(&p.Queue, &at); err != nil {

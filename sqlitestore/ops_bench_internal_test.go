@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // BenchmarkPrune measures one retention statement: deleting
-// queue.RetentionBatch succeeded jobs, the oldest, out of a table that
+// jobstore.RetentionBatch succeeded jobs, the oldest, out of a table that
 // holds 10,000 more: how long retention holds SQLite's writer at a time.
 func BenchmarkPrune(b *testing.B) {
 	ctx := context.Background()
@@ -20,7 +20,7 @@ func BenchmarkPrune(b *testing.B) {
 	}
 	defer s.Close()
 	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := b.N*queue.RetentionBatch + 10_000
+	n := b.N*jobstore.RetentionBatch + 10_000
 	if _, err := s.w.ExecContext(ctx, `WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
 		INSERT INTO heed_jobs (kind, queue, args, state, available_at, created_at, finished_at, history)
 		SELECT 'k', 'q', '{}', 'succeeded', ?, ?, ? + i, '[{"attempt":1,"outcome":"ok","action":"done"}]' FROM seq`,
@@ -30,8 +30,8 @@ func BenchmarkPrune(b *testing.B) {
 	before := old.Add(time.Hour)
 	b.ResetTimer()
 	for range b.N {
-		got, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: before, Limit: queue.RetentionBatch})
-		if err != nil || got != queue.RetentionBatch {
+		got, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: before, Limit: jobstore.RetentionBatch})
+		if err != nil || got != jobstore.RetentionBatch {
 			b.Fatalf("JobPrune = %d, %v", got, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Migration 6 rebuilds heed_jobs: every row survives as it was, and IDs
@@ -22,7 +23,7 @@ func TestMigrateCancelledKeepsJobs(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	// Rows as the schema of migration 5 holds them, written in its SQL (the
 	// current insert names columns that later migrations add).
-	var jobs []*queue.Job
+	var jobs []*jobstore.Job
 	for i := range 3 {
 		var id int64
 		err := old.w.QueryRowContext(ctx, `INSERT INTO heed_jobs (kind, queue, args, state, available_at, created_at, unique_key)
@@ -31,7 +32,7 @@ func TestMigrateCancelledKeepsJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs = append(jobs, &queue.Job{ID: id})
+		jobs = append(jobs, &jobstore.Job{ID: id})
 	}
 	// A running job, as the old binary's claim left it.
 	if _, err := old.w.ExecContext(ctx, `UPDATE heed_jobs SET state = 'running', lease_token = 'tok', lease_until = ?,
@@ -49,7 +50,7 @@ func TestMigrateCancelledKeepsJobs(t *testing.T) {
 	}
 	defer s.Close()
 	running, err := s.JobGet(ctx, jobs[0].ID)
-	if err != nil || running.State != queue.StateRunning || running.LeaseToken != "tok" || running.UniqueKey != "a" {
+	if err != nil || running.State != jobstore.StateRunning || running.LeaseToken != "tok" || running.UniqueKey != "a" {
 		t.Errorf("running job after the migration: %+v, %v", running, err)
 	}
 	in, _ := queue.NewJobInsert("k", nil, queue.EnqueueOptions{Queue: "q", UniqueKey: "b"}, now)
@@ -61,7 +62,7 @@ func TestMigrateCancelledKeepsJobs(t *testing.T) {
 	if err != nil || j.ID <= jobs[2].ID {
 		t.Errorf("new job's ID %d after the migration, want above %d (deleted)", j.ID, jobs[2].ID)
 	}
-	if n, err := s.JobCancel(ctx, queue.OpParams{Filter: queue.JobFilter{}, Now: now, Entry: queue.Attempt{Outcome: queue.OutcomeCancelled}}); err != nil || n != 3 {
+	if n, err := s.JobCancel(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{}, Now: now, Entry: jobstore.Attempt{Outcome: jobstore.OutcomeCancelled}}); err != nil || n != 3 {
 		t.Errorf("JobCancel after the migration = %d, %v", n, err)
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
-var _ queue.TickInserter = (*Store)(nil)
+var _ jobstore.TickInserter = (*Store)(nil)
 
 // recordTickSQL records a periodic job's tick unless it or a later one is
 // recorded; it returns a row only when it recorded the tick.
@@ -20,7 +20,7 @@ const recordTickSQL = `INSERT INTO heed_periodic (kind, queue, last_tick) VALUES
 
 // JobInsertTick implements queue.TickInserter: the tick's record (table
 // heed_periodic) and the job in one IMMEDIATE transaction.
-func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time.Time) (*queue.Job, bool, error) {
+func (s *Store) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick time.Time) (*jobstore.Job, bool, error) {
 	if err := in.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -42,7 +42,7 @@ func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time
 		return nil, false, wrap("insert tick", err)
 	}
 	var (
-		j        *queue.Job
+		j        *jobstore.Job
 		inserted bool
 	)
 	if in.UniqueKey != "" {
@@ -64,27 +64,27 @@ func (s *Store) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time
 	return j, inserted, nil
 }
 
-var _ queue.ScheduleRecorder = (*Store)(nil)
+var _ jobstore.ScheduleRecorder = (*Store)(nil)
 
 // JobScheduleRecord implements queue.ScheduleRecorder.
-func (s *Store) JobScheduleRecord(ctx context.Context, ps queue.PeriodicSchedule) error {
+func (s *Store) JobScheduleRecord(ctx context.Context, ps jobstore.PeriodicSchedule) error {
 	_, err := s.w.ExecContext(ctx, `UPDATE heed_periodic SET schedule = ?3, next_tick = ?4, seen_at = ?5 WHERE kind = ?1 AND queue = ?2`,
 		ps.Kind, ps.Queue, ps.Schedule, nullMicros(ps.NextTick), nullMicros(ps.SeenAt))
 	return behindErr("record schedule", 13, err)
 }
 
 // JobSchedules implements queue.ScheduleRecorder.
-func (s *Store) JobSchedules(ctx context.Context) ([]queue.PeriodicSchedule, error) {
+func (s *Store) JobSchedules(ctx context.Context) ([]jobstore.PeriodicSchedule, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT kind, queue, coalesce(schedule, ''), last_tick, next_tick, seen_at
 		FROM heed_periodic ORDER BY kind, queue`)
 	if err != nil {
 		return nil, behindErr("list schedules", 13, err)
 	}
 	defer rows.Close()
-	var out []queue.PeriodicSchedule
+	var out []jobstore.PeriodicSchedule
 	for rows.Next() {
 		var (
-			p          queue.PeriodicSchedule
+			p          jobstore.PeriodicSchedule
 			last       int64
 			next, seen sql.NullInt64
 		)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock/clocktest"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -17,7 +17,7 @@ import (
 // periodic job over 20 periods: exactly 20 jobs run.
 func TestPeriodicThreeStores(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "heed.db")
-	stores := make([]queue.Store, 3)
+	stores := make([]jobstore.Store, 3)
 	for i := range stores {
 		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {

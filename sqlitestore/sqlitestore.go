@@ -30,7 +30,7 @@
 // recorded in the table heed_schema_migrations; every table is prefixed
 // heed_. Open applies pending migrations; [OpenWith] can open without
 // creating or migrating anything (MigrateOff), or read-only (ReadOnly), and
-// then names missing migrations in a [*queue.SchemaBehindError].
+// then names missing migrations in a [*jobstore.SchemaBehindError].
 package sqlitestore
 
 import (
@@ -47,7 +47,7 @@ import (
 	"sync"
 
 	"github.com/heed-go/heed/clock"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -75,9 +75,9 @@ type Store struct {
 	full   map[string]bool // queues whose last JobClaim took its whole limit
 }
 
-var _ queue.Store = (*Store)(nil)
-var _ queue.Notifier = (*Store)(nil)
-var _ queue.CancelNotifier = (*Store)(nil)
+var _ jobstore.Store = (*Store)(nil)
+var _ jobstore.Notifier = (*Store)(nil)
+var _ jobstore.CancelNotifier = (*Store)(nil)
 
 // Open opens (creating it if needed) the SQLite database named by dsn and
 // applies pending migrations. [OpenWith] opens without creating or
@@ -92,7 +92,7 @@ var _ queue.CancelNotifier = (*Store)(nil)
 //
 // Errors name the cause: a URL of another scheme (mysql://...), a path
 // that is a directory, a parent directory that does not exist, a file
-// that is read-only. It returns an error matching queue.ErrSchemaTooNew when the
+// that is read-only. It returns an error matching jobstore.ErrSchemaTooNew when the
 // database was migrated by a newer heed.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	return OpenWith(ctx, dsn, OpenOptions{})
@@ -105,7 +105,7 @@ type OpenOptions struct {
 	// explicit step) wants: a newer binary must not upgrade a database
 	// under older workers. A file that does not exist is an error matching
 	// fs.ErrNotExist (and none is created); a schema behind the binary's
-	// is refused with a [*queue.SchemaBehindError] naming the missing
+	// is refused with a [*jobstore.SchemaBehindError] naming the missing
 	// migrations.
 	MigrateOff bool
 	// CreateEmpty, with MigrateOff, still creates a database that does not
@@ -217,7 +217,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 		go checkpointer(ckpt, s.done, s.ckptDone)
 	}
 	err = s.Check(ctx)
-	var behind *queue.SchemaBehindError
+	var behind *jobstore.SchemaBehindError
 	switch {
 	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
 		err = s.migrate(ctx, o.stopAt)
@@ -240,7 +240,7 @@ func checkPath(path string, create, readOnly bool) (fresh bool, err error) {
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
-		return false, &pathError{fmt.Sprintf("sqlitestore: %s is a directory, not a database file", path), queue.ErrInvalid}
+		return false, &pathError{fmt.Sprintf("sqlitestore: %s is a directory, not a database file", path), jobstore.ErrInvalid}
 	case err == nil:
 		if !readOnly {
 			f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -266,7 +266,7 @@ func checkPath(path string, create, readOnly bool) (fresh bool, err error) {
 	case err != nil:
 		return false, fmt.Errorf("sqlitestore: cannot create %s: %w", path, err)
 	case !di.IsDir():
-		return false, &pathError{fmt.Sprintf("sqlitestore: cannot create %s: %s is not a directory", path, dir), queue.ErrInvalid}
+		return false, &pathError{fmt.Sprintf("sqlitestore: cannot create %s: %s is not a directory", path, dir), jobstore.ErrInvalid}
 	}
 	return true, nil
 }
@@ -297,7 +297,7 @@ func parseDSN(dsn string) (path, params string, err error) {
 	orig := dsn
 	switch {
 	case dsn == "":
-		return "", "", fmt.Errorf("sqlitestore: empty database name: %w", queue.ErrInvalid)
+		return "", "", fmt.Errorf("sqlitestore: empty database name: %w", jobstore.ErrInvalid)
 	case strings.HasPrefix(dsn, "sqlite://"):
 		dsn = strings.TrimPrefix(dsn, "sqlite://")
 	case strings.HasPrefix(dsn, "sqlite:"):
@@ -316,10 +316,10 @@ func parseDSN(dsn string) (path, params string, err error) {
 	case strings.Contains(dsn, "://") && !strings.ContainsAny(dsn[:strings.Index(dsn, "://")], `/\.`):
 		// Name only the scheme: the rest may hold a password.
 		scheme := dsn[:strings.Index(dsn, "://")]
-		return "", "", &pathError{fmt.Sprintf("sqlitestore: unsupported database URL scheme %q: want a file path, a sqlite: URL or a file: URI", scheme), queue.ErrInvalid}
+		return "", "", &pathError{fmt.Sprintf("sqlitestore: unsupported database URL scheme %q: want a file path, a sqlite: URL or a file: URI", scheme), jobstore.ErrInvalid}
 	}
 	if dsn == "" || dsn == "file::memory:" {
-		return "", "", fmt.Errorf("sqlitestore: no file path in %q: %w", orig, queue.ErrInvalid)
+		return "", "", fmt.Errorf("sqlitestore: no file path in %q: %w", orig, jobstore.ErrInvalid)
 	}
 	return dsn, params, nil
 }

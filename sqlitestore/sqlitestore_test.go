@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 	"github.com/heed-go/heed/retry/executortest"
 	"github.com/heed-go/heed/retry/overtimetest"
@@ -32,11 +33,11 @@ func open(t testing.TB) *sqlitestore.Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) queue.Store { return open(t) })
+	storetest.Run(t, func(t *testing.T) jobstore.Store { return open(t) })
 }
 
 func TestStoreMemory(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) queue.Store {
+	storetest.Run(t, func(t *testing.T) jobstore.Store {
 		s, err := sqlitestore.Open(context.Background(), ":memory:")
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +69,7 @@ func TestSchemaTooNew(t *testing.T) {
 	raw.Close()
 
 	_, err = sqlitestore.Open(ctx, path)
-	if !errors.Is(err, queue.ErrSchemaTooNew) {
+	if !errors.Is(err, jobstore.ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer database: %v, want ErrSchemaTooNew", err)
 	}
 	want := fmt.Sprintf("version 999 is newer than this binary knows (version %d)", sqlitestore.SchemaVersion())
@@ -77,7 +78,7 @@ func TestSchemaTooNew(t *testing.T) {
 	}
 }
 
-func mustInsert(t *testing.T) queue.JobInsert {
+func mustInsert(t *testing.T) jobstore.JobInsert {
 	in, err := queue.NewJobInsert("k", nil, queue.EnqueueOptions{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestOpenDSN(t *testing.T) {
 		}
 	}
 	for _, dsn := range []string{"", "sqlite:", "file:"} {
-		if _, err := sqlitestore.Open(ctx, dsn); !errors.Is(err, queue.ErrInvalid) {
+		if _, err := sqlitestore.Open(ctx, dsn); !errors.Is(err, jobstore.ErrInvalid) {
 			t.Errorf("Open(%q): %v, want ErrInvalid", dsn, err)
 		}
 	}
@@ -178,7 +179,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		wg.Go(func() {
 			for {
 				now := time.Now()
-				jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 2, Now: now.Add(time.Second),
+				jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 2, Now: now.Add(time.Second),
 					LeaseUntil: now.Add(time.Minute), Worker: fmt.Sprint(i)})
 				if err != nil {
 					t.Error(err)
@@ -242,7 +243,7 @@ func TestJobNotify(t *testing.T) {
 // The job queue over SQLite takes the same decisions as every other
 // executor of a retry.Policy (in virtual time).
 func TestExecutorConformance(t *testing.T) {
-	executortest.Run(t, storetest.Executor(func(t *testing.T) queue.Store {
+	executortest.Run(t, storetest.Executor(func(t *testing.T) jobstore.Store {
 		s, err := sqlitestore.Open(context.Background(), ":memory:")
 		if err != nil {
 			t.Fatal(err)
@@ -264,7 +265,7 @@ func TestOverTime(t *testing.T) {
 			}
 		}
 	}
-	overtimetest.Run(t, overtimetest.Skip(storetest.OverTime(func(t *testing.T) queue.Store {
+	overtimetest.Run(t, overtimetest.Skip(storetest.OverTime(func(t *testing.T) jobstore.Store {
 		s, err := sqlitestore.Open(context.Background(), ":memory:")
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/internal/schema"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -56,7 +56,7 @@ func TestStoredFormsMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := queue.JobPolicy{Backoff: &backoff.Schedule{Kind: backoff.Linear, Base: time.Second, Cap: time.Minute, Jitter: backoff.EqualJitter},
+	want := jobstore.JobPolicy{Backoff: &backoff.Schedule{Kind: backoff.Linear, Base: time.Second, Cap: time.Minute, Jitter: backoff.EqualJitter},
 		TimeBudget: 5 * time.Second, AttemptTimeout: 1500 * time.Millisecond}
 	if j.Policy.Backoff == nil || *j.Policy.Backoff != *want.Backoff || j.Policy.TimeBudget != want.TimeBudget || j.Policy.AttemptTimeout != want.AttemptTimeout {
 		t.Errorf("policy read back %+v", j.Policy)

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/sqlfilter"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Store implements queue.Inspector, the dashboard's questions (package ui).
-var _ queue.Inspector = (*Store)(nil)
+var _ jobstore.Inspector = (*Store)(nil)
 
 // JobSearch implements queue.Inspector. The text is matched with instr on
 // lower-cased text: a scan of the jobs f selects, in ID order, that stops
 // at f.Limit matches.
-func (s *Store) JobSearch(ctx context.Context, params queue.SearchParams) ([]*queue.Job, error) {
+func (s *Store) JobSearch(ctx context.Context, params jobstore.SearchParams) ([]*jobstore.Job, error) {
 	f, text, inArgs := params.Filter, params.Text, params.InArgs
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -81,16 +81,16 @@ const throughputSQL = `SELECT j.queue, json_extract(e.value, '$.action'), json_e
 	  AND json_extract(e.value, '$.action') IN ('done', 'retry', 'give_up', 'give up')`
 
 // Throughput implements queue.Inspector.
-func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue.Throughput, error) {
+func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]jobstore.Throughput, error) {
 	rows, err := s.r.QueryContext(ctx, throughputSQL, micros(since))
 	if err != nil {
 		return nil, wrap("throughput", err)
 	}
 	defer rows.Close()
-	counts := map[queue.Throughput]int{}
+	counts := map[jobstore.Throughput]int{}
 	for rows.Next() {
 		var (
-			k   queue.Throughput
+			k   jobstore.Throughput
 			fin string
 		)
 		if err := rows.Scan(&k.Queue, &k.Action, &fin); err != nil {
@@ -112,7 +112,7 @@ func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue
 	if err := rows.Err(); err != nil {
 		return nil, wrap("throughput", err)
 	}
-	out := make([]queue.Throughput, 0, len(counts))
+	out := make([]jobstore.Throughput, 0, len(counts))
 	for k, n := range counts {
 		k.Count = n
 		out = append(out, k)
@@ -121,7 +121,7 @@ func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]queue
 }
 
 // DeadCauses implements queue.Inspector.
-func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.DeadCause, error) {
+func (s *Store) DeadCauses(ctx context.Context, f jobstore.JobFilter) ([]jobstore.DeadCause, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -136,10 +136,10 @@ func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.Dead
 		return nil, wrap("dead causes", err)
 	}
 	defer rows.Close()
-	var out []queue.DeadCause
+	var out []jobstore.DeadCause
 	for rows.Next() {
 		var (
-			c   queue.DeadCause
+			c   jobstore.DeadCause
 			fin sql.NullInt64
 		)
 		if err := rows.Scan(&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin, &c.Error); err != nil {
@@ -153,7 +153,7 @@ func (s *Store) DeadCauses(ctx context.Context, f queue.JobFilter) ([]queue.Dead
 
 // DeadCauseCounts implements queue.Inspector over the column dead_cause
 // of migration 11, through its index.
-func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCauseCount, error) {
+func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]jobstore.DeadCauseCount, error) {
 	q := `SELECT kind, coalesce(dead_reason, ''), coalesce(dead_cause, ''), queue, count(*), min(finished_at), max(finished_at), max(id)
 		FROM heed_jobs WHERE state = 'dead'
 		GROUP BY kind, dead_reason, dead_cause, queue
@@ -166,10 +166,10 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 		return nil, behindErr("dead cause counts", 11, err)
 	}
 	defer rows.Close()
-	var out []queue.DeadCauseCount
+	var out []jobstore.DeadCauseCount
 	for rows.Next() {
 		var (
-			c         queue.DeadCauseCount
+			c         jobstore.DeadCauseCount
 			first, la sql.NullInt64
 		)
 		if err := rows.Scan(&c.Kind, &c.Reason, &c.Cause, &c.Queue, &c.Count, &first, &la, &c.MaxID); err != nil {
@@ -183,7 +183,7 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]queue.DeadCau
 
 // DeadOfCause implements queue.Inspector with the index of the causes
 // alone (it covers the columns read), read backwards.
-func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) ([]queue.DeadCause, error) {
+func (s *Store) DeadOfCause(ctx context.Context, key jobstore.CauseKey, limit int) ([]jobstore.DeadCause, error) {
 	q := `SELECT id, kind, queue, coalesce(dead_reason, ''), finished_at
 		FROM heed_jobs WHERE state = 'dead' AND kind = ? AND dead_reason = ? AND dead_cause = ?
 		ORDER BY finished_at DESC, id DESC`
@@ -195,10 +195,10 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 		return nil, behindErr("dead of cause", 11, err)
 	}
 	defer rows.Close()
-	var out []queue.DeadCause
+	var out []jobstore.DeadCause
 	for rows.Next() {
 		var (
-			c   queue.DeadCause
+			c   jobstore.DeadCause
 			fin sql.NullInt64
 		)
 		if err := rows.Scan(&c.ID, &c.Kind, &c.Queue, &c.Reason, &fin); err != nil {
@@ -212,10 +212,10 @@ func (s *Store) DeadOfCause(ctx context.Context, key queue.CauseKey, limit int) 
 
 // behindErr wraps err; a missing column or table (a schema one release
 // behind, opened to read, without the migration that added it) matches
-// queue.ErrSchemaTooOld.
+// jobstore.ErrSchemaTooOld.
 func behindErr(op string, migration int, err error) error {
 	if err != nil && (strings.Contains(err.Error(), "no such column") || strings.Contains(err.Error(), "no such table: heed_")) {
-		return fmt.Errorf("sqlitestore: %s: %w (migration %d not applied): %w", op, queue.ErrSchemaTooOld, migration, err)
+		return fmt.Errorf("sqlitestore: %s: %w (migration %d not applied): %w", op, jobstore.ErrSchemaTooOld, migration, err)
 	}
 	return wrap(op, err)
 }

@@ -3,10 +3,10 @@ package sqlitestore_test
 import (
 	"testing"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 )
 
 func TestInspector(t *testing.T) {
-	storetest.RunInspector(t, func(t *testing.T) queue.Store { return open(t) })
+	storetest.RunInspector(t, func(t *testing.T) jobstore.Store { return open(t) })
 }

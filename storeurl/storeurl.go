@@ -24,7 +24,7 @@ import (
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/pgstore"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
@@ -88,8 +88,8 @@ type DB struct {
 // Open opens the database at url as o allows. It returns the store's own
 // error (wrapped) when it cannot: one matching fs.ErrNotExist for a SQLite
 // file that does not exist and may not be created (every mode but Create and
-// Migrate), queue.ErrSchemaTooOld for a schema behind this heed that the
-// mode may not upgrade, queue.ErrSchemaTooNew for one ahead of it,
+// Migrate), jobstore.ErrSchemaTooOld for a schema behind this heed that the
+// mode may not upgrade, jobstore.ErrSchemaTooNew for one ahead of it,
 // [ErrNoSchema], or a [*SchemeError]. Error messages never include a
 // password. Close the DB when done.
 func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
@@ -131,7 +131,7 @@ func (e *noSchemaError) Unwrap() error        { return e.err }
 func (e *noSchemaError) Is(target error) bool { return target == ErrNoSchema }
 
 // Jobs returns the job store, for queue.NewClient and queue.NewWorker.
-func (d *DB) Jobs() queue.Store {
+func (d *DB) Jobs() jobstore.Store {
 	if d.pg != nil {
 		return d.pg
 	}
@@ -154,8 +154,8 @@ func (d *DB) Name() string { return d.name }
 func (d *DB) Postgres() *pgstore.Store { return d.pg }
 
 // Check returns nil when the database is reachable and its schema is the
-// one this heed knows, or the store's error: queue.ErrSchemaTooOld,
-// queue.ErrSchemaTooNew, or the connection's.
+// one this heed knows, or the store's error: jobstore.ErrSchemaTooOld,
+// jobstore.ErrSchemaTooNew, or the connection's.
 func (d *DB) Check(ctx context.Context) error {
 	if d.pg != nil {
 		return d.pg.Check(ctx)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock/clocktest"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/ui"
 )
 
@@ -39,7 +39,7 @@ func acts(t *testing.T, e *env, session string) bool {
 // 421 for every page, while the names the dashboard was started for are
 // served.
 func TestRebindingHost(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token, Hosts: []string{"dash.internal"}}, 0)
 		for host, want := range map[string]int{
 			"evil.example":           421,
@@ -85,7 +85,7 @@ func TestRebindingHost(t *testing.T) {
 
 // TestStrictNext: sign-in returns only to a page of the dashboard.
 func TestStrictNext(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 0)
 		for next, want := range map[string]string{
 			"/dead":                 "/dead",
@@ -119,7 +119,7 @@ func TestStrictNext(t *testing.T) {
 // session signs out, and a new handler (a restart with another token)
 // knows no earlier session.
 func TestSignOutEndsSession(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 0)
 		a, b := signIn(t, e), signIn(t, e)
 		if a == b || len(a) < 40 {
@@ -152,7 +152,7 @@ func TestSignOutEndsSession(t *testing.T) {
 // TestSessionLifetime: a session ends on the server after 12 hours,
 // whatever the browser does with the cookie.
 func TestSessionLifetime(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		clk := clocktest.New(time.Now())
 		e := newEnv(t, s, ui.Config{Token: token, Clock: clk}, 0)
 		id := signIn(t, e)

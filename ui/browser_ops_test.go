@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 	"github.com/heed-go/heed/ui"
 )
@@ -42,7 +43,7 @@ func TestBrowserOperations(t *testing.T) {
 	if _, _, err := s.JobInsertTick(context.Background(), in, hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.JobScheduleRecord(context.Background(), queue.PeriodicSchedule{Kind: "report", Queue: "cron", Schedule: "cron 0 * * * *",
+	if err := s.JobScheduleRecord(context.Background(), jobstore.PeriodicSchedule{Kind: "report", Queue: "cron", Schedule: "cron 0 * * * *",
 		NextTick: hour.Add(time.Hour), SeenAt: hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 	"github.com/heed-go/heed/ui"
 )
@@ -84,7 +85,7 @@ func browser(t *testing.T) (context.Context, func() []string) {
 
 // traffic fills the last hour with finished jobs, so that the overview's
 // charts have something to draw.
-func traffic(t *testing.T, s queue.Store, now time.Time) {
+func traffic(t *testing.T, s jobstore.Store, now time.Time) {
 	start := now.Add(-58 * time.Minute)
 	for i := range 240 {
 		base := start.Add(time.Duration(i) * 14 * time.Second)

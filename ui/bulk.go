@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heed-go/heed/internal/liststate"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // bulkOp is an action on a filtered list or a selection of jobs: the
@@ -50,8 +52,8 @@ func listQuery(q url.Values) string {
 // listFilter is the filter of the jobs list q selects, and its text.
 func (h *Handler) listFilter(q url.Values) (queue.JobFilter, string, error) {
 	f := queue.JobFilter{Queue: q.Get("queue"), Kind: q.Get("kind")}
-	if err := f.SelectState(q.Get("state"), h.now()); err != nil {
-		return f, "", fmt.Errorf("state %q is not one of %s", q.Get("state"), strings.Join(queue.ListStates, ", "))
+	if err := liststate.Select(&f, q.Get("state"), h.now()); err != nil {
+		return f, "", fmt.Errorf("state %q is not one of %s", q.Get("state"), strings.Join(liststate.Names, ", "))
 	}
 	return f, q.Get("q"), nil
 }
@@ -98,7 +100,7 @@ func (h *Handler) bulkConfirm(w http.ResponseWriter, r *http.Request) {
 		f, text = queue.JobFilter{IDs: sel}, ""
 	}
 	f.Newest, f.Limit = true, maxSelect+1
-	jobs, err := h.inspect.JobSearch(r.Context(), queue.SearchParams{Filter: f, Text: text, InArgs: true})
+	jobs, err := h.inspect.JobSearch(r.Context(), jobstore.SearchParams{Filter: f, Text: text, InArgs: true})
 	if err != nil {
 		h.internal(w, r, "list the jobs", err)
 		return

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/ui"
 )
 
@@ -16,7 +16,7 @@ import (
 // with the token, from the dashboard's own pages; a read-only dashboard
 // has none.
 func TestBulk(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 3)
 		ctx := t.Context()
 		auth := []string{"Authorization", "Bearer " + token}

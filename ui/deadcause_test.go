@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 	"github.com/heed-go/heed/ui"
 )
 
 // killMany enqueues n jobs of kind in queue q and sends each to the
 // dead-letter on its first attempt, at now, with the error text errOf(i).
-func killMany(t testing.TB, s queue.Store, now time.Time, n int, kind, q string, errOf func(i int) string) {
+func killMany(t testing.TB, s jobstore.Store, now time.Time, n int, kind, q string, errOf func(i int) string) {
 	t.Helper()
 	ctx := t.Context()
-	ins := make([]queue.JobInsert, n)
+	ins := make([]jobstore.JobInsert, n)
 	for i := range ins {
 		in, err := queue.NewJobInsert(kind, json.RawMessage(`{}`), queue.EnqueueOptions{Queue: q}, now)
 		if err != nil {
@@ -28,21 +29,21 @@ func killMany(t testing.TB, s queue.Store, now time.Time, n int, kind, q string,
 		}
 		ins[i] = in
 	}
-	if _, err := s.(queue.BatchInserter).JobInsertMany(ctx, ins); err != nil {
+	if _, err := s.(jobstore.BatchInserter).JobInsertMany(ctx, ins); err != nil {
 		t.Fatal(err)
 	}
 	for done := 0; done < n; {
-		cl, err := s.JobClaim(ctx, queue.ClaimParams{Queue: q, Limit: 500, Now: now, LeaseUntil: now.Add(time.Minute), Worker: "worker-1"})
+		cl, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: q, Limit: 500, Now: now, LeaseUntil: now.Add(time.Minute), Worker: "worker-1"})
 		if err != nil || len(cl) == 0 {
 			t.Fatalf("claim: %d jobs, %v", len(cl), err)
 		}
-		ts := make([]queue.Transition, len(cl))
+		ts := make([]jobstore.Transition, len(cl))
 		for i, c := range cl {
-			ts[i] = queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, Attempt: c.Attempt, State: queue.StateDead, FinishedAt: now, DeadReason: "permanent",
+			ts[i] = jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, Attempt: c.Attempt, State: queue.StateDead, FinishedAt: now, DeadReason: "permanent",
 				Entry: queue.Attempt{Attempt: c.Attempt, Worker: "worker-1", StartedAt: now, FinishedAt: now,
 					Outcome: "permanent", Error: errOf(done + i), Action: "give_up", Reason: "permanent"}}
 		}
-		errs, err := s.(queue.TransitionBatcher).JobTransitions(ctx, ts)
+		errs, err := s.(jobstore.TransitionBatcher).JobTransitions(ctx, ts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func killMany(t testing.TB, s queue.Store, now time.Time, n int, kind, q string,
 // groups every dead job, not the newest 2,000), each links to its jobs,
 // and an action on a group states how many jobs it takes.
 func TestDeadCausesAll(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		now := time.Now().UTC()
 		killMany(t, s, now.Add(-time.Hour), 1000, "charge", "billing", func(i int) string {
 			return fmt.Sprintf("POST https://pay.example.com/charges/%d: 402 card declined (request req_%08x)", i, i*7919)
@@ -99,8 +100,8 @@ func TestDeadCausesAll(t *testing.T) {
 // behindStore is a store one release behind: it has no index of causes.
 type behindStore struct{ *sqlitestore.Store }
 
-func (behindStore) DeadCauseCounts(context.Context, int) ([]queue.DeadCauseCount, error) {
-	return nil, fmt.Errorf("no such column: dead_cause: %w", queue.ErrSchemaTooOld)
+func (behindStore) DeadCauseCounts(context.Context, int) ([]jobstore.DeadCauseCount, error) {
+	return nil, fmt.Errorf("no such column: dead_cause: %w", jobstore.ErrSchemaTooOld)
 }
 
 // TestDeadCausesBehind: over a database one release behind, the

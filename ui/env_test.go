@@ -17,6 +17,7 @@ import (
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 	"github.com/heed-go/heed/ui"
 	"go.uber.org/goleak"
@@ -28,7 +29,7 @@ const token = "test-token-0123456789abcdef"
 
 // stores runs fn over a fresh SQLite store and, when
 // HEED_TEST_POSTGRES_URL is set, a fresh PostgreSQL schema.
-func stores(t *testing.T, fn func(t *testing.T, s queue.Store)) {
+func stores(t *testing.T, fn func(t *testing.T, s jobstore.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "heed.db"))
 		if err != nil {
@@ -63,7 +64,7 @@ type step struct {
 }
 
 // script enqueues a job at base and runs its steps through the store.
-func script(t testing.TB, s queue.Store, base time.Time, kind, q, args string, policy queue.JobPolicy, steps ...step) *queue.Job {
+func script(t testing.TB, s jobstore.Store, base time.Time, kind, q, args string, policy queue.JobPolicy, steps ...step) *queue.Job {
 	t.Helper()
 	ctx := context.Background()
 	in, err := queue.NewJobInsert(kind, json.RawMessage(args), queue.EnqueueOptions{Queue: q, Policy: policy}, base)
@@ -76,13 +77,13 @@ func script(t testing.TB, s queue.Store, base time.Time, kind, q, args string, p
 	}
 	for i, st := range steps {
 		start := base.Add(st.at)
-		cl, err := s.JobClaim(ctx, queue.ClaimParams{Queue: q, Limit: 1, Now: start, LeaseUntil: start.Add(time.Minute), Worker: "worker-1"})
+		cl, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: q, Limit: 1, Now: start, LeaseUntil: start.Add(time.Minute), Worker: "worker-1"})
 		if err != nil || len(cl) != 1 || cl[0].ID != j.ID {
 			t.Fatalf("job %d step %d: claim at %v: %v, %v", j.ID, i, start, cl, err)
 		}
 		c := cl[0]
 		fin := start.Add(st.took)
-		tr := queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, Attempt: c.Attempt,
+		tr := jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, Attempt: c.Attempt,
 			Entry: queue.Attempt{Attempt: c.Attempt, Worker: "worker-1", StartedAt: start, FinishedAt: fin,
 				Outcome: st.outcome, Error: st.err, Action: st.action, Reason: st.reason, Delay: st.delay}}
 		switch st.action {
@@ -118,7 +119,7 @@ const secretValue = "sk_live_9f8e7d6c5b4a3f2e1d0c"
 
 // seed fills s with the jobs of seeded, their attempts within the last
 // hour before now.
-func seed(t testing.TB, s queue.Store, now time.Time, bulk int) seeded {
+func seed(t testing.TB, s jobstore.Store, now time.Time, bulk int) seeded {
 	var sd seeded
 	base := now.Add(-50 * time.Minute)
 	tr := func(at, took, delay time.Duration, err string) step {
@@ -164,7 +165,7 @@ type env struct {
 	sd     seeded
 }
 
-func newEnv(t *testing.T, s queue.Store, cfg ui.Config, bulk int) *env {
+func newEnv(t *testing.T, s jobstore.Store, cfg ui.Config, bulk int) *env {
 	t.Helper()
 	e := &env{client: queue.NewClient(s, queue.ClientConfig{Operator: "test"})}
 	e.sd = seed(t, s, time.Now().UTC(), bulk)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/redact"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // maxFingerprint caps a fingerprint's length, in bytes.
@@ -258,14 +258,14 @@ type deadGroup struct {
 	// First and Last are when the group's oldest and newest jobs died.
 	First, Last time.Time
 	// Sample is the group's newest job.
-	Sample queue.DeadCause
+	Sample jobstore.DeadCause
 	Queues []string // the queues its jobs are in, sorted
 	// IDs are its jobs, ascending, when [groupDead] made it from a list
 	// of them; nil when the dashboard counted it from the store's index
-	// of causes ([queue.Inspector].DeadCauseCounts).
+	// of causes ([jobstore.Inspector].DeadCauseCounts).
 	IDs []int64
 
-	keys []queue.CauseKey // the causes counted in it, the latest death first; nil: IDs holds its jobs
+	keys []jobstore.CauseKey // the causes counted in it, the latest death first; nil: IDs holds its jobs
 }
 
 // groupID returns the ID of the group of kind, reason and fingerprint.
@@ -277,7 +277,7 @@ func groupID(kind, reason, fingerprint string) string {
 // groupDead groups dead jobs by kind, reason and the fingerprint of their
 // last error, largest group first (then the most recent, then by ID). It
 // is pure and safe for concurrent use.
-func groupDead(dead []queue.DeadCause) []deadGroup {
+func groupDead(dead []jobstore.DeadCause) []deadGroup {
 	byID := map[string]*deadGroup{}
 	var order []*deadGroup
 	for _, d := range dead {
@@ -316,16 +316,16 @@ func groupDead(dead []queue.DeadCause) []deadGroup {
 // Fingerprint masks as any number), largest first as [groupDead] orders
 // them. Each group's Sample holds only the ID of its highest job of the
 // latest cause; keys lists its causes, the latest death first.
-func groupCounts(counts []queue.DeadCauseCount) []deadGroup {
+func groupCounts(counts []jobstore.DeadCauseCount) []deadGroup {
 	byID := map[string]*deadGroup{}
 	var order []*deadGroup
-	lastOf := map[queue.CauseKey]time.Time{}
+	lastOf := map[jobstore.CauseKey]time.Time{}
 	for _, c := range counts {
 		fp := fingerprint(redact.Text(c.Cause))
 		id := groupID(c.Kind, c.Reason, fp)
 		g := byID[id]
 		if g == nil {
-			g = &deadGroup{ID: id, Kind: c.Kind, Reason: c.Reason, Fingerprint: fp, First: c.First, Last: c.Last, Sample: queue.DeadCause{ID: c.MaxID}}
+			g = &deadGroup{ID: id, Kind: c.Kind, Reason: c.Reason, Fingerprint: fp, First: c.First, Last: c.Last, Sample: jobstore.DeadCause{ID: c.MaxID}}
 			byID[id] = g
 			order = append(order, g)
 		}
@@ -349,7 +349,7 @@ func groupCounts(counts []queue.DeadCauseCount) []deadGroup {
 	out := make([]deadGroup, len(order))
 	for i, g := range order {
 		slices.Sort(g.Queues)
-		slices.SortStableFunc(g.keys, func(a, b queue.CauseKey) int { return lastOf[b].Compare(lastOf[a]) })
+		slices.SortStableFunc(g.keys, func(a, b jobstore.CauseKey) int { return lastOf[b].Compare(lastOf[a]) })
 		out[i] = *g
 	}
 	sortGroups(out)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestFingerprint(t *testing.T) {
@@ -53,7 +53,7 @@ func TestFingerprint(t *testing.T) {
 func TestGroupDead(t *testing.T) {
 	t0 := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	dead := []queue.DeadCause{
+	dead := []jobstore.DeadCause{
 		{ID: 1, Kind: "email", Queue: "mail", Reason: "attempts", FinishedAt: at(5), Error: "dial tcp 10.0.0.1:25: refused"},
 		{ID: 2, Kind: "email", Queue: "bulk", Reason: "attempts", FinishedAt: at(1), Error: "dial tcp 10.0.0.2:25: refused"},
 		{ID: 3, Kind: "email", Queue: "mail", Reason: "permanent", FinishedAt: at(2), Error: "dial tcp 10.0.0.3:25: refused"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/ui"
 )
 
@@ -38,7 +39,7 @@ func checkPage(t *testing.T, what, body string, hdr map[string][]string) {
 }
 
 func TestPages(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 3)
 		for _, tc := range []struct {
 			path string
@@ -110,7 +111,7 @@ func TestPages(t *testing.T) {
 }
 
 func TestReveal(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 0)
 		path := fmt.Sprintf("/jobs/%d?reveal=1", e.sd.secret.ID)
 		if code, body, _ := e.get(t, path); code != 403 || strings.Contains(body, secretValue) {
@@ -141,7 +142,7 @@ func link(body, rel string) string {
 }
 
 func TestJobsPaging(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 120)
 		for _, order := range []string{"newest", "oldest"} {
 			var all []int64
@@ -177,7 +178,7 @@ func TestJobsPaging(t *testing.T) {
 }
 
 func TestActions(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 0)
 		ctx := context.Background()
 		// Without the token: refused, nothing changed.
@@ -219,7 +220,7 @@ func TestActions(t *testing.T) {
 			t.Errorf("after requeue: the page does not show the change")
 		}
 		for _, j := range e.sd.refused {
-			if j, _ := e.client.Job(ctx, j.ID); j.State != queue.StateAvailable || j.History[len(j.History)-1].Outcome != queue.OutcomeRequeued {
+			if j, _ := e.client.Job(ctx, j.ID); j.State != queue.StateAvailable || j.History[len(j.History)-1].Outcome != jobstore.OutcomeRequeued {
 				t.Errorf("job %d after requeue: %s", j.ID, j.State)
 			}
 		}
@@ -256,7 +257,7 @@ func TestActions(t *testing.T) {
 }
 
 func TestJobAndQueueActions(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 1)
 		ctx := context.Background()
 		later, _, err := e.client.Enqueue(t.Context(), "report", nil, queue.EnqueueOptions{Queue: "reports", In: time.Hour})
@@ -347,7 +348,7 @@ func TestJobAndQueueActions(t *testing.T) {
 }
 
 func TestLogin(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{Token: token}, 0)
 		if code, body, _ := e.post(t, "/login", url.Values{"token": {"wrong-token-wrong-token"}, "next": {"/dead"}}, false); code != 403 || !strings.Contains(body, "not the dashboard") {
 			t.Errorf("wrong token: %d", code)
@@ -376,7 +377,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		e := newEnv(t, s, ui.Config{ReadOnly: true}, 0)
 		for _, p := range []string{"/", "/dead", fmt.Sprintf("/jobs/%d", e.sd.budget.ID), fmt.Sprintf("/jobs/%d", e.sd.secret.ID)} {
 			_, body, hdr := e.get(t, p)
@@ -397,7 +398,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		c := queue.NewClient(s, queue.ClientConfig{})
 		for _, cfg := range []ui.Config{{}, {Token: "short"}, {Token: token, Path: "jobs"}, {Token: token, Path: "/jobs"}, {ReadOnly: true, Refresh: -1}} {
 			if h, err := ui.New(c, cfg); err == nil {
@@ -405,7 +406,7 @@ func TestNewErrors(t *testing.T) {
 				t.Errorf("New(%+v): no error", cfg)
 			}
 		}
-		if _, err := ui.New(queue.NewClient(struct{ queue.Store }{s}, queue.ClientConfig{}), ui.Config{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "queue.Inspector") {
+		if _, err := ui.New(queue.NewClient(struct{ jobstore.Store }{s}, queue.ClientConfig{}), ui.Config{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "queue.Inspector") {
 			t.Errorf("New over a store without Inspector: %v", err)
 		}
 		if _, err := ui.New(nil, ui.Config{ReadOnly: true}); err == nil {

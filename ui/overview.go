@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // chartMinutes is how many minutes the overview's charts cover.
@@ -25,12 +26,12 @@ type overview struct {
 	Dead   int
 	// OldestDead is when the oldest dead job died (zero: none).
 	OldestDead time.Time
-	Totals     queue.QueueStats // all queues together
+	Totals     jobstore.QueueStats // all queues together
 }
 
 // queueRow is one queue of the overview.
 type queueRow struct {
-	queue.QueueStats
+	jobstore.QueueStats
 	Lag      time.Duration // age of the oldest due job (0: none due)
 	Paused   bool
 	PausedAt time.Time
@@ -160,7 +161,7 @@ func (c *counter) countNow(ctx context.Context) (*overview, error) {
 	for k := range series {
 		names[k.queue] = true
 	}
-	byName := map[string]queue.QueueStats{}
+	byName := map[string]jobstore.QueueStats{}
 	for _, q := range st.Queues {
 		byName[q.Queue] = q
 	}

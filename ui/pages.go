@@ -16,9 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heed-go/heed/internal/liststate"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // page is what every template gets.
@@ -224,7 +226,7 @@ func lastError(j *queue.Job) string {
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := jobsView{Queue: q.Get("queue"), Kind: q.Get("kind"), State: q.Get("state"), Text: q.Get("q"), Order: q.Get("order"),
-		States: queue.ListStates}
+		States: liststate.Names}
 	if v.Order != "oldest" {
 		v.Order = "newest"
 	}
@@ -256,7 +258,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	v.SearchedArgs = h.authed(r)
 	v.Filter, v.Query = describe(q), listQuery(q)
-	list, err := h.inspect.JobSearch(r.Context(), queue.SearchParams{Filter: f, Text: v.Text, InArgs: v.SearchedArgs})
+	list, err := h.inspect.JobSearch(r.Context(), jobstore.SearchParams{Filter: f, Text: v.Text, InArgs: v.SearchedArgs})
 	if err != nil {
 		h.internal(w, r, "list the jobs", err)
 		return
@@ -425,7 +427,7 @@ type deadView struct {
 func (h *Handler) groups(r *http.Request, samples bool) (deadView, error) {
 	ctx := r.Context()
 	counts, at, err := h.causes.get(ctx, h)
-	if errors.Is(err, queue.ErrSchemaTooOld) {
+	if errors.Is(err, jobstore.ErrSchemaTooOld) {
 		return h.groupsNewest(r)
 	}
 	if err != nil {
@@ -469,7 +471,7 @@ func (h *Handler) groups(r *http.Request, samples bool) (deadView, error) {
 		if err != nil {
 			return v, err
 		}
-		byID := make(map[int64]queue.DeadCause, len(samples))
+		byID := make(map[int64]jobstore.DeadCause, len(samples))
 		for _, d := range samples {
 			d.Error = redact.Text(d.Error)
 			byID[d.ID] = d
@@ -491,11 +493,11 @@ type causeCache struct {
 	mu     sync.Mutex
 	at     time.Time
 	took   time.Duration
-	counts []queue.DeadCauseCount
+	counts []jobstore.DeadCauseCount
 }
 
 // get returns the cached counts while fresh, else counts.
-func (c *causeCache) get(ctx context.Context, h *Handler) ([]queue.DeadCauseCount, time.Time, error) {
+func (c *causeCache) get(ctx context.Context, h *Handler) ([]jobstore.DeadCauseCount, time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := h.now()
@@ -508,7 +510,7 @@ func (c *causeCache) get(ctx context.Context, h *Handler) ([]queue.DeadCauseCoun
 		return nil, time.Time{}, err
 	}
 	if counts == nil {
-		counts = []queue.DeadCauseCount{}
+		counts = []jobstore.DeadCauseCount{}
 	}
 	c.counts, c.at, c.took = counts, now, time.Since(start)
 	return counts, now, nil
@@ -550,7 +552,7 @@ func (h *Handler) groupJobs(ctx context.Context, g *deadGroup, limit int) ([]int
 		slices.Reverse(ids)
 		return ids[:min(len(ids), limit)], nil
 	}
-	var all []queue.DeadCause
+	var all []jobstore.DeadCause
 	for _, k := range g.keys[:min(len(g.keys), maxKeysRead)] {
 		d, err := h.inspect.DeadOfCause(ctx, k, limit)
 		if err != nil {
@@ -558,7 +560,7 @@ func (h *Handler) groupJobs(ctx context.Context, g *deadGroup, limit int) ([]int
 		}
 		all = append(all, d...)
 	}
-	slices.SortFunc(all, func(a, b queue.DeadCause) int {
+	slices.SortFunc(all, func(a, b jobstore.DeadCause) int {
 		if c := b.FinishedAt.Compare(a.FinishedAt); c != 0 {
 			return c
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/ui"
 )
 
@@ -13,7 +14,7 @@ import (
 // schedule, latest and next tick (overdue when past), and links to its
 // jobs; one ticked by an older worker shows its tick only.
 func TestPeriodic(t *testing.T) {
-	stores(t, func(t *testing.T, s queue.Store) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
 		ctx := t.Context()
 		now := time.Now().UTC()
 		tick := func(kind string, at time.Time, schedule string, next time.Time) {
@@ -22,11 +23,11 @@ func TestPeriodic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := s.(queue.TickInserter).JobInsertTick(ctx, in, at); err != nil {
+			if _, _, err := s.(jobstore.TickInserter).JobInsertTick(ctx, in, at); err != nil {
 				t.Fatal(err)
 			}
 			if schedule != "" {
-				if err := s.(queue.ScheduleRecorder).JobScheduleRecord(ctx, queue.PeriodicSchedule{Kind: kind, Queue: "cron",
+				if err := s.(jobstore.ScheduleRecorder).JobScheduleRecord(ctx, jobstore.PeriodicSchedule{Kind: kind, Queue: "cron",
 					Schedule: schedule, NextTick: next, SeenAt: at.Add(time.Second)}); err != nil {
 					t.Fatal(err)
 				}

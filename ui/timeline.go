@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -109,7 +110,7 @@ func newTimeline(j *queue.Job, budget time.Duration, now time.Time) timeline {
 		}
 	}
 	for _, r := range rows {
-		if r.Outcome == queue.OutcomeCut {
+		if r.Outcome == jobstore.OutcomeCut {
 			continue // zero times
 		}
 		extend(r.StartedAt)
@@ -138,7 +139,7 @@ func newTimeline(j *queue.Job, budget time.Duration, now time.Time) timeline {
 	var lastWait time.Duration
 	for i := range rows {
 		r := &rows[i]
-		if r.Outcome == queue.OutcomeCut {
+		if r.Outcome == jobstore.OutcomeCut {
 			r.Note = fmt.Sprintf("%d entries cut here", r.Cut)
 			if i > 0 {
 				r.X = rows[i-1].X + rows[i-1].W + rows[i-1].WaitW
@@ -164,9 +165,9 @@ func newTimeline(j *queue.Job, budget time.Duration, now time.Time) timeline {
 
 func rowClass(a queue.Attempt) string {
 	switch {
-	case a.Outcome == queue.OutcomeCut:
+	case a.Outcome == jobstore.OutcomeCut:
 		return "cut"
-	case a.Attempt == 0 || a.Action == queue.ActionRequeue || a.Action == queue.ActionCancel || a.Action == queue.ActionRunNow:
+	case a.Attempt == 0 || a.Action == jobstore.ActionRequeue || a.Action == jobstore.ActionCancel || a.Action == jobstore.ActionRunNow:
 		return "operator"
 	}
 	switch a.Action {
@@ -204,15 +205,15 @@ func rowNote(r *timelineRow, lastWait time.Duration) string {
 		return fmt.Sprintf("deferred %d times (%s) over %s: the attempt was given back each time", r.Count, r.Reason, brief(r.Duration))
 	case r.Action == actDefer:
 		return "deferred (" + words(r.Reason) + "): the attempt was given back"
-	case r.Action == queue.ActionSnooze:
+	case r.Action == jobstore.ActionSnooze:
 		return "the handler snoozed for " + brief(r.Delay)
-	case r.Action == queue.ActionRelease:
+	case r.Action == jobstore.ActionRelease:
 		return "handed back at shutdown"
-	case r.Action == queue.ActionRequeue:
+	case r.Action == jobstore.ActionRequeue:
 		return "requeued by " + r.Worker
-	case r.Action == queue.ActionCancel:
+	case r.Action == jobstore.ActionCancel:
 		return "cancelled by " + r.Worker
-	case r.Action == queue.ActionRunNow:
+	case r.Action == jobstore.ActionRunNow:
 		return "run now by " + r.Worker
 	case r.Action == actDone:
 		return "succeeded"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestDuration(t *testing.T) {
@@ -72,7 +73,7 @@ func TestNewTimeline(t *testing.T) {
 	r := &queue.Job{ID: 8, State: queue.StateRunning, CreatedAt: t0, StartedAt: at(3000), AttemptedAt: at(3000), Attempt: 1, Worker: "w2",
 		History: []queue.Attempt{
 			{Attempt: 1, StartedAt: at(0), FinishedAt: at(1000), Outcome: "permanent", Action: "give_up", Reason: "permanent"},
-			{Attempt: 0, Worker: "alice", StartedAt: at(2000), FinishedAt: at(2000), Outcome: queue.OutcomeRequeued, Action: "requeue"},
+			{Attempt: 0, Worker: "alice", StartedAt: at(2000), FinishedAt: at(2000), Outcome: jobstore.OutcomeRequeued, Action: "requeue"},
 		}}
 	tl = newTimeline(r, time.Hour, at(4000))
 	if len(tl.Rows) != 3 || tl.Rows[1].Class != "operator" || tl.Rows[1].Note != "requeued by alice" ||
@@ -103,9 +104,9 @@ func TestOperatorRows(t *testing.T) {
 	for _, tc := range []struct {
 		action, class, note string
 	}{
-		{queue.ActionRequeue, "operator", "requeued by op"},
-		{queue.ActionCancel, "operator", "cancelled by op"},
-		{queue.ActionRunNow, "operator", "run now by op"},
+		{jobstore.ActionRequeue, "operator", "requeued by op"},
+		{jobstore.ActionCancel, "operator", "cancelled by op"},
+		{jobstore.ActionRunNow, "operator", "run now by op"},
 	} {
 		a := queue.Attempt{Attempt: 2, Worker: "op", Action: tc.action}
 		if got := rowClass(a); got != tc.class {
@@ -122,7 +123,7 @@ func TestOperatorRows(t *testing.T) {
 func TestDeferralRunRow(t *testing.T) {
 	t0 := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
 	j := &queue.Job{ID: 8, State: queue.StateAvailable, CreatedAt: t0, Attempt: 0, History: []queue.Attempt{
-		{Attempt: 1, StartedAt: t0, FinishedAt: t0.Add(12 * time.Second), Outcome: queue.OutcomeDeferred, Action: "defer",
+		{Attempt: 1, StartedAt: t0, FinishedAt: t0.Add(12 * time.Second), Outcome: jobstore.OutcomeDeferred, Action: "defer",
 			Reason: "breaker_open", Delay: 4 * time.Second, Count: 5},
 	}}
 	tl := newTimeline(j, 0, t0.Add(time.Minute))

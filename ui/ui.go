@@ -17,6 +17,7 @@ import (
 
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 //go:embed templates/*.html
@@ -81,7 +82,7 @@ type Config struct {
 // Handler is the dashboard: an http.Handler that serves the overview, the
 // jobs, a job's decision timeline and the dead-letter grouped by cause,
 // with their actions, from a [queue.Client] whose store implements
-// [queue.Inspector] (sqlitestore and pgstore do). Make one with [New];
+// [jobstore.Inspector] (sqlitestore and pgstore do). Make one with [New];
 // it is safe for concurrent use. [Handler.Close] stops its background
 // count.
 //
@@ -91,7 +92,7 @@ type Config struct {
 // pass net/http's cross-origin protection (Sec-Fetch-Site and Origin).
 type Handler struct {
 	client  *queue.Client
-	inspect queue.Inspector
+	inspect jobstore.Inspector
 	cfg     Config
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
@@ -104,12 +105,12 @@ type Handler struct {
 }
 
 // New returns a dashboard over c. It returns an error when c's store does
-// not implement [queue.Inspector] or cfg is invalid (naming the field).
+// not implement [jobstore.Inspector] or cfg is invalid (naming the field).
 func New(c *queue.Client, cfg Config) (*Handler, error) {
 	if c == nil {
 		return nil, errors.New("ui: the client is nil")
 	}
-	in, ok := c.Store().(queue.Inspector)
+	in, ok := c.Store().(jobstore.Inspector)
 	if !ok {
 		return nil, fmt.Errorf("ui: the store %T does not implement queue.Inspector", c.Store())
 	}

@@ -27,34 +27,37 @@ const module = "github.com/heed-go/heed"
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
-	core    = []string{"clock", "internal/clockctx", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
+	core    = []string{"clock", "internal/clockctx", "internal/docjson", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
 	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck"}
 	arrows  = map[string][]string{
 		"internal/dest":                nil, // per-destination budget and breaker, for the client executors
 		"internal/admitfirst":          nil, // a first attempt without a retry.Call, for heedgrpc
 		"retryhttp":                    {"internal/dest"},
 		"heedgrpc":                     {"internal/dest", "internal/admitfirst"},
-		"queue":                        nil,
+		"queue/internal/check":         nil,                      // the input checks queue and queue/jobstore share
+		"queue/jobstore":               {"queue/internal/check"}, // the store side of the queue: what a store implements and is given
+		"queue":                        {"queue/jobstore", "queue/internal/check"},
 		"sim":                          nil,
 		"sim/chart":                    {"sim"},
 		"cmd/heed/internal/plan":       nil, // heed's planner: schedules, a chain's load, deadline plan reviews
 		"cmd/heed/internal/planfile":   {"cmd/heed/internal/plan"},
-		"internal/schema":              {"queue"}, // the stores' one migration runner
-		"internal/sqlfilter":           {"queue"}, // the stores' one JobFilter->SQL builder
-		"sqlitestore":                  {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
-		"pgstore":                      {"queue", "idempotency", "internal/schema", "internal/sqlfilter"},
-		"ui":                           {"queue"}, // the dashboard over a queue client
-		"storeurl":                     {"queue", "idempotency", "sqlitestore", "pgstore"},
-		"heedotel":                     {"queue", "retryhttp", "heedgrpc"}, // it observes their events
+		"internal/schema":              {"queue/jobstore"}, // the stores' one migration runner
+		"internal/sqlfilter":           {"queue/jobstore"}, // the stores' one JobFilter->SQL builder
+		"internal/liststate":           {"queue/jobstore"}, // the list states of heed jobs ls and the dashboard
+		"sqlitestore":                  {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"ui":                           {"queue", "queue/jobstore", "internal/liststate"}, // the dashboard over a queue client
+		"storeurl":                     {"queue", "queue/jobstore", "idempotency", "sqlitestore", "pgstore"},
+		"heedotel":                     {"queue", "queue/jobstore", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport":          {"heedotel"},
-		"cmd/heed/internal/jobkinds":   {"queue", "retryhttp"},                              // the command's built-in job kinds
-		"internal/chaintest":           {"retryhttp"},                                       // three real services on loopback, for load tests
-		"cmd/heed/internal/cmdrun":     nil,                                                 // heed run's executor: a command as a retry attempt
-		"cmd/heed/internal/curl":       {"retryhttp"},                                       // what heed get takes from curl: flags, -w, output
-		"cmd/heed/internal/jobbench":   {"queue", "storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
-		"cmd/heed/internal/planreport": {"cmd/heed/internal/plan"},                          // heed plan's report: a schedule and a chain's load
-		"cmd/heed/internal/jobtext":    {"queue"},                                           // how the command prints jobs
-		"cmd/heed/internal/jobrun":     {"queue", "cmd/heed/internal/jobkinds"},             // the command's worker runner
+		"cmd/heed/internal/jobkinds":   {"queue", "queue/jobstore", "retryhttp"},                              // the command's built-in job kinds
+		"internal/chaintest":           {"retryhttp"},                                                         // three real services on loopback, for load tests
+		"cmd/heed/internal/cmdrun":     nil,                                                                   // heed run's executor: a command as a retry attempt
+		"cmd/heed/internal/curl":       {"retryhttp"},                                                         // what heed get takes from curl: flags, -w, output
+		"cmd/heed/internal/jobbench":   {"queue", "queue/jobstore", "storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
+		"cmd/heed/internal/planreport": {"cmd/heed/internal/plan"},                                            // heed plan's report: a schedule and a chain's load
+		"cmd/heed/internal/jobtext":    {"queue", "queue/jobstore"},                                           // how the command prints jobs
+		"cmd/heed/internal/jobrun":     {"queue", "queue/jobstore", "cmd/heed/internal/jobkinds"},             // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.

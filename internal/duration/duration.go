@@ -1,5 +1,6 @@
-// Package duration parses the durations that heed's command line and its
-// files (sim scenarios, deadline plans) take: [Parse].
+// Package duration parses the durations that heed's command line takes:
+// [Parse]. Files (policies, sim scenarios, deadline plans) take Go
+// durations only, read by internal/docjson.
 package duration
 
 import (

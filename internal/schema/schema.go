@@ -3,7 +3,7 @@
 // (with optional Go steps for data rewrites SQL cannot express), checked
 // for gaps, applied in one transaction under the store's lock, and
 // recorded with the time the caller gives. Its errors are queue's
-// [queue.SchemaTooNewError] and [queue.SchemaBehindError].
+// [jobstore.SchemaTooNewError] and [jobstore.SchemaBehindError].
 package schema
 
 import (
@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Step is one numbered migration.
@@ -186,15 +186,15 @@ func MustLoad(store string, fsys fs.FS, dir string, goSteps map[int]func(context
 
 // Compare returns nil when the database at level is usable by a binary
 // that knows steps: at the newest of them, or newer but compatible down to
-// them (its Floor at most len(steps)); a *queue.SchemaBehindError naming
-// the missing steps when it is older, and a *queue.SchemaTooNewError when
+// them (its Floor at most len(steps)); a *jobstore.SchemaBehindError naming
+// the missing steps when it is older, and a *jobstore.SchemaTooNewError when
 // it is newer and not compatible.
 func Compare(store string, level Level, steps []Step) error {
 	switch {
 	case level.Version > len(steps) && level.Floor > len(steps):
-		return &queue.SchemaTooNewError{Store: store, Database: level.Version, Binary: len(steps), Floor: level.Floor}
+		return &jobstore.SchemaTooNewError{Store: store, Database: level.Version, Binary: len(steps), Floor: level.Floor}
 	case level.Version < len(steps):
-		e := &queue.SchemaBehindError{Store: store, Database: level.Version, Binary: len(steps)}
+		e := &jobstore.SchemaBehindError{Store: store, Database: level.Version, Binary: len(steps)}
 		for _, s := range steps[level.Version:] {
 			e.Missing = append(e.Missing, s.Name)
 			change := s.Summary
@@ -235,7 +235,7 @@ func FloorAfter(level Level, steps []Step, version int) int {
 // (none when the schema is current, or newer and compatible). Steps at or
 // below the new floor are recorded in the migrations table, the others in
 // the expansions table (see [Level]). It changes nothing and returns a
-// *queue.SchemaTooNewError when the database is newer than steps and not
+// *jobstore.SchemaTooNewError when the database is newer than steps and not
 // compatible with them.
 func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) (applied []int, err error) {
 	// Fast path without locks or DDL, so that a role that may not create
@@ -294,13 +294,13 @@ func Run(ctx context.Context, store string, db DB, steps []Step, now time.Time) 
 
 // JobForms returns a job's stored policy and history rewritten in the
 // current stored forms (see queue's JobPolicy and Attempt JSON methods, and
-// queue.CompactHistory for runs of deferrals):
+// jobstore.CompactHistory for runs of deferrals):
 // it decodes them as queue reads them, older forms included, and encodes
 // them again. Empty input stays empty. Migrations use it to rewrite rows
 // written by older versions; it is idempotent.
 func JobForms(policy, history []byte) (newPolicy, newHistory []byte, err error) {
 	if len(policy) > 0 {
-		var p queue.JobPolicy
+		var p jobstore.JobPolicy
 		if err := json.Unmarshal(policy, &p); err != nil {
 			return nil, nil, err
 		}
@@ -309,14 +309,14 @@ func JobForms(policy, history []byte) (newPolicy, newHistory []byte, err error) 
 		}
 	}
 	if len(history) > 0 {
-		var h []queue.Attempt
+		var h []jobstore.Attempt
 		if err := json.Unmarshal(history, &h); err != nil {
 			return nil, nil, err
 		}
 		if h == nil {
-			h = []queue.Attempt{}
+			h = []jobstore.Attempt{}
 		}
-		h = queue.CompactHistory(h) // runs of deferrals: one entry with a count
+		h = jobstore.CompactHistory(h) // runs of deferrals: one entry with a count
 		if newHistory, err = json.Marshal(h); err != nil {
 			return nil, nil, err
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 func TestLoad(t *testing.T) {
@@ -37,14 +37,14 @@ func TestCompare(t *testing.T) {
 	if err := Compare("s", Level{3, 3}, steps); err != nil {
 		t.Errorf("current: %v", err)
 	}
-	var behind *queue.SchemaBehindError
-	if err := Compare("s", Level{1, 1}, steps); !errors.As(err, &behind) || !errors.Is(err, queue.ErrSchemaTooOld) ||
+	var behind *jobstore.SchemaBehindError
+	if err := Compare("s", Level{1, 1}, steps); !errors.As(err, &behind) || !errors.Is(err, jobstore.ErrSchemaTooOld) ||
 		!slices.Equal(behind.Missing, []string{"0002_b", "0003_c"}) ||
 		err.Error() != "s: database schema version 1 is behind this binary's 3: migrations 0002_b, 0003_c not applied" {
 		t.Errorf("behind: %v", err)
 	}
-	var tooNew *queue.SchemaTooNewError
-	if err := Compare("s", Level{5, 5}, steps); !errors.As(err, &tooNew) || !errors.Is(err, queue.ErrSchemaTooNew) || tooNew.Database != 5 || tooNew.Binary != 3 {
+	var tooNew *jobstore.SchemaTooNewError
+	if err := Compare("s", Level{5, 5}, steps); !errors.As(err, &tooNew) || !errors.Is(err, jobstore.ErrSchemaTooNew) || tooNew.Database != 5 || tooNew.Binary != 3 {
 		t.Errorf("too new: %v", err)
 	}
 }
@@ -66,7 +66,7 @@ func TestCompareFloor(t *testing.T) {
 		{Level{4, 3}, 2, false},
 	} {
 		err := Compare("s", c.level, steps[:c.known])
-		var tooNew *queue.SchemaTooNewError
+		var tooNew *jobstore.SchemaTooNewError
 		if c.ok != (err == nil) || !c.ok && (!errors.As(err, &tooNew) || tooNew.Floor != c.level.Floor) {
 			t.Errorf("Compare(%+v) by a binary knowing %d = %v, want ok %v", c.level, c.known, err, c.ok)
 		}
@@ -96,7 +96,7 @@ func TestCompareFloor(t *testing.T) {
 			t.Errorf("summary(%q) = %q, want %q", sql, got, want)
 		}
 	}
-	var behind *queue.SchemaBehindError
+	var behind *jobstore.SchemaBehindError
 	if err := Compare("s", Level{1, 1}, steps); !errors.As(err, &behind) || len(behind.Changes) != 2 ||
 		!strings.HasSuffix(behind.Changes[0], "(expand: compatible down to 1)") || !strings.Contains(behind.Changes[1], "refuse") {
 		t.Errorf("changes: %v", err)

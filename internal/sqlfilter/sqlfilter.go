@@ -1,4 +1,4 @@
-// Package sqlfilter turns a queue.JobFilter into the WHERE clause both heed
+// Package sqlfilter turns a jobstore.JobFilter into the WHERE clause both heed
 // stores use (sqlitestore and pgstore); each store gives its dialect:
 // placeholders, how times and ID lists are bound.
 package sqlfilter
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // Dialect is how a store's SQL binds values.
@@ -34,7 +34,7 @@ func Dollar(n int) string { return "$" + strconv.Itoa(n) }
 // parameters to args (whose length numbers the placeholders). With dead,
 // only dead jobs are selected, whatever f.State says. It is "1 = 1" when f
 // selects everything.
-func Where(d Dialect, f *queue.JobFilter, dead bool, args *[]any) string {
+func Where(d Dialect, f *jobstore.JobFilter, dead bool, args *[]any) string {
 	conds := []string{"1 = 1"}
 	param := func(v any) string {
 		*args = append(*args, v)
@@ -96,7 +96,7 @@ func Where(d Dialect, f *queue.JobFilter, dead bool, args *[]any) string {
 // its queue): " AND attempt = 0" with p.FirstOnly, "" otherwise. It is a
 // literal, not a parameter, so that each store keeps one prepared
 // statement per form and the claim index is used as before.
-func Claim(p *queue.ClaimParams) string {
+func Claim(p *jobstore.ClaimParams) string {
 	if p.FirstOnly {
 		return " AND attempt = 0"
 	}
@@ -105,7 +105,7 @@ func Claim(p *queue.ClaimParams) string {
 
 // Order returns " ORDER BY id", or " ORDER BY id DESC" when f.Newest: the
 // order in which the stores list jobs.
-func Order(f *queue.JobFilter) string {
+func Order(f *jobstore.JobFilter) string {
 	if f.Newest {
 		return " ORDER BY id DESC"
 	}
@@ -113,7 +113,7 @@ func Order(f *queue.JobFilter) string {
 }
 
 // Limit returns " LIMIT n" for a positive f.Limit, or "".
-func Limit(f *queue.JobFilter) string {
+func Limit(f *jobstore.JobFilter) string {
 	if f.Limit > 0 {
 		return " LIMIT " + strconv.Itoa(f.Limit)
 	}

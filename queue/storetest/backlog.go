@@ -10,6 +10,7 @@ import (
 
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -21,7 +22,7 @@ import (
 // the backlog, whose retries now succeed, must drain: at least 95% of the
 // jobs done within 15 s of the heal. (With the budget's window of ratio
 // and floor, 0 to 5 of them were, in 45 s.) Skipped with -short.
-func RunBudgetBacklog(t *testing.T, s queue.Store) {
+func RunBudgetBacklog(t *testing.T, s jobstore.Store) {
 	if testing.Short() {
 		t.Skip("runs a 15 s outage and its recovery in real time")
 	}
@@ -45,7 +46,7 @@ func RunBudgetBacklog(t *testing.T, s queue.Store) {
 	}
 	var mu sync.Mutex
 	var done []time.Duration // after the heal
-	queue.Handle(w, "backlog", func(context.Context, *queue.Job, map[string]int) error {
+	queue.Handle(w, "backlog", func(context.Context, *jobstore.Job, map[string]int) error {
 		if time.Now().Before(heal) {
 			return retry.Transient(errors.New("503 Service Unavailable"))
 		}

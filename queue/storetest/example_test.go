@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -14,7 +14,7 @@ import (
 // sqlitestore's test does it; pgstore's gives each subtest its own schema.
 func ExampleRun() {
 	testStore := func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) queue.Store {
+		storetest.Run(t, func(t *testing.T) jobstore.Store {
 			s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "heed.db"))
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/executortest"
 )
@@ -24,12 +25,12 @@ import (
 // backoff, cooldowns and budget windows pass in virtual time; a store that
 // talks to a server over the network runs in real time instead (bubble
 // false; the suite then takes some seconds).
-func Executor(open func(t *testing.T) queue.Store, bubble bool) executortest.Executor {
+func Executor(open func(t *testing.T) jobstore.Store, bubble bool) executortest.Executor {
 	return &jobExecutor{open: open, bubble: bubble}
 }
 
 type jobExecutor struct {
-	open   func(t *testing.T) queue.Store
+	open   func(t *testing.T) jobstore.Store
 	bubble bool
 }
 
@@ -62,7 +63,7 @@ func (x *jobExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 		if err != nil {
 			t.Fatal(err)
 		}
-		queue.Handle(w, "scripted", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+		queue.Handle(w, "scripted", func(ctx context.Context, job *jobstore.Job, _ struct{}) error {
 			return executortest.Err(ctx, c.Step(job.Attempt))
 		})
 		if _, _, err := queue.NewClient(s, queue.ClientConfig{}).Enqueue(ctx, "scripted", struct{}{}, queue.EnqueueOptions{}); err != nil {

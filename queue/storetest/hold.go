@@ -15,22 +15,23 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
 // testClaimFirstOnly: a claim with FirstOnly takes only jobs that have
 // made no attempt, in claim order, and leaves retried jobs due.
-func testClaimFirstOnly(t *testing.T, s queue.Store) {
+func testClaimFirstOnly(t *testing.T, s jobstore.Store) {
 	retried := insert(t, s, "k", queue.EnqueueOptions{})
 	c := claimOne(t, s, queue.DefaultQueue, t0)
 	e := entry(1, "transient", "retry", "transient", t0)
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateAvailable,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateAvailable,
 		Attempt: c.Attempt, AvailableAt: t0, Entry: e}); err != nil {
 		t.Fatal(err)
 	}
 	first := []int64{insert(t, s, "k", queue.EnqueueOptions{}).ID, insert(t, s, "k", queue.EnqueueOptions{}).ID}
 	now := t0.Add(time.Second)
-	jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now,
+	jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 10, Now: now,
 		LeaseUntil: now.Add(time.Minute), Worker: "w1", FirstOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -52,39 +53,39 @@ func testClaimFirstOnly(t *testing.T, s queue.Store) {
 // place of the history's last one (the run of deferrals kept as one entry
 // with a count), keeps the entries before it exactly, and appends to an
 // empty history; through JobTransitions too.
-func testHistoryReplaceLast(t *testing.T, s queue.Store) {
+func testHistoryReplaceLast(t *testing.T, s jobstore.Store) {
 	j := insert(t, s, "k", queue.EnqueueOptions{})
 	c := claimOne(t, s, queue.DefaultQueue, t0)
-	defer1 := entry(1, queue.OutcomeDeferred, "defer", "breaker_open", t0)
+	defer1 := entry(1, jobstore.OutcomeDeferred, "defer", "breaker_open", t0)
 	defer1.Error = `breaker: circuit open "quoted" <&>`
 	// An empty history: the entry is appended.
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateAvailable,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateAvailable,
 		Attempt: 0, AvailableAt: t0, Entry: defer1, ReplaceLast: true}); err != nil {
 		t.Fatal(err)
 	}
 	c = claimOne(t, s, queue.DefaultQueue, t0)
 	e1 := entry(1, "transient", "retry", "transient", t0)
 	e1.Error = "first \u00e9 \\ \n line"
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateAvailable,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateAvailable,
 		Attempt: 1, AvailableAt: t0, Entry: e1}); err != nil {
 		t.Fatal(err)
 	}
-	want := []queue.Attempt{defer1, e1}
+	want := []jobstore.Attempt{defer1, e1}
 	at := t0
 	for n := 1; n <= 3; n++ {
 		at = at.Add(time.Second)
 		c = claimOne(t, s, queue.DefaultQueue, at)
-		d := entry(2, queue.OutcomeDeferred, "defer", "breaker_open", at)
+		d := entry(2, jobstore.OutcomeDeferred, "defer", "breaker_open", at)
 		d.Delay = time.Duration(n) * time.Second
-		tr := queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateAvailable, Attempt: 1, AvailableAt: at, Entry: d}
+		tr := jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateAvailable, Attempt: 1, AvailableAt: at, Entry: d}
 		if n > 1 {
 			d.StartedAt, d.Count = t0.Add(time.Second), n
 			tr.Entry, tr.ReplaceLast = d, true
 		}
 		var err error
-		if b, ok := s.(queue.TransitionBatcher); ok && n == 3 {
+		if b, ok := s.(jobstore.TransitionBatcher); ok && n == 3 {
 			var errs []error
-			errs, err = b.JobTransitions(ctx, []queue.Transition{tr})
+			errs, err = b.JobTransitions(ctx, []jobstore.Transition{tr})
 			if err == nil {
 				err = errors.Join(errs...)
 			}
@@ -114,13 +115,13 @@ func testHistoryReplaceLast(t *testing.T, s queue.Store) {
 // as when a dependency's other callers open the breaker between a claim
 // and the attempts.
 type writeCounter struct {
-	queue.Store
+	jobstore.Store
 	writes atomic.Int64
 	trip   func()
 	once   sync.Once
 }
 
-func (s *writeCounter) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+func (s *writeCounter) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, error) {
 	jobs, err := s.Store.JobClaim(ctx, p)
 	s.writes.Add(int64(len(jobs)))
 	if len(jobs) > 0 && s.trip != nil {
@@ -129,7 +130,7 @@ func (s *writeCounter) JobClaim(ctx context.Context, p queue.ClaimParams) ([]*qu
 	return jobs, err
 }
 
-func (s *writeCounter) JobTransition(ctx context.Context, t queue.Transition) error {
+func (s *writeCounter) JobTransition(ctx context.Context, t jobstore.Transition) error {
 	err := s.Store.JobTransition(ctx, t)
 	if err == nil {
 		s.writes.Add(1)
@@ -139,8 +140,8 @@ func (s *writeCounter) JobTransition(ctx context.Context, t queue.Transition) er
 
 // JobTransitions applies ts in one batch when the store batches (as a
 // worker over it would), one by one otherwise.
-func (s *writeCounter) JobTransitions(ctx context.Context, ts []queue.Transition) ([]error, error) {
-	b, ok := s.Store.(queue.TransitionBatcher)
+func (s *writeCounter) JobTransitions(ctx context.Context, ts []jobstore.Transition) ([]error, error) {
+	b, ok := s.Store.(jobstore.TransitionBatcher)
 	if !ok {
 		errs := make([]error, len(ts))
 		for i, t := range ts {
@@ -166,7 +167,7 @@ func (s *writeCounter) JobTransitions(ctx context.Context, ts []queue.Transition
 // worker made 60,408 deferral writes for 2,000 jobs in 30 s, every job
 // due at the same instant at every wave). Once the dependency is back,
 // every job succeeds with one attempt or two.
-func testBreakerOutage(t *testing.T, s queue.Store) {
+func testBreakerOutage(t *testing.T, s jobstore.Store) {
 	const (
 		jobs     = 2000
 		claimed  = 500 // the worker's concurrency: its first claim
@@ -221,7 +222,7 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue.Handle(w, "dep", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+	queue.Handle(w, "dep", func(ctx context.Context, job *jobstore.Job, _ struct{}) error {
 		if clk.Now().Before(t0.Add(down)) {
 			return retry.Transient(errors.New("dependency down"))
 		}
@@ -289,12 +290,12 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 	// every job succeeds.
 	clk.Set(t0.Add(down + cooldown))
 	await("every job to succeed", func(_, _, f int) bool { return f == jobs }, func() { clk.Advance(1200 * time.Millisecond) })
-	all, err := s.JobList(ctx, queue.JobFilter{})
+	all, err := s.JobList(ctx, jobstore.JobFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range all {
-		if j.State != queue.StateSucceeded || len(j.History) > 3 {
+		if j.State != jobstore.StateSucceeded || len(j.History) > 3 {
 			t.Errorf("job %d: %s with %d history entries %v, want succeeded with at most 3", j.ID, j.State, len(j.History), j.History)
 		}
 	}
@@ -303,9 +304,9 @@ func testBreakerOutage(t *testing.T, s queue.Store) {
 // checkDeferredSpread checks that the claimed jobs, deferred behind a
 // breaker open from t0 for cooldown, are due within the cooldown after it
 // ends, and spread over it.
-func checkDeferredSpread(t *testing.T, s queue.Store, jobs, claimed int, cooldown time.Duration) {
+func checkDeferredSpread(t *testing.T, s jobstore.Store, jobs, claimed int, cooldown time.Duration) {
 	t.Helper()
-	list, err := s.JobList(ctx, queue.JobFilter{State: queue.StateAvailable, Retried: false})
+	list, err := s.JobList(ctx, jobstore.JobFilter{State: jobstore.StateAvailable, Retried: false})
 	if err != nil {
 		t.Fatal(err)
 	}

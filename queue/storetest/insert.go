@@ -14,14 +14,15 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
-func testInsertGet(t *testing.T, s queue.Store) {
+func testInsertGet(t *testing.T, s jobstore.Store) {
 	bo := backoff.Schedule{Base: 3 * time.Second, Cap: time.Hour, Jitter: backoff.EqualJitter}
 	in, err := queue.NewJobInsert("email", json.RawMessage(`{"to":"a@example.com","n":[1,2]}`), queue.EnqueueOptions{
 		Queue: "mail", In: 90 * time.Second, Priority: -3, MaxAttempts: 7, UniqueKey: "k1",
-		Policy: queue.JobPolicy{Backoff: &bo, TimeBudget: time.Hour, AttemptTimeout: time.Minute},
+		Policy: jobstore.JobPolicy{Backoff: &bo, TimeBudget: time.Hour, AttemptTimeout: time.Minute},
 	}, t0)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func testInsertGet(t *testing.T, s queue.Store) {
 		t.Errorf("JobInsert returned\n%+v\nJobGet returned\n%+v", j, g)
 	}
 	checkJSON(t, "Args", g.Args, in.Args)
-	want := queue.Job{ID: j.ID, Kind: "email", Queue: "mail", Args: g.Args, State: queue.StateAvailable, Priority: -3,
+	want := jobstore.Job{ID: j.ID, Kind: "email", Queue: "mail", Args: g.Args, State: jobstore.StateAvailable, Priority: -3,
 		MaxAttempts: 7, Policy: in.Policy, AvailableAt: t0.Add(90 * time.Second), CreatedAt: t0, UniqueKey: "k1"}
 	if !reflect.DeepEqual(*g, want) {
 		t.Errorf("JobGet:\n got %+v\nwant %+v", *g, want)
@@ -47,7 +48,7 @@ func testInsertGet(t *testing.T, s queue.Store) {
 	if j2.ID <= j.ID {
 		t.Errorf("second job's ID %d is not above the first's %d", j2.ID, j.ID)
 	}
-	if j2.Queue != queue.DefaultQueue || j2.Policy != (queue.JobPolicy{}) || j2.UniqueKey != "" {
+	if j2.Queue != queue.DefaultQueue || j2.Policy != (jobstore.JobPolicy{}) || j2.UniqueKey != "" {
 		t.Errorf("defaults: queue %q policy %+v key %q", j2.Queue, j2.Policy, j2.UniqueKey)
 	}
 }
@@ -70,47 +71,47 @@ func checkJSON(t *testing.T, what string, got, want json.RawMessage) {
 	}
 }
 
-func testInsertInvalid(t *testing.T, s queue.Store) {
+func testInsertInvalid(t *testing.T, s jobstore.Store) {
 	good, err := queue.NewJobInsert("k", nil, queue.EnqueueOptions{}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := map[string]func(in *queue.JobInsert){
-		"empty kind":  func(in *queue.JobInsert) { in.Kind = "" },
-		"empty queue": func(in *queue.JobInsert) { in.Queue = "" },
-		"bad args":    func(in *queue.JobInsert) { in.Args = json.RawMessage(`{"a":`) },
-		"no args":     func(in *queue.JobInsert) { in.Args = nil },
-		"zero time":   func(in *queue.JobInsert) { in.AvailableAt = time.Time{} },
-		"bad jitter":  func(in *queue.JobInsert) { in.Policy.Backoff = &backoff.Schedule{Jitter: 9} },
-		"bad backoff": func(in *queue.JobInsert) { in.Policy.Backoff = &backoff.Schedule{Base: -1} },
+	bad := map[string]func(in *jobstore.JobInsert){
+		"empty kind":  func(in *jobstore.JobInsert) { in.Kind = "" },
+		"empty queue": func(in *jobstore.JobInsert) { in.Queue = "" },
+		"bad args":    func(in *jobstore.JobInsert) { in.Args = json.RawMessage(`{"a":`) },
+		"no args":     func(in *jobstore.JobInsert) { in.Args = nil },
+		"zero time":   func(in *jobstore.JobInsert) { in.AvailableAt = time.Time{} },
+		"bad jitter":  func(in *jobstore.JobInsert) { in.Policy.Backoff = &backoff.Schedule{Jitter: 9} },
+		"bad backoff": func(in *jobstore.JobInsert) { in.Policy.Backoff = &backoff.Schedule{Base: -1} },
 	}
 	for name, mutate := range bad {
 		in := good
 		mutate(&in)
 		_, _, err := s.JobInsert(ctx, in)
-		if !errors.Is(err, queue.ErrInvalid) {
+		if !errors.Is(err, jobstore.ErrInvalid) {
 			t.Errorf("%s: JobInsert error %v, want ErrInvalid", name, err)
 		}
 	}
-	jobs, err := s.JobList(ctx, queue.JobFilter{})
+	jobs, err := s.JobList(ctx, jobstore.JobFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(jobs) != 0 {
 		t.Errorf("bad inserts wrote %d jobs", len(jobs))
 	}
-	if _, err := s.JobList(ctx, queue.JobFilter{State: "nope"}); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := s.JobList(ctx, jobstore.JobFilter{State: "nope"}); !errors.Is(err, jobstore.ErrInvalid) {
 		t.Errorf("JobList with a bad state: %v, want ErrInvalid", err)
 	}
 }
 
-func testGetNotFound(t *testing.T, s queue.Store) {
-	if _, err := s.JobGet(ctx, 12345); !errors.Is(err, queue.ErrNotFound) {
+func testGetNotFound(t *testing.T, s jobstore.Store) {
+	if _, err := s.JobGet(ctx, 12345); !errors.Is(err, jobstore.ErrNotFound) {
 		t.Errorf("JobGet of a missing job: %v, want ErrNotFound", err)
 	}
 }
 
-func testUnique(t *testing.T, s queue.Store) {
+func testUnique(t *testing.T, s jobstore.Store) {
 	a := insert(t, s, "k", queue.EnqueueOptions{UniqueKey: "u"})
 	in, _ := queue.NewJobInsert("k", nil, queue.EnqueueOptions{UniqueKey: "u"}, t0.Add(time.Second))
 	b, inserted, err := s.JobInsert(ctx, in)
@@ -126,10 +127,10 @@ func testUnique(t *testing.T, s queue.Store) {
 		t.Fatalf("claimed %d, want %d", c.ID, a.ID)
 	}
 	b, inserted, err = s.JobInsert(ctx, in)
-	if err != nil || inserted || b.ID != a.ID || b.State != queue.StateRunning {
+	if err != nil || inserted || b.ID != a.ID || b.State != jobstore.StateRunning {
 		t.Fatalf("duplicate while running: id %d state %s inserted %v err %v; want id %d running, false", b.ID, b.State, inserted, err, a.ID)
 	}
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateSucceeded,
 		Attempt: 1, FinishedAt: t0.Add(time.Second), Entry: entry(1, retry.OutcomeSuccess.Key(), "done", "success", t0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func testUnique(t *testing.T, s queue.Store) {
 	}
 }
 
-func testArgsRoundTrip(t *testing.T, s queue.Store) {
+func testArgsRoundTrip(t *testing.T, s jobstore.Store) {
 	for _, args := range []string{
 		`{}`, `[]`, `null`, `"a string"`, `12345678901234567890`, `3.14`,
 		`{"nested":{"list":[1,"two",null,true,{"x":[]}]},"unicode":"é✓🚀","esc":"a\"b\\c\n\u0001"}`,
@@ -176,7 +177,7 @@ func testArgsRoundTrip(t *testing.T, s queue.Store) {
 		checkJSON(t, "Args", get(t, s, j.ID).Args, json.RawMessage(args))
 		c := claimOne(t, s, queue.DefaultQueue, t0)
 		checkJSON(t, "claimed Args", c.Args, json.RawMessage(args))
-		if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded, Attempt: 1, FinishedAt: t0}); err != nil {
+		if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateSucceeded, Attempt: 1, FinishedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,37 +186,37 @@ func testArgsRoundTrip(t *testing.T, s queue.Store) {
 // testNamesInvalid checks that names no store could keep faithfully (a
 // NUL byte, invalid UTF-8, control characters, too long) are refused by
 // validation, with the same error on every store, before any SQL runs.
-func testNamesInvalid(t *testing.T, s queue.Store) {
+func testNamesInvalid(t *testing.T, s jobstore.Store) {
 	good, err := queue.NewJobInsert("k", nil, queue.EnqueueOptions{}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		mutate func(in *queue.JobInsert)
+		mutate func(in *jobstore.JobInsert)
 		want   string
 	}{
-		{func(in *queue.JobInsert) { in.Kind = "a\x00b" }, `queue: JobInsert.Kind has the control character U+0000: "a\x00b"`},
-		{func(in *queue.JobInsert) { in.Queue = "q\xff" }, `queue: JobInsert.Queue is not valid UTF-8: "q\xff"`},
-		{func(in *queue.JobInsert) { in.Queue = "two\nlines" }, `queue: JobInsert.Queue has the control character U+000A: "two\nlines"`},
-		{func(in *queue.JobInsert) { in.Kind = strings.Repeat("k", queue.MaxName+1) }, `queue: JobInsert.Kind is 256 bytes long, at most 255`},
-		{func(in *queue.JobInsert) { in.UniqueKey = "u\x00" }, `queue: JobInsert.UniqueKey has the control character U+0000: "u\x00"`},
+		{func(in *jobstore.JobInsert) { in.Kind = "a\x00b" }, `queue: JobInsert.Kind has the control character U+0000: "a\x00b"`},
+		{func(in *jobstore.JobInsert) { in.Queue = "q\xff" }, `queue: JobInsert.Queue is not valid UTF-8: "q\xff"`},
+		{func(in *jobstore.JobInsert) { in.Queue = "two\nlines" }, `queue: JobInsert.Queue has the control character U+000A: "two\nlines"`},
+		{func(in *jobstore.JobInsert) { in.Kind = strings.Repeat("k", jobstore.MaxName+1) }, `queue: JobInsert.Kind is 256 bytes long, at most 255`},
+		{func(in *jobstore.JobInsert) { in.UniqueKey = "u\x00" }, `queue: JobInsert.UniqueKey has the control character U+0000: "u\x00"`},
 	} {
 		in := good
 		tt.mutate(&in)
 		_, _, err := s.JobInsert(ctx, in)
-		if !errors.Is(err, queue.ErrInvalid) || err.Error() != tt.want {
+		if !errors.Is(err, jobstore.ErrInvalid) || err.Error() != tt.want {
 			t.Errorf("JobInsert: error %v, want %s", err, tt.want)
 		}
 	}
-	if _, err := s.JobList(ctx, queue.JobFilter{Kind: "a\x00"}); !errors.Is(err, queue.ErrInvalid) ||
+	if _, err := s.JobList(ctx, jobstore.JobFilter{Kind: "a\x00"}); !errors.Is(err, jobstore.ErrInvalid) ||
 		err.Error() != `queue: JobFilter.Kind has the control character U+0000: "a\x00"` {
 		t.Errorf("JobList: %v", err)
 	}
-	if _, err := s.JobClaim(ctx, queue.ClaimParams{Queue: "\xc3", Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute)}); !errors.Is(err, queue.ErrInvalid) ||
+	if _, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: "\xc3", Limit: 1, Now: t0, LeaseUntil: t0.Add(time.Minute)}); !errors.Is(err, jobstore.ErrInvalid) ||
 		err.Error() != `queue: ClaimParams.Queue is not valid UTF-8: "\xc3"` {
 		t.Errorf("JobClaim: %v", err)
 	}
-	if jobs, err := s.JobList(ctx, queue.JobFilter{}); err != nil || len(jobs) != 0 {
+	if jobs, err := s.JobList(ctx, jobstore.JobFilter{}); err != nil || len(jobs) != 0 {
 		t.Errorf("invalid inserts wrote %d jobs (%v)", len(jobs), err)
 	}
 }

@@ -12,21 +12,22 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // batchInserter returns s as a queue.BatchInserter, or skips the test.
-func batchInserter(t *testing.T, s queue.Store) queue.BatchInserter {
+func batchInserter(t *testing.T, s jobstore.Store) jobstore.BatchInserter {
 	t.Helper()
-	b, ok := s.(queue.BatchInserter)
+	b, ok := s.(jobstore.BatchInserter)
 	if !ok {
 		t.Skip("the store is not a queue.BatchInserter")
 	}
 	return b
 }
 
-func newInserts(t *testing.T, n int, opts func(i int) queue.EnqueueOptions) []queue.JobInsert {
+func newInserts(t *testing.T, n int, opts func(i int) queue.EnqueueOptions) []jobstore.JobInsert {
 	t.Helper()
-	ins := make([]queue.JobInsert, n)
+	ins := make([]jobstore.JobInsert, n)
 	for i := range ins {
 		var err error
 		ins[i], err = queue.NewJobInsert(fmt.Sprint("kind", i%3), json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), opts(i), t0)
@@ -39,14 +40,14 @@ func newInserts(t *testing.T, n int, opts func(i int) queue.EnqueueOptions) []qu
 
 // testInsertMany inserts more jobs than one statement of either store
 // carries, with every field set on some, and reads each back.
-func testInsertMany(t *testing.T, s queue.Store) { insertMany(t, s, true) }
+func testInsertMany(t *testing.T, s jobstore.Store) { insertMany(t, s, true) }
 
 // testInsertManyNoKeys is testInsertMany without unique keys (a store may
 // take a faster way for such a batch), with arguments whose spacing must
 // be kept, every job read back.
-func testInsertManyNoKeys(t *testing.T, s queue.Store) { insertMany(t, s, false) }
+func testInsertManyNoKeys(t *testing.T, s jobstore.Store) { insertMany(t, s, false) }
 
-func insertMany(t *testing.T, s queue.Store, keys bool) {
+func insertMany(t *testing.T, s jobstore.Store, keys bool) {
 	b := batchInserter(t, s)
 	n := 2345
 	if !keys {
@@ -56,11 +57,11 @@ func insertMany(t *testing.T, s queue.Store, keys bool) {
 		o := queue.EnqueueOptions{Queue: fmt.Sprint("q", i%2), Priority: i % 5, In: time.Duration(i) * time.Millisecond}
 		if i%7 == 0 {
 			o.MaxAttempts = 3
-			o.Policy = queue.JobPolicy{TimeBudget: time.Hour}
+			o.Policy = jobstore.JobPolicy{TimeBudget: time.Hour}
 		}
 		if i%11 == 0 {
 			o.MaxAttempts = -1
-			o.Policy = queue.JobPolicy{AttemptTimeout: 1500 * time.Microsecond, Backoff: &backoff.Schedule{Kind: backoff.Constant, Base: time.Second}}
+			o.Policy = jobstore.JobPolicy{AttemptTimeout: 1500 * time.Microsecond, Backoff: &backoff.Schedule{Kind: backoff.Constant, Base: time.Second}}
 		}
 		if keys && i%100 == 0 {
 			o.UniqueKey = fmt.Sprint("key", i)
@@ -91,7 +92,7 @@ func insertMany(t *testing.T, s queue.Store, keys bool) {
 		}
 		last = r.Job.ID
 		in := ins[i]
-		want := queue.Job{ID: r.Job.ID, Kind: in.Kind, Queue: in.Queue, Args: r.Job.Args, State: queue.StateAvailable,
+		want := jobstore.Job{ID: r.Job.ID, Kind: in.Kind, Queue: in.Queue, Args: r.Job.Args, State: jobstore.StateAvailable,
 			Priority: in.Priority, MaxAttempts: in.MaxAttempts, Policy: in.Policy, AvailableAt: in.AvailableAt,
 			CreatedAt: t0, UniqueKey: in.UniqueKey}
 		if !reflect.DeepEqual(*r.Job, want) {
@@ -104,7 +105,7 @@ func insertMany(t *testing.T, s queue.Store, keys bool) {
 			}
 		}
 	}
-	jobs, err := s.JobList(ctx, queue.JobFilter{})
+	jobs, err := s.JobList(ctx, jobstore.JobFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +119,12 @@ func insertMany(t *testing.T, s queue.Store, keys bool) {
 
 // testInsertManyUnique: a key held by a live job, or by an earlier job of
 // the batch, returns that job; a finished job's key does not block.
-func testInsertManyUnique(t *testing.T, s queue.Store) {
+func testInsertManyUnique(t *testing.T, s jobstore.Store) {
 	b := batchInserter(t, s)
 	held := insert(t, s, "k", queue.EnqueueOptions{UniqueKey: "held"})
 	done := insert(t, s, "k", queue.EnqueueOptions{UniqueKey: "done", Queue: "other"})
 	c := claimOne(t, s, "other", t0)
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateSucceeded,
 		Attempt: 1, FinishedAt: t0, Entry: entry(1, "success", "done", "success", t0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,13 +178,13 @@ func testInsertManyUnique(t *testing.T, s queue.Store) {
 
 // testInsertManyAtomic: a batch with an invalid job, or whose context
 // ended, writes nothing.
-func testInsertManyAtomic(t *testing.T, s queue.Store) {
+func testInsertManyAtomic(t *testing.T, s jobstore.Store) {
 	b := batchInserter(t, s)
 	ins := newInserts(t, 1200, func(int) queue.EnqueueOptions { return queue.EnqueueOptions{} })
 	ins[1100].Kind = ""
 	_, err := b.JobInsertMany(ctx, ins)
-	var ie *queue.ItemError
-	if !errors.As(err, &ie) || ie.Index != 1100 || !errors.Is(err, queue.ErrInvalid) {
+	var ie *jobstore.ItemError
+	if !errors.As(err, &ie) || ie.Index != 1100 || !errors.Is(err, jobstore.ErrInvalid) {
 		t.Errorf("a batch with an empty kind at 1100: %v, want an ItemError for index 1100 matching ErrInvalid", err)
 	}
 	ins[1100].Kind = "k"
@@ -192,7 +193,7 @@ func testInsertManyAtomic(t *testing.T, s queue.Store) {
 	if _, err := b.JobInsertMany(cctx, ins); !errors.Is(err, context.Canceled) {
 		t.Errorf("JobInsertMany with a cancelled context: %v, want context.Canceled", err)
 	}
-	jobs, err := s.JobList(ctx, queue.JobFilter{})
+	jobs, err := s.JobList(ctx, jobstore.JobFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

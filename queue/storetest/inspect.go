@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -16,10 +17,10 @@ import (
 // dashboard's questions, each test in its own subtest with a fresh, empty,
 // migrated store from open (which must implement queue.Inspector). Like
 // Run, it closes each store when its test ends.
-func RunInspector(t *testing.T, open func(t *testing.T) queue.Store) {
+func RunInspector(t *testing.T, open func(t *testing.T) jobstore.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s queue.Store, in queue.Inspector)
+		fn   func(t *testing.T, s jobstore.Store, in jobstore.Inspector)
 	}{
 		{"JobSearch", testJobSearch},
 		{"QueueLags", testQueueLags},
@@ -28,8 +29,8 @@ func RunInspector(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"DeadCauseCounts", testDeadCauseCounts},
 	}
 	for _, tt := range tests {
-		runOne(t, tt.name, open, func(t *testing.T, s queue.Store) {
-			in, ok := s.(queue.Inspector)
+		runOne(t, tt.name, open, func(t *testing.T, s jobstore.Store) {
+			in, ok := s.(jobstore.Inspector)
 			if !ok {
 				t.Fatalf("%T does not implement queue.Inspector", s)
 			}
@@ -40,7 +41,7 @@ func RunInspector(t *testing.T, open func(t *testing.T) queue.Store) {
 
 // insertArgs inserts a job of kind in queue q with args, available at
 // t0+in.
-func insertArgs(t *testing.T, s queue.Store, kind, q, args string, in time.Duration) *queue.Job {
+func insertArgs(t *testing.T, s jobstore.Store, kind, q, args string, in time.Duration) *jobstore.Job {
 	t.Helper()
 	ji, err := queue.NewJobInsert(kind, json.RawMessage(args), queue.EnqueueOptions{Queue: q, In: in}, t0)
 	if err != nil {
@@ -56,70 +57,70 @@ func insertArgs(t *testing.T, s queue.Store, kind, q, args string, in time.Durat
 // attempt claims the due job id of queue q at start and ends its attempt
 // at fin with action ("done", "retry", "give_up"), error text errText, and
 // for a retry a delay of one minute.
-func attempt(t *testing.T, s queue.Store, id int64, q string, start, fin time.Time, action, errText string) {
+func attempt(t *testing.T, s jobstore.Store, id int64, q string, start, fin time.Time, action, errText string) {
 	t.Helper()
 	c := claimOne(t, s, q, start)
 	if c.ID != id {
 		t.Fatalf("claimed job %d, want %d", c.ID, id)
 	}
-	tr := queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, Attempt: c.Attempt,
-		Entry: queue.Attempt{Attempt: c.Attempt, Worker: "w1", StartedAt: start, FinishedAt: fin,
+	tr := jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, Attempt: c.Attempt,
+		Entry: jobstore.Attempt{Attempt: c.Attempt, Worker: "w1", StartedAt: start, FinishedAt: fin,
 			Outcome: "transient", Error: errText, Action: action, Reason: "transient"}}
 	switch action {
 	case "done":
-		tr.State, tr.FinishedAt, tr.Entry.Outcome, tr.Entry.Reason = queue.StateSucceeded, fin, retry.OutcomeSuccess.Key(), ""
+		tr.State, tr.FinishedAt, tr.Entry.Outcome, tr.Entry.Reason = jobstore.StateSucceeded, fin, retry.OutcomeSuccess.Key(), ""
 	case "retry":
-		tr.State, tr.AvailableAt, tr.Entry.Delay = queue.StateAvailable, fin.Add(time.Minute), time.Minute
+		tr.State, tr.AvailableAt, tr.Entry.Delay = jobstore.StateAvailable, fin.Add(time.Minute), time.Minute
 	default:
-		tr.State, tr.FinishedAt, tr.DeadReason, tr.Entry.Reason = queue.StateDead, fin, "attempts", "attempts"
+		tr.State, tr.FinishedAt, tr.DeadReason, tr.Entry.Reason = jobstore.StateDead, fin, "attempts", "attempts"
 	}
 	if err := s.JobTransition(ctx, tr); err != nil {
 		t.Fatalf("JobTransition(%s): %v", action, err)
 	}
 }
 
-func testJobSearch(t *testing.T, s queue.Store, in queue.Inspector) {
+func testJobSearch(t *testing.T, s jobstore.Store, in jobstore.Inspector) {
 	a := insertArgs(t, s, "email", "mail", `{"to":"a@example.com","api_key":"Sesame-42"}`, 0)
 	attempt(t, s, a.ID, "mail", t0, t0.Add(time.Second), "retry", "dial tcp 10.0.0.1:25: Connection RESET by peer")
 	b := insertArgs(t, s, "email", "mail", `{"to":"b@example.com"}`, 0)
 	c := insertArgs(t, s, "sms", "mail", `{"to":"+15550100","note":"reset"}`, 0)
-	search := func(f queue.JobFilter, text string, inArgs bool) []int64 {
+	search := func(f jobstore.JobFilter, text string, inArgs bool) []int64 {
 		t.Helper()
-		jobs, err := in.JobSearch(ctx, queue.SearchParams{Filter: f, Text: text, InArgs: inArgs})
+		jobs, err := in.JobSearch(ctx, jobstore.SearchParams{Filter: f, Text: text, InArgs: inArgs})
 		if err != nil {
 			t.Fatalf("JobSearch(%+v, %q, %v): %v", f, text, inArgs, err)
 		}
 		return ids(jobs)
 	}
 	for _, tc := range []struct {
-		f      queue.JobFilter
+		f      jobstore.JobFilter
 		text   string
 		inArgs bool
 		want   []int64
 	}{
-		{queue.JobFilter{}, "", false, []int64{a.ID, b.ID, c.ID}},
-		{queue.JobFilter{}, "connection reset", false, []int64{a.ID}}, // any ASCII case, in errors
-		{queue.JobFilter{}, "reset", true, []int64{a.ID, c.ID}},       // errors and args
-		{queue.JobFilter{}, "sesame", false, nil},                     // args only when asked
-		{queue.JobFilter{}, "sesame", true, []int64{a.ID}},
-		{queue.JobFilter{}, "example.com", true, []int64{a.ID, b.ID}},
-		{queue.JobFilter{Newest: true}, "example.com", true, []int64{b.ID, a.ID}},
-		{queue.JobFilter{Newest: true, Limit: 1}, "example.com", true, []int64{b.ID}},
-		{queue.JobFilter{Kind: "email", AfterID: a.ID}, "", false, []int64{b.ID}},
-		{queue.JobFilter{Kind: "sms"}, "example.com", true, nil},
-		{queue.JobFilter{}, "50%_", true, nil}, // no wildcards
-		{queue.JobFilter{}, "'); --", true, nil},
+		{jobstore.JobFilter{}, "", false, []int64{a.ID, b.ID, c.ID}},
+		{jobstore.JobFilter{}, "connection reset", false, []int64{a.ID}}, // any ASCII case, in errors
+		{jobstore.JobFilter{}, "reset", true, []int64{a.ID, c.ID}},       // errors and args
+		{jobstore.JobFilter{}, "sesame", false, nil},                     // args only when asked
+		{jobstore.JobFilter{}, "sesame", true, []int64{a.ID}},
+		{jobstore.JobFilter{}, "example.com", true, []int64{a.ID, b.ID}},
+		{jobstore.JobFilter{Newest: true}, "example.com", true, []int64{b.ID, a.ID}},
+		{jobstore.JobFilter{Newest: true, Limit: 1}, "example.com", true, []int64{b.ID}},
+		{jobstore.JobFilter{Kind: "email", AfterID: a.ID}, "", false, []int64{b.ID}},
+		{jobstore.JobFilter{Kind: "sms"}, "example.com", true, nil},
+		{jobstore.JobFilter{}, "50%_", true, nil}, // no wildcards
+		{jobstore.JobFilter{}, "'); --", true, nil},
 	} {
 		if got := search(tc.f, tc.text, tc.inArgs); !slices.Equal(got, tc.want) {
 			t.Errorf("JobSearch(%+v, %q, inArgs %v) = %v, want %v", tc.f, tc.text, tc.inArgs, got, tc.want)
 		}
 	}
-	if _, err := in.JobSearch(ctx, queue.SearchParams{Filter: queue.JobFilter{Limit: -1}, Text: "", InArgs: false}); err == nil {
+	if _, err := in.JobSearch(ctx, jobstore.SearchParams{Filter: jobstore.JobFilter{Limit: -1}, Text: "", InArgs: false}); err == nil {
 		t.Errorf("JobSearch with Limit -1: no error")
 	}
 }
 
-func testQueueLags(t *testing.T, s queue.Store, in queue.Inspector) {
+func testQueueLags(t *testing.T, s jobstore.Store, in jobstore.Inspector) {
 	insertArgs(t, s, "k", "a", `{}`, 0)
 	insertArgs(t, s, "k", "a", `{}`, 10*time.Second)
 	insertArgs(t, s, "k", "b", `{}`, 20*time.Second)
@@ -139,7 +140,7 @@ func testQueueLags(t *testing.T, s queue.Store, in queue.Inspector) {
 	}
 }
 
-func testThroughput(t *testing.T, s queue.Store, in queue.Inspector) {
+func testThroughput(t *testing.T, s jobstore.Store, in jobstore.Inspector) {
 	m0 := t0.Truncate(time.Minute).Add(10 * time.Minute)                // the window starts here
 	at := func(d time.Duration) time.Duration { return m0.Sub(t0) + d } // due at m0+d
 	// Before the window: counted nowhere.
@@ -170,7 +171,7 @@ func testThroughput(t *testing.T, s queue.Store, in queue.Inspector) {
 	if err != nil {
 		t.Fatalf("Throughput: %v", err)
 	}
-	key := func(x queue.Throughput) string {
+	key := func(x jobstore.Throughput) string {
 		return x.Queue + " " + x.Minute.Format("15:04:05") + " " + x.Action + " " + string(rune('0'+x.Count))
 	}
 	var keys []string
@@ -191,7 +192,7 @@ func testThroughput(t *testing.T, s queue.Store, in queue.Inspector) {
 		{"a", 0, "retry"}, {"a", 2, "retry"}, {"a", 3, "done"},
 		{"b", 0, "retry"}, {"b", 2, "give_up"}, {"c", 4, "retry"},
 	} {
-		want = append(want, key(queue.Throughput{Queue: x.q, Minute: m(x.minute), Action: x.action, Count: 1}))
+		want = append(want, key(jobstore.Throughput{Queue: x.q, Minute: m(x.minute), Action: x.action, Count: 1}))
 	}
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
@@ -199,19 +200,19 @@ func testThroughput(t *testing.T, s queue.Store, in queue.Inspector) {
 	}
 }
 
-func testDeadCauses(t *testing.T, s queue.Store, in queue.Inspector) {
+func testDeadCauses(t *testing.T, s jobstore.Store, in jobstore.Inspector) {
 	a := insertArgs(t, s, "email", "mail", `{"secret":"x"}`, 0)
 	attempt(t, s, a.ID, "mail", t0, t0.Add(time.Second), "retry", "first error")
 	attempt(t, s, a.ID, "mail", t0.Add(2*time.Minute), t0.Add(2*time.Minute+time.Second), "give_up", "last error")
 	b := insertArgs(t, s, "sms", "mail", `{}`, 0)
 	attempt(t, s, b.ID, "mail", t0, t0.Add(3*time.Second), "give_up", "")
 	insertArgs(t, s, "email", "mail", `{}`, 0) // alive
-	got, err := in.DeadCauses(ctx, queue.JobFilter{Newest: true})
+	got, err := in.DeadCauses(ctx, jobstore.JobFilter{Newest: true})
 	if err != nil {
 		t.Fatalf("DeadCauses: %v", err)
 	}
 	// Newest death first: a died after b, although b has the higher ID.
-	want := []queue.DeadCause{
+	want := []jobstore.DeadCause{
 		{ID: a.ID, Kind: "email", Queue: "mail", Reason: "attempts", FinishedAt: t0.Add(2*time.Minute + time.Second), Error: "last error"},
 		{ID: b.ID, Kind: "sms", Queue: "mail", Reason: "attempts", FinishedAt: t0.Add(3 * time.Second)},
 	}
@@ -223,17 +224,17 @@ func testDeadCauses(t *testing.T, s queue.Store, in queue.Inspector) {
 			t.Errorf("DeadCauses[%d] = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	got, err = in.DeadCauses(ctx, queue.JobFilter{Kind: "email", Limit: 5})
+	got, err = in.DeadCauses(ctx, jobstore.JobFilter{Kind: "email", Limit: 5})
 	if err != nil || len(got) != 1 || got[0].ID != a.ID {
 		t.Errorf("DeadCauses(kind email) = %+v, %v; want job %d", got, err, a.ID)
 	}
-	got, err = in.DeadCauses(ctx, queue.JobFilter{Limit: 1})
+	got, err = in.DeadCauses(ctx, jobstore.JobFilter{Limit: 1})
 	if err != nil || len(got) != 1 || got[0].ID != b.ID {
 		t.Errorf("DeadCauses(oldest, limit 1) = %+v, %v; want job %d", got, err, b.ID)
 	}
 }
 
-func withTime(c queue.DeadCause, at time.Time) queue.DeadCause { c.FinishedAt = at; return c }
+func withTime(c jobstore.DeadCause, at time.Time) jobstore.DeadCause { c.FinishedAt = at; return c }
 
 // causeOf is what the stores compute as a dead job's cause from its last
 // error text: its first 300 characters, every digit read as 0.
@@ -248,9 +249,9 @@ func causeOf(text string) string {
 	return string(r)
 }
 
-func testDeadCauseCounts(t *testing.T, s queue.Store, in queue.Inspector) {
+func testDeadCauseCounts(t *testing.T, s jobstore.Store, in jobstore.Inspector) {
 	refused := func(i int) string { return fmt.Sprintf("dial tcp 10.0.0.%d:5432: connection refused", i+1) }
-	var a []*queue.Job
+	var a []*jobstore.Job
 	for i := range 3 { // one cause: the texts differ in their digits only
 		j := insertArgs(t, s, "email", "mail", `{}`, 0)
 		attempt(t, s, j.ID, "mail", t0.Add(time.Duration(i)*time.Second), t0.Add(time.Duration(i)*time.Second+time.Millisecond), "give_up", refused(i))
@@ -268,10 +269,10 @@ func testDeadCauseCounts(t *testing.T, s queue.Store, in queue.Inspector) {
 	if err != nil {
 		t.Fatalf("DeadCauseCounts: %v", err)
 	}
-	key := func(text string) queue.CauseKey {
-		return queue.CauseKey{Kind: "email", Reason: "attempts", Cause: causeOf(text)}
+	key := func(text string) jobstore.CauseKey {
+		return jobstore.CauseKey{Kind: "email", Reason: "attempts", Cause: causeOf(text)}
 	}
-	want := []queue.DeadCauseCount{
+	want := []jobstore.DeadCauseCount{
 		{CauseKey: key(refused(0)), Queue: "mail", Count: 3, First: t0.Add(time.Millisecond), Last: t0.Add(2*time.Second + time.Millisecond), MaxID: a[2].ID},
 		{CauseKey: key(""), Queue: "mail", Count: 1, First: t0.Add(time.Hour), Last: t0.Add(time.Hour), MaxID: d.ID},
 		{CauseKey: key(long), Queue: "bulk", Count: 1, First: t0.Add(time.Minute), Last: t0.Add(time.Minute), MaxID: b.ID},
@@ -301,7 +302,7 @@ func testDeadCauseCounts(t *testing.T, s queue.Store, in queue.Inspector) {
 	if dead, err := in.DeadOfCause(ctx, key(refused(0)), 2); err != nil || len(dead) != 2 {
 		t.Errorf("DeadOfCause(limit 2) = %d jobs, %v", len(dead), err)
 	}
-	if dead, err := in.DeadOfCause(ctx, queue.CauseKey{Kind: "sms", Reason: "attempts", Cause: key(refused(0)).Cause}, 0); err != nil || len(dead) != 0 {
+	if dead, err := in.DeadOfCause(ctx, jobstore.CauseKey{Kind: "sms", Reason: "attempts", Cause: key(refused(0)).Cause}, 0); err != nil || len(dead) != 0 {
 		t.Errorf("DeadOfCause(another kind) = %+v, %v", dead, err)
 	}
 }

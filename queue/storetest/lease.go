@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
-func testClaimOrder(t *testing.T, s queue.Store) {
+func testClaimOrder(t *testing.T, s jobstore.Store) {
 	// Inserted out of order: claim must go by priority, then available_at, then ID.
 	mk := func(prio int, in time.Duration) int64 {
 		return insert(t, s, "k", queue.EnqueueOptions{Queue: "q", Priority: prio, At: t0.Add(in)}).ID
@@ -35,7 +36,7 @@ func testClaimOrder(t *testing.T, s queue.Store) {
 	}
 	tokens := map[string]bool{}
 	for _, j := range jobs {
-		if j.State != queue.StateRunning || j.Attempt != 1 || j.Worker != "w1" || j.LeaseToken == "" ||
+		if j.State != jobstore.StateRunning || j.Attempt != 1 || j.Worker != "w1" || j.LeaseToken == "" ||
 			!j.LeaseUntil.Equal(t0.Add(time.Minute)) || !j.AttemptedAt.Equal(t0) || !j.StartedAt.Equal(t0) {
 			t.Errorf("claimed job %+v", j)
 		}
@@ -57,12 +58,12 @@ func testClaimOrder(t *testing.T, s queue.Store) {
 	if got := ids(claim(t, s, "q", 10, t0.Add(time.Minute))); !slices.Equal(got, []int64{future}) {
 		t.Fatalf("claim at its time got %v, want [%d]", got, future)
 	}
-	if _, err := s.JobClaim(ctx, queue.ClaimParams{Queue: "q", Limit: 0, Now: t0, LeaseUntil: t0.Add(time.Second)}); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: "q", Limit: 0, Now: t0, LeaseUntil: t0.Add(time.Second)}); !errors.Is(err, jobstore.ErrInvalid) {
 		t.Errorf("claim with Limit 0: %v, want ErrInvalid", err)
 	}
 }
 
-func testClaimConcurrent(t *testing.T, s queue.Store) {
+func testClaimConcurrent(t *testing.T, s jobstore.Store) {
 	const n = 120
 	for range n {
 		insert(t, s, "k", queue.EnqueueOptions{})
@@ -75,7 +76,7 @@ func testClaimConcurrent(t *testing.T, s queue.Store) {
 	for w := range 6 {
 		wg.Go(func() {
 			for {
-				jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Limit: 3, Now: t0,
+				jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: queue.DefaultQueue, Limit: 3, Now: t0,
 					LeaseUntil: t0.Add(time.Minute), Worker: fmt.Sprint("w", w)})
 				if err != nil {
 					t.Errorf("JobClaim: %v", err)
@@ -103,16 +104,16 @@ func testClaimConcurrent(t *testing.T, s queue.Store) {
 	}
 }
 
-func testLeaseGuard(t *testing.T, s queue.Store) {
+func testLeaseGuard(t *testing.T, s jobstore.Store) {
 	insert(t, s, "k", queue.EnqueueOptions{})
 	c := claimOne(t, s, queue.DefaultQueue, t0)
 	before := get(t, s, c.ID)
-	stale := queue.Transition{ID: c.ID, LeaseToken: "not-the-token", State: queue.StateSucceeded, Attempt: 1,
+	stale := jobstore.Transition{ID: c.ID, LeaseToken: "not-the-token", State: jobstore.StateSucceeded, Attempt: 1,
 		FinishedAt: t0, Entry: entry(1, retry.OutcomeSuccess.Key(), "done", "success", t0)}
-	if err := s.JobTransition(ctx, stale); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobTransition(ctx, stale); !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Fatalf("transition with a stale token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: c.ID, LeaseToken: "not-the-token", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobLeaseExtend(ctx, jobstore.LeaseParams{ID: c.ID, LeaseToken: "not-the-token", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Fatalf("renew with a stale token: %v, want ErrLeaseLost", err)
 	}
 	if after := get(t, s, c.ID); !reflect.DeepEqual(before, after) {
@@ -124,59 +125,59 @@ func testLeaseGuard(t *testing.T, s queue.Store) {
 		t.Fatal(err)
 	}
 	done := get(t, s, c.ID)
-	if done.State != queue.StateSucceeded || done.LeaseToken != "" || !done.LeaseUntil.IsZero() || !done.FinishedAt.Equal(t0) || done.Worker != "w1" {
+	if done.State != jobstore.StateSucceeded || done.LeaseToken != "" || !done.LeaseUntil.IsZero() || !done.FinishedAt.Equal(t0) || done.Worker != "w1" {
 		t.Errorf("after success: %+v", done)
 	}
 	// The same token again: the job is no longer running under it.
 	dead := ok
-	dead.State, dead.DeadReason = queue.StateDead, "permanent"
-	if err := s.JobTransition(ctx, dead); !errors.Is(err, queue.ErrLeaseLost) {
+	dead.State, dead.DeadReason = jobstore.StateDead, "permanent"
+	if err := s.JobTransition(ctx, dead); !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Fatalf("second transition with the same token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: c.ID, LeaseToken: c.LeaseToken, LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobLeaseExtend(ctx, jobstore.LeaseParams{ID: c.ID, LeaseToken: c.LeaseToken, LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Fatalf("renew of a finished job: %v, want ErrLeaseLost", err)
 	}
 	if after := get(t, s, c.ID); !reflect.DeepEqual(done, after) {
 		t.Fatalf("late transition changed the job:\n%+v\n%+v", done, after)
 	}
-	if err := s.JobTransition(ctx, queue.Transition{ID: 999999, LeaseToken: "x", State: queue.StateSucceeded, FinishedAt: t0}); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: 999999, LeaseToken: "x", State: jobstore.StateSucceeded, FinishedAt: t0}); !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Errorf("transition of a missing job: %v, want ErrLeaseLost", err)
 	}
 }
 
-func testLeaseExtend(t *testing.T, s queue.Store) {
+func testLeaseExtend(t *testing.T, s jobstore.Store) {
 	insert(t, s, "k", queue.EnqueueOptions{})
 	c := claimOne(t, s, queue.DefaultQueue, t0)
 	until := t0.Add(5 * time.Minute)
-	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: c.ID, LeaseToken: c.LeaseToken, LeaseUntil: until}); err != nil {
+	if err := s.JobLeaseExtend(ctx, jobstore.LeaseParams{ID: c.ID, LeaseToken: c.LeaseToken, LeaseUntil: until}); err != nil {
 		t.Fatal(err)
 	}
-	if g := get(t, s, c.ID); !g.LeaseUntil.Equal(until) || g.LeaseToken != c.LeaseToken || g.State != queue.StateRunning {
+	if g := get(t, s, c.ID); !g.LeaseUntil.Equal(until) || g.LeaseToken != c.LeaseToken || g.State != jobstore.StateRunning {
 		t.Errorf("after renew: %+v", g)
 	}
 	// Renewed: not rescued at the old expiry.
-	jobs, err := s.JobRescue(ctx, queue.RescueParams{Now: t0.Add(2 * time.Minute), LeaseUntil: t0.Add(3 * time.Minute), Limit: 10})
+	jobs, err := s.JobRescue(ctx, jobstore.RescueParams{Now: t0.Add(2 * time.Minute), LeaseUntil: t0.Add(3 * time.Minute), Limit: 10})
 	if err != nil || len(jobs) != 0 {
 		t.Errorf("rescue before the renewed lease ends: %v, %v", ids(jobs), err)
 	}
 }
 
-func testRescue(t *testing.T, s queue.Store) {
+func testRescue(t *testing.T, s jobstore.Store) {
 	a := insert(t, s, "k", queue.EnqueueOptions{})
 	b := insert(t, s, "k", queue.EnqueueOptions{})
 	jobs := claim(t, s, queue.DefaultQueue, 2, t0) // leases end at t0+1m
 	if len(jobs) != 2 {
 		t.Fatalf("claimed %d", len(jobs))
 	}
-	if err := s.JobLeaseExtend(ctx, queue.LeaseParams{ID: b.ID, LeaseToken: jobs[1].LeaseToken, LeaseUntil: t0.Add(time.Hour)}); err != nil {
+	if err := s.JobLeaseExtend(ctx, jobstore.LeaseParams{ID: b.ID, LeaseToken: jobs[1].LeaseToken, LeaseUntil: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.JobRescue(ctx, queue.RescueParams{Now: t0.Add(time.Minute), LeaseUntil: t0.Add(2 * time.Minute), Limit: 10})
+	got, err := s.JobRescue(ctx, jobstore.RescueParams{Now: t0.Add(time.Minute), LeaseUntil: t0.Add(2 * time.Minute), Limit: 10})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("rescue at the lease's end (not before it): %v %v, want none", ids(got), err)
 	}
 	now := t0.Add(time.Minute + time.Microsecond)
-	got, err = s.JobRescue(ctx, queue.RescueParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10})
+	got, err = s.JobRescue(ctx, jobstore.RescueParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,27 +185,27 @@ func testRescue(t *testing.T, s queue.Store) {
 		t.Fatalf("rescued %v, want [%d]", ids(got), a.ID)
 	}
 	r := got[0]
-	if r.State != queue.StateRunning || r.LeaseToken == "" || r.LeaseToken == jobs[0].LeaseToken ||
+	if r.State != jobstore.StateRunning || r.LeaseToken == "" || r.LeaseToken == jobs[0].LeaseToken ||
 		!r.LeaseUntil.Equal(now.Add(time.Minute)) || r.Worker != "w1" || r.Attempt != 1 || !r.AttemptedAt.Equal(t0) {
 		t.Errorf("rescued job %+v", r)
 	}
-	if err := s.JobTransition(ctx, queue.Transition{ID: a.ID, LeaseToken: jobs[0].LeaseToken, State: queue.StateSucceeded,
-		Attempt: 1, FinishedAt: now, Entry: entry(1, retry.OutcomeSuccess.Key(), "done", "success", t0)}); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: a.ID, LeaseToken: jobs[0].LeaseToken, State: jobstore.StateSucceeded,
+		Attempt: 1, FinishedAt: now, Entry: entry(1, retry.OutcomeSuccess.Key(), "done", "success", t0)}); !errors.Is(err, jobstore.ErrLeaseLost) {
 		t.Fatalf("the lost worker's late success: %v, want ErrLeaseLost", err)
 	}
-	again, err := s.JobRescue(ctx, queue.RescueParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10})
+	again, err := s.JobRescue(ctx, jobstore.RescueParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10})
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second rescue: %v %v, want none", ids(again), err)
 	}
-	if err := s.JobTransition(ctx, queue.Transition{ID: a.ID, LeaseToken: r.LeaseToken, State: queue.StateAvailable,
-		Attempt: 1, AvailableAt: now, Entry: entry(1, queue.OutcomeLost, "retry", "transient", t0)}); err != nil {
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: a.ID, LeaseToken: r.LeaseToken, State: jobstore.StateAvailable,
+		Attempt: 1, AvailableAt: now, Entry: entry(1, jobstore.OutcomeLost, "retry", "transient", t0)}); err != nil {
 		t.Fatalf("rescuer's transition: %v", err)
 	}
 	c := claimOne(t, s, queue.DefaultQueue, now)
-	if c.ID != a.ID || c.Attempt != 2 || len(c.History) != 1 || c.History[0].Outcome != queue.OutcomeLost {
+	if c.ID != a.ID || c.Attempt != 2 || len(c.History) != 1 || c.History[0].Outcome != jobstore.OutcomeLost {
 		t.Errorf("claimed after rescue: %+v", c)
 	}
-	if _, err := s.JobRescue(ctx, queue.RescueParams{Now: now, LeaseUntil: now, Limit: 1}); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := s.JobRescue(ctx, jobstore.RescueParams{Now: now, LeaseUntil: now, Limit: 1}); !errors.Is(err, jobstore.ErrInvalid) {
 		t.Errorf("rescue with LeaseUntil = Now: %v, want ErrInvalid", err)
 	}
 }

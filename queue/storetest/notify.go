@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // notifyWait bounds how long a notification may take (a LISTEN/NOTIFY
@@ -17,8 +18,8 @@ const notifyWait = 30 * time.Second
 // due at the transition's Now and requeues notify the job's queue, and
 // the channel closes when the context ends. A store that is not a
 // Notifier skips it.
-func testNotify(t *testing.T, s queue.Store) {
-	n, ok := s.(queue.Notifier)
+func testNotify(t *testing.T, s jobstore.Store) {
+	n, ok := s.(jobstore.Notifier)
 	if !ok {
 		t.Skip("the store is not a queue.Notifier")
 	}
@@ -51,18 +52,18 @@ func testNotify(t *testing.T, s queue.Store) {
 	expect("insert", "n1")
 
 	c := claimOne(t, s, "n1", t0)
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateAvailable,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateAvailable,
 		Attempt: c.Attempt, AvailableAt: t0, Now: t0, Entry: entry(1, "transient", "retry", "transient", t0)}); err != nil {
 		t.Fatal(err)
 	}
-	if !(&queue.Transition{State: queue.StateAvailable, AvailableAt: t0, Now: t0}).Wakes() {
+	if !(&jobstore.Transition{State: jobstore.StateAvailable, AvailableAt: t0, Now: t0}).Wakes() {
 		t.Fatal("a transition due at its Now does not wake")
 	}
 	expect("retry due now", "n1")
 
 	kill(t, s, "k", "n2", "permanent", t0, "")
-	if n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{Queue: "n2"}, Now: t0,
-		Entry: queue.Attempt{Outcome: queue.OutcomeRequeued, Action: queue.ActionRequeue}}); err != nil || n != 1 {
+	if n, err := s.DeadRequeue(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{Queue: "n2"}, Now: t0,
+		Entry: jobstore.Attempt{Outcome: jobstore.OutcomeRequeued, Action: jobstore.ActionRequeue}}); err != nil || n != 1 {
 		t.Fatalf("DeadRequeue = %d, %v", n, err)
 	}
 	expect("requeue", "n2")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/overtimetest"
 )
@@ -33,12 +34,12 @@ import (
 // replaced by wake-ups in the bubble for the jobs inserted and made due
 // through it. Each scenario gets a store of its own; it is closed when
 // the scenario ends.
-func OverTime(open func(t *testing.T) queue.Store, remote bool) overtimetest.Executor {
+func OverTime(open func(t *testing.T) jobstore.Store, remote bool) overtimetest.Executor {
 	return overTime{open, remote}
 }
 
 type overTime struct {
-	open   func(t *testing.T) queue.Store
+	open   func(t *testing.T) jobstore.Store
 	remote bool
 }
 
@@ -51,7 +52,7 @@ func (x overTime) Run(t *testing.T, sc overtimetest.Scenario) overtimetest.Trace
 			r.stop()
 			s.Close()
 		}()
-		open = func(*testing.T) queue.Store { return r.store() }
+		open = func(*testing.T) jobstore.Store { return r.store() }
 	}
 	return overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
 		ctx := context.Background()
@@ -84,7 +85,7 @@ func (x overTime) Run(t *testing.T, sc overtimetest.Scenario) overtimetest.Trace
 		if err != nil {
 			t.Fatal(err)
 		}
-		queue.Handle(w, "overtime", func(ctx context.Context, _ *queue.Job, a overTimeArgs) error {
+		queue.Handle(w, "overtime", func(ctx context.Context, _ *jobstore.Job, a overTimeArgs) error {
 			return overtimetest.Err(ctx, dep.Attempt(ctx, a.User))
 		})
 		if err := w.Start(ctx); err != nil {

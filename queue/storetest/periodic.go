@@ -9,6 +9,7 @@ import (
 
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -18,7 +19,7 @@ const periodicTicks = 20
 // countingStore counts the JobInsert calls per unique key, to see that
 // every worker tried each tick.
 type countingStore struct {
-	queue.Store
+	jobstore.Store
 	mu    *sync.Mutex
 	calls map[string]int
 	tried *sync.Cond
@@ -27,10 +28,10 @@ type countingStore struct {
 // JobNotify passes the store's notifications on: with the clock fake, the
 // workers' claim loops wake on them, not on polls.
 func (c countingStore) JobNotify(ctx context.Context) (<-chan string, error) {
-	return c.Store.(queue.Notifier).JobNotify(ctx)
+	return c.Store.(jobstore.Notifier).JobNotify(ctx)
 }
 
-func (c countingStore) JobInsert(ctx context.Context, in queue.JobInsert) (*queue.Job, bool, error) {
+func (c countingStore) JobInsert(ctx context.Context, in jobstore.JobInsert) (*jobstore.Job, bool, error) {
 	j, ok, err := c.Store.JobInsert(ctx, in)
 	c.count(in.UniqueKey)
 	return j, ok, err
@@ -38,8 +39,8 @@ func (c countingStore) JobInsert(ctx context.Context, in queue.JobInsert) (*queu
 
 // JobInsertTick passes the call on to the store's, when it is a
 // queue.TickInserter (as the worker would), and to JobInsert otherwise.
-func (c countingStore) JobInsertTick(ctx context.Context, in queue.JobInsert, tick time.Time) (*queue.Job, bool, error) {
-	ti, ok := c.Store.(queue.TickInserter)
+func (c countingStore) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick time.Time) (*jobstore.Job, bool, error) {
+	ti, ok := c.Store.(jobstore.TickInserter)
 	if !ok {
 		return c.JobInsert(ctx, in)
 	}
@@ -50,15 +51,15 @@ func (c countingStore) JobInsertTick(ctx context.Context, in queue.JobInsert, ti
 
 // JobScheduleRecord and JobSchedules pass the calls on to the store's,
 // when it is a queue.ScheduleRecorder.
-func (c countingStore) JobScheduleRecord(ctx context.Context, ps queue.PeriodicSchedule) error {
-	if sr, ok := c.Store.(queue.ScheduleRecorder); ok {
+func (c countingStore) JobScheduleRecord(ctx context.Context, ps jobstore.PeriodicSchedule) error {
+	if sr, ok := c.Store.(jobstore.ScheduleRecorder); ok {
 		return sr.JobScheduleRecord(ctx, ps)
 	}
 	return nil
 }
 
-func (c countingStore) JobSchedules(ctx context.Context) ([]queue.PeriodicSchedule, error) {
-	if sr, ok := c.Store.(queue.ScheduleRecorder); ok {
+func (c countingStore) JobSchedules(ctx context.Context) ([]jobstore.PeriodicSchedule, error) {
+	if sr, ok := c.Store.(jobstore.ScheduleRecorder); ok {
 		return sr.JobSchedules(ctx)
 	}
 	return nil, nil
@@ -85,9 +86,9 @@ type FakeClock interface {
 // workers started (caught up once), then the clock moves a period at a
 // time. Each time every worker tries to enqueue the tick, and exactly one
 // job per tick is made and run: 20 runs in all.
-func RunPeriodic(t *testing.T, clk FakeClock, stores []queue.Store) {
+func RunPeriodic(t *testing.T, clk FakeClock, stores []jobstore.Store) {
 	for _, s := range stores {
-		if _, ok := s.(queue.Notifier); !ok {
+		if _, ok := s.(jobstore.Notifier); !ok {
 			t.Skip("the store is not a queue.Notifier (the test's workers wake on notifications)")
 		}
 	}
@@ -105,7 +106,7 @@ func RunPeriodic(t *testing.T, clk FakeClock, stores []queue.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		queue.Handle(w, "tick", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+		queue.Handle(w, "tick", func(ctx context.Context, job *jobstore.Job, _ struct{}) error {
 			ran <- job.AvailableAt
 			return nil
 		})
@@ -170,7 +171,7 @@ func RunPeriodic(t *testing.T, clk FakeClock, stores []queue.Store) {
 			t.Errorf("tick %v ran %d times", at, n)
 		}
 	}
-	jobs, err := stores[0].JobList(ctx, queue.JobFilter{Kind: "tick"})
+	jobs, err := stores[0].JobList(ctx, jobstore.JobFilter{Kind: "tick"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func RunPeriodic(t *testing.T, clk FakeClock, stores []queue.Store) {
 		t.Errorf("%d jobs stored, want %d", len(jobs), periodicTicks)
 	}
 	for _, j := range jobs {
-		if j.State != queue.StateSucceeded || j.Attempt != 1 || j.UniqueKey != key(j.AvailableAt) {
+		if j.State != jobstore.StateSucceeded || j.Attempt != 1 || j.UniqueKey != key(j.AvailableAt) {
 			t.Errorf("job %d: %s after %d attempts, key %s", j.ID, j.State, j.Attempt, j.UniqueKey)
 		}
 	}
@@ -192,14 +193,14 @@ func periodicKey(tick time.Time) string {
 
 // tickInsert is the job of the periodic job "tick" on queue "cron" for
 // tick, as a worker makes it.
-func tickInsert(t *testing.T, tick time.Time) queue.JobInsert {
+func tickInsert(t *testing.T, tick time.Time) jobstore.JobInsert {
 	t.Helper()
 	in, err := queue.NewJobInsert("tick", nil, queue.EnqueueOptions{Queue: "cron", At: tick}, tick)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in.UniqueKey = periodicKey(tick)
-	in.UniqueStates = []queue.State{queue.StateAvailable, queue.StateRunning, queue.StateSucceeded, queue.StateDead}
+	in.UniqueStates = []jobstore.State{jobstore.StateAvailable, jobstore.StateRunning, jobstore.StateSucceeded, jobstore.StateDead}
 	return in
 }
 
@@ -207,13 +208,13 @@ func tickInsert(t *testing.T, tick time.Time) queue.JobInsert {
 // tick of a periodic job once, and never again once its job is deleted
 // (by retention), nor any earlier tick; other kinds and queues keep their
 // own record.
-func testTickMemory(t *testing.T, s queue.Store) {
-	ti, ok := s.(queue.TickInserter)
+func testTickMemory(t *testing.T, s jobstore.Store) {
+	ti, ok := s.(jobstore.TickInserter)
 	if !ok {
 		t.Skip("the store is not a queue.TickInserter")
 	}
 	tick := t0.Truncate(time.Hour)
-	insert := func(what string, in queue.JobInsert, at time.Time, want bool) *queue.Job {
+	insert := func(what string, in jobstore.JobInsert, at time.Time, want bool) *jobstore.Job {
 		t.Helper()
 		j, inserted, err := ti.JobInsertTick(ctx, in, at)
 		if err != nil {
@@ -232,11 +233,11 @@ func testTickMemory(t *testing.T, s queue.Store) {
 
 	// Run it, then delete it as retention does.
 	c := claimOne(t, s, "cron", tick.Add(time.Second))
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateSucceeded,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateSucceeded,
 		Attempt: c.Attempt, FinishedAt: tick.Add(2 * time.Second), Entry: entry(1, retry.OutcomeSuccess.Key(), "succeed", "", tick)}); err != nil {
 		t.Fatalf("JobTransition(succeeded): %v", err)
 	}
-	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: tick.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: tick.Add(48 * time.Hour), Limit: jobstore.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want 1 job deleted", n, err)
 	}
 	if j, err := s.JobGet(ctx, j.ID); err == nil {
@@ -252,14 +253,14 @@ func testTickMemory(t *testing.T, s queue.Store) {
 	if !next.AvailableAt.Equal(tick.Add(time.Hour)) {
 		t.Errorf("next tick's job available at %v", next.AvailableAt)
 	}
-	jobs, err := s.JobList(ctx, queue.JobFilter{Kind: "tick"})
+	jobs, err := s.JobList(ctx, jobstore.JobFilter{Kind: "tick"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(jobs) != 2 {
 		t.Errorf("%d tick jobs stored, want 2 (the next tick, the other queue's)", len(jobs))
 	}
-	if _, _, err := ti.JobInsertTick(ctx, queue.JobInsert{}, tick); !errors.Is(err, queue.ErrInvalid) {
+	if _, _, err := ti.JobInsertTick(ctx, jobstore.JobInsert{}, tick); !errors.Is(err, jobstore.ErrInvalid) {
 		t.Errorf("JobInsertTick of an invalid job: %v, want ErrInvalid", err)
 	}
 }
@@ -271,11 +272,11 @@ func testTickMemory(t *testing.T, s queue.Store) {
 // the same period must not run that tick again (nothing is stored for it),
 // and runs the next tick once. It skips stores that are not
 // queue.TickInserter (for them only the job marks its tick).
-func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
-	if _, ok := s.(queue.TickInserter); !ok {
+func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s jobstore.Store) {
+	if _, ok := s.(jobstore.TickInserter); !ok {
 		t.Skip("the store is not a queue.TickInserter")
 	}
-	if _, ok := s.(queue.Notifier); !ok {
+	if _, ok := s.(jobstore.Notifier); !ok {
 		t.Skip("the store is not a queue.Notifier (the test's workers wake on notifications)")
 	}
 	first := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
@@ -291,7 +292,7 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		queue.Handle(w, "tick", func(ctx context.Context, job *queue.Job, _ struct{}) error {
+		queue.Handle(w, "tick", func(ctx context.Context, job *jobstore.Job, _ struct{}) error {
 			ran <- job.AvailableAt
 			return nil
 		})
@@ -329,14 +330,14 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 		t.Fatal(err)
 	}
 	// The worker recorded the schedule it runs, for dashboards.
-	if sr, ok := s.(queue.ScheduleRecorder); ok {
+	if sr, ok := s.(jobstore.ScheduleRecorder); ok {
 		got, err := sr.JobSchedules(ctx)
 		if err != nil || len(got) != 1 || got[0].Schedule != "every 1h0m0s" || !got[0].LastTick.Equal(first) ||
 			!got[0].NextTick.Equal(first.Add(time.Hour)) || !got[0].SeenAt.Equal(first.Add(30*time.Minute)) {
 			t.Errorf("JobSchedules = %+v, %v; want every 1h0m0s, last tick %v, next %v, seen %v", got, err, first, first.Add(time.Hour), first.Add(30*time.Minute))
 		}
 	}
-	if n, err := s.JobPrune(ctx, queue.PruneParams{State: queue.StateSucceeded, Before: first.Add(48 * time.Hour), Limit: queue.RetentionBatch}); err != nil || n != 1 {
+	if n, err := s.JobPrune(ctx, jobstore.PruneParams{State: jobstore.StateSucceeded, Before: first.Add(48 * time.Hour), Limit: jobstore.RetentionBatch}); err != nil || n != 1 {
 		t.Fatalf("JobPrune = %d, %v; want the tick's job deleted", n, err)
 	}
 
@@ -348,7 +349,7 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 		}
 	}()
 	waitTried(first, 2) // the restarted worker tried the tick...
-	if jobs, err := s.JobList(ctx, queue.JobFilter{Kind: "tick"}); err != nil || len(jobs) != 0 {
+	if jobs, err := s.JobList(ctx, jobstore.JobFilter{Kind: "tick"}); err != nil || len(jobs) != 0 {
 		t.Fatalf("after the restart: %d tick jobs stored (%v), want none: the tick whose job was deleted ran again", len(jobs), err)
 	}
 	next := first.Add(time.Hour)
@@ -370,15 +371,15 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s queue.Store) {
 // keeps a ticked periodic job's schedule, next tick and when a worker saw
 // it, and lists every periodic job with its latest tick, the schedule
 // empty where none was recorded.
-func testScheduleRecord(t *testing.T, s queue.Store) {
-	sr, ok := s.(queue.ScheduleRecorder)
+func testScheduleRecord(t *testing.T, s jobstore.Store) {
+	sr, ok := s.(jobstore.ScheduleRecorder)
 	if !ok {
 		t.Skip("the store is not a queue.ScheduleRecorder")
 	}
-	ti := s.(queue.TickInserter)
+	ti := s.(jobstore.TickInserter)
 	tick := t0.Truncate(time.Hour)
 	// Not ticked yet: nothing to record.
-	rec := queue.PeriodicSchedule{Kind: "tick", Queue: "cron", Schedule: "every 1h0m0s", NextTick: tick.Add(time.Hour), SeenAt: tick.Add(time.Second)}
+	rec := jobstore.PeriodicSchedule{Kind: "tick", Queue: "cron", Schedule: "every 1h0m0s", NextTick: tick.Add(time.Hour), SeenAt: tick.Add(time.Second)}
 	if err := sr.JobScheduleRecord(ctx, rec); err != nil {
 		t.Fatalf("JobScheduleRecord before a tick: %v", err)
 	}

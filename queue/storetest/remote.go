@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // remote runs a store's calls on goroutines outside a testing/synctest
@@ -20,7 +20,7 @@ import (
 // Make it outside the bubble with newRemote, call store inside it, and
 // stop it outside once the bubble has ended.
 type remote struct {
-	s     queue.Store
+	s     jobstore.Store
 	calls chan func()        // made outside the bubble
 	free  chan chan struct{} // reply channels, made outside the bubble
 	wg    sync.WaitGroup
@@ -39,7 +39,7 @@ const (
 
 // newRemote starts the goroutines that run s's calls. Call it outside the
 // bubble.
-func newRemote(s queue.Store) *remote {
+func newRemote(s jobstore.Store) *remote {
 	r := &remote{s: s, calls: make(chan func()), free: make(chan chan struct{}, remoteReplies)}
 	for range remoteReplies {
 		r.free <- make(chan struct{}, 1)
@@ -93,9 +93,9 @@ type remoteStore struct {
 }
 
 var (
-	_ queue.Store             = (*remoteStore)(nil)
-	_ queue.TransitionBatcher = (*remoteStore)(nil)
-	_ queue.Notifier          = (*remoteStore)(nil)
+	_ jobstore.Store             = (*remoteStore)(nil)
+	_ jobstore.TransitionBatcher = (*remoteStore)(nil)
+	_ jobstore.Notifier          = (*remoteStore)(nil)
 )
 
 // JobNotify implements queue.Notifier in the bubble.
@@ -127,7 +127,7 @@ func (s *remoteStore) wake(q string) {
 }
 
 // remember records the queues of jobs.
-func (s *remoteStore) remember(jobs ...*queue.Job) {
+func (s *remoteStore) remember(jobs ...*jobstore.Job) {
 	s.mu.Lock()
 	for _, j := range jobs {
 		if j != nil {
@@ -138,7 +138,7 @@ func (s *remoteStore) remember(jobs ...*queue.Job) {
 }
 
 // wakeFor wakes the queue of a transition that makes its job due.
-func (s *remoteStore) wakeFor(t queue.Transition) {
+func (s *remoteStore) wakeFor(t jobstore.Transition) {
 	if !t.Wakes() {
 		return
 	}
@@ -150,7 +150,7 @@ func (s *remoteStore) wakeFor(t queue.Transition) {
 	}
 }
 
-func (s *remoteStore) JobInsert(ctx context.Context, in queue.JobInsert) (job *queue.Job, inserted bool, err error) {
+func (s *remoteStore) JobInsert(ctx context.Context, in jobstore.JobInsert) (job *jobstore.Job, inserted bool, err error) {
 	s.r.do(func(ctx context.Context) { job, inserted, err = s.r.s.JobInsert(ctx, in) })
 	if err == nil && inserted {
 		s.remember(job)
@@ -159,28 +159,28 @@ func (s *remoteStore) JobInsert(ctx context.Context, in queue.JobInsert) (job *q
 	return job, inserted, err
 }
 
-func (s *remoteStore) JobGet(ctx context.Context, id int64) (job *queue.Job, err error) {
+func (s *remoteStore) JobGet(ctx context.Context, id int64) (job *jobstore.Job, err error) {
 	s.r.do(func(ctx context.Context) { job, err = s.r.s.JobGet(ctx, id) })
 	return job, err
 }
 
-func (s *remoteStore) JobList(ctx context.Context, f queue.JobFilter) (jobs []*queue.Job, err error) {
+func (s *remoteStore) JobList(ctx context.Context, f jobstore.JobFilter) (jobs []*jobstore.Job, err error) {
 	s.r.do(func(ctx context.Context) { jobs, err = s.r.s.JobList(ctx, f) })
 	return jobs, err
 }
 
-func (s *remoteStore) JobClaim(ctx context.Context, p queue.ClaimParams) (jobs []*queue.Job, err error) {
+func (s *remoteStore) JobClaim(ctx context.Context, p jobstore.ClaimParams) (jobs []*jobstore.Job, err error) {
 	s.r.do(func(ctx context.Context) { jobs, err = s.r.s.JobClaim(ctx, p) })
 	s.remember(jobs...)
 	return jobs, err
 }
 
-func (s *remoteStore) JobLeaseExtend(ctx context.Context, p queue.LeaseParams) (err error) {
+func (s *remoteStore) JobLeaseExtend(ctx context.Context, p jobstore.LeaseParams) (err error) {
 	s.r.do(func(ctx context.Context) { err = s.r.s.JobLeaseExtend(ctx, p) })
 	return err
 }
 
-func (s *remoteStore) JobTransition(ctx context.Context, t queue.Transition) (err error) {
+func (s *remoteStore) JobTransition(ctx context.Context, t jobstore.Transition) (err error) {
 	s.r.do(func(ctx context.Context) { err = s.r.s.JobTransition(ctx, t) })
 	if err == nil {
 		s.wakeFor(t)
@@ -190,9 +190,9 @@ func (s *remoteStore) JobTransition(ctx context.Context, t queue.Transition) (er
 
 // JobTransitions implements queue.TransitionBatcher, with the store's own
 // batches when it has them.
-func (s *remoteStore) JobTransitions(ctx context.Context, ts []queue.Transition) (errs []error, err error) {
+func (s *remoteStore) JobTransitions(ctx context.Context, ts []jobstore.Transition) (errs []error, err error) {
 	s.r.do(func(ctx context.Context) {
-		if b, ok := s.r.s.(queue.TransitionBatcher); ok {
+		if b, ok := s.r.s.(jobstore.TransitionBatcher); ok {
 			errs, err = b.JobTransitions(ctx, ts)
 			return
 		}
@@ -211,28 +211,28 @@ func (s *remoteStore) JobTransitions(ctx context.Context, ts []queue.Transition)
 	return errs, err
 }
 
-func (s *remoteStore) JobRescue(ctx context.Context, p queue.RescueParams) (jobs []*queue.Job, err error) {
+func (s *remoteStore) JobRescue(ctx context.Context, p jobstore.RescueParams) (jobs []*jobstore.Job, err error) {
 	s.r.do(func(ctx context.Context) { jobs, err = s.r.s.JobRescue(ctx, p) })
 	s.remember(jobs...)
 	return jobs, err
 }
 
-func (s *remoteStore) DeadRequeue(ctx context.Context, p queue.OpParams) (n int, err error) {
+func (s *remoteStore) DeadRequeue(ctx context.Context, p jobstore.OpParams) (n int, err error) {
 	s.r.do(func(ctx context.Context) { n, err = s.r.s.DeadRequeue(ctx, p) })
 	return n, err
 }
 
-func (s *remoteStore) DeadDelete(ctx context.Context, f queue.JobFilter) (n int, err error) {
+func (s *remoteStore) DeadDelete(ctx context.Context, f jobstore.JobFilter) (n int, err error) {
 	s.r.do(func(ctx context.Context) { n, err = s.r.s.DeadDelete(ctx, f) })
 	return n, err
 }
 
-func (s *remoteStore) SucceededDelete(ctx context.Context, f queue.JobFilter) (n int, err error) {
+func (s *remoteStore) SucceededDelete(ctx context.Context, f jobstore.JobFilter) (n int, err error) {
 	s.r.do(func(ctx context.Context) { n, err = s.r.s.SucceededDelete(ctx, f) })
 	return n, err
 }
 
-func (s *remoteStore) Stats(ctx context.Context, now time.Time) (st queue.Stats, err error) {
+func (s *remoteStore) Stats(ctx context.Context, now time.Time) (st jobstore.Stats, err error) {
 	s.r.do(func(ctx context.Context) { st, err = s.r.s.Stats(ctx, now) })
 	return st, err
 }
@@ -245,22 +245,22 @@ func (s *remoteStore) Migrate(ctx context.Context) (err error) {
 // Close does nothing: the store is closed outside the bubble.
 func (s *remoteStore) Close() error { return nil }
 
-func (s *remoteStore) JobCancel(ctx context.Context, p queue.OpParams) (n int, err error) {
+func (s *remoteStore) JobCancel(ctx context.Context, p jobstore.OpParams) (n int, err error) {
 	s.r.do(func(ctx context.Context) { n, err = s.r.s.JobCancel(ctx, p) })
 	return n, err
 }
 
-func (s *remoteStore) JobRunNow(ctx context.Context, p queue.OpParams) (n int, err error) {
+func (s *remoteStore) JobRunNow(ctx context.Context, p jobstore.OpParams) (n int, err error) {
 	s.r.do(func(ctx context.Context) { n, err = s.r.s.JobRunNow(ctx, p) })
 	return n, err
 }
 
-func (s *remoteStore) JobDelete(ctx context.Context, f queue.JobFilter) (n int, err error) {
+func (s *remoteStore) JobDelete(ctx context.Context, f jobstore.JobFilter) (n int, err error) {
 	s.r.do(func(ctx context.Context) { n, err = s.r.s.JobDelete(ctx, f) })
 	return n, err
 }
 
-func (s *remoteStore) JobPrune(ctx context.Context, p queue.PruneParams) (n int, err error) {
+func (s *remoteStore) JobPrune(ctx context.Context, p jobstore.PruneParams) (n int, err error) {
 	s.r.do(func(ctx context.Context) { n, err = s.r.s.JobPrune(ctx, p) })
 	return n, err
 }
@@ -275,17 +275,17 @@ func (s *remoteStore) QueueResume(ctx context.Context, q string) (changed bool, 
 	return changed, err
 }
 
-func (s *remoteStore) QueuesPaused(ctx context.Context) (ps []queue.PausedQueue, err error) {
+func (s *remoteStore) QueuesPaused(ctx context.Context) (ps []jobstore.PausedQueue, err error) {
 	s.r.do(func(ctx context.Context) { ps, err = s.r.s.QueuesPaused(ctx) })
 	return ps, err
 }
 
-func (s *remoteStore) QueueLimit(ctx context.Context, q string, l queue.Limit, now time.Time) (err error) {
+func (s *remoteStore) QueueLimit(ctx context.Context, q string, l jobstore.Limit, now time.Time) (err error) {
 	s.r.do(func(ctx context.Context) { err = s.r.s.QueueLimit(ctx, q, l, now) })
 	return err
 }
 
-func (s *remoteStore) QueuesLimited(ctx context.Context) (ls []queue.QueueLimit, err error) {
+func (s *remoteStore) QueuesLimited(ctx context.Context) (ls []jobstore.QueueLimit, err error) {
 	s.r.do(func(ctx context.Context) { ls, err = s.r.s.QueuesLimited(ctx) })
 	return ls, err
 }

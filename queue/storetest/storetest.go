@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // t0 is the instant the suite's tests start at (microsecond precision, so
@@ -30,10 +31,10 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 891011000, time.UTC)
 // call from parallel tests). Run closes each store when its
 // test ends (after which open's own t.Cleanup functions run, in the usual
 // last-in first-out order, so they may drop files or schemas).
-func Run(t *testing.T, open func(t *testing.T) queue.Store) {
+func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s queue.Store)
+		fn   func(t *testing.T, s jobstore.Store)
 	}{
 		{"InsertGet", testInsertGet},
 		{"InsertInvalid", testInsertInvalid},
@@ -83,7 +84,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 
 // runOne runs fn in the subtest name over a fresh store from open, and
 // closes the store when the subtest ends.
-func runOne(t *testing.T, name string, open func(t *testing.T) queue.Store, fn func(t *testing.T, s queue.Store)) {
+func runOne(t *testing.T, name string, open func(t *testing.T) jobstore.Store, fn func(t *testing.T, s jobstore.Store)) {
 	t.Run(name, func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
@@ -98,7 +99,7 @@ func runOne(t *testing.T, name string, open func(t *testing.T) queue.Store, fn f
 
 var ctx = context.Background()
 
-func insert(t *testing.T, s queue.Store, kind string, opts queue.EnqueueOptions) *queue.Job {
+func insert(t *testing.T, s jobstore.Store, kind string, opts queue.EnqueueOptions) *jobstore.Job {
 	t.Helper()
 	in, err := queue.NewJobInsert(kind, json.RawMessage(`{"n":1}`), opts, t0)
 	if err != nil {
@@ -114,16 +115,16 @@ func insert(t *testing.T, s queue.Store, kind string, opts queue.EnqueueOptions)
 	return j
 }
 
-func claim(t *testing.T, s queue.Store, q string, limit int, now time.Time) []*queue.Job {
+func claim(t *testing.T, s jobstore.Store, q string, limit int, now time.Time) []*jobstore.Job {
 	t.Helper()
-	jobs, err := s.JobClaim(ctx, queue.ClaimParams{Queue: q, Limit: limit, Now: now, LeaseUntil: now.Add(time.Minute), Worker: "w1"})
+	jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: q, Limit: limit, Now: now, LeaseUntil: now.Add(time.Minute), Worker: "w1"})
 	if err != nil {
 		t.Fatalf("JobClaim: %v", err)
 	}
 	return jobs
 }
 
-func claimOne(t *testing.T, s queue.Store, q string, now time.Time) *queue.Job {
+func claimOne(t *testing.T, s jobstore.Store, q string, now time.Time) *jobstore.Job {
 	t.Helper()
 	jobs := claim(t, s, q, 1, now)
 	if len(jobs) != 1 {
@@ -132,7 +133,7 @@ func claimOne(t *testing.T, s queue.Store, q string, now time.Time) *queue.Job {
 	return jobs[0]
 }
 
-func get(t *testing.T, s queue.Store, id int64) *queue.Job {
+func get(t *testing.T, s jobstore.Store, id int64) *jobstore.Job {
 	t.Helper()
 	j, err := s.JobGet(ctx, id)
 	if err != nil {
@@ -141,27 +142,27 @@ func get(t *testing.T, s queue.Store, id int64) *queue.Job {
 	return j
 }
 
-func entry(attempt int, outcome, action, reason string, at time.Time) queue.Attempt {
-	return queue.Attempt{Attempt: attempt, Worker: "w1", StartedAt: at, FinishedAt: at.Add(time.Second),
+func entry(attempt int, outcome, action, reason string, at time.Time) jobstore.Attempt {
+	return jobstore.Attempt{Attempt: attempt, Worker: "w1", StartedAt: at, FinishedAt: at.Add(time.Second),
 		Outcome: outcome, Error: "boom", Action: action, Reason: reason}
 }
 
 // kill makes a dead job of kind in queue q, finished at fin.
-func kill(t *testing.T, s queue.Store, kind, q, reason string, fin time.Time, key string) *queue.Job {
+func kill(t *testing.T, s jobstore.Store, kind, q, reason string, fin time.Time, key string) *jobstore.Job {
 	t.Helper()
 	j := insert(t, s, kind, queue.EnqueueOptions{Queue: q, UniqueKey: key})
 	c := claimOne(t, s, q, t0)
 	if c.ID != j.ID {
 		t.Fatalf("claimed job %d, want %d", c.ID, j.ID)
 	}
-	if err := s.JobTransition(ctx, queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: queue.StateDead,
+	if err := s.JobTransition(ctx, jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: jobstore.StateDead,
 		Attempt: c.Attempt, FinishedAt: fin, DeadReason: reason, Entry: entry(1, "permanent", "give_up", reason, t0)}); err != nil {
 		t.Fatalf("JobTransition(dead): %v", err)
 	}
 	return get(t, s, j.ID)
 }
 
-func ids(jobs []*queue.Job) []int64 {
+func ids(jobs []*jobstore.Job) []int64 {
 	out := make([]int64, len(jobs))
 	for i, j := range jobs {
 		out[i] = j.ID

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // insertUnique inserts a job of kind with args and opts at now, returning it
 // and whether it was inserted.
-func insertUnique(t *testing.T, s queue.Store, kind, args string, opts queue.EnqueueOptions, now time.Time) (*queue.Job, bool) {
+func insertUnique(t *testing.T, s jobstore.Store, kind, args string, opts queue.EnqueueOptions, now time.Time) (*jobstore.Job, bool) {
 	t.Helper()
 	in, err := queue.NewJobInsert(kind, json.RawMessage(args), opts, now)
 	if err != nil {
@@ -24,15 +25,15 @@ func insertUnique(t *testing.T, s queue.Store, kind, args string, opts queue.Enq
 }
 
 // finishJob claims the job id (alone in its queue) and moves it to state.
-func finishJob(t *testing.T, s queue.Store, j *queue.Job, state queue.State) {
+func finishJob(t *testing.T, s jobstore.Store, j *jobstore.Job, state jobstore.State) {
 	t.Helper()
 	c := claimOne(t, s, j.Queue, j.AvailableAt)
 	if c.ID != j.ID {
 		t.Fatalf("claimed job %d, want %d", c.ID, j.ID)
 	}
-	tr := queue.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: state, Attempt: 1, FinishedAt: c.AvailableAt,
+	tr := jobstore.Transition{ID: c.ID, LeaseToken: c.LeaseToken, State: state, Attempt: 1, FinishedAt: c.AvailableAt,
 		Entry: entry(1, "success", "done", "success", c.AvailableAt)}
-	if state == queue.StateDead {
+	if state == jobstore.StateDead {
 		tr.DeadReason, tr.Entry = "permanent", entry(1, "permanent", "give up", "permanent", c.AvailableAt)
 	}
 	if err := s.JobTransition(ctx, tr); err != nil {
@@ -40,7 +41,7 @@ func finishJob(t *testing.T, s queue.Store, j *queue.Job, state queue.State) {
 	}
 }
 
-func testUniqueByArgs(t *testing.T, s queue.Store) {
+func testUniqueByArgs(t *testing.T, s jobstore.Store) {
 	by := queue.EnqueueOptions{Unique: queue.UniqueOptions{ByArgs: true}}
 	a, ok := insertUnique(t, s, "email", `{"to":"a@example.com","n":[1,2]}`, by, t0)
 	if !ok {
@@ -67,13 +68,13 @@ func testUniqueByArgs(t *testing.T, s queue.Store) {
 		t.Error("same args, other queue, ByQueue: not inserted")
 	}
 	// The default states: a finished job does not block.
-	finishJob(t, s, a, queue.StateSucceeded)
+	finishJob(t, s, a, jobstore.StateSucceeded)
 	if _, ok := insertUnique(t, s, "email", `{"to":"a@example.com","n":[1,2]}`, by, t0); !ok {
 		t.Error("same args after the first succeeded: not inserted")
 	}
 }
 
-func testUniqueByPeriod(t *testing.T, s queue.Store) {
+func testUniqueByPeriod(t *testing.T, s jobstore.Store) {
 	hour := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
 	by := func(at time.Time) queue.EnqueueOptions {
 		return queue.EnqueueOptions{At: at, Unique: queue.UniqueOptions{ByPeriod: time.Hour}}
@@ -93,15 +94,15 @@ func testUniqueByPeriod(t *testing.T, s queue.Store) {
 	}
 }
 
-func testUniqueByState(t *testing.T, s queue.Store) {
-	all := []queue.State{queue.StateDead, queue.StateSucceeded, queue.StateRunning, queue.StateAvailable}
+func testUniqueByState(t *testing.T, s jobstore.Store) {
+	all := []jobstore.State{jobstore.StateDead, jobstore.StateSucceeded, jobstore.StateRunning, jobstore.StateAvailable}
 	keep := queue.EnqueueOptions{UniqueKey: "once", Unique: queue.UniqueOptions{ByState: all}}
 	a, ok := insertUnique(t, s, "k", `{}`, keep, t0)
 	if !ok {
 		t.Fatal("first job not inserted")
 	}
-	finishJob(t, s, a, queue.StateSucceeded)
-	if j, ok := insertUnique(t, s, "k", `{}`, keep, t0); ok || j.ID != a.ID || j.State != queue.StateSucceeded {
+	finishJob(t, s, a, jobstore.StateSucceeded)
+	if j, ok := insertUnique(t, s, "k", `{}`, keep, t0); ok || j.ID != a.ID || j.State != jobstore.StateSucceeded {
 		t.Errorf("after success: job %d (%s) inserted %v, want job %d (succeeded) not inserted", j.ID, j.State, ok, a.ID)
 	}
 	// A job with the default states and the same key is blocked too: the
@@ -113,33 +114,33 @@ func testUniqueByState(t *testing.T, s queue.Store) {
 	// Held while dead: a requeue of the dead job works (it holds the key
 	// itself); a new job is refused while it is dead.
 	dead := queue.EnqueueOptions{UniqueKey: "dead", Queue: "d",
-		Unique: queue.UniqueOptions{ByState: []queue.State{queue.StateAvailable, queue.StateRunning, queue.StateDead}}}
+		Unique: queue.UniqueOptions{ByState: []jobstore.State{jobstore.StateAvailable, jobstore.StateRunning, jobstore.StateDead}}}
 	d, _ := insertUnique(t, s, "k", `{}`, dead, t0)
-	finishJob(t, s, d, queue.StateDead)
+	finishJob(t, s, d, jobstore.StateDead)
 	if j, ok := insertUnique(t, s, "k", `{}`, dead, t0); ok || j.ID != d.ID {
 		t.Errorf("while dead: job %d inserted %v, want job %d", j.ID, ok, d.ID)
 	}
-	n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{d.ID}}, Now: t0,
-		Entry: queue.Attempt{Worker: "op", StartedAt: t0, FinishedAt: t0, Outcome: queue.OutcomeRequeued, Action: queue.ActionRequeue}})
+	n, err := s.DeadRequeue(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{IDs: []int64{d.ID}}, Now: t0,
+		Entry: jobstore.Attempt{Worker: "op", StartedAt: t0, FinishedAt: t0, Outcome: jobstore.OutcomeRequeued, Action: jobstore.ActionRequeue}})
 	if err != nil || n != 1 {
 		t.Fatalf("DeadRequeue of the job holding its own key: %d, %v; want 1", n, err)
 	}
-	if j, ok := insertUnique(t, s, "k", `{}`, dead, t0); ok || j.ID != d.ID || j.State != queue.StateAvailable {
+	if j, ok := insertUnique(t, s, "k", `{}`, dead, t0); ok || j.ID != d.ID || j.State != jobstore.StateAvailable {
 		t.Errorf("after requeue: job %d (%s) inserted %v, want job %d available", j.ID, j.State, ok, d.ID)
 	}
 
 	// A dead job that does not hold its key (default states) stays dead
 	// when a job that does holds it.
 	x, _ := insertUnique(t, s, "k", `{}`, queue.EnqueueOptions{UniqueKey: "x", Queue: "x"}, t0)
-	finishJob(t, s, x, queue.StateDead)
+	finishJob(t, s, x, jobstore.StateDead)
 	y, ok := insertUnique(t, s, "k", `{}`, queue.EnqueueOptions{UniqueKey: "x", Queue: "x2",
 		Unique: queue.UniqueOptions{ByState: all}}, t0)
 	if !ok {
 		t.Fatal("a new job while the old one is dead (default states): not inserted")
 	}
-	finishJob(t, s, y, queue.StateSucceeded)
-	if n, err := s.DeadRequeue(ctx, queue.OpParams{Filter: queue.JobFilter{IDs: []int64{x.ID}}, Now: t0,
-		Entry: queue.Attempt{Worker: "op", StartedAt: t0, FinishedAt: t0, Outcome: queue.OutcomeRequeued, Action: queue.ActionRequeue}}); err != nil || n != 0 {
+	finishJob(t, s, y, jobstore.StateSucceeded)
+	if n, err := s.DeadRequeue(ctx, jobstore.OpParams{Filter: jobstore.JobFilter{IDs: []int64{x.ID}}, Now: t0,
+		Entry: jobstore.Attempt{Worker: "op", StartedAt: t0, FinishedAt: t0, Outcome: jobstore.OutcomeRequeued, Action: jobstore.ActionRequeue}}); err != nil || n != 0 {
 		t.Errorf("DeadRequeue of a job whose key a succeeded job holds: %d, %v; want 0", n, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -97,7 +98,7 @@ func TestHugeErrorIsBounded(t *testing.T) {
 	}
 	for _, args := range [][]string{{"jobs", "ls"}, {"jobs", "ls", "--json"}, {"jobs", "show", "1"}, {"jobs", "show", "--json", "1"}} {
 		code, stdout, stderr := heed(t, "", append(args, "--db", path)...)
-		if code != 0 || len(stdout) > hugeErrorAttempts*(queue.MaxErrorText+2048) || !strings.Contains(stdout, " MB cut]") && !strings.Contains(stdout, "…") {
+		if code != 0 || len(stdout) > hugeErrorAttempts*(jobstore.MaxErrorText+2048) || !strings.Contains(stdout, " MB cut]") && !strings.Contains(stdout, "…") {
 			t.Errorf("heed %s: exit %d, %d bytes of output: %.300s%s", strings.Join(args, " "), code, len(stdout), stdout, stderr)
 		}
 	}
@@ -126,7 +127,7 @@ func TestJobsShowCutHistory(t *testing.T) {
 	var b strings.Builder
 	j := &queue.Job{ID: 1, Kind: "k", Queue: "q", Args: []byte(`{}`), State: queue.StateAvailable, History: []queue.Attempt{
 		{Attempt: 1, Outcome: "transient", Action: "retry"},
-		{Outcome: queue.OutcomeCut, Action: "cut", Cut: 57},
+		{Outcome: jobstore.OutcomeCut, Action: "cut", Cut: 57},
 		{Attempt: 59, Outcome: "transient", Action: "retry"},
 	}}
 	jobtext.Write(&b, j, time.Now())
@@ -139,7 +140,7 @@ func TestJobsShowCutHistory(t *testing.T) {
 func TestRedactJobCutsLegacyHistory(t *testing.T) {
 	j := &queue.Job{ID: 1, Args: []byte(`{"token":"x"}`), History: []queue.Attempt{{Attempt: 1, Error: "ok"}, {Attempt: 2, Error: strings.Repeat("e", 10<<20)}}}
 	c := jobtext.Redact(j, true)
-	if len(c.History[1].Error) > queue.MaxErrorText || len(j.History[1].Error) != 10<<20 || c.History[0].Error != "ok" || string(c.Args) != `{"token":"x"}` {
+	if len(c.History[1].Error) > jobstore.MaxErrorText || len(j.History[1].Error) != 10<<20 || c.History[0].Error != "ok" || string(c.Args) != `{"token":"x"}` {
 		t.Errorf("jobtext.Redact(reveal): %d bytes of error, args %s", len(c.History[1].Error), c.Args)
 	}
 	if c := jobtext.Redact(j, false); string(c.Args) != `{"token":"REDACTED"}` {

@@ -14,6 +14,7 @@ import (
 	"github.com/heed-go/heed/cmd/heed/internal/jobkinds"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -151,13 +152,13 @@ func openReader(ctx context.Context, s streams, name, dbFlag string, mode storeu
 // migrateHint tells how to apply missing migrations, for an error that
 // says they are missing.
 func migrateHint(err error) string {
-	if be, ok := errors.AsType[*queue.SchemaBehindError](err); ok && be.Database == 0 {
+	if be, ok := errors.AsType[*jobstore.SchemaBehindError](err); ok && be.Database == 0 {
 		// No heed tables at all: on PostgreSQL, most often a search_path
 		// that names another schema than the jobs'.
 		return "; if the database or the schema of its search_path is not the one meant, fix --db or $" + envDB +
 			"; heed jobs migrate creates the tables here"
 	}
-	if errors.Is(err, queue.ErrSchemaTooOld) {
+	if errors.Is(err, jobstore.ErrSchemaTooOld) {
 		return "; apply it with: heed jobs migrate (with the same --db or $" + envDB + ")"
 	}
 	return ""

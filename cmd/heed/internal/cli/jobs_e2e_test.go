@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
@@ -180,7 +181,7 @@ func docBlock(t *testing.T, name, first string) [][]string {
 }
 
 // waitState waits until job id is in state.
-func waitState(t *testing.T, st queue.Store, id int64, state queue.State) *queue.Job {
+func waitState(t *testing.T, st jobstore.Store, id int64, state queue.State) *queue.Job {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -243,7 +244,7 @@ func TestE2EJobsWorkSIGTERM(t *testing.T) {
 		}
 		j := waitState(t, st, job.ID, tc.state)
 		if tc.state == queue.StateAvailable {
-			if last := j.History[len(j.History)-1]; j.Attempt != 0 || last.Outcome != queue.OutcomeReleased {
+			if last := j.History[len(j.History)-1]; j.Attempt != 0 || last.Outcome != jobstore.OutcomeReleased {
 				t.Errorf("released job: attempt %d, history %+v", j.Attempt, j.History)
 			}
 			if !strings.Contains(out.String(), "released at shutdown") {

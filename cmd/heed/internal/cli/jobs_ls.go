@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/internal/liststate"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/storeurl"
 )
@@ -39,7 +40,7 @@ func jobsLsMain(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	now := time.Now()
-	if f.SelectState(*state, now) != nil {
+	if liststate.Select(&f, *state, now) != nil {
 		return usageError(s, name, flagError("state", "%q is not available, scheduled, retrying, running, succeeded, dead or cancelled", *state))
 	}
 	switch {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -41,7 +41,7 @@ func jobsPeriodicMain(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	defer d.Close()
-	sr, ok := d.Jobs().(queue.ScheduleRecorder)
+	sr, ok := d.Jobs().(jobstore.ScheduleRecorder)
 	if !ok {
 		return jobsFail(ctx, s, name, errors.New("this store does not record periodic jobs"))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -27,10 +28,10 @@ func TestJobsPeriodic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Jobs().(queue.TickInserter).JobInsertTick(t.Context(), in, hour); err != nil {
+	if _, _, err := d.Jobs().(jobstore.TickInserter).JobInsertTick(t.Context(), in, hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Jobs().(queue.ScheduleRecorder).JobScheduleRecord(t.Context(), queue.PeriodicSchedule{Kind: "report", Queue: "cron",
+	if err := d.Jobs().(jobstore.ScheduleRecorder).JobScheduleRecord(t.Context(), jobstore.PeriodicSchedule{Kind: "report", Queue: "cron",
 		Schedule: "every 1h0m0s", NextTick: hour.Add(time.Hour), SeenAt: hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 )
 
@@ -109,7 +110,7 @@ func TestE2EJobsWorkSecondSignal(t *testing.T) {
 		t.Errorf("the second signal took %v to stop the worker", took)
 	}
 	j := waitState(t, st, job.ID, queue.StateAvailable)
-	if last := j.History[len(j.History)-1]; j.Attempt != 0 || last.Outcome != queue.OutcomeReleased {
+	if last := j.History[len(j.History)-1]; j.Attempt != 0 || last.Outcome != jobstore.OutcomeReleased {
 		t.Errorf("job after the second signal: attempt %d, history %+v", j.Attempt, j.History)
 	}
 }

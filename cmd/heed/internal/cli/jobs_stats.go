@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
-	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -68,7 +68,7 @@ func jobsMigrateMain(ctx context.Context, s streams, args []string) int {
 	if d, err := openDB(ctx, resolveDB(*db), storeurl.Write); err == nil {
 		floorBefore, _ = d.CompatibleDownTo(ctx)
 		d.Close()
-	} else if be, ok := errors.AsType[*queue.SchemaBehindError](err); ok && be.Database > 0 {
+	} else if be, ok := errors.AsType[*jobstore.SchemaBehindError](err); ok && be.Database > 0 {
 		missing, changes, floorBefore = be.Missing, be.Changes, be.Database
 		if d, err := openWith(ctx, resolveDB(*db), storeurl.Options{Mode: storeurl.Read, ReadBehind: true}); err == nil {
 			floorBefore, _ = d.CompatibleDownTo(ctx)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/storeurl"
 )
 
@@ -295,7 +296,7 @@ func jobsTour(t *testing.T, dsn string) {
 	defer d.Close()
 	st := d.Jobs()
 	j3, err := st.JobGet(context.Background(), 3)
-	if err != nil || j3.State != queue.StateAvailable || j3.Attempt != 0 || j3.History[len(j3.History)-1].Outcome != queue.OutcomeRequeued {
+	if err != nil || j3.State != queue.StateAvailable || j3.Attempt != 0 || j3.History[len(j3.History)-1].Outcome != jobstore.OutcomeRequeued {
 		t.Errorf("job 3 after requeue: %+v, %v", j3, err)
 	}
 	if _, err := st.JobGet(context.Background(), 2); err == nil {

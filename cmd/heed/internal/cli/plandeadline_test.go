@@ -198,7 +198,7 @@ func TestPlanDeadlineBadInput(t *testing.T) {
 		{"bad deadline", "", []string{"--deadline", "1 s", "--step", "name=a,p99=1,budget=1s"}, `invalid value "1 s" for flag --deadline: "1 s" is not a duration: write seconds`},
 		{"zero attempts", "", []string{"--deadline", "1s", "--step", step + ",attempts=0"}, "attempts is 0, must be from 1 to 1000"},
 		{"bad attempts", "", []string{"--deadline", "1s", "--step", step + ",attempts=two"}, `attempts "two" is not a whole number`},
-		{"bad backoff", "", []string{"--deadline", "1s", "--step", step + ",backoff=fast"}, `unknown backoff "fast"`},
+		{"bad backoff", "", []string{"--deadline", "1s", "--step", step + ",backoff=fast"}, `unknown kind "fast"`},
 		{"bad jitter", "", []string{"--deadline", "1s", "--step", step + ",jitter=some"}, `unknown jitter "some"`},
 		{"bad multiplier", "", []string{"--deadline", "1s", "--step", step + ",multiplier=0.5"}, "multiplier is 0.5, must be a number of at least 1"},
 		{"cap below base", "", []string{"--deadline", "1s", "--step", step + ",base=1s,cap=10ms"}, "--step 1 (a): cap is 10ms, below base 1s"},

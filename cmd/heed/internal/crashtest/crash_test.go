@@ -31,6 +31,7 @@ import (
 
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 	"github.com/jackc/pgx/v5"
 )
@@ -179,7 +180,7 @@ func freshSchema(t *testing.T, base string) string {
 // crash enqueues the scripted jobs into st (with insert, or one Enqueue
 // each), runs heed jobs work on dsn, killing it several times, and checks
 // every job's fate.
-func crash(t *testing.T, st queue.Store, dsn string, insert func([]script) ([]int64, error)) {
+func crash(t *testing.T, st jobstore.Store, dsn string, insert func([]script) ([]int64, error)) {
 	bin := buildHeed(t)
 	ctx := context.Background()
 	n, kills := envInt("HEED_CRASH_JOBS", 2000), envInt("HEED_CRASH_KILLS", 5)
@@ -279,7 +280,7 @@ func crash(t *testing.T, st queue.Store, dsn string, insert func([]script) ([]in
 		counts[got]++
 		jl := 0
 		for _, h := range j.History {
-			if h.Outcome == queue.OutcomeLost {
+			if h.Outcome == jobstore.OutcomeLost {
 				jl++
 			}
 		}
@@ -316,7 +317,7 @@ func crash(t *testing.T, st queue.Store, dsn string, insert func([]script) ([]in
 	t.Logf("all %d jobs done in %v: %d succeeded, %d dead (permanent), %d dead (attempts); %d attempts in all",
 		n, took.Round(time.Millisecond), counts[fate{queue.StateSucceeded, ""}], counts[fate{queue.StateDead, "permanent"}],
 		counts[fate{queue.StateDead, "attempts"}], attempts)
-	t.Logf("re-executed because of the %d kills: %d attempts (history outcome %q) in %d jobs", kills, lost, queue.OutcomeLost, lostJobs)
+	t.Logf("re-executed because of the %d kills: %d attempts (history outcome %q) in %d jobs", kills, lost, jobstore.OutcomeLost, lostJobs)
 	if lost == 0 {
 		t.Errorf("no attempt was lost: the kills did not hit running jobs")
 	}

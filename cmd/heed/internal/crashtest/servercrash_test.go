@@ -18,6 +18,7 @@ import (
 
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // TestAttemptLimitThroughServerCrash stops the PostgreSQL server with
@@ -187,7 +188,7 @@ func TestAttemptLimitThroughServerCrash(t *testing.T) {
 			notDead++
 		}
 		for _, h := range j.History {
-			if h.Outcome == queue.OutcomeLost {
+			if h.Outcome == jobstore.OutcomeLost {
 				lost++
 			}
 		}

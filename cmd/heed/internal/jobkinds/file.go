@@ -12,6 +12,7 @@ import (
 
 	"github.com/heed-go/heed/internal/duration"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // fileLine is one line of a jobs file.
@@ -47,7 +48,7 @@ func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.
 // lines (each a [LineError]), and an error when r cannot be read.
 func ReadLines(r io.Reader, defaults queue.EnqueueOptions, now time.Time) ([]queue.EnqueueItem, []error, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), queue.MaxArgs+64<<10)
+	sc.Buffer(make([]byte, 0, 64<<10), jobstore.MaxArgs+64<<10)
 	var (
 		items []queue.EnqueueItem
 		errs  []error
@@ -68,7 +69,7 @@ func ReadLines(r io.Reader, defaults queue.EnqueueOptions, now time.Time) ([]que
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			err = fmt.Errorf("line %d is longer than %d bytes", n+1, queue.MaxArgs+64<<10)
+			err = fmt.Errorf("line %d is longer than %d bytes", n+1, jobstore.MaxArgs+64<<10)
 		}
 		return nil, nil, err
 	}

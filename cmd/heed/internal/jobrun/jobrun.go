@@ -19,6 +19,7 @@ import (
 	"github.com/heed-go/heed/cmd/heed/internal/jobkinds"
 	"github.com/heed-go/heed/cmd/heed/internal/signals"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // StoreLogger logs the worker's own warnings (store errors) to w, and not
@@ -46,7 +47,7 @@ func (h *noJobRecords) WithGroup(n string) slog.Handler { return &noJobRecords{h
 // decision and a summary every while, for heed jobs work and heed demo.
 // Set the fields, then call [Runner.Worker] and [Runner.Run].
 type Runner struct {
-	Store   queue.Store
+	Store   jobstore.Store
 	Config  queue.WorkerConfig
 	Kinds   jobkinds.Config
 	Out     io.Writer                // decision lines; nil for none

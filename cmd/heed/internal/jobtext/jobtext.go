@@ -14,6 +14,7 @@ import (
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -147,7 +148,7 @@ func Write(w io.Writer, j *queue.Job, now time.Time) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tTOOK\tOUTCOME\tDECISION\tDELAY\tWORKER\tERROR")
 	for _, a := range j.History {
-		if a.Outcome == queue.OutcomeCut {
+		if a.Outcome == jobstore.OutcomeCut {
 			fmt.Fprintf(tw, "  ...\t\t\t%s\t\t\t\t%s\n", a.Outcome, a.String())
 			continue
 		}
@@ -205,8 +206,8 @@ func Redact(j *queue.Job, reveal bool) *queue.Job {
 	}
 	copied := false
 	for i, a := range j.History {
-		e := redact.Cut(redact.Text(redact.Cut(a.Error, queue.MaxErrorText)), queue.MaxErrorText)
-		p := redact.Cut(redact.Text(redact.Cut(a.Panic, queue.MaxPanicText)), queue.MaxPanicText)
+		e := redact.Cut(redact.Text(redact.Cut(a.Error, jobstore.MaxErrorText)), jobstore.MaxErrorText)
+		p := redact.Cut(redact.Text(redact.Cut(a.Panic, jobstore.MaxPanicText)), jobstore.MaxPanicText)
 		if e != a.Error || p != a.Panic {
 			if !copied {
 				c.History, copied = append([]queue.Attempt(nil), j.History...), true

@@ -9,10 +9,11 @@ import (
 
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // StatsJSON is the JSON form of the queues' counts and the paused queues.
-func StatsJSON(st queue.Stats, paused []queue.PausedQueue) any {
+func StatsJSON(st queue.Stats, paused []jobstore.PausedQueue) any {
 	type qs struct {
 		Queue     string `json:"queue"`
 		Available int    `json:"available"`
@@ -43,10 +44,10 @@ func StatsJSON(st queue.Stats, paused []queue.PausedQueue) any {
 
 // WriteStats writes a table of the jobs of each queue by state, then the
 // dead-letter's size and age and the paused queues.
-func WriteStats(w io.Writer, st queue.Stats, paused []queue.PausedQueue, now time.Time) {
+func WriteStats(w io.Writer, st queue.Stats, paused []jobstore.PausedQueue, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tSCHEDULED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\t")
-	var total queue.QueueStats
+	var total jobstore.QueueStats
 	for _, q := range st.Queues {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", q.Queue, q.Available, q.Scheduled, q.Running, q.Succeeded, q.Dead, q.Cancelled)
 		total.Available += q.Available
@@ -80,7 +81,7 @@ func DeadSummary(st queue.Stats, now time.Time) string {
 
 // PausedLine describes the paused queues for heed jobs stats ("" for
 // none).
-func PausedLine(ps []queue.PausedQueue, now time.Time) string {
+func PausedLine(ps []jobstore.PausedQueue, now time.Time) string {
 	if len(ps) == 0 {
 		return ""
 	}

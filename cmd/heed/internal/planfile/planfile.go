@@ -12,9 +12,10 @@
 //	    attempt_timeout: 30s
 //	    backoff: {kind: exponential, base: 50ms, cap: 1s, multiplier: 2, jitter: full}
 //
-// Durations are strings, as the heed command takes them ("120ms", "2s",
-// "0.5" seconds, "1d"). It lives beside package deadline, not in it, so
-// that deadline keeps to the standard library.
+// Durations are Go durations ("120ms", "2s"), as in every policy document;
+// a step's attempts (attempts, attempt_timeout, backoff) are read by
+// retry.Policy's decoder under its JSON names. The --step flag takes the
+// command line's durations (seconds alone, days) too.
 package planfile
 
 import (
@@ -23,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,7 +34,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/docjson"
 	"github.com/heed-go/heed/internal/duration"
+	"github.com/heed-go/heed/retry"
 )
 
 // Limits on plan input.
@@ -67,8 +69,17 @@ func renamedError(old string) error {
 // step in a file, with the backoff's fields at the top level.
 func ParseStep(spec string) (deadline.PlanStep, error) {
 	var fields rawStep
-	var bo rawBackoff
+	var bo docjson.Backoff
 	seen := map[string]bool{}
+	// The flag takes durations as the command line does (seconds alone,
+	// days): they reach the policy decoder as Go durations.
+	cli := func(key, val string) (string, error) {
+		d, err := duration.Parse(val)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", key, err)
+		}
+		return d.String(), nil
+	}
 	for part := range strings.SplitSeq(spec, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -83,6 +94,13 @@ func ParseStep(spec string) (deadline.PlanStep, error) {
 			return deadline.PlanStep{}, fmt.Errorf("%s given twice", key)
 		}
 		seen[key] = true
+		var err error
+		switch key {
+		case "p99", "budget", "attempt_timeout", "base", "cap":
+			if val, err = cli(key, val); err != nil {
+				return deadline.PlanStep{}, err
+			}
+		}
 		switch key {
 		case "name":
 			fields.Name = val
@@ -133,29 +151,23 @@ type planFile struct {
 	Steps    []rawStep `yaml:"steps" json:"steps"`
 }
 
+// rawStep is a step as a file spells it: its own fields, and the policy
+// fields of its attempts (attempts, attempt_timeout, backoff) under the
+// names of retry.Policy's JSON form, read by its one decoder.
 type rawStep struct {
-	Name           string      `yaml:"name" json:"name"`
-	P99            string      `yaml:"p99" json:"p99"`
-	Budget         string      `yaml:"budget" json:"budget"`
-	Attempts       *int        `yaml:"attempts" json:"attempts"`
-	AttemptTimeout string      `yaml:"attempt_timeout" json:"attempt_timeout"`
-	Backoff        *rawBackoff `yaml:"backoff" json:"backoff"`
+	Name           string `yaml:"name" json:"name"`
+	P99            string `yaml:"p99" json:"p99"`
+	Budget         string `yaml:"budget" json:"budget"`
+	docjson.Policy `yaml:",inline"`
 }
 
-type rawBackoff struct {
-	Kind       string   `yaml:"kind" json:"kind"`
-	Base       string   `yaml:"base" json:"base"`
-	Cap        string   `yaml:"cap" json:"cap"`
-	Multiplier *float64 `yaml:"multiplier" json:"multiplier"`
-	Jitter     string   `yaml:"jitter" json:"jitter"`
-}
-
-// parseDur parses a duration field; "" is 0 (not given).
+// parseDur parses a duration field, a Go duration as in every policy
+// document; "" is 0 (not given).
 func parseDur(field, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	d, err := duration.Parse(s)
+	d, err := docjson.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", field, err)
 	}
@@ -172,49 +184,48 @@ func (r rawStep) step(where string) (deadline.PlanStep, error) {
 		}
 		return fmt.Errorf("%s: %w", where, e)
 	}
-	for _, f := range []struct {
-		name string
-		raw  string
-		dst  *time.Duration
-	}{{"p99", r.P99, &st.P99}, {"budget", r.Budget, &st.Budget}, {"attempt_timeout", r.AttemptTimeout, &st.AttemptTimeout}} {
-		if *f.dst, err = parseDur(f.name, f.raw); err != nil {
-			return st, wrap(err)
+	if st.P99, err = parseDur("p99", r.P99); err != nil {
+		return st, wrap(err)
+	}
+	if st.Budget, err = parseDur("budget", r.Budget); err != nil {
+		return st, wrap(err)
+	}
+	// A step's attempts take the policy fields a step has: its time is
+	// its budget, so it has no time_budget, min_attempt_time or
+	// max_pushback of its own.
+	for _, f := range []struct{ name, raw string }{{"time_budget", r.TimeBudget},
+		{"min_attempt_time", r.MinAttemptTime}, {"max_pushback", r.MaxPushback}} {
+		if f.raw != "" {
+			return st, wrap(fmt.Errorf("%s: not a field of a step (its budget bounds its attempts)", f.name))
 		}
 	}
+	doc, err := r.Policy.JSON()
+	if err != nil {
+		return st, wrap(err)
+	}
+	var pol retry.Policy
+	if err := pol.UnmarshalJSON(doc); err != nil {
+		return st, wrap(errors.New(strings.TrimPrefix(err.Error(), "retry: policy: ")))
+	}
+	st.AttemptTimeout, st.Backoff = pol.AttemptTimeout, pol.Backoff
 	if r.Attempts != nil {
-		if n := *r.Attempts; n < 1 || n > deadline.MaxStepAttempts {
+		if n := pol.Attempts; n < 1 || n > deadline.MaxStepAttempts {
 			return st, wrap(fmt.Errorf("attempts is %d, must be from 1 to %d", n, deadline.MaxStepAttempts))
 		}
-		st.Attempts = *r.Attempts
+		st.Attempts = pol.Attempts
 	}
 	if b := r.Backoff; b != nil {
-		if b.Kind != "" {
-			if err = st.Backoff.Kind.UnmarshalText([]byte(b.Kind)); err != nil {
-				return st, wrap(fmt.Errorf("unknown backoff %q (want exponential, constant, linear or immediate)", b.Kind))
-			}
-		}
-		if b.Jitter != "" {
-			if err = st.Backoff.Jitter.UnmarshalText([]byte(b.Jitter)); err != nil {
-				return st, wrap(fmt.Errorf("unknown jitter %q (want full, none, equal or decorrelated)", b.Jitter))
-			}
-		}
 		for _, f := range []struct {
 			name string
 			raw  string
-			dst  *time.Duration
-		}{{"base", b.Base, &st.Backoff.Base}, {"cap", b.Cap, &st.Backoff.Cap}} {
-			if *f.dst, err = parseDur(f.name, f.raw); err != nil {
-				return st, wrap(err)
-			}
-			if f.raw != "" && *f.dst <= 0 {
-				return st, wrap(fmt.Errorf("%s is %v, must be positive (leave it out for the default)", f.name, *f.dst))
+			d    time.Duration
+		}{{"base", b.Base, st.Backoff.Base}, {"cap", b.Cap, st.Backoff.Cap}} {
+			if f.raw != "" && f.d <= 0 {
+				return st, wrap(fmt.Errorf("%s is %v, must be positive (leave it out for the default)", f.name, f.d))
 			}
 		}
-		if m := b.Multiplier; m != nil {
-			if math.IsNaN(*m) || math.IsInf(*m, 0) || *m < 1 {
-				return st, wrap(fmt.Errorf("multiplier is %v, must be a number of at least 1", *m))
-			}
-			st.Backoff.Multiplier = *m
+		if m := b.Multiplier; m != nil && *m < 1 {
+			return st, wrap(fmt.Errorf("multiplier is %v, must be a number of at least 1", *m))
 		}
 	}
 	return st, nil

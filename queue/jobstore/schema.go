@@ -1,12 +1,12 @@
-package queue
+package jobstore
 
 import (
 	"fmt"
 	"strings"
 )
 
-// SchemaTooNewError (for store implementers, and for callers that want the
-// versions) reports a database whose schema version is newer than the
+// SchemaTooNewError (stores return it; callers that want the versions read
+// it) reports a database whose schema version is newer than the
 // newest migration the store in this binary knows: a newer heed migrated
 // it, and this one could misread its tables. Upgrade heed, or use another
 // database. It matches [ErrSchemaTooNew]. Both heed stores return it.
@@ -33,8 +33,8 @@ func (e *SchemaTooNewError) Error() string {
 // Is reports whether target is ErrSchemaTooNew.
 func (e *SchemaTooNewError) Is(target error) bool { return target == ErrSchemaTooNew }
 
-// SchemaBehindError (for store implementers, and for callers that want the
-// missing migrations) reports a database whose schema lacks migrations
+// SchemaBehindError (stores return it; callers that want the missing
+// migrations read it) reports a database whose schema lacks migrations
 // this binary has, found by a store opened without migrating. Apply them
 // with the store's Migrate (heed jobs migrate). It matches
 // [ErrSchemaTooOld]. Both heed stores return it.

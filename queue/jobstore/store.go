@@ -1,4 +1,4 @@
-package queue
+package jobstore
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// Errors returned by stores and by this package. Stores return errors that
+// Errors returned by stores and by package queue. Stores return errors that
 // match them with errors.Is (they may wrap them with more context).
 var (
 	// ErrNotFound: no job has the ID asked for.
@@ -64,7 +64,7 @@ func (s State) Valid() bool {
 // The stored words of a job's history. An entry's Outcome says what came of
 // the attempt (or what took its place), its Action what was decided, its
 // Reason why. Together with the keys of the retry package they are one
-// vocabulary: stores keep these words, [Event] names them (EventKind.String
+// vocabulary: stores keep these words, [queue.Event] names them (EventKind.String
 // is the Outcome word for the same happening: "lost", "snoozed",
 // "released", "deferred", "cancelled"), heedotel uses them as metric
 // attribute values and the ui package reads them; nothing else spells them.
@@ -75,7 +75,7 @@ func (s State) Valid() bool {
 // "permanent", "refused"):
 const (
 	OutcomeLost     = "lost"     // the worker's lease expired (crash, hang, partition)
-	OutcomeSnoozed  = "snoozed"  // the handler returned [Snooze]; the attempt was given back
+	OutcomeSnoozed  = "snoozed"  // the handler returned [queue.Snooze]; the attempt was given back
 	OutcomeReleased = "released" // shutdown handed the job back; the attempt was given back
 	OutcomeRequeued = "requeued" // an operator requeued the dead job (not an attempt)
 	OutcomeExpired  = "expired"  // the time budget ended before the attempt started
@@ -90,7 +90,7 @@ const (
 // ("done", "retry", "give_up", "defer"). They are stored as they are
 // spelled here.
 const (
-	ActionSnooze  = "snooze"  // the handler returned [Snooze]
+	ActionSnooze  = "snooze"  // the handler returned [queue.Snooze]
 	ActionRelease = "release" // shutdown handed the job back
 	ActionRequeue = "requeue" // an operator requeued the dead job
 	ActionCut     = "cut"     // the marker of dropped entries ([OutcomeCut])
@@ -239,8 +239,8 @@ type Job struct {
 	History []Attempt
 }
 
-// JobInsert is a new job for [Store.JobInsert] (for store implementers). Build one with
-// [NewJobInsert], which validates it; stores may assume a valid JobInsert.
+// JobInsert is a new job for [Store.JobInsert]. Build one with
+// [queue.NewJobInsert], which validates it; stores may assume a valid JobInsert.
 type JobInsert struct {
 	Kind        string          // not empty
 	Queue       string          // not empty
@@ -253,7 +253,7 @@ type JobInsert struct {
 	UniqueKey   string          // "" for none
 	// UniqueStates are the states in which the job holds UniqueKey, in
 	// the order available, running, succeeded, dead; nil is
-	// [DefaultUniqueStates] (available, running). Set only with UniqueKey.
+	// the default: available, running. Set only with UniqueKey.
 	UniqueStates []State
 }
 
@@ -273,7 +273,7 @@ type ClaimParams struct {
 }
 
 // RescueParams asks [Store.JobRescue] for up to Limit running jobs whose
-// lease ended before Now (for store implementers).
+// lease ended before Now.
 type RescueParams struct {
 	Now        time.Time // leases that ended before it are expired
 	LeaseUntil time.Time // the new lease, held by the rescuer
@@ -281,7 +281,7 @@ type RescueParams struct {
 }
 
 // LeaseParams asks [Store.JobLeaseExtend] to move a running job's lease
-// (for store implementers).
+// .
 type LeaseParams struct {
 	ID         int64     // the job
 	LeaseToken string    // the token its claim (or rescue) gave
@@ -325,7 +325,7 @@ type SearchParams struct {
 }
 
 // Transition moves a running job, leased with LeaseToken, out of running
-// ([Store.JobTransition]; for store implementers). The queue decides every field; the store writes
+// ([Store.JobTransition]). The queue decides every field; the store writes
 // them as given.
 type Transition struct {
 	ID         int64  // the job
@@ -358,8 +358,9 @@ type Transition struct {
 }
 
 // JobFilter selects jobs for [Store.JobList], [Store.DeadRequeue] and
-// [Store.DeadDelete] (for store implementers; users filter with
-// [DeadFilter]). Zero fields do not filter; the zero JobFilter
+// [Store.DeadDelete] (users of queue also pass it to
+// queue.Client.Jobs, Cancel, RunNow and Delete, and filter the dead-letter
+// with [queue.DeadFilter]). Zero fields do not filter; the zero JobFilter
 // selects every job (every dead job for the Dead methods). Results are in
 // ascending ID order.
 type JobFilter struct {
@@ -413,9 +414,9 @@ type Stats struct {
 	OldestDead time.Time
 }
 
-// Store is where jobs live (the store SPI: for store implementers; users
-// hand a store to [NewClient] and [NewWorker] and call neither). It stores and never decides: every retry,
-// give-up and timing decision is taken by this package and handed to the
+// Store is where jobs live (users
+// hand a store to [queue.NewClient] and [queue.NewWorker] and call neither). It stores and never decides: every retry,
+// give-up and timing decision is taken by package queue and handed to the
 // store as data. heed ships sqlitestore (embedded) and pgstore (PostgreSQL);
 // queue/storetest is the conformance suite every Store must pass.
 //
@@ -504,9 +505,9 @@ type Store interface {
 	Close() error
 }
 
-// Notifier (for store implementers) is implemented by stores that can wake idle workers when a job
+// Notifier is implemented by stores that can wake idle workers when a job
 // is inserted (pgstore with LISTEN/NOTIFY, sqlitestore within its own
-// process). A [Worker] uses it when its store has it, and polls as well.
+// process). A [queue.Worker] uses it when its store has it, and polls as well.
 type Notifier interface {
 	// JobNotify returns a channel that receives the queue name of inserted
 	// (or requeued) jobs. Notifications may be dropped or coalesced when the
@@ -515,8 +516,8 @@ type Notifier interface {
 	JobNotify(ctx context.Context) (<-chan string, error)
 }
 
-// TransitionBatcher (for store implementers) is implemented by stores that can apply many
-// transitions in one commit. A [Worker] whose store has it finishes jobs
+// TransitionBatcher is implemented by stores that can apply many
+// transitions in one commit. A [queue.Worker] whose store has it finishes jobs
 // that end at about the same time with one write instead of one each (jobs
 // that end while a batch is being written form the next batch; no timer
 // delays any of them).
@@ -527,33 +528,4 @@ type TransitionBatcher interface {
 	// unchanged and does not affect the others. err reports a failure of
 	// the batch as a whole (the database, ctx); then none was applied.
 	JobTransitions(ctx context.Context, ts []Transition) (errs []error, err error)
-}
-
-// ListStates are the states job lists are filtered by (heed jobs ls
-// --state, the dashboard's jobs page), as [Stats] counts them: available
-// (due now), scheduled (due later), retrying (waiting after an attempt,
-// due now or later), running, succeeded, dead and cancelled.
-var ListStates = []string{"available", "scheduled", "retrying", "running", "succeeded", "dead", "cancelled"}
-
-// SelectState sets f to select the jobs in the list state name (one of
-// ListStates; "" selects any) at now. It returns an error matching
-// ErrInvalid naming the states for another name.
-func (f *JobFilter) SelectState(name string, now time.Time) error {
-	f.State, f.AvailableBy, f.AvailableAfter, f.Retried = "", time.Time{}, time.Time{}, false
-	switch name {
-	case "":
-	case "available":
-		f.State, f.AvailableBy = StateAvailable, now
-	case "scheduled":
-		f.State, f.AvailableAfter = StateAvailable, now
-	case "retrying":
-		f.State, f.Retried = StateAvailable, true
-	default:
-		f.State = State(name)
-		if !f.State.Valid() {
-			f.State = ""
-			return &InputError{"state", fmt.Sprintf("%q is not %s", name, strings.Join(ListStates, ", "))}
-		}
-	}
-	return nil
 }
