@@ -5,12 +5,24 @@
 // one hop to the next.
 //
 // Most callers want [Step] to bound one attempt and [Check] to refuse to
-// start an attempt that cannot finish before the deadline. [FormatHeader] and
-// [ParseHeader] are the wire format; [Middleware] is the server side, which
-// adopts an incoming header as the request's deadline (clamped to the
-// server's own limit, from trusted peers only) and reads the Retry-Attempt
-// header of heed's retry-ownership protocol. retryhttp.Handler wraps it with
-// ownership marking on.
+// start an attempt that cannot finish before the deadline. [Middleware] is
+// the server side of heed's HTTP wire format, which retryhttp's client
+// sends: it adopts an incoming Timeout-Remaining header as the request's
+// deadline (clamped to the server's own limit, from trusted peers only) and
+// reads the Retry-Attempt header of heed's retry-ownership protocol.
+// retryhttp.Handler wraps it with ownership marking on.
+//
+// The headers, for peers that do not run heed (docs/http.md has the full
+// grammar):
+//
+//   - Timeout-Remaining: the time left before the caller's deadline, 1 to
+//     8 digits and a unit (h, m, s, ms, us, ns), such as "3200ms";
+//   - Retry-Attempt: N, 1 to 9999, sent by a client that will retry the
+//     request itself (or passes on a claim from above): the server's own
+//     heed clients then make one attempt (see [WithUpstreamOwner]);
+//   - Upstream-Breaker: open, on a 5xx response, when the server's own
+//     dependency is refused by an open breaker ([MarkUpstreamOpen]): a heed
+//     client neither retries it nor counts it against the server.
 //
 // Following heed's convention, functions that read the clock have a pure
 // variant taking the current time as an argument ([RemainingAt], [CheckAt]);

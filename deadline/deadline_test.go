@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/heed-go/heed/internal/wire"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -96,7 +98,7 @@ func TestTooCloseError(t *testing.T) {
 	if !errors.Is(err, ErrTooClose) {
 		t.Error("does not match ErrTooClose")
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrBadHeader) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, wire.ErrBadHeader) {
 		t.Error("matches an unrelated sentinel")
 	}
 	if got := (&tooCloseError{}).Error(); got != "deadline: 0s left, step needs 0s" {

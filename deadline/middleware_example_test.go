@@ -1,7 +1,6 @@
 package deadline_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +23,7 @@ func ExampleMiddleware() {
 
 	for _, v := range []string{"1s", "1h", "2ms", "soon"} {
 		req, _ := http.NewRequest("GET", srv.URL, nil)
-		req.Header.Set(deadline.Header, v)
+		req.Header.Set("Timeout-Remaining", v)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			fmt.Println(err)
@@ -42,19 +41,4 @@ func ExampleMiddleware() {
 	// 1h: 200 at most 2s left
 	// 2ms: 504 deadline: not enough time left
 	// soon: 400 deadline: Timeout-Remaining "soon": missing digits before the unit
-}
-
-// A server outside Middleware (a gRPC interceptor, a queue consumer)
-// records the attempt number its caller sent, so that the heed clients it
-// calls under the context make one attempt (the caller owns the retries)
-// and send that number on: a server further down tells the user's retry
-// from a first attempt, and refuses it first under overload.
-func ExampleWithUpstreamAttempt() {
-	ctx := deadline.WithUpstreamAttempt(context.Background(), 2)
-	fmt.Println(deadline.UpstreamOwns(ctx), deadline.UpstreamAttempt(ctx))
-	// An attempt number already recorded further up is kept if larger.
-	fmt.Println(deadline.UpstreamAttempt(deadline.WithUpstreamAttempt(ctx, 1)))
-	// Output:
-	// true 2
-	// 2
 }

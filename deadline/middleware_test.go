@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/wire"
 )
 
 // serve runs one request through m and reports what the handler saw.
@@ -144,11 +145,11 @@ func TestMiddlewareRetryAttempt(t *testing.T) {
 func TestMiddlewareOverServer(t *testing.T) {
 	srv := httptest.NewServer(deadline.Middleware{Limit: time.Second}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		left, _ := deadline.Remaining(r.Context())
-		io.WriteString(w, deadline.FormatHeader(left.Round(100*time.Millisecond)))
+		io.WriteString(w, wire.FormatHeader(left.Round(100*time.Millisecond)))
 	})))
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL, nil)
-	req.Header.Set(deadline.Header, "300ms")
+	req.Header.Set(wire.Header, "300ms")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -166,17 +167,17 @@ func TestParseRetryAttempt(t *testing.T) {
 		in   string
 		want int
 	}{{"1", 1}, {"12", 12}, {"9999", 9999}} {
-		if n, err := deadline.ParseRetryAttempt(tt.in); n != tt.want || err != nil {
+		if n, err := wire.ParseRetryAttempt(tt.in); n != tt.want || err != nil {
 			t.Errorf("ParseRetryAttempt(%q) = %d, %v", tt.in, n, err)
 		}
 	}
 	for _, in := range []string{"", "0", "01", "+1", "-1", "1.0", " 1", "10000", "x"} {
-		if _, err := deadline.ParseRetryAttempt(in); !errors.Is(err, deadline.ErrBadHeader) {
+		if _, err := wire.ParseRetryAttempt(in); !errors.Is(err, wire.ErrBadHeader) {
 			t.Errorf("ParseRetryAttempt(%q) error %v", in, err)
 		}
 	}
 	for _, n := range []int{-5, 0, 1, 42, 9999, 1 << 40} {
-		if got, err := deadline.ParseRetryAttempt(deadline.FormatRetryAttempt(n)); err != nil || got < 1 {
+		if got, err := wire.ParseRetryAttempt(wire.FormatRetryAttempt(n)); err != nil || got < 1 {
 			t.Errorf("round trip of %d: %d, %v", n, got, err)
 		}
 	}
@@ -187,14 +188,14 @@ func FuzzParseRetryAttempt(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := deadline.ParseRetryAttempt(s)
+		n, err := wire.ParseRetryAttempt(s)
 		if err != nil {
-			if !errors.Is(err, deadline.ErrBadHeader) || n != 0 {
+			if !errors.Is(err, wire.ErrBadHeader) || n != 0 {
 				t.Fatalf("ParseRetryAttempt(%q) = %d, %v", s, n, err)
 			}
 			return
 		}
-		if n < 1 || n > 9999 || deadline.FormatRetryAttempt(n) != s {
+		if n < 1 || n > 9999 || wire.FormatRetryAttempt(n) != s {
 			t.Fatalf("ParseRetryAttempt(%q) = %d does not round-trip", s, n)
 		}
 	})
@@ -227,18 +228,18 @@ func TestMiddlewareUpstreamOpen(t *testing.T) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		resp := rec.Result()
-		if got := resp.Header.Get(deadline.UpstreamBreakerHeader); got != tt.want {
+		if got := resp.Header.Get(wire.UpstreamBreakerHeader); got != tt.want {
 			t.Errorf("%s mark %v: header %q, want %q", tt.remote, tt.mark, got, tt.want)
 		}
-		if deadline.UpstreamOpen(resp) != (tt.want == "open") {
+		if wire.UpstreamOpen(resp) != (tt.want == "open") {
 			t.Errorf("%s mark %v: UpstreamOpen = %v", tt.remote, tt.mark, !(tt.want == "open"))
 		}
 	}
 	if deadline.MarkUpstreamOpen(context.Background()) {
 		t.Error("MarkUpstreamOpen outside the middleware reported a request")
 	}
-	ok := &http.Response{StatusCode: 200, Header: http.Header{deadline.UpstreamBreakerHeader: {"open"}}}
-	if deadline.UpstreamOpen(ok) {
+	ok := &http.Response{StatusCode: 200, Header: http.Header{wire.UpstreamBreakerHeader: {"open"}}}
+	if wire.UpstreamOpen(ok) {
 		t.Error("UpstreamOpen on a 200")
 	}
 }
@@ -248,19 +249,19 @@ func TestMiddlewareUpstreamOpen(t *testing.T) {
 func TestUpstreamAttempt(t *testing.T) {
 	var got []int
 	h := deadline.Middleware{Trusted: deadline.TrustAll}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, deadline.UpstreamAttempt(r.Context()))
+		got = append(got, wire.UpstreamAttempt(r.Context()))
 	}))
 	for _, v := range []string{"", "1", "3"} {
 		r := httptest.NewRequest("GET", "/", nil)
 		if v != "" {
-			r.Header.Set(deadline.RetryAttemptHeader, v)
+			r.Header.Set(wire.RetryAttemptHeader, v)
 		}
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	if want := []int{0, 1, 3}; !slices.Equal(got, want) {
 		t.Errorf("UpstreamAttempt = %v, want %v", got, want)
 	}
-	if n := deadline.UpstreamAttempt(deadline.WithUpstreamOwner(context.Background())); n != 0 {
+	if n := wire.UpstreamAttempt(deadline.WithUpstreamOwner(context.Background())); n != 0 {
 		t.Errorf("UpstreamAttempt of a context only marked as owned = %d, want 0", n)
 	}
 }

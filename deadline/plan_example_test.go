@@ -70,7 +70,7 @@ func ExamplePlan_StepAt() {
 	// The caller had already spent most of its own deadline: its
 	// Timeout-Remaining header says 1050ms. Payment is slow today (850ms,
 	// its p99 is 400ms), so save cannot fit and is refused, not started.
-	left, _ := deadline.ParseHeader("1050ms")
+	left := 1050 * time.Millisecond
 	slow := map[string]time.Duration{
 		"validate": 2 * time.Millisecond, "stock": 90 * time.Millisecond,
 		"payment": 850 * time.Millisecond, "save": 25 * time.Millisecond, "receipt": 20 * time.Millisecond,

@@ -118,6 +118,7 @@ import (
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/admitfirst"
 	"github.com/heed-go/heed/internal/dest"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -357,7 +358,7 @@ var attemptMDValue = func() (v [len(attemptMD)]any) {
 func withAttempt(ctx context.Context, n int) context.Context {
 	// A call that passes on its caller's claim carries the caller's
 	// attempt number, so that a server down the chain sees a retry.
-	n = max(n, deadline.UpstreamAttempt(ctx))
+	n = max(n, wire.UpstreamAttempt(ctx))
 	if n >= 1 && n <= len(attemptMDValue) && attemptMDValue[n-1] != nil && ctx.Value(outgoingMDKey) == nil {
 		return context.WithValue(ctx, outgoingMDKey, attemptMDValue[n-1])
 	}

@@ -3,6 +3,7 @@ package heedgrpc_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,16 +29,24 @@ func TestHedgeUnary(t *testing.T) {
 		{"keyed", mPost, "k-1", 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			// The first attempt is the slow one, by its retry-attempt, not
+			// by arrival, and the hedge answers once the first has reached
+			// the server: on a busy machine the hedge may get there first,
+			// or win before the first arrives at all.
+			firstIn := make(chan struct{})
+			var once sync.Once
 			e := &echo{unary: func(ctx context.Context, _ string, _ int64, in string) (string, error) {
-				// The first attempt is the slow one, by its retry-attempt,
-				// not by arrival: on a busy machine the hedge may reach the
-				// server first.
 				if vs := metadata.ValueFromIncomingContext(ctx, "retry-attempt"); len(vs) == 0 || vs[0] == "1" {
+					once.Do(func() { close(firstIn) })
 					select { // slow: until the client gives up on it, or 300 ms
 					case <-ctx.Done():
 					case <-time.After(300 * time.Millisecond):
 					}
 					return "slow " + in, nil
+				}
+				select {
+				case <-firstIn:
+				case <-ctx.Done():
 				}
 				return "fast " + in, nil
 			}}

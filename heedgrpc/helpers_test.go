@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/heed-go/heed/internal/leakcheck"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -24,7 +24,7 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // The test service, heedtest.Echo, registered by hand (no generated code):
 // Get (declared NO_SIDE_EFFECTS in echoFiles), Post (no option), Watch

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/overload"
 )
 
@@ -29,12 +30,12 @@ import (
 //     less than MinRemaining is left;
 //   - for a call from a trusted peer that carries retry-attempt, mark the
 //     handler's context as deadline.WithUpstreamOwner does, with the attempt
-//     number (deadline.WithUpstreamAttempt; or Owner), so that the heed
+//     number (or as Owner marks it), so that the heed
 //     clients it calls under it (gRPC or HTTP) make a single attempt, the
 //     caller owning the retries, and send the caller's attempt number on,
 //     so that a server further down refuses a user's retry before first
 //     attempts under overload; a malformed retry-attempt
-//     (see deadline.ParseRetryAttempt), or more than one, is answered
+//     (not 1 to 9999 without a leading zero), or more than one, is answered
 //     INVALID_ARGUMENT without calling the handler;
 //   - for a trusted peer, when the handler's error says that a heed client
 //     it called was refused by its open circuit breaker (the error matches
@@ -69,9 +70,8 @@ type Server struct {
 	Trusted func(ctx context.Context) bool
 
 	// Owner marks the context of a call whose caller owns retries
-	// (default deadline.WithUpstreamAttempt with the call's retry-attempt:
-	// the mark of deadline.WithUpstreamOwner, and the attempt number that
-	// heed clients called under it send on).
+	// (default: the mark of deadline.WithUpstreamOwner with the call's
+	// retry-attempt number, which heed clients called under it send on).
 	Owner func(ctx context.Context) context.Context
 
 	// OwnershipOff turns ownership off: retry-attempt is neither
@@ -150,9 +150,9 @@ func (s *Server) prepare(ctx context.Context) (context.Context, context.CancelFu
 				trusted = TrustPrivate
 			}
 			if trusted(ctx) {
-				n, err := deadline.ParseRetryAttempt(v[0])
+				n, err := wire.ParseRetryAttempt(v[0])
 				if err == nil && len(v) > 1 {
-					err = &deadline.RetryAttemptError{Value: v[1], Reason: "more than one value"}
+					err = &wire.RetryAttemptError{Value: v[1], Reason: "more than one value"}
 				}
 				if err != nil {
 					if cancel != nil {
@@ -166,7 +166,7 @@ func (s *Server) prepare(ctx context.Context) (context.Context, context.CancelFu
 					// The attempt number too, so that a heed client called
 					// by the handler sends it on and a server further down
 					// refuses a user's retry before first attempts.
-					ctx = deadline.WithUpstreamAttempt(ctx, n)
+					ctx = wire.WithUpstreamAttempt(ctx, n)
 				}
 			}
 		}
@@ -247,7 +247,7 @@ func callAttempt(ctx context.Context) int {
 	if len(v) == 0 {
 		return 0
 	}
-	n, _ := deadline.ParseRetryAttempt(v[0])
+	n, _ := wire.ParseRetryAttempt(v[0])
 	return n
 }
 

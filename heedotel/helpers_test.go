@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/heedotel"
+	"github.com/heed-go/heed/internal/leakcheck"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }
 
 // newMetrics returns a Metrics over a real SDK meter provider whose

@@ -16,14 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/internal/redact"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }
 
 // fakeClock is a clock the test moves by hand.

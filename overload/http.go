@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/admit"
+	"github.com/heed-go/heed/internal/wire"
 )
 
 // Wrap returns a handler that admits each request through l (see
@@ -19,8 +19,8 @@ import (
 func (l *Limiter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		attempt := 0
-		if v := r.Header[deadline.RetryAttemptHeader]; len(v) > 0 {
-			attempt, _ = deadline.ParseRetryAttempt(v[0])
+		if v := r.Header[wire.RetryAttemptHeader]; len(v) > 0 {
+			attempt, _ = wire.ParseRetryAttempt(v[0])
 		}
 		p, err := l.Acquire(r.Context(), attempt)
 		if err != nil {

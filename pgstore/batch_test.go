@@ -132,7 +132,7 @@ func isDup(trs []jobstore.Transition, i int) bool {
 }
 
 // TestTransitionClose closes the store while transitions are in flight:
-// every call returns, and no goroutine is left (goleak checks in TestMain).
+// every call returns, and no goroutine is left (leakcheck checks in TestMain).
 func TestTransitionClose(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)

@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/pgstore/internal/pgtest"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
@@ -15,7 +15,7 @@ func TestMain(m *testing.M) {
 		// Shown by go test -v; each test also skips with this message.
 		os.Stdout.WriteString("pgstore: " + pgtest.SkipMessage + "\n")
 	}
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }
 
 // testURL returns the server's URL, or skips t.

@@ -90,8 +90,8 @@
 // Package queue/jobstore is the other side: the [jobstore.Store] interface
 // and its optional companions, the parameters and rows a store is handed,
 // the stored words and forms, and the checks stores run on their input.
-// [Job], [Attempt], [JobPolicy], [JobFilter], [Stats], [Limit], [State] and
-// [InputError] are defined there and named here by alias, so that a store
+// [Job], [Attempt], [JobPolicy], [JobFilter], [Stats], [Limit], [State],
+// [InputError] and [ItemError] are defined there and named here by alias, so that a store
 // needs nothing of this package but [NewJobInsert] for a transactional
 // enqueue. queue/storetest is the conformance suite every store passes.
 package queue

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/cron"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -43,9 +42,12 @@ func (e every) Next(t time.Time) time.Time {
 
 func (e every) String() string { return "every " + time.Duration(e).String() }
 
-// Cron parses a cron expression with github.com/robfig/cron/v3's standard
-// parser: five fields (minute, hour, day of month, month, day of week),
-// or a descriptor (@yearly, @monthly, @weekly, @daily, @hourly). Times are
+// Cron parses a standard cron expression: five fields (minute, hour, day of
+// month, month, day of week; "*", lists, ranges, steps, and the names jan-dec
+// and sun-sat), or a descriptor (@yearly, @monthly, @weekly, @daily,
+// @hourly). When both day fields are restricted, a day matches when either
+// does, as in cron. It reads what github.com/robfig/cron/v3's standard parser
+// read, which heed used before, and gives the same ticks. Times are
 // in UTC unless the expression starts with CRON_TZ=Zone (such as
 // "CRON_TZ=Europe/Paris 0 9 * * 1-5"), so that workers in different time
 // zones agree. "@every" is refused: use [Every], whose ticks are aligned.
@@ -55,10 +57,7 @@ func Cron(expr string) (Schedule, error) {
 	if strings.HasPrefix(e, "@every") {
 		return nil, &InputError{Field: "cron expression", Reason: fmt.Sprintf("%q: @every is not supported; use queue.Every, whose ticks are aligned", expr)}
 	}
-	if !strings.HasPrefix(e, "CRON_TZ=") && !strings.HasPrefix(e, "TZ=") {
-		e = "CRON_TZ=UTC " + e
-	}
-	s, err := cron.ParseStandard(e)
+	s, err := cron.Parse(e, time.UTC)
 	if err != nil {
 		return nil, &InputError{Field: "cron expression", Reason: fmt.Sprintf("%q: %v", expr, err)}
 	}
@@ -66,7 +65,7 @@ func Cron(expr string) (Schedule, error) {
 }
 
 type cronSchedule struct {
-	s    cron.Schedule
+	s    *cron.Schedule
 	expr string
 }
 

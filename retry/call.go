@@ -280,7 +280,7 @@ func (c *Call) outcome(now time.Time, o Outcome) {
 		return
 	}
 	bo := breaker.Success
-	if o.Failure() {
+	if o.failure() {
 		bo = breaker.Failure
 	} else if o == OutcomePermanent {
 		bo = breaker.Ignored

@@ -22,9 +22,9 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// PushbackError is an error that carries how long the server asked the
+// pushbackError is an error that carries how long the server asked the
 // caller to wait before trying again. Make one with [After].
-type PushbackError struct {
+type pushbackError struct {
 	// Wait is the wait the server asked for. A negative Wait means the
 	// server said not to retry at all.
 	Wait time.Duration
@@ -32,7 +32,7 @@ type PushbackError struct {
 	Err error
 }
 
-func (e *PushbackError) Error() string {
+func (e *pushbackError) Error() string {
 	if e.Err == nil {
 		return "retry: server pushback " + e.Wait.String()
 	}
@@ -40,7 +40,7 @@ func (e *PushbackError) Error() string {
 }
 
 // Unwrap returns the underlying error.
-func (e *PushbackError) Unwrap() error { return e.Err }
+func (e *pushbackError) Unwrap() error { return e.Err }
 
 // Transient marks err as one that may pass if the call is repeated, whatever
 // the policy's classifier says. Transient(nil) is nil.
@@ -69,7 +69,7 @@ func After(d time.Duration, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &PushbackError{Wait: d, Err: err}
+	return &pushbackError{Wait: d, Err: err}
 }
 
 // IsPermanent reports whether err was marked with [Permanent].
@@ -81,12 +81,12 @@ func IsPermanent(err error) bool {
 type marks struct {
 	permanent bool
 	transient bool
-	pushback  *PushbackError // the first one found
+	pushback  *pushbackError // the first one found
 }
 
 // findMarks walks err's tree once (Unwrap() error and Unwrap() []error,
 // depth first) and collects heed's marks. The mark types are unexported (or,
-// for PushbackError, have no As method), so type assertions find them all;
+// for pushbackError, have no As method), so type assertions find them all;
 // this is errors.As without its allocation and with one walk for three
 // types.
 func findMarks(err error) marks {
@@ -103,7 +103,7 @@ func (m *marks) walk(err error) {
 			return
 		case *transientError:
 			m.transient = true
-		case *PushbackError:
+		case *pushbackError:
 			if m.pushback == nil {
 				m.pushback = e
 			}
@@ -294,10 +294,10 @@ const (
 // [Outcome.Key].
 func (o Outcome) String() string { return o.Key() }
 
-// Failure reports whether the outcome says the dependency is unwell:
+// failure reports whether the outcome says the dependency is unwell:
 // transient, timeout, pushback and refused do; ok and permanent do not.
 // Breakers count these as failures.
-func (o Outcome) Failure() bool {
+func (o Outcome) failure() bool {
 	return o == OutcomeTransient || o == OutcomeTimeout || o == OutcomePushback || o == OutcomeRefused
 }
 

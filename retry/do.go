@@ -55,20 +55,6 @@ func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, 
 	return v, nil
 }
 
-// DoTrace is [Do] that also returns the call's decision log, on success as
-// on failure: each retry and deferral in order, then the success or the
-// give-up (on a give-up, the [*ExhaustedError]'s Trace). When ctx ends,
-// it returns the decisions taken until then. The decisions carry their
-// times. Unlike Do, it allocates on success: the log.
-func DoTrace(ctx context.Context, p Policy, fn func(context.Context) error) ([]Decision, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var trace []Decision
-	err := loop(ctx, &p, fn, nil, &trace)
-	return trace, err
-}
-
 func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -79,9 +65,9 @@ func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 		if err == nil {
 			return nil
 		}
-		return loop(ctx, p, fn, err, nil)
+		return loop(ctx, p, fn, err)
 	}
-	return loop(ctx, p, fn, nil, nil)
+	return loop(ctx, p, fn, nil)
 }
 
 // loop runs the attempts through the call protocol ([Call]). When first
@@ -93,31 +79,16 @@ func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 // time budget, a retry budget, a breaker or an observer. A retry loop with
 // none of them (immediate retries, say) reads no clock at all, and its
 // decisions carry no times.
-//
-// When trace is not nil, loop sets it to the call's decisions when it
-// returns, the success included.
-func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first error, trace *[]Decision) error {
+func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first error) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	c := Call{Policy: *p}
-	var (
-		success   Decision // the one decision the Call does not keep
-		succeeded bool
-	)
-	if trace != nil {
-		defer func() {
-			*trace = c.Trace()
-			if succeeded {
-				*trace = append(*trace, success)
-			}
-		}()
-	}
 	if d, ok := ctx.Deadline(); ok {
 		c.History.Deadline = d
 	}
 	c.History.UpstreamOwns = deadline.UpstreamOwns(ctx)
-	timed := !c.History.Deadline.IsZero() || p.TimeBudget > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil || trace != nil
+	timed := !c.History.Deadline.IsZero() || p.TimeBudget > 0 || p.Budget != nil || p.Breaker != nil || p.Observe != nil
 	var (
 		timer clock.Timer
 		now   time.Time
@@ -159,7 +130,6 @@ func loop(ctx context.Context, p *Policy, fn func(context.Context) error, first 
 		}
 		switch d.Action {
 		case Done:
-			success, succeeded = d, true
 			return nil
 		case GiveUp:
 			return c.Exhausted(err)

@@ -34,12 +34,13 @@ func ExampleDo() {
 	// Output: <nil> 3
 }
 
-// DoTrace returns the decision log of a call that succeeded, as of one
-// that gave up: here two retries, then the success.
-func ExampleDoTrace() {
+// Policy.Observe sees every decision of a call, the success included:
+// here two retries, then the success.
+func ExamplePolicy_observe() {
 	calls := 0
-	trace, err := retry.DoTrace(context.Background(), retry.Policy{
+	err := retry.Do(context.Background(), retry.Policy{
 		Backoff: backoff.Schedule{Base: time.Millisecond, Jitter: backoff.NoJitter}, // short for the example
+		Observe: func(_ context.Context, ev retry.Event) { fmt.Println(ev.Decision) },
 	}, func(ctx context.Context) error {
 		calls++
 		if calls < 3 {
@@ -48,14 +49,11 @@ func ExampleDoTrace() {
 		return nil
 	})
 	fmt.Println(err)
-	for _, d := range trace {
-		fmt.Println(d)
-	}
 	// Output:
-	// <nil>
 	// attempt 1: connection reset, retry in 1ms
 	// attempt 2: connection reset, retry in 2ms
 	// attempt 3: ok
+	// <nil>
 }
 
 // A permanent error ends the call at once; the error returned wraps it.

@@ -37,8 +37,8 @@ import (
 //
 // Only requests that are safe to repeat are ever hedged: the executor
 // decides that with the rule its retries use (retryhttp: an idempotent
-// method or an idempotency key; heedgrpc: an idempotent method or a key;
-// retry.Do: every call, since Do retries the function anyway).
+// method or an idempotency key; heedgrpc: an idempotent method or a key).
+// [Do] does not hedge: it makes one attempt at a time (see [Policy.Hedge]).
 //
 // A Hedge learns the latencies of the calls that use it (with Delay zero):
 // share one between the calls to one destination, as a Budget is shared.

@@ -14,6 +14,39 @@
 // retry/executortest checks that they do. Each decision carries its reason,
 // and the list of them (the trace) is passed to the observer and kept on
 // the error returned when a call gives up.
+//
+// # For users
+//
+// [Do], [DoValue] and [Policy] (with [Policy.Validate]); the marks
+// [Transient], [Permanent] and [After] an operation puts on its errors, and
+// [IsTransient], the default classifier; [ErrExhausted] and
+// [*ExhaustedError] for a call that gave up; [Policy.Observe] and
+// [LogObserver] to see each [Event]; and, to read a [Decision], its
+// [Action], [Reason] and [Outcome]. The executors in retryhttp, heedgrpc
+// and queue take the same Policy.
+//
+// # For executor authors
+//
+// An executor (an HTTP transport, a gRPC interceptor, a job worker) runs
+// each call through a [Call], the one door into the call protocol, and
+// keeps nothing of its own about retries:
+//
+//   - [Call.Admit] before each attempt: the attempt's [Limit], or a
+//     refusal whose decision is [Call.Last];
+//   - [Call.ShareLimit], between Admit and the attempt, for an executor
+//     that gives attempts a share of the caller's deadline;
+//   - the attempt, then [Call.End] with its [Result], which returns the
+//     [Decision] (done, retry after its Delay, give up, or defer);
+//     [Call.Abandon] instead when the caller went away;
+//   - [Call.Exhausted] for the error of a call that gave up, and
+//     [Call.Trace] for its decisions;
+//   - with [Policy.Hedge], [Call.Race] (or [Call.HedgeAt] and [Call.Hedge]
+//     for an executor that runs attempts on its own clock, such as sim).
+//
+// [Decide] is the pure rule behind End, for an executor whose state lives
+// elsewhere (a job store keeps the [History]); [Policy.Classify] and
+// [Policy.Fits] are the rules it applies. retry/executortest is the
+// conformance suite every executor passes.
 package retry
 
 import (

@@ -29,6 +29,33 @@ func BenchmarkRaceCost(b *testing.B) {
 	interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
 }
 
+// BenchmarkRaceCostDone is BenchmarkRaceCost with an attempt that asks
+// its context for Done, as net/http's transport does: the race then makes
+// its cancellable context, which BenchmarkRaceCost's attempt never needs.
+func BenchmarkRaceCostDone(b *testing.B) {
+	var sink <-chan struct{}
+	ok := func(ctx context.Context, _ int, _ Limit) Result {
+		sink = ctx.Done()
+		return Result{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := func(p Policy) func() {
+		return func() {
+			c := Call{Policy: p}
+			now := time.Now()
+			lim, _ := c.Admit(now)
+			res, _, cancel := c.Race(ctx, now, lim, ok)
+			if cancel != nil {
+				cancel()
+			}
+			c.End(now, res)
+		}
+	}
+	interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
+	_ = sink
+}
+
 // interleave runs off and on alternately, chunk by chunk, b.N times in
 // all, and reports the fastest and the median chunk of each (ns/op) and
 // the differences on-off.

@@ -11,7 +11,7 @@ import (
 	"net/http/httptrace"
 	"time"
 
-	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -33,7 +33,7 @@ func attemptValue(n int) []string {
 	if n >= 1 && n <= len(attemptValues) {
 		return attemptValues[n-1]
 	}
-	return []string{deadline.FormatRetryAttempt(n)}
+	return []string{wire.FormatRetryAttempt(n)}
 }
 
 // newKey returns a random UUID (version 4), quoted as an sf-string.
@@ -85,11 +85,11 @@ func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time
 	r.Header = copyHeader(req.Header)
 	hdr := r.Header
 	if c.claim {
-		hdr[deadline.RetryAttemptHeader] = attemptValue(max(n, deadline.UpstreamAttempt(ctx)))
+		hdr[wire.RetryAttemptHeader] = attemptValue(max(n, wire.UpstreamAttempt(ctx)))
 	}
 	if c.propagate {
 		if !lim.At.IsZero() {
-			hdr[deadline.Header] = []string{deadline.FormatHeader(lim.At.Sub(now) - t.headerMargin())}
+			hdr[wire.Header] = []string{wire.FormatHeader(lim.At.Sub(now) - t.headerMargin())}
 		}
 	}
 	if c.genKey != "" {

@@ -51,8 +51,8 @@ func (c attemptClass) String() string {
 // StatusError is the error of an attempt that got a response with a
 // retryable status. When the transport gives up it returns that response,
 // not this error, except when the server's Retry-After does not fit before
-// the deadline: then the error returned wraps a *StatusError inside a
-// *retry.PushbackError that carries the server's wait.
+// the deadline: then the error returned wraps a *StatusError marked with
+// the server's wait (retry.After), which [RetryAfter] reads.
 type StatusError struct {
 	// StatusCode is the response's status code, such as 503.
 	StatusCode int
@@ -79,9 +79,14 @@ var ErrBodyTooLarge = errors.New("retryhttp: response body too large")
 // deadline, and true; or 0 and false. A caller (or a job queue) can
 // schedule the retry that far ahead.
 func RetryAfter(err error) (time.Duration, bool) {
-	var pb *retry.PushbackError
-	if errors.As(err, &pb) && pb.Wait >= 0 {
-		return pb.Wait, true
+	if err == nil {
+		return 0, false
+	}
+	// A pushback the server sent is what the policy classifies first
+	// (after an explicit Permanent), whatever its classifier says.
+	var p retry.Policy
+	if o, wait := p.Classify(err, false); o == retry.OutcomePushback {
+		return wait, true
 	}
 	return 0, false
 }

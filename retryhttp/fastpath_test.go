@@ -12,6 +12,7 @@ import (
 
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
@@ -67,7 +68,7 @@ func TestHeaderCopyWhateverItsSize(t *testing.T) {
 					t.Errorf("X-F%d missing: %v", i, h)
 				}
 			}
-			if h.Get(deadline.RetryAttemptHeader) != "1" || h.Get(deadline.Header) == "" || h.Get(retryhttp.IdempotencyKeyHeader) == "" {
+			if h.Get(wire.RetryAttemptHeader) != "1" || h.Get(wire.Header) == "" || h.Get(retryhttp.IdempotencyKeyHeader) == "" {
 				t.Errorf("added fields missing: %v", h)
 			}
 			sent.Header.Set("X-Later", "1") // the base's copy is its own

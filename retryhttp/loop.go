@@ -11,6 +11,7 @@ import (
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/clockctx"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -346,7 +347,7 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 		}
 	} else {
 		cl.status = a.resp.StatusCode
-		if deadline.UpstreamOpen(a.resp) {
+		if wire.UpstreamOpen(a.resp) {
 			// A healthy server whose own dependency is refused by its
 			// breaker: not worth a retry, and no failure of this
 			// server's, so our breaker does not count it.

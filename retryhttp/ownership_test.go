@@ -12,6 +12,7 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retryhttp"
 )
 
@@ -37,7 +38,7 @@ func TestOwnershipClaimedOnlyByARetryingCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
-				got = append(got, r.Header.Get(deadline.RetryAttemptHeader))
+				got = append(got, r.Header.Get(wire.RetryAttemptHeader))
 			})
 			tr := newTransport(t, fast(tt.attempts))
 			ctx := context.Background()
@@ -211,7 +212,7 @@ func TestUpstreamOpenDoesNotStackBreakers(t *testing.T) {
 		readAll(t, resp)
 		last = resp
 	}
-	if !deadline.UpstreamOpen(last) {
+	if !wire.UpstreamOpen(last) {
 		t.Fatalf("B's answer %d %v does not say its upstream is open", last.StatusCode, last.Header)
 	}
 	if len(changes) != 0 {

@@ -19,19 +19,19 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/deadline"
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }
 
 // fast is a policy with short, unjittered delays for loopback tests.
@@ -119,9 +119,9 @@ func TestSuccessSendsWireHeadersAndLeavesRequestAlone(t *testing.T) {
 	if got.Get("Retry-Attempt") != "1" || got.Get("X-Mine") != "1" {
 		t.Errorf("server saw %v", got)
 	}
-	d, err := deadline.ParseHeader(got.Get(deadline.Header))
+	d, err := wire.ParseHeader(got.Get(wire.Header))
 	if err != nil || d <= 0 || d > 2*time.Second-retryhttp.DefaultHeaderMargin {
-		t.Errorf("Timeout-Remaining %q: %v, %v", got.Get(deadline.Header), d, err)
+		t.Errorf("Timeout-Remaining %q: %v, %v", got.Get(wire.Header), d, err)
 	}
 	if fmt.Sprint(req.Header) != fmt.Sprint(before) {
 		t.Errorf("caller's header changed: %v, was %v", req.Header, before)
@@ -1044,7 +1044,7 @@ func TestTimeoutRemainingIsTheAttemptsDeadline(t *testing.T) {
 	var mu sync.Mutex
 	srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
 		mu.Lock()
-		got = append(got, r.Header.Get(deadline.Header))
+		got = append(got, r.Header.Get(wire.Header))
 		mu.Unlock()
 	})
 	p := fast(3)
@@ -1065,7 +1065,7 @@ func TestTimeoutRemainingIsTheAttemptsDeadline(t *testing.T) {
 	}
 	readAll(t, resp)
 	for _, v := range got {
-		d, err := deadline.ParseHeader(v)
+		d, err := wire.ParseHeader(v)
 		if err != nil || d > 500*time.Millisecond-retryhttp.DefaultHeaderMargin || d < 400*time.Millisecond {
 			t.Errorf("Timeout-Remaining %q (%v), want the attempt's 500ms minus the margin", v, err)
 		}

@@ -12,16 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
 	"github.com/heed-go/heed/retry/executortest"
 	"github.com/heed-go/heed/retry/overtimetest"
 	"github.com/heed-go/heed/sqlitestore"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 func open(t testing.TB) *sqlitestore.Store {
 	t.Helper()

@@ -14,16 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
 	"github.com/heed-go/heed/ui"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 const token = "test-token-0123456789abcdef"
 

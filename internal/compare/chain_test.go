@@ -15,8 +15,8 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/heed-go/heed/budget"
-	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/chaintest"
+	"github.com/heed-go/heed/internal/wire"
 	"github.com/heed-go/heed/retryhttp"
 )
 
@@ -116,7 +116,7 @@ func (n naive) RoundTrip(r *http.Request) (*http.Response, error) {
 // attempts), and false otherwise.
 func halfLeft(r *http.Request) (time.Duration, bool) {
 	dl, ok := r.Context().Deadline()
-	n, _ := strconv.Atoi(r.Header.Get(deadline.RetryAttemptHeader))
+	n, _ := strconv.Atoi(r.Header.Get(wire.RetryAttemptHeader))
 	if !ok || n == 0 || n >= 3 {
 		return 0, false
 	}

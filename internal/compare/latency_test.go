@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/queue"
+	"github.com/heed-go/heed/queue/jobstore"
 )
 
 // steadyRate is the enqueue rate of BenchmarkQueueLatency, in jobs/s.
@@ -40,7 +41,7 @@ func BenchmarkQueueLatency(b *testing.B) {
 // steady enqueues b.N no-op jobs into s at steadyRate while a worker with
 // the default configuration runs them, and reports the percentiles of
 // their enqueue-to-start latency.
-func steady(b *testing.B, s queue.Store) {
+func steady(b *testing.B, s jobstore.Store) {
 	ctx := context.Background()
 	c := queue.NewClient(s, queue.ClientConfig{})
 	var mu sync.Mutex

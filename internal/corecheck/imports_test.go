@@ -27,8 +27,8 @@ const module = "github.com/heed-go/heed"
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
-	core    = []string{"clock", "internal/clockctx", "internal/docjson", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
-	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck"}
+	core    = []string{"clock", "internal/clockctx", "internal/docjson", "internal/wire", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
+	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck", "internal/cron", "internal/leakcheck"}
 	arrows  = map[string][]string{
 		"internal/dest":                nil, // per-destination budget and breaker, for the client executors
 		"internal/admitfirst":          nil, // a first attempt without a retry.Call, for heedgrpc
@@ -76,7 +76,6 @@ var (
 		"sim/chart":                  {"gonum.org/v1/plot"},
 		"cmd/heed/internal/cli":      {"github.com/mattn/go-isatty"},
 		"cmd/heed/internal/cmdrun":   {"github.com/mattn/go-isatty", "golang.org/x/sys"},
-		"queue":                      {"github.com/robfig/cron/v3"}, // the cron parser of periodic jobs
 	}
 )
 
@@ -106,9 +105,31 @@ func mayImport(pkg string) ([]string, bool) {
 	return nil, false
 }
 
-// packages returns the module's packages (relative import paths) and their
-// non-test imports, read from the source with go/build.
+// modules are heed's modules besides the core (the root): each holds what
+// needs a third-party module. The layering spans them all.
+var modules = []string{"pgstore", "sqlitestore", "heedgrpc", "heedotel", "sim", "ui", "storeurl", "cmd/heed"}
+
+// moduleOf returns the directory of the module that holds the package at
+// rel, "." for the core.
+func moduleOf(rel string) string {
+	for _, m := range modules {
+		if rel == m || strings.HasPrefix(rel, m+"/") {
+			return m
+		}
+	}
+	return "."
+}
+
+// packages returns the packages of heed's modules (relative import paths)
+// and their non-test imports, read from the source with go/build.
 func packages(t *testing.T) map[string][]string {
+	pkgs, _ := walk(t)
+	return pkgs
+}
+
+// walk returns packages' answer, and for each package of the core module
+// every import, its tests' included.
+func walk(t *testing.T) (pkgs, core map[string][]string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -117,7 +138,7 @@ func packages(t *testing.T) map[string][]string {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root not found: %v", err)
 	}
-	pkgs := map[string][]string{}
+	pkgs, core = map[string][]string{}, map[string][]string{}
 	err = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -128,8 +149,8 @@ func packages(t *testing.T) map[string][]string {
 		if rel != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
 			return filepath.SkipDir
 		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && rel != "." {
-			return filepath.SkipDir // another module (internal/compare)
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && rel != "." && !slices.Contains(modules, rel) {
+			return filepath.SkipDir // a module outside the layering (internal/compare, the job engines' adapters)
 		}
 		p, err := build.ImportDir(dir, 0)
 		if err != nil {
@@ -141,15 +162,38 @@ func packages(t *testing.T) map[string][]string {
 		if len(p.GoFiles) > 0 {
 			pkgs[rel] = p.Imports
 		}
+		if moduleOf(rel) == "." {
+			core[rel] = slices.Concat(p.Imports, p.TestImports, p.XTestImports)
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pkgs) < 20 {
-		t.Fatalf("found only %d packages: %v", len(pkgs), pkgs)
+	if len(pkgs) < 40 || len(core) < 20 {
+		t.Fatalf("found only %d packages, %d in the core module: %v", len(pkgs), len(core), pkgs)
 	}
-	return pkgs
+	return pkgs, core
+}
+
+// The core module requires nothing, so that a program importing any of it
+// has no third-party module in its build: its packages, tests included,
+// import only the standard library and the core module's own packages.
+func TestCoreModuleImportsOnlyItself(t *testing.T) {
+	_, core := walk(t)
+	for pkg, imports := range core {
+		for _, imp := range imports {
+			dep, heed := strings.CutPrefix(imp, module+"/")
+			switch {
+			case isStd(imp):
+			case heed && moduleOf(dep) == ".":
+			case heed:
+				t.Errorf("%s (core module) imports %s, of the module %s: move the code, or the test, to that module", pkg, dep, moduleOf(dep))
+			default:
+				t.Errorf("%s (core module) imports %s, outside the standard library", pkg, imp)
+			}
+		}
+	}
 }
 
 func TestLayering(t *testing.T) {

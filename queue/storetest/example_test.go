@@ -1,21 +1,28 @@
 package storetest_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/queue/storetest"
-	"github.com/heed-go/heed/sqlitestore"
 )
+
+// openStore stands for your store's constructor (sqlitestore.Open, say).
+var openStore func(ctx context.Context, path string) (interface {
+	jobstore.Store
+	Close() error
+}, error)
 
 // A store proves it keeps the queue's contract by running the suite from
 // its own tests, with a fresh store for every subtest. This is how
-// sqlitestore's test does it; pgstore's gives each subtest its own schema.
+// sqlitestore's test does it (with sqlitestore.Open); pgstore's gives each
+// subtest its own schema.
 func ExampleRun() {
 	testStore := func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) jobstore.Store {
-			s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "heed.db"))
+			s, err := openStore(t.Context(), filepath.Join(t.TempDir(), "heed.db"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
 	"github.com/heed-go/heed/queue"
@@ -155,7 +155,7 @@ func TestJobsUnreachablePostgresHidesPassword(t *testing.T) {
 func TestJobsTour(t *testing.T) {
 	// The worker, the store and the demo's server leave no goroutine
 	// behind once the command returns.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	leakcheck.Check(t)
 	jobsTour(t, jobsTestDB(t))
 }
 
@@ -339,7 +339,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes about 2 s")
 	}
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	leakcheck.Check(t)
 	db := filepath.Join(t.TempDir(), "demo.db")
 	code, stdout, stderr := heed(t, "", "demo", "--db", db)
 	if code != 0 {

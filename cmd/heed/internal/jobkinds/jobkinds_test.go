@@ -111,8 +111,10 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("500: %v, want transient", err)
 	}
 	status, retryAfter = 503, "7"
-	var pb *retry.PushbackError
-	if err := run(); !errors.As(err, &pb) || pb.Wait != 7*time.Second {
+	if err := run(); func() bool {
+		o, wait := (&retry.Policy{}).Classify(err, false)
+		return o != retry.OutcomePushback || wait != 7*time.Second
+	}() {
 		t.Errorf("503 Retry-After 7: %v, want a pushback of 7s", err)
 	}
 	if err := runHTTP(context.Background(), client, httpArgs{URL: "http://127.0.0.1:1/"}); err == nil || retry.IsPermanent(err) {

@@ -1,4 +1,11 @@
-package deadline
+// Package wire is heed's HTTP wire format between a client and a server
+// that both run heed: the headers (Timeout-Remaining, Retry-Attempt,
+// Upstream-Breaker), their grammar, and what a request's context carries
+// of them (deadline.Middleware puts it there; retryhttp and heedgrpc read
+// it and send it on). Users see its effects through deadline.Middleware,
+// deadline.WithUpstreamOwner and the executors, never its names; the
+// headers themselves are documented in package deadline.
+package wire
 
 import (
 	"errors"
@@ -59,7 +66,7 @@ func quoteShort(s string) string {
 	return strconv.Quote(s[:keep]) + "..."
 }
 
-func badHeader(s, reason string) error {
+func BadHeader(s, reason string) error {
 	return &HeaderError{Value: s, Reason: reason}
 }
 
@@ -96,16 +103,16 @@ var units = [...]struct {
 // take min(value, own limit) and to trust the header only from known peers.
 func ParseHeader(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, badHeader(s, "empty")
+		return 0, BadHeader(s, "empty")
 	}
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case ' ', '\t', '\n', '\r', '\v', '\f':
-			return 0, badHeader(s, "whitespace not allowed")
+			return 0, BadHeader(s, "whitespace not allowed")
 		}
 	}
 	if s[0] == '+' || s[0] == '-' {
-		return 0, badHeader(s, "sign not allowed")
+		return 0, BadHeader(s, "sign not allowed")
 	}
 	n := 0
 	var v int64
@@ -116,16 +123,16 @@ func ParseHeader(s string) (time.Duration, error) {
 		n++
 	}
 	if n < len(s) && (s[n] == '.' || s[n] == ',') {
-		return 0, badHeader(s, "fraction not allowed")
+		return 0, BadHeader(s, "fraction not allowed")
 	}
 	if n == 0 {
-		return 0, badHeader(s, "missing digits before the unit")
+		return 0, BadHeader(s, "missing digits before the unit")
 	}
 	if n > maxDigits {
-		return 0, badHeader(s, "more than 8 digits")
+		return 0, BadHeader(s, "more than 8 digits")
 	}
 	if n == len(s) {
-		return 0, badHeader(s, "missing unit (want h, m, s, ms, us or ns)")
+		return 0, BadHeader(s, "missing unit (want h, m, s, ms, us or ns)")
 	}
 	unit := s[n:]
 	var u time.Duration
@@ -143,11 +150,11 @@ func ParseHeader(s string) (time.Duration, error) {
 	case "h":
 		u = time.Hour
 	default:
-		return 0, badHeader(s, "unknown unit "+quoteShort(unit)+
+		return 0, BadHeader(s, "unknown unit "+quoteShort(unit)+
 			" (want h, m, s, ms, us or ns; units are case-sensitive)")
 	}
 	if v > math.MaxInt64/int64(u) {
-		return 0, badHeader(s, "too large for a time.Duration")
+		return 0, BadHeader(s, "too large for a time.Duration")
 	}
 	return time.Duration(v) * u, nil
 }
@@ -163,7 +170,7 @@ func ParseHeader(s string) (time.Duration, error) {
 //
 // A d <= 0 encodes as "0ms", which a server reads as "no time left"; a
 // caller whose deadline has passed should not send the request at all
-// ([Check] tells it so). Every time.Duration encodes, the largest as
+// (deadline.Check tells it so). Every time.Duration encodes, the largest as
 // "2562047h".
 func FormatHeader(d time.Duration) string {
 	if d <= 0 {

@@ -1,44 +1,13 @@
-package queue_test
+package queuetest
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/sqlitestore"
 )
-
-// Three jobs in one transaction; the third's key is held by the first, so
-// it returns that job.
-func ExampleClient_EnqueueMany() {
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, ":memory:")
-	if err != nil {
-		panic(err)
-	}
-	defer st.Close()
-	c := queue.NewClient(st, queue.ClientConfig{})
-	res, err := c.EnqueueMany(ctx, []queue.EnqueueItem{
-		{Kind: "email", Args: Greeting{Name: "Ada"}, Options: queue.EnqueueOptions{UniqueKey: "welcome-ada"}},
-		{Kind: "email", Args: Greeting{Name: "Grace"}},
-		{Kind: "email", Args: Greeting{Name: "Ada"}, Options: queue.EnqueueOptions{UniqueKey: "welcome-ada"}},
-	})
-	if err != nil {
-		panic(err)
-	}
-	for _, r := range res {
-		fmt.Println("job", r.Job.ID, string(r.Job.Args), "inserted:", r.Inserted)
-	}
-	_, err = c.EnqueueMany(ctx, []queue.EnqueueItem{{Kind: "email"}, {Kind: ""}})
-	fmt.Println(err)
-	// Output:
-	// job 1 {"name":"Ada"} inserted: true
-	// job 2 {"name":"Grace"} inserted: true
-	// job 1 {"name":"Ada"} inserted: false
-	// queue: item 1: kind is empty
-}
 
 // With a store that is not a BatchInserter (plainStore hides it),
 // EnqueueMany inserts one job at a time.

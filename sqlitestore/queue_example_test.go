@@ -1,4 +1,8 @@
-package queue_test
+package sqlitestore_test
+
+// queue's examples, over a SQLite store in memory. They live here, not in
+// queue, because queue belongs to heed's core module, which requires no
+// third-party module (not even for tests), and a store needs a driver.
 
 import (
 	"context"
@@ -23,7 +27,7 @@ type Greeting struct {
 // that says nothing of itself would go to the dead-letter at once, as it
 // does in retry.Do: mark it, or set Policy.Retryable to queue.RetryAll.)
 // Its history records every attempt and decision.
-func Example() {
+func Example_queue() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:") // a file path in real use
 	if err != nil {
@@ -133,7 +137,7 @@ func Example_deadLetter() {
 
 // Enqueue options: a delay, a priority, per-job overrides and a unique key
 // that makes a second enqueue return the first job.
-func ExampleClient_Enqueue() {
+func Example_enqueue() {
 	ctx := context.Background()
 	st, _ := sqlitestore.Open(ctx, ":memory:")
 	defer st.Close()
@@ -171,7 +175,7 @@ func (c laterClock) Now() time.Time { return time.Now().Add(c.by) }
 
 // Succeeded jobs are kept (with their history) until purged. PurgeSucceeded
 // deletes those that finished more than an age ago, and nothing else.
-func ExampleClient_PurgeSucceeded() {
+func Example_purgeSucceeded() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:")
 	if err != nil {
@@ -213,7 +217,7 @@ func ExampleClient_PurgeSucceeded() {
 // An operator cancels a job enqueued by mistake, makes a scheduled one run
 // now, and deletes what has finished. Each call takes a JobFilter (IDs,
 // kind, queue, ...) and returns how many jobs it changed.
-func ExampleClient_Cancel() {
+func Example_cancel() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:")
 	if err != nil {
@@ -255,7 +259,7 @@ func (EmailArgs) Kind() string { return "email" }
 
 // Typed kinds, a per-kind policy and a middleware; Drain runs the worker
 // until no job is due, and reports what it left.
-func ExampleHandleArgs() {
+func Example_handleArgs() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:")
 	if err != nil {
@@ -301,7 +305,7 @@ func ExampleHandleArgs() {
 
 // A database migrated by a newer heed is refused with an error naming both
 // versions.
-func ExampleSchemaTooNewError() {
+func Example_schemaTooNewError() {
 	err := error(&jobstore.SchemaTooNewError{Store: "pgstore", Database: 7, Binary: 3})
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, jobstore.ErrSchemaTooNew))
@@ -313,7 +317,7 @@ func ExampleSchemaTooNewError() {
 // A worker that lacks what a kind needs gives its jobs back with Decline,
 // for a worker that has it: the attempt is not counted, and a drain
 // reports the job instead of waiting for it.
-func ExampleDecline() {
+func Example_decline() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:")
 	if err != nil {
@@ -349,7 +353,7 @@ func ExampleDecline() {
 // 10 of its jobs run at once and at most 50 start a second, across every
 // worker of every process that shares the store. The store enforces it
 // when workers claim; jobs held back wait as they are.
-func ExampleClient_SetLimit() {
+func Example_setLimit() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:") // a file path or pgstore in real use
 	if err != nil {
@@ -369,4 +373,34 @@ func ExampleClient_SetLimit() {
 	}
 	// Output:
 	// geocode: at most 10 running, 50 starts per 1s
+}
+
+// Three jobs in one transaction; the third's key is held by the first, so
+// it returns that job.
+func Example_enqueueMany() {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	c := queue.NewClient(st, queue.ClientConfig{})
+	res, err := c.EnqueueMany(ctx, []queue.EnqueueItem{
+		{Kind: "email", Args: Greeting{Name: "Ada"}, Options: queue.EnqueueOptions{UniqueKey: "welcome-ada"}},
+		{Kind: "email", Args: Greeting{Name: "Grace"}},
+		{Kind: "email", Args: Greeting{Name: "Ada"}, Options: queue.EnqueueOptions{UniqueKey: "welcome-ada"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range res {
+		fmt.Println("job", r.Job.ID, string(r.Job.Args), "inserted:", r.Inserted)
+	}
+	_, err = c.EnqueueMany(ctx, []queue.EnqueueItem{{Kind: "email"}, {Kind: ""}})
+	fmt.Println(err)
+	// Output:
+	// job 1 {"name":"Ada"} inserted: true
+	// job 2 {"name":"Grace"} inserted: true
+	// job 1 {"name":"Ada"} inserted: false
+	// queue: item 1: kind is empty
 }

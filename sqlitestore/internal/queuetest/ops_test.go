@@ -1,4 +1,4 @@
-package queue_test
+package queuetest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
@@ -446,3 +447,11 @@ func TestWorkerKinds(t *testing.T) {
 		}
 	}
 }
+
+// laterClock reads the wall clock shifted by a fixed amount.
+type laterClock struct {
+	clock.Real
+	by time.Duration
+}
+
+func (c laterClock) Now() time.Time { return time.Now().Add(c.by) }

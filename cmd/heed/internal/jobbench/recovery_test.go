@@ -1,4 +1,7 @@
-package queue_test
+package jobbench_test
+
+// A measurement of queue over both stores; it lives in the command's module,
+// the one that requires both.
 
 import (
 	"context"
@@ -28,7 +31,7 @@ import (
 // (attempts, deferrals). It takes a minute per store, so it runs only with
 // HEED_MEASURE=1 (PostgreSQL also needs HEED_TEST_POSTGRES_URL):
 //
-//	HEED_MEASURE=1 go test -run MeasureBacklogRecovery -v ./queue
+//	HEED_MEASURE=1 go test -run MeasureBacklogRecovery -v ./cmd/heed/internal/jobbench
 func TestMeasureBacklogRecovery(t *testing.T) {
 	if os.Getenv("HEED_MEASURE") == "" {
 		t.Skip("a measurement of a minute per store: set HEED_MEASURE=1")

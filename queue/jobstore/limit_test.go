@@ -1,12 +1,13 @@
-package queue
+package jobstore
 
 import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/heed-go/heed/queue/jobstore"
 )
+
+// t0 is the fixed instant the tests count from.
+var t0 = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 
 func TestLimitClaimable(t *testing.T) {
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -15,25 +16,25 @@ func TestLimitClaimable(t *testing.T) {
 		l       Limit
 		want    int
 		running int
-		b       jobstore.RateBucket
+		b       RateBucket
 		now     time.Time
 		n       int     // Claimable
 		tokens  float64 // Took's tokens after n starts
 	}{
-		{"no limit", Limit{}, 7, 100, jobstore.RateBucket{}, t0, 7, 0},
-		{"concurrency room", Limit{Concurrency: 10}, 7, 5, jobstore.RateBucket{}, t0, 5, 0},
-		{"concurrency full", Limit{Concurrency: 10}, 7, 10, jobstore.RateBucket{}, t0, 0, 0},
-		{"concurrency over (lowered)", Limit{Concurrency: 10}, 7, 12, jobstore.RateBucket{}, t0, 0, 0},
-		{"rate full bucket", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 4, At: t0}, t0, 4, 0},
-		{"rate partial", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 0, At: t0}, at(300), 1, 0.2},
-		{"rate fractions add up", Limit{Rate: 3}, 10, 0, jobstore.RateBucket{Tokens: 0, At: t0}, at(1000), 3, 0},
-		{"rate capped at Rate", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 1, At: t0}, at(3_600_000), 4, 0},
-		{"rate period", Limit{Rate: 2, RatePeriod: time.Minute}, 10, 0, jobstore.RateBucket{Tokens: 0, At: t0}, at(30_000), 1, 0},
-		{"clock behind the bucket", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{Tokens: 2.5, At: at(500)}, t0, 2, 0.5},
-		{"never bucket (zero At)", Limit{Rate: 4}, 10, 0, jobstore.RateBucket{}, t0, 4, 0},
-		{"both: concurrency tighter", Limit{Concurrency: 3, Rate: 100}, 10, 1, jobstore.RateBucket{Tokens: 100, At: t0}, t0, 2, 98},
-		{"both: rate tighter", Limit{Concurrency: 30, Rate: 5}, 10, 1, jobstore.RateBucket{Tokens: 5, At: t0}, t0, 5, 0},
-		{"want fewer", Limit{Concurrency: 30, Rate: 5}, 1, 1, jobstore.RateBucket{Tokens: 5, At: t0}, t0, 1, 4},
+		{"no limit", Limit{}, 7, 100, RateBucket{}, t0, 7, 0},
+		{"concurrency room", Limit{Concurrency: 10}, 7, 5, RateBucket{}, t0, 5, 0},
+		{"concurrency full", Limit{Concurrency: 10}, 7, 10, RateBucket{}, t0, 0, 0},
+		{"concurrency over (lowered)", Limit{Concurrency: 10}, 7, 12, RateBucket{}, t0, 0, 0},
+		{"rate full bucket", Limit{Rate: 4}, 10, 0, RateBucket{Tokens: 4, At: t0}, t0, 4, 0},
+		{"rate partial", Limit{Rate: 4}, 10, 0, RateBucket{Tokens: 0, At: t0}, at(300), 1, 0.2},
+		{"rate fractions add up", Limit{Rate: 3}, 10, 0, RateBucket{Tokens: 0, At: t0}, at(1000), 3, 0},
+		{"rate capped at Rate", Limit{Rate: 4}, 10, 0, RateBucket{Tokens: 1, At: t0}, at(3_600_000), 4, 0},
+		{"rate period", Limit{Rate: 2, RatePeriod: time.Minute}, 10, 0, RateBucket{Tokens: 0, At: t0}, at(30_000), 1, 0},
+		{"clock behind the bucket", Limit{Rate: 4}, 10, 0, RateBucket{Tokens: 2.5, At: at(500)}, t0, 2, 0.5},
+		{"never bucket (zero At)", Limit{Rate: 4}, 10, 0, RateBucket{}, t0, 4, 0},
+		{"both: concurrency tighter", Limit{Concurrency: 3, Rate: 100}, 10, 1, RateBucket{Tokens: 100, At: t0}, t0, 2, 98},
+		{"both: rate tighter", Limit{Concurrency: 30, Rate: 5}, 10, 1, RateBucket{Tokens: 5, At: t0}, t0, 5, 0},
+		{"want fewer", Limit{Concurrency: 30, Rate: 5}, 1, 1, RateBucket{Tokens: 5, At: t0}, t0, 1, 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := tt.l.Claimable(tt.want, tt.running, tt.b, tt.now)

@@ -1,4 +1,9 @@
-package queue_test
+// Package queuetest holds queue's tests that need a real store: the worker,
+// the client's operations and the call protocol end to end, over SQLite. They
+// live in sqlitestore's module because queue belongs to heed's core module,
+// which requires no third-party module (not even for tests). It has only
+// tests.
+package queuetest
 
 import (
 	"context"
@@ -12,14 +17,14 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/sqlitestore"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 var ctx = context.Background()
 

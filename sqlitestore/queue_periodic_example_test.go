@@ -1,4 +1,4 @@
-package queue_test
+package sqlitestore_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // clock, for the example): it enqueues the 09:00 tick it missed, once, then
 // each tick as the clock reaches it. Every worker it is registered on
 // does the same, and each tick still makes one job.
-func ExampleWorker_Periodic() {
+func Example_periodic() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:")
 	if err != nil {

@@ -1,6 +1,7 @@
-package deadline
+package wire
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -117,8 +118,8 @@ func TestHeaderErrorMessage(t *testing.T) {
 	if msg := err.Error(); len(msg) > 120 || strings.Contains(msg, "\n") {
 		t.Errorf("message not shortened or escaped: %q", msg)
 	}
-	if errors.Is(err, ErrTooClose) {
-		t.Error("HeaderError matches ErrTooClose")
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Error("HeaderError matches context.DeadlineExceeded")
 	}
 }
 

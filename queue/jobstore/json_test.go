@@ -1,4 +1,4 @@
-package queue
+package jobstore
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
-	"github.com/heed-go/heed/queue/jobstore"
 )
 
 var storedT0 = time.Date(2026, 5, 4, 3, 2, 1, 123456000, time.UTC)
@@ -34,7 +33,7 @@ func TestStoredJSONPinned(t *testing.T) {
 			`{"attempt":2,"worker":"w1","started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:02.123456Z","outcome":"transient","error":"connection reset","action":"retry","reason":"transient","delay":"4.000001s"}`},
 		{Attempt{Attempt: 3, StartedAt: storedT0, FinishedAt: storedT0, Outcome: "permanent", Action: "give_up", Reason: "permanent"},
 			`{"attempt":3,"started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:01.123456Z","outcome":"permanent","action":"give_up","reason":"permanent"}`},
-		{Attempt{Outcome: jobstore.OutcomeCut, Action: "", Cut: 7, StartedAt: storedT0, FinishedAt: storedT0},
+		{Attempt{Outcome: OutcomeCut, Action: "", Cut: 7, StartedAt: storedT0, FinishedAt: storedT0},
 			`{"attempt":0,"started_at":"2026-05-04T03:02:01.123456Z","finished_at":"2026-05-04T03:02:01.123456Z","outcome":"cut","action":"","cut":7}`},
 	} {
 		b, err := json.Marshal(tc.v)

@@ -1,4 +1,4 @@
-package queue_test
+package queuetest
 
 import (
 	"context"
