@@ -73,9 +73,9 @@ func (j Jitter) String() string {
 	return fmt.Sprintf("Jitter(%d)", j)
 }
 
-// ParseKind returns the Kind named s ("exponential", "constant", "linear",
+// parseKind returns the Kind named s ("exponential", "constant", "linear",
 // "immediate").
-func ParseKind(s string) (Kind, error) {
+func parseKind(s string) (Kind, error) {
 	for i, n := range kindNames {
 		if s == n {
 			return Kind(i), nil
@@ -84,9 +84,9 @@ func ParseKind(s string) (Kind, error) {
 	return 0, fmt.Errorf("backoff: unknown kind %q (want exponential, constant, linear or immediate)", s)
 }
 
-// ParseJitter returns the Jitter named s ("full", "none", "equal",
+// parseJitter returns the Jitter named s ("full", "none", "equal",
 // "decorrelated").
-func ParseJitter(s string) (Jitter, error) {
+func parseJitter(s string) (Jitter, error) {
 	for i, n := range jitterNames {
 		if s == n {
 			return Jitter(i), nil
@@ -105,10 +105,10 @@ func (k Kind) MarshalText() ([]byte, error) {
 	return nil, fmt.Errorf("backoff: cannot encode Kind(%d), not a known kind", k)
 }
 
-// UnmarshalText sets k to the kind named text, as [ParseKind] does; an
-// unknown name is an error naming it and leaves k unchanged.
+// UnmarshalText sets k to the kind named text ("exponential", "constant",
+// "linear" or "immediate", as [Kind.String] writes them); an unknown name is an error naming it and leaves k unchanged.
 func (k *Kind) UnmarshalText(text []byte) error {
-	v, err := ParseKind(string(text))
+	v, err := parseKind(string(text))
 	if err != nil {
 		return err
 	}
@@ -126,10 +126,10 @@ func (j Jitter) MarshalText() ([]byte, error) {
 	return nil, fmt.Errorf("backoff: cannot encode Jitter(%d), not a known jitter", j)
 }
 
-// UnmarshalText sets j to the jitter named text, as [ParseJitter] does;
-// an unknown name is an error naming it and leaves j unchanged.
+// UnmarshalText sets j to the jitter named text ("full", "none", "equal"
+// or "decorrelated", as [Jitter.String] writes them); an unknown name is an error naming it and leaves j unchanged.
 func (j *Jitter) UnmarshalText(text []byte) error {
-	v, err := ParseJitter(string(text))
+	v, err := parseJitter(string(text))
 	if err != nil {
 		return err
 	}
@@ -139,9 +139,9 @@ func (j *Jitter) UnmarshalText(text []byte) error {
 
 // Defaults used for zero fields of a [Schedule].
 const (
-	DefaultBase       = 100 * time.Millisecond
-	DefaultCap        = 5 * time.Second
-	DefaultMultiplier = 2.0
+	defaultBase       = 100 * time.Millisecond
+	defaultCap        = 5 * time.Second
+	defaultMultiplier = 2.0
 )
 
 // ErrInvalid is matched (with errors.Is) by every error [Schedule.Validate]
@@ -205,14 +205,14 @@ func (s Schedule) Validate() error {
 func (s Schedule) WithDefaults() Schedule {
 	s.Base, s.Cap = s.base(), s.cap()
 	if s.Multiplier == 0 {
-		s.Multiplier = DefaultMultiplier
+		s.Multiplier = defaultMultiplier
 	}
 	return s
 }
 
 func (s Schedule) base() time.Duration {
 	if s.Base <= 0 {
-		return DefaultBase
+		return defaultBase
 	}
 	return s.Base
 }
@@ -221,7 +221,7 @@ func (s Schedule) cap() time.Duration {
 	if s.Cap > 0 {
 		return s.Cap
 	}
-	return max(DefaultCap, s.base())
+	return max(defaultCap, s.base())
 }
 
 // Delay returns the schedule's delay after failure n (n counts from 1)
@@ -251,7 +251,7 @@ func (s Schedule) Delay(n int) time.Duration {
 	}
 	m := s.Multiplier
 	if m == 0 {
-		m = DefaultMultiplier
+		m = defaultMultiplier
 	}
 	if m <= 1 || math.IsNaN(m) {
 		return base

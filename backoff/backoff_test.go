@@ -143,20 +143,20 @@ func TestValidate(t *testing.T) {
 
 func TestParse(t *testing.T) {
 	for _, k := range []Kind{Exponential, Constant, Linear, Immediate} {
-		if got, err := ParseKind(k.String()); err != nil || got != k {
-			t.Errorf("ParseKind(%q) = %v, %v", k, got, err)
+		if got, err := parseKind(k.String()); err != nil || got != k {
+			t.Errorf("parseKind(%q) = %v, %v", k, got, err)
 		}
 	}
 	for _, j := range []Jitter{FullJitter, NoJitter, EqualJitter, DecorrelatedJitter} {
-		if got, err := ParseJitter(j.String()); err != nil || got != j {
-			t.Errorf("ParseJitter(%q) = %v, %v", j, got, err)
+		if got, err := parseJitter(j.String()); err != nil || got != j {
+			t.Errorf("parseJitter(%q) = %v, %v", j, got, err)
 		}
 	}
-	if _, err := ParseKind("fibonacci"); err == nil {
-		t.Error("ParseKind accepted fibonacci")
+	if _, err := parseKind("fibonacci"); err == nil {
+		t.Error("parseKind accepted fibonacci")
 	}
-	if _, err := ParseJitter("Full"); err == nil {
-		t.Error("ParseJitter accepted Full")
+	if _, err := parseJitter("Full"); err == nil {
+		t.Error("parseJitter accepted Full")
 	}
 }
 

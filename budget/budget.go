@@ -100,10 +100,10 @@ const (
 	// 1 + Ratio + Burst/(r × T) is at most 1.10 from 5 s at 100 requests
 	// per second (1.09× in the long run).
 	DefaultRatio = 0.09
-	// DefaultWindow is 10 s: long enough to hold a meaningful sample of a
+	// defaultWindow is 10 s: long enough to hold a meaningful sample of a
 	// busy client's traffic, short enough to follow a change of it.
 	// Finagle's retry budget uses the same 10 s.
-	DefaultWindow = 10 * time.Second
+	defaultWindow = 10 * time.Second
 	// DefaultBurst is 5: a new process may retry its first 5 failures at
 	// once, and an outage that follows health sees no more than 5
 	// retries beyond the fill rate in any second: 1.14× in its worst
@@ -119,7 +119,7 @@ const (
 	// retries per second to its ratio, which at 2 requests per second is
 	// a 6× load.)
 	DefaultMinPerSecond = 1.0
-	// DefaultEarn is 3: a retry that succeeds puts three retries back in
+	// defaultEarn is 3: a retry that succeeds puts three retries back in
 	// the bucket, its own and two more. When retries succeed at least a
 	// third of the time (a partial outage: a retry is as likely to work as
 	// a first attempt) the bucket stays full; when they succeed less
@@ -128,27 +128,27 @@ const (
 	// break-even at exactly the 50% failures of a partial outage: the
 	// bucket is then a random walk that runs dry in its bad runs, 82%
 	// served instead of 87% in sim.)
-	DefaultEarn = 3.0
-	// DefaultCeiling is 1: a retry that succeeds earns more than its own
+	defaultEarn = 3.0
+	// defaultCeiling is 1: a retry that succeeds earns more than its own
 	// only while the window's attempts stay under 2× its demand (the
 	// requests plus the retries that succeeded), so an overload whose
 	// retries fail at least as often as calls are served cannot grow its
 	// own load.
-	DefaultCeiling = 1.0
+	defaultCeiling = 1.0
 )
 
 // Limits on [Config] fields, checked by [New].
 const (
-	// MaxRatio is the largest Ratio and Ceiling accepted (as in Finagle):
+	// maxRatio is the largest Ratio and Ceiling accepted (as in Finagle):
 	// 1000 retries per request is already no limit at all.
-	MaxRatio = 1000.0
-	// MinWindow is the shortest Window accepted. Shorter windows hold too
+	maxRatio = 1000.0
+	// minWindow is the shortest Window accepted. Shorter windows hold too
 	// few requests to say anything about a ratio.
-	MinWindow = 10 * time.Millisecond
-	// MaxWindow is the longest Window accepted. A budget over a longer
+	minWindow = 10 * time.Millisecond
+	// maxWindow is the longest Window accepted. A budget over a longer
 	// window reacts to an outage too slowly to protect anything (Finagle
 	// caps its window at 60 s).
-	MaxWindow = time.Hour
+	maxWindow = time.Hour
 )
 
 // ErrInvalid is matched (with errors.Is) by every error [New] returns.
@@ -185,14 +185,14 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 // everywhere in heed.
 type Config struct {
 	// Ratio is the part of a retry each request adds to the bucket
-	// (default 0.09, see [DefaultRatio]); at most [MaxRatio]. Negative: no
+	// (default 0.09, see [DefaultRatio]); at most 1000. Negative: no
 	// budget at all, every retry is allowed ([New] and [For] then return
 	// a nil *Budget, which a retry.Policy reads as no budget).
 	Ratio float64
 	// Window is the span over which requests, retries and successes are
-	// counted (default 10 s, see [DefaultWindow]), for [Budget.StatsAt],
+	// counted (default 10 s, as in Finagle), for [Budget.StatsAt],
 	// for the ceiling on earning and for the fill rate [Budget.RefillAt]
-	// expects. It must be in [MinWindow, MaxWindow]. It slides in steps of
+	// expects. It must be from 10 ms to 1 h. It slides in steps of
 	// Window/10: a count leaves it between 0.9 × Window and Window after
 	// it was made. It does not limit retries itself.
 	Window time.Duration
@@ -209,7 +209,7 @@ type Config struct {
 	// Negative: no burst: the bucket holds one retry and starts empty.
 	Burst float64
 	// Earn is the number of retries a retry that succeeded puts back in
-	// the bucket, its own included (default 3, see [DefaultEarn]), while
+	// the bucket, its own included (default 3), while
 	// the window is under Ceiling; past it, a success puts back at most
 	// its own. Successes may fill the bucket to three times Burst.
 	// Negative: retries that succeed put nothing back, and the budget is
@@ -217,8 +217,9 @@ type Config struct {
 	Earn float64
 	// Ceiling bounds earning: a success earns Earn only while the window's
 	// attempts (requests and retries) are under 1 + Ceiling times its
-	// demand (requests and retries that succeeded) (default 1, see
-	// [DefaultCeiling]); at most [MaxRatio]. Negative: no ceiling.
+	// demand (requests and retries that succeeded) (default 1:
+	// an overload whose retries fail at least as often as calls are served
+	// cannot grow its own load); at most 1000. Negative: no ceiling.
 	Ceiling float64
 	// Clock is read by the convenience wrappers ([Budget.Request],
 	// [Budget.AllowRetry], [Budget.RetrySucceeded], [Budget.Stats]) only;
@@ -232,14 +233,14 @@ func (c Config) Validate() error {
 	switch {
 	case math.IsNaN(c.Ratio):
 		return &InvalidError{"Ratio", "is NaN, must be a number"}
-	case c.Ratio > MaxRatio:
-		return &InvalidError{"Ratio", fmt.Sprintf("is %v, must be at most %v", c.Ratio, MaxRatio)}
+	case c.Ratio > maxRatio:
+		return &InvalidError{"Ratio", fmt.Sprintf("is %v, must be at most %v", c.Ratio, maxRatio)}
 	case c.Window < 0:
 		return &InvalidError{"Window", fmt.Sprintf("is %v, must not be negative", c.Window)}
-	case c.Window != 0 && c.Window < MinWindow:
-		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at least %v", c.Window, MinWindow)}
-	case c.Window > MaxWindow:
-		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at most %v", c.Window, MaxWindow)}
+	case c.Window != 0 && c.Window < minWindow:
+		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at least %v", c.Window, minWindow)}
+	case c.Window > maxWindow:
+		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at most %v", c.Window, maxWindow)}
 	case math.IsNaN(c.MinPerSecond):
 		return &InvalidError{"MinPerSecond", "is NaN, must be a number"}
 	case math.IsInf(c.MinPerSecond, 1):
@@ -256,8 +257,8 @@ func (c Config) Validate() error {
 		return &InvalidError{"Earn", "is +Inf, must be finite"}
 	case math.IsNaN(c.Ceiling):
 		return &InvalidError{"Ceiling", "is NaN, must be a number"}
-	case c.Ceiling > MaxRatio:
-		return &InvalidError{"Ceiling", fmt.Sprintf("is %v, must be at most %v", c.Ceiling, MaxRatio)}
+	case c.Ceiling > maxRatio:
+		return &InvalidError{"Ceiling", fmt.Sprintf("is %v, must be at most %v", c.Ceiling, maxRatio)}
 	}
 	return nil
 }
@@ -289,15 +290,15 @@ func (c Config) resolve() params {
 	}
 	w := c.Window
 	if w == 0 {
-		w = DefaultWindow
+		w = defaultWindow
 	}
 	p := params{
 		width:   int64(w / numBuckets),
 		ratio:   pick(c.Ratio, DefaultRatio),
 		floor:   pick(c.MinPerSecond, DefaultMinPerSecond),
 		size:    pick(c.Burst, DefaultBurst),
-		earn:    pick(c.Earn, DefaultEarn),
-		ceiling: pick(c.Ceiling, DefaultCeiling),
+		earn:    pick(c.Earn, defaultEarn),
+		ceiling: pick(c.Ceiling, defaultCeiling),
 	}
 	if c.Burst < 0 {
 		p.size, p.empty = 1, true

@@ -60,8 +60,8 @@ func TestValidate(t *testing.T) {
 		{Config{Ceiling: 2000}, "Ceiling", "budget: Ceiling is 2000, must be at most 1000"},
 		{Config{}, "", ""},
 		{Config{MinPerSecond: -1, Earn: -1, Ceiling: -1}, "", ""},
-		{Config{Ratio: MaxRatio, Window: MinWindow, MinPerSecond: 1e6}, "", ""},
-		{Config{Window: MaxWindow}, "", ""},
+		{Config{Ratio: maxRatio, Window: minWindow, MinPerSecond: 1e6}, "", ""},
+		{Config{Window: maxWindow}, "", ""},
 		{Config{Burst: 1}, "", ""},
 		{Config{Burst: -1}, "", ""},
 	}
@@ -453,7 +453,7 @@ func TestRefillAt(t *testing.T) {
 	// Nothing refills: the window.
 	b = mustNew(t, Config{MinPerSecond: -1})
 	grant(b, t0, 5)
-	if got := b.RefillAt(t0); !got.Equal(at(DefaultWindow)) {
+	if got := b.RefillAt(t0); !got.Equal(at(defaultWindow)) {
 		t.Fatalf("RefillAt with no fill = %v, want the window", got.Sub(t0))
 	}
 }
@@ -726,7 +726,7 @@ func TestConcurrentSliding(t *testing.T) {
 	if s.Requests <= 0 || s.Requests > goroutines*perG || s.Retries < 0 || s.Denied < 0 {
 		t.Fatalf("final stats %+v", s)
 	}
-	if float64(s.Retries) > DefaultCeiling*float64(s.Requests)+5 {
+	if float64(s.Retries) > defaultCeiling*float64(s.Requests)+5 {
 		t.Fatalf("final stats %+v over budget", s)
 	}
 }

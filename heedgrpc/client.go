@@ -38,7 +38,7 @@
 //	                                       PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE,
 //	                                       UNIMPLEMENTED, INTERNAL, DATA_LOSS, UNAUTHENTICATED, UNKNOWN
 //	any code, with the    permanent, not   never: the server is healthy, its own dependency's breaker
-//	trailer upstream-     counted by the   is open ([UpstreamBreakerMetadata])
+//	trailer upstream-     counted by the   is open
 //	breaker: open         breaker
 //
 // A repeatable method is one listed in Client.Idempotent, or whose
@@ -125,10 +125,10 @@ import (
 // Metadata keys of heed's wire formats over gRPC (lower case, as gRPC
 // metadata keys are).
 const (
-	// RetryAttemptMetadata carries the attempt number, "1" to "9999", of a
+	// retryAttemptMD carries the attempt number, "1" to "9999", of a
 	// call whose caller retries (or passes on the claim of a caller above):
 	// the gRPC form of the Retry-Attempt header.
-	RetryAttemptMetadata = "retry-attempt"
+	retryAttemptMD = "retry-attempt"
 	// IdempotencyKeyMetadata makes a call to a method that is not declared
 	// idempotent safe to repeat, when the server honours it.
 	IdempotencyKeyMetadata = "idempotency-key"
@@ -136,19 +136,19 @@ const (
 	// wait (milliseconds, an ASCII int32) before retrying, or, negative,
 	// not to retry (gRFC A6).
 	PushbackMetadata = "grpc-retry-pushback-ms"
-	// UpstreamBreakerMetadata is the trailer, "upstream-breaker: open", by
+	// upstreamBreakerMD is the trailer, "upstream-breaker: open", by
 	// which a heed server says that it failed the call because a
 	// dependency of its own is refused by an open circuit breaker: the
 	// server is healthy, so the call is neither retried nor counted as a
 	// failure by the client's breaker (the gRPC form of HTTP's
 	// Upstream-Breaker header).
-	UpstreamBreakerMetadata = "upstream-breaker"
+	upstreamBreakerMD = "upstream-breaker"
 )
 
-// DefaultMaxReplay is how many sent messages a stream keeps, so that it can
+// defaultMaxReplay is how many sent messages a stream keeps, so that it can
 // be sent again on a new stream, when Client.MaxReplay is zero: 16. A
 // stream that sends more before its first response message is not retried.
-const DefaultMaxReplay = 16
+const defaultMaxReplay = 16
 
 // Client holds the configuration and the per-target state of heed's client
 // interceptors.
@@ -230,7 +230,7 @@ type Client struct {
 	AttemptShare float64
 
 	// MaxReplay is how many sent messages a stream keeps to send again on
-	// a retry (default [DefaultMaxReplay]; negative: streams that send
+	// a retry (default 16; negative: streams that send
 	// messages are never retried).
 	MaxReplay int
 
@@ -305,7 +305,7 @@ func (c *Client) init() {
 		c.share = max(c.AttemptShare, 0)
 		c.maxReplay = c.MaxReplay
 		if c.maxReplay == 0 {
-			c.maxReplay = DefaultMaxReplay
+			c.maxReplay = defaultMaxReplay
 		}
 		p := &c.Policy
 		c.fast = p.Observe == nil && c.OnAttempt == nil && c.Logger == nil
@@ -332,7 +332,7 @@ func (c *Client) DialOptions() []grpc.DialOption {
 // only reads outgoing metadata).
 var attemptMD = func() (m [9]metadata.MD) {
 	for i := range m {
-		m[i] = metadata.MD{RetryAttemptMetadata: {strconv.Itoa(i + 1)}}
+		m[i] = metadata.MD{retryAttemptMD: {strconv.Itoa(i + 1)}}
 	}
 	return m
 }()
@@ -362,7 +362,7 @@ func withAttempt(ctx context.Context, n int) context.Context {
 	if n >= 1 && n <= len(attemptMDValue) && attemptMDValue[n-1] != nil && ctx.Value(outgoingMDKey) == nil {
 		return context.WithValue(ctx, outgoingMDKey, attemptMDValue[n-1])
 	}
-	return metadata.AppendToOutgoingContext(ctx, RetryAttemptMetadata, strconv.Itoa(min(max(n, 1), 9999)))
+	return metadata.AppendToOutgoingContext(ctx, retryAttemptMD, strconv.Itoa(min(max(n, 1), 9999)))
 }
 
 // outgoingMDKey is the context key under which package metadata keeps
@@ -371,7 +371,7 @@ func withAttempt(ctx context.Context, n int) context.Context {
 // Should the probe learn nothing, withAttempt always appends.
 var outgoingMDKey = func() any {
 	var p probeContext
-	metadata.ValueFromOutgoingContext(&p, RetryAttemptMetadata)
+	metadata.ValueFromOutgoingContext(&p, retryAttemptMD)
 	return p.key
 }()
 
@@ -894,7 +894,7 @@ func (cs *call) resultOf(err error, timedOut bool, trailer metadata.MD) (retry.R
 	}
 	code := status.Code(err)
 	res := retry.Result{Err: err, TimedOut: timedOut, Outcome: retry.OutcomePermanent}
-	if v := trailer[UpstreamBreakerMetadata]; len(v) > 0 && v[0] == "open" {
+	if v := trailer[upstreamBreakerMD]; len(v) > 0 && v[0] == "open" {
 		// A healthy server whose dependency's breaker is open: not worth
 		// a retry, and no failure of this server's (permanent outcomes
 		// are not counted by the breaker).

@@ -144,7 +144,7 @@ func (s *Server) prepare(ctx context.Context) (context.Context, context.CancelFu
 		return nil, nil, status.Error(codes.DeadlineExceeded, "heedgrpc: "+deadline.ErrTooClose.Error())
 	}
 	if !s.OwnershipOff {
-		if v := metadata.ValueFromIncomingContext(ctx, RetryAttemptMetadata); len(v) > 0 {
+		if v := metadata.ValueFromIncomingContext(ctx, retryAttemptMD); len(v) > 0 {
 			trusted := s.Trusted
 			if trusted == nil {
 				trusted = TrustPrivate
@@ -191,7 +191,7 @@ func (s *Server) upstreamOpen(ctx context.Context, err error) bool {
 
 // upstreamOpenMD is the trailer of an answer caused by a dependency's open
 // breaker.
-var upstreamOpenMD = metadata.MD{UpstreamBreakerMetadata: {"open"}}
+var upstreamOpenMD = metadata.MD{upstreamBreakerMD: {"open"}}
 
 // UnaryInterceptor returns the unary server interceptor (see [Server]).
 func (s Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
@@ -243,7 +243,7 @@ func (s Server) StreamInterceptor() grpc.StreamServerInterceptor {
 // callAttempt is the call's attempt number from retry-attempt (0 when it
 // has none or a malformed one).
 func callAttempt(ctx context.Context) int {
-	v := metadata.ValueFromIncomingContext(ctx, RetryAttemptMetadata)
+	v := metadata.ValueFromIncomingContext(ctx, retryAttemptMD)
 	if len(v) == 0 {
 		return 0
 	}

@@ -8,15 +8,6 @@ import (
 	"github.com/heed-go/heed/internal/admit"
 )
 
-// Defaults of [Config].
-const (
-	DefaultInitialLimit  = admit.DefaultInitial
-	DefaultMinLimit      = admit.DefaultMin
-	DefaultMaxLimit      = admit.DefaultMax
-	DefaultQueueTarget   = admit.DefaultTarget
-	DefaultQueueInterval = admit.DefaultInterval
-)
-
 // Config configures a [Limiter]. The zero Config is the documented
 // default and what most servers want: an adaptive limit from 20 between 1
 // and 1000, a queue as long as the limit, CoDel's 5 ms target and 100 ms

@@ -19,7 +19,7 @@ import (
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/idempotency"
-	"github.com/heed-go/heed/pgstore/pgstoretest"
+	"github.com/heed-go/heed/pgstore/internal/pgtest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
@@ -140,7 +140,7 @@ func viaProxy(t *testing.T, u string, p *faultProxy) string {
 	t.Helper()
 	pu, err := url.Parse(u)
 	if err != nil {
-		t.Skipf("%s is not a URL; the fault tests need one", pgstoretest.EnvURL)
+		t.Skipf("%s is not a URL; the fault tests need one", pgtest.EnvURL)
 	}
 	pu.Host = p.addr
 	q := pu.Query()
@@ -154,7 +154,7 @@ func serverAddr(t *testing.T) string {
 	t.Helper()
 	u, err := url.Parse(testURL(t))
 	if err != nil || u.Host == "" || strings.HasPrefix(u.Host, "/") {
-		t.Skipf("%s is not a TCP URL; the fault tests need one", pgstoretest.EnvURL)
+		t.Skipf("%s is not a TCP URL; the fault tests need one", pgtest.EnvURL)
 	}
 	if u.Port() == "" {
 		return net.JoinHostPort(u.Hostname(), "5432")

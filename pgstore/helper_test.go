@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/internal/leakcheck"
+	"github.com/heed-go/heed/pgstore/internal/pgtest"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(pgstoretest.EnvURL) == "" {
+	if os.Getenv(pgtest.EnvURL) == "" {
 		// Shown by go test -v; each test also skips with this message.
-		os.Stdout.WriteString("pgstore: " + pgstoretest.SkipMessage + "\n")
+		os.Stdout.WriteString("pgstore: " + pgtest.SkipMessage + "\n")
 	}
 	leakcheck.Main(m)
 }
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 // testURL returns the server's URL, or skips t.
 func testURL(t testing.TB) string {
 	t.Helper()
-	return pgstoretest.ServerURL(t)
+	return pgtest.ServerURL(t)
 }
 
 // testSchema gives t a schema of its own: see pgstoretest.Schema.
@@ -32,7 +33,7 @@ func testSchema(t testing.TB) (schema, schemaURL string) {
 // withParam adds a parameter to a connection string.
 func withParam(t testing.TB, conn, key, value string) string {
 	t.Helper()
-	return pgstoretest.WithParam(t, conn, key, value)
+	return pgtest.WithParam(t, conn, key, value)
 }
 
 // openTest opens a store in a fresh schema, closed when t ends.

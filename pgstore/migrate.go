@@ -26,7 +26,7 @@ var migrations = schema.MustLoad("pgstore", migrationFS, "migrations", schema.Re
 // [*jobstore.SchemaTooNewError].
 func SchemaVersion() int { return len(migrations) }
 
-// MinReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
+// minReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
 // previous release's. Since it, migration 9 added the table of periodic
 // ticks, which only workers use, migration 10 compacted runs of
 // deferrals in histories (data only, read either way), migration 11
@@ -36,7 +36,7 @@ func SchemaVersion() int { return len(migrations) }
 // limit read, and migration 13 the periodic jobs' schedules (only
 // workers write them; readers say they are missing); a migration that
 // changes what a client reads or writes raises it.
-const MinReadVersion = 8
+const minReadVersion = 8
 
 // Check reads the database's schema version without changing anything: nil
 // when it is [SchemaVersion], a [*jobstore.SchemaBehindError] when migrations

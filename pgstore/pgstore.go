@@ -139,7 +139,7 @@ type OpenOptions struct {
 	// can be using it.
 	CreateEmpty bool
 	// ReadBehind, with MigrateOff, opens a schema one release behind
-	// (down to MinReadVersion) as it is, without migrating: what
+	// (schema 8 or later) as it is, without migrating: what
 	// [queue.Client] reads and changes works on it (heed jobs ls, stats,
 	// show and heed ui), so an operator can look before upgrading. A
 	// worker must not run on it: open it without ReadBehind. A schema
@@ -179,7 +179,7 @@ func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 	switch {
 	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
 		err = s.Migrate(ctx)
-	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= MinReadVersion:
+	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= minReadVersion:
 		err = nil
 	}
 	if err != nil {

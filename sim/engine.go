@@ -28,8 +28,8 @@ type Options struct {
 }
 
 // Run runs the scenario once for each of its chains, in order, and
-// returns their results. It returns an [*InvalidError] for an invalid
-// scenario. The same scenario gives the same results, to the byte.
+// returns their results. It returns an error matching [ErrInvalid] for an
+// invalid scenario. The same scenario gives the same results, to the byte.
 func Run(s Scenario) ([]*Result, error) { return RunWith(s, Options{}) }
 
 // RunWith is [Run] with options. It returns the Context's error when the

@@ -130,20 +130,21 @@ func (s *Summary) RecoveryString() string {
 	return fmt.Sprintf("recovered %v after the faults ended", s.RecoveryTime)
 }
 
-// CSVHeader is the header row that [WriteCSV] writes.
-var CSVHeader = []string{"policy", "t_s", "user_requests", "attempts", "goodput", "errors",
+// csvHeader is the header row that [WriteCSV] writes.
+var csvHeader = []string{"policy", "t_s", "user_requests", "attempts", "goodput", "errors",
 	"queue", "in_flight", "p50_ms", "p99_ms"}
 
-// WriteCSV writes the time series of results as CSV: the [CSVHeader] row,
-// then one row per policy and interval. Times are in seconds, latencies in
+// WriteCSV writes the time series of results as CSV: a header row
+// (policy, t_s, user_requests, attempts, goodput, errors, queue, in_flight,
+// p50_ms, p99_ms), then one row per policy and interval. Times are in seconds, latencies in
 // milliseconds. The output depends only on the results, so equal results
 // give equal bytes.
 func WriteCSV(w io.Writer, results ...*Result) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
+	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
-	row := make([]string, len(CSVHeader))
+	row := make([]string, len(csvHeader))
 	for _, r := range results {
 		for _, p := range r.Series {
 			row[0] = r.Chain

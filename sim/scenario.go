@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -22,24 +21,6 @@ import (
 	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
-
-// LoadScenario returns the built-in scenario called arg (see [Builtins]),
-// or reads the scenario file at the path arg with [ParseScenario]. Its
-// errors name arg, not this package: they are meant for the user who wrote
-// the file.
-func LoadScenario(arg string) (Scenario, error) {
-	if s, ok := Builtin(arg); ok {
-		return s, nil
-	}
-	data, err := os.ReadFile(arg)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(arg, "./\\") {
-			return Scenario{}, fmt.Errorf("no built-in scenario or file %q (built-in: %s)", arg, strings.Join(Builtins(), ", "))
-		}
-		return Scenario{}, err
-	}
-	return ParseScenario(arg, data)
-}
 
 // ParseScenario decodes the scenario file called file: JSON when the name
 // ends in .json, YAML otherwise. Durations are Go durations ("500ms", "2s",
@@ -311,7 +292,7 @@ func (f *fileScenario) scenario() (Scenario, error) {
 		return s, errors.New("load.rate: missing; say how many user requests arrive per second")
 	}
 	if f.Load.Arrival != "" {
-		a, err := ParseArrival(f.Load.Arrival)
+		a, err := parseArrival(f.Load.Arrival)
 		if err != nil {
 			return s, fmt.Errorf("load.arrival: %q is not poisson or constant", f.Load.Arrival)
 		}
@@ -319,7 +300,7 @@ func (f *fileScenario) scenario() (Scenario, error) {
 	}
 	for i, ff := range f.Faults {
 		p := fmt.Sprintf("faults[%d]", i)
-		k, err := ParseFaultKind(ff.Kind)
+		k, err := parseFaultKind(ff.Kind)
 		if err != nil {
 			return s, fmt.Errorf("%s.kind: %q is not outage, capacity, errors, spike or black_hole", p, ff.Kind)
 		}

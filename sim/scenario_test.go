@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,22 +121,6 @@ func TestParseScenario(t *testing.T) {
 	}
 	if j.Name != "outage-json" || j.Load.Arrival != Constant || j.Faults[0].Kind != ErrorRate || j.Chains[0].Layers[0].Retry.TimeBudget != 3*time.Second {
 		t.Errorf("parsed %+v", j)
-	}
-}
-
-func TestLoadScenario(t *testing.T) {
-	if s, err := LoadScenario("spike"); err != nil || s.Name != "spike" {
-		t.Errorf("LoadScenario(spike) = %v, %v", s.Name, err)
-	}
-	if _, err := LoadScenario("nope"); err == nil || !strings.Contains(err.Error(), `no built-in scenario or file "nope" (built-in: `) {
-		t.Errorf("LoadScenario(nope): %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(path, []byte("horizon: 10s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadScenario(path); err == nil || err.Error() != path+": load.rate: missing; say how many user requests arrive per second" {
-		t.Errorf("LoadScenario(bad): %v", err)
 	}
 }
 

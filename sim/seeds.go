@@ -6,11 +6,6 @@ import (
 	"time"
 )
 
-// DefaultSeeds is the number of seeds [RunSeeds] and "heed sim" run when
-// not told otherwise: enough that one lucky seed does not make a policy
-// look better than it is, few enough to stay quick.
-const DefaultSeeds = 5
-
 // MaxSeeds is the most seeds [RunSeeds] runs.
 const MaxSeeds = 1000
 
@@ -20,9 +15,9 @@ type Spread struct {
 	Median, Min, Max float64
 }
 
-// Format formats the spread as "1.10 (1.08–1.13)", or as the median alone
+// format formats the spread as "1.10 (1.08–1.13)", or as the median alone
 // when all seeds agree, with format f for each value.
-func (s Spread) Format(f string) string {
+func (s Spread) format(f string) string {
 	if s.Min == s.Max {
 		return fmt.Sprintf(f, s.Median)
 	}
@@ -66,7 +61,7 @@ type Seeds struct {
 
 // RunSeeds runs the scenario with n seeds, s.Seed to s.Seed+n-1 (n from 1 to
 // [MaxSeeds]), and returns, for each chain in order, the runs and the
-// median and range of their figures. It returns an [*InvalidError] for an
+// median and range of their figures. It returns an error matching [ErrInvalid] for an
 // invalid scenario or n, and the Context's error when it ends first.
 func RunSeeds(s Scenario, n int, o Options) ([]*Seeds, error) {
 	if n < 1 || n > MaxSeeds {

@@ -49,21 +49,21 @@ import (
 
 // Defaults for zero fields of a [Scenario].
 const (
-	// DefaultInterval is the width of one point of the time series.
-	DefaultInterval = time.Second
-	// DefaultRecoverAt is the success rate an interval needs to count as
+	// defaultInterval is the width of one point of the time series.
+	defaultInterval = time.Second
+	// defaultRecoverAt is the success rate an interval needs to count as
 	// healthy when the recovery time is measured.
-	DefaultRecoverAt = 0.9
+	defaultRecoverAt = 0.9
 )
 
 // Limits checked by [Scenario.Validate]; they keep a run's memory and time
 // bounded.
 const (
-	MaxHorizon   = 24 * time.Hour // the longest Scenario.Horizon
-	MaxIntervals = 1_000_000      // the most points in a time series
-	MaxLayers    = 16             // the most layers in a Chain
-	MaxAttempts  = 100            // the most attempts per layer and call
-	MaxRate      = 10_000_000     // the highest user request rate, spikes included
+	maxHorizon   = 24 * time.Hour // the longest Scenario.Horizon
+	maxIntervals = 1_000_000      // the most points in a time series
+	maxLayers    = 16             // the most layers in a Chain
+	maxAttempts  = 100            // the most attempts per layer and call
+	maxRate      = 10_000_000     // the highest user request rate, spikes included
 )
 
 // Scenario is one experiment: traffic, a bottom service, faults, and the
@@ -121,8 +121,8 @@ func (a Arrival) String() string {
 	return fmt.Sprintf("Arrival(%d)", a)
 }
 
-// ParseArrival returns the Arrival named s ("poisson" or "constant").
-func ParseArrival(s string) (Arrival, error) {
+// parseArrival returns the Arrival named s ("poisson" or "constant").
+func parseArrival(s string) (Arrival, error) {
 	for i, n := range arrivalNames {
 		if s == n {
 			return Arrival(i), nil
@@ -216,8 +216,8 @@ func (k FaultKind) String() string {
 	return fmt.Sprintf("FaultKind(%d)", k)
 }
 
-// ParseFaultKind returns the FaultKind named s.
-func ParseFaultKind(s string) (FaultKind, error) {
+// parseFaultKind returns the FaultKind named s.
+func parseFaultKind(s string) (FaultKind, error) {
 	for i, n := range faultNames {
 		if s == n {
 			return FaultKind(i), nil
@@ -318,9 +318,9 @@ type Layer struct {
 // [Scenario.Validate] returns.
 var ErrInvalid = errors.New("sim: invalid scenario")
 
-// InvalidError reports an impossible value in a [Scenario]. It matches
+// invalidError reports an impossible value in a [Scenario]. It matches
 // [ErrInvalid].
-type InvalidError struct {
+type invalidError struct {
 	// Field is the path of the field as heed's scenario files spell it,
 	// such as "policies[0].layers[1].attempts".
 	Field string
@@ -329,19 +329,24 @@ type InvalidError struct {
 }
 
 // Error returns "sim: FIELD REASON".
-func (e *InvalidError) Error() string { return "sim: " + e.Field + " " + e.Reason }
+func (e *invalidError) Error() string { return "sim: " + e.Field + " " + e.Reason }
 
 // Is reports whether target is ErrInvalid.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
 
 func bad(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &invalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-// Validate returns an [*InvalidError] naming the first impossible value, or
-// nil. [Run] calls it.
+// Validate returns an error matching [ErrInvalid] that names the first
+// impossible value, as scenario files spell its field (such as
+// "sim: policies[0].layers[1].attempts is -1, must be at least 1"), or nil.
+// [Run] calls it. Besides impossible values it refuses runs too large for
+// memory or time: a horizon over 24 h, more than 1,000,000 intervals, more
+// than 16 layers, more than 100 attempts per layer and call, and more than
+// 10,000,000 user requests/s, spikes included.
 func (s *Scenario) Validate() error {
 	if err := s.validateTime(); err != nil {
 		return err
@@ -365,14 +370,14 @@ func (s *Scenario) validateTime() error {
 	switch {
 	case s.Horizon <= 0:
 		return bad("horizon", "is %v, must be positive", s.Horizon)
-	case s.Horizon > MaxHorizon:
-		return bad("horizon", "is %v, must be at most %v", s.Horizon, MaxHorizon)
+	case s.Horizon > maxHorizon:
+		return bad("horizon", "is %v, must be at most %v", s.Horizon, maxHorizon)
 	case s.Interval < 0:
 		return bad("interval", "is %v, must be positive", s.Interval)
 	case s.Interval > s.Horizon:
 		return bad("interval", "is %v, longer than the horizon %v", s.Interval, s.Horizon)
-	case s.Horizon/s.interval() > MaxIntervals:
-		return bad("interval", "is %v, too short: %v would need more than %d points", s.interval(), s.Horizon, MaxIntervals)
+	case s.Horizon/s.interval() > maxIntervals:
+		return bad("interval", "is %v, too short: %v would need more than %d points", s.interval(), s.Horizon, maxIntervals)
 	case !finite(s.RecoverAt) || s.RecoverAt < 0 || s.RecoverAt > 1:
 		return bad("recover_at", "is %v, must be from 0 to 1", s.RecoverAt)
 	}
@@ -384,8 +389,8 @@ func (l *Load) validate() error {
 	switch {
 	case !finite(l.Rate) || l.Rate <= 0:
 		return bad("load.rate", "is %v, must be a positive number of requests per second", l.Rate)
-	case l.Rate > MaxRate:
-		return bad("load.rate", "is %v, must be at most %v", l.Rate, float64(MaxRate))
+	case l.Rate > maxRate:
+		return bad("load.rate", "is %v, must be at most %v", l.Rate, float64(maxRate))
 	case l.Arrival > Constant:
 		return bad("load.arrival", "is %d, not a known arrival", l.Arrival)
 	case l.Deadline < 0:
@@ -438,8 +443,8 @@ func (f *Fault) validate(i int, rate float64) error {
 		return bad(p+".rate", "is set, but a %s fault has no rate", f.Kind)
 	}
 	switch {
-	case f.Depth < 0 || f.Depth > MaxLayers:
-		return bad(p+".depth", "is %d, must be from 0 (the bottom service) to %d", f.Depth, MaxLayers)
+	case f.Depth < 0 || f.Depth > maxLayers:
+		return bad(p+".depth", "is %d, must be from 0 (the bottom service) to %d", f.Depth, maxLayers)
 	case f.Kind != BlackHole && f.Depth != 0:
 		return bad(p+".depth", "is set, but a %s fault has no depth", f.Kind)
 	}
@@ -455,8 +460,8 @@ func (f *Fault) validateKindFields(p string, rate float64) error {
 			return bad(p+".factor", "is %v, must be in (0, 1]: the share of capacity left", f.Factor)
 		}
 	case Spike:
-		if !finite(f.Factor) || f.Factor <= 0 || f.Factor*rate > MaxRate {
-			return bad(p+".factor", "is %v, must be positive, and the rate times it at most %v", f.Factor, float64(MaxRate))
+		if !finite(f.Factor) || f.Factor <= 0 || f.Factor*rate > maxRate {
+			return bad(p+".factor", "is %v, must be positive, and the rate times it at most %v", f.Factor, float64(maxRate))
 		}
 	case ErrorRate:
 		if !finite(f.Rate) || f.Rate < 0 || f.Rate > 1 {
@@ -505,8 +510,8 @@ func (p *Chain) validate(path string) error {
 	switch {
 	case len(p.Layers) == 0:
 		return bad(path+".layers", "is empty, need at least one layer")
-	case len(p.Layers) > MaxLayers:
-		return bad(path+".layers", "has %d layers, at most %d", len(p.Layers), MaxLayers)
+	case len(p.Layers) > maxLayers:
+		return bad(path+".layers", "has %d layers, at most %d", len(p.Layers), maxLayers)
 	}
 	for j := range p.Layers {
 		l := &p.Layers[j]
@@ -515,8 +520,8 @@ func (p *Chain) validate(path string) error {
 		switch {
 		case r.Attempts < 0:
 			return bad(lp+".attempts", "is %d, must be at least 1 (the simulator needs a limit)", r.Attempts)
-		case r.Attempts > MaxAttempts:
-			return bad(lp+".attempts", "is %d, must be at most %d", r.Attempts, MaxAttempts)
+		case r.Attempts > maxAttempts:
+			return bad(lp+".attempts", "is %d, must be at most %d", r.Attempts, maxAttempts)
 		case math.IsNaN(l.AttemptShare) || l.AttemptShare >= 1:
 			return bad(lp+".attempt_share", "is %v, must be below 1 (negative: none)", l.AttemptShare)
 		case r.AttemptTimeout < 0:
@@ -578,14 +583,14 @@ func (s *Scenario) interval() time.Duration {
 	if s.Interval > 0 {
 		return s.Interval
 	}
-	return min(DefaultInterval, s.Horizon)
+	return min(defaultInterval, s.Horizon)
 }
 
 func (s *Scenario) recoverAt() float64 {
 	if s.RecoverAt > 0 {
 		return s.RecoverAt
 	}
-	return DefaultRecoverAt
+	return defaultRecoverAt
 }
 
 func (p *Chain) name(i int) string {

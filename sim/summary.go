@@ -9,40 +9,6 @@ import (
 	"github.com/heed-go/heed/internal/textfmt"
 )
 
-// PickChains returns the chains of all named in names, a comma-separated
-// list, in its order; a chain without a name is "policy N" (from 1). A
-// name no chain has is an error that lists the names there are.
-func PickChains(all []Chain, names string) ([]Chain, error) {
-	var out []Chain
-	for name := range strings.SplitSeq(names, ",") {
-		name = strings.TrimSpace(name)
-		found := false
-		for i, p := range all {
-			pn := p.Name
-			if pn == "" {
-				pn = fmt.Sprintf("policy %d", i+1)
-			}
-			if pn == name {
-				p.Name = pn
-				out = append(out, p)
-				found = true
-			}
-		}
-		if !found {
-			var known []string
-			for i, p := range all {
-				if p.Name == "" {
-					known = append(known, fmt.Sprintf("%q", fmt.Sprintf("policy %d", i+1)))
-				} else {
-					known = append(known, fmt.Sprintf("%q", p.Name))
-				}
-			}
-			return nil, fmt.Errorf("no policy %q in the scenario (it has %s)", name, strings.Join(known, ", "))
-		}
-	}
-	return out, nil
-}
-
 // writeScenarioLine writes the line that names the scenario and its runs.
 func writeScenarioLine(w io.Writer, sc *Scenario, seeds string) {
 	fmt.Fprintf(w, "scenario %s: %s user requests/s (%s) for %v, %s",
@@ -68,12 +34,12 @@ func WriteSeedsSummary(w io.Writer, sc *Scenario, n int, spreads []*Seeds) {
 	fmt.Fprintln(tw, "POLICY\tSERVED IN FAULTS\tLOAD PER USER IN FAULTS\tWORST SECOND\tRECOVERY")
 	for _, sd := range spreads {
 		pct := Spread{Median: 100 * sd.FaultSuccessRate.Median, Min: 100 * sd.FaultSuccessRate.Min, Max: 100 * sd.FaultSuccessRate.Max}
-		rec := fmt.Sprintf("%s in %d of %d seeds", sd.RecoverySeconds.Format("%.0fs"), sd.Recovered, n)
+		rec := fmt.Sprintf("%s in %d of %d seeds", sd.RecoverySeconds.format("%.0fs"), sd.Recovered, n)
 		if sd.Recovered == 0 {
 			rec = fmt.Sprintf("did not recover in %d of %d seeds", n, n)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sd.Chain, pct.Format("%.1f%%"), sd.FaultAttemptsPerRequest.Format("%.2f×"),
-			sd.FaultPeak.Format("%.2f×"), rec)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sd.Chain, pct.format("%.1f%%"), sd.FaultAttemptsPerRequest.format("%.2f×"),
+			sd.FaultPeak.format("%.2f×"), rec)
 	}
 	tw.Flush()
 }

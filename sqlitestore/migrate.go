@@ -21,7 +21,7 @@ var migrations = schema.MustLoad("sqlitestore", migrationFS, "migrations", schem
 // SchemaVersion returns the newest schema version this binary knows.
 func SchemaVersion() int { return len(migrations) }
 
-// MinReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
+// minReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
 // previous release's. Since it, migration 9 added the table of periodic
 // ticks, which only workers use, migration 10 compacted runs of
 // deferrals in histories (data only, read either way), migration 11
@@ -31,7 +31,7 @@ func SchemaVersion() int { return len(migrations) }
 // limit read, and migration 13 the periodic jobs' schedules (only
 // workers write them; readers say they are missing); a migration that
 // changes what a client reads or writes raises it.
-const MinReadVersion = 8
+const minReadVersion = 8
 
 // CompatibleDownTo returns the oldest binary schema version ([SchemaVersion]
 // of the heed that built it) that works on the database: the version of
@@ -55,7 +55,7 @@ func (s *Store) Version(ctx context.Context) (int, error) {
 
 // Check reads the schema version without changing anything: nil when it
 // is [SchemaVersion], a [*queue.SchemaBehindError] when migrations are
-// missing, a [*queue.SchemaTooNewError] (matching ErrSchemaTooNew) when it
+// missing, a [*queue.SchemaTooNewError] (matching jobstore.ErrSchemaTooNew) when it
 // is newer.
 func (s *Store) Check(ctx context.Context) error {
 	return schema.Check(ctx, "sqlitestore", liteDB{s, s.r}, migrations)
@@ -65,7 +65,7 @@ func (s *Store) Check(ctx context.Context) error {
 // records them in heed_schema_migrations, with the time of the store's
 // clock ([OpenOptions].Clock). It is safe to call again (a no-op when none
 // is pending) and from several processes at once. It returns a
-// [*queue.SchemaTooNewError] (matching ErrSchemaTooNew), and changes
+// [*queue.SchemaTooNewError] (matching jobstore.ErrSchemaTooNew), and changes
 // nothing, when the database is newer than this binary.
 func (s *Store) Migrate(ctx context.Context) error { return s.migrate(ctx, 0) }
 

@@ -51,19 +51,12 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// ErrSchemaTooNew is matched by the error Open and Migrate return when the
-// database was migrated by a newer heed than this one (a
-// [*jobstore.SchemaTooNewError]). It is the same sentinel as
-// jobstore.ErrSchemaTooNew.
-var ErrSchemaTooNew = jobstore.ErrSchemaTooNew
-
 // Store is a queue.Store (and queue.Notifier) over one SQLite database.
 // Make one with [Open]; the zero value is not usable. It is safe for
 // concurrent use by many goroutines. Close it when done.
 type Store struct {
-	w    *sql.DB // writes: one connection
-	r    *sql.DB // reads: read-only pool (the same as w for :memory:)
-	path string
+	w *sql.DB // writes: one connection
+	r *sql.DB // reads: read-only pool (the same as w for :memory:)
 
 	clock clock.Clock // see OpenOptions.Clock
 
@@ -99,7 +92,7 @@ var _ jobstore.CancelNotifier = (*Store)(nil)
 //
 // Errors name the cause: a URL of another scheme (mysql://...), a path
 // that is a directory, a parent directory that does not exist, a file
-// that is read-only. It returns an error matching ErrSchemaTooNew when the
+// that is read-only. It returns an error matching jobstore.ErrSchemaTooNew when the
 // database was migrated by a newer heed.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	return OpenWith(ctx, dsn, OpenOptions{})
@@ -124,7 +117,7 @@ type OpenOptions struct {
 	// MigrateOff without CreateEmpty.
 	ReadOnly bool
 	// ReadBehind, with MigrateOff, opens a schema one release behind
-	// (down to MinReadVersion) as it is, without migrating: what
+	// (schema 8 or later) as it is, without migrating: what
 	// [queue.Client] reads and changes works on it (heed jobs ls, stats,
 	// show and heed ui), so an operator can look before upgrading. A
 	// worker must not run on it: open it without ReadBehind. A schema
@@ -156,7 +149,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{path: path, subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}, full: map[string]bool{}, clock: clock.Or(o.Clock)}
+	s := &Store{subs: map[chan string]struct{}{}, done: make(chan struct{}), stmts: map[stmtKey]*sql.Stmt{}, full: map[string]bool{}, clock: clock.Or(o.Clock)}
 	common := "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
 	switch {
 	case path == ":memory:":
@@ -228,7 +221,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 	switch {
 	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
 		err = s.migrate(ctx, o.stopAt)
-	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= MinReadVersion:
+	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= minReadVersion:
 		err = nil
 	}
 	if err != nil {
@@ -330,9 +323,6 @@ func parseDSN(dsn string) (path, params string, err error) {
 	}
 	return dsn, params, nil
 }
-
-// Path returns the database's file path (":memory:" for a memory database).
-func (s *Store) Path() string { return s.path }
 
 // Close closes the database and ends every JobNotify channel.
 func (s *Store) Close() error {

@@ -82,7 +82,7 @@ type confirmView struct {
 	Op          string // "requeue" or "delete"
 	IDs         string // comma-separated
 	Count       int
-	Group       *Group
+	Group       *deadGroup
 	Description string
 }
 

@@ -22,10 +22,11 @@
 //     unless a signed-in reader reveals them, and its decision timeline:
 //     one row per attempt with its start, duration, outcome, decision,
 //     reason and delay, drawn on a time axis with the time budget's end;
-//   - the dead-letter grouped by cause: kind, dead reason and the
-//     [Fingerprint] of the last error, each group with its count, first
-//     and last death and a sample; requeue or delete a group or a
-//     selection after a confirmation that states how many jobs it touches.
+//   - the dead-letter grouped by cause: kind, dead reason and the shape
+//     of the last error (numbers, IDs and addresses masked), each group
+//     with its count, first and last death and a sample; requeue or delete
+//     a group or a selection after a confirmation that states how many
+//     jobs it touches.
 //     Every dead job is counted: the store keeps an index of each dead
 //     job's cause (its last error text with digits read as 0, computed by
 //     the database), which the page reads with one GROUP BY and merges by

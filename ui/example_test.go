@@ -55,13 +55,3 @@ func Example() {
 	// default-src 'none'; script-src 'self'; s
 	// 403
 }
-
-// The dead-letter is grouped by the shape of the last error: numbers,
-// IDs and addresses masked.
-func ExampleFingerprint() {
-	fmt.Println(ui.Fingerprint("dial tcp 10.0.0.7:5432: connect: connection refused"))
-	fmt.Println(ui.Fingerprint("order 7f3a9c0b2e1d: HTTP 503 after 1.5s"))
-	// Output:
-	// dial tcp <addr>: connect: connection refused
-	// order <id>: HTTP <n> after <n>s
-}

@@ -14,7 +14,7 @@ import (
 // maxFingerprint caps a fingerprint's length, in bytes.
 const maxFingerprint = 200
 
-// Fingerprint returns the shape of an error text: the text with what
+// fingerprint returns the shape of an error text: the text with what
 // varies between occurrences of one error masked, so that errors with one
 // cause compare equal. The text is read as chunks between white space and
 // the characters " ' ( ) < > { } , ; (trailing . : ; ! ? kept apart):
@@ -29,7 +29,7 @@ const maxFingerprint = 200
 // have the fingerprint "dial tcp <addr>: connection refused".
 //
 // It is pure, safe for concurrent use, and reads the text once.
-func Fingerprint(msg string) string {
+func fingerprint(msg string) string {
 	var b strings.Builder
 	b.Grow(len(msg))
 	space := false // a white space run is pending
@@ -245,9 +245,9 @@ func isUUID(c string) bool {
 	return true
 }
 
-// Group is a set of dead jobs with one cause: one kind, one dead reason
-// and one [Fingerprint] of the last error.
-type Group struct {
+// deadGroup is a set of dead jobs with one cause: one kind, one dead reason
+// and one [fingerprint] of the last error.
+type deadGroup struct {
 	// ID names the group in URLs: a digest of kind, reason and
 	// fingerprint, stable across requests.
 	ID          string
@@ -260,7 +260,7 @@ type Group struct {
 	// Sample is the group's newest job.
 	Sample jobstore.DeadCause
 	Queues []string // the queues its jobs are in, sorted
-	// IDs are its jobs, ascending, when [GroupDead] made it from a list
+	// IDs are its jobs, ascending, when [groupDead] made it from a list
 	// of them; nil when the dashboard counted it from the store's index
 	// of causes ([jobstore.Inspector].DeadCauseCounts).
 	IDs []int64
@@ -268,24 +268,24 @@ type Group struct {
 	keys []jobstore.CauseKey // the causes counted in it, the latest death first; nil: IDs holds its jobs
 }
 
-// GroupID returns the ID of the group of kind, reason and fingerprint.
-func GroupID(kind, reason, fingerprint string) string {
+// groupID returns the ID of the group of kind, reason and fingerprint.
+func groupID(kind, reason, fingerprint string) string {
 	h := sha256.Sum256([]byte(kind + "\x00" + reason + "\x00" + fingerprint))
 	return hex.EncodeToString(h[:8])
 }
 
-// GroupDead groups dead jobs by kind, reason and the fingerprint of their
+// groupDead groups dead jobs by kind, reason and the fingerprint of their
 // last error, largest group first (then the most recent, then by ID). It
 // is pure and safe for concurrent use.
-func GroupDead(dead []jobstore.DeadCause) []Group {
-	byID := map[string]*Group{}
-	var order []*Group
+func groupDead(dead []jobstore.DeadCause) []deadGroup {
+	byID := map[string]*deadGroup{}
+	var order []*deadGroup
 	for _, d := range dead {
-		fp := Fingerprint(d.Error)
-		id := GroupID(d.Kind, d.Reason, fp)
+		fp := fingerprint(d.Error)
+		id := groupID(d.Kind, d.Reason, fp)
 		g := byID[id]
 		if g == nil {
-			g = &Group{ID: id, Kind: d.Kind, Reason: d.Reason, Fingerprint: fp, First: d.FinishedAt, Last: d.FinishedAt, Sample: d}
+			g = &deadGroup{ID: id, Kind: d.Kind, Reason: d.Reason, Fingerprint: fp, First: d.FinishedAt, Last: d.FinishedAt, Sample: d}
 			byID[id] = g
 			order = append(order, g)
 		}
@@ -301,7 +301,7 @@ func GroupDead(dead []jobstore.DeadCause) []Group {
 			g.Queues = append(g.Queues, d.Queue)
 		}
 	}
-	out := make([]Group, len(order))
+	out := make([]deadGroup, len(order))
 	for i, g := range order {
 		slices.Sort(g.IDs)
 		slices.Sort(g.Queues)
@@ -313,19 +313,19 @@ func GroupDead(dead []jobstore.DeadCause) []Group {
 
 // groupCounts merges the store's counts of causes into groups of one
 // kind, reason and fingerprint (a cause's digits are all 0, which
-// Fingerprint masks as any number), largest first as [GroupDead] orders
+// Fingerprint masks as any number), largest first as [groupDead] orders
 // them. Each group's Sample holds only the ID of its highest job of the
 // latest cause; keys lists its causes, the latest death first.
-func groupCounts(counts []jobstore.DeadCauseCount) []Group {
-	byID := map[string]*Group{}
-	var order []*Group
+func groupCounts(counts []jobstore.DeadCauseCount) []deadGroup {
+	byID := map[string]*deadGroup{}
+	var order []*deadGroup
 	lastOf := map[jobstore.CauseKey]time.Time{}
 	for _, c := range counts {
-		fp := Fingerprint(redact.Text(c.Cause))
-		id := GroupID(c.Kind, c.Reason, fp)
+		fp := fingerprint(redact.Text(c.Cause))
+		id := groupID(c.Kind, c.Reason, fp)
 		g := byID[id]
 		if g == nil {
-			g = &Group{ID: id, Kind: c.Kind, Reason: c.Reason, Fingerprint: fp, First: c.First, Last: c.Last, Sample: jobstore.DeadCause{ID: c.MaxID}}
+			g = &deadGroup{ID: id, Kind: c.Kind, Reason: c.Reason, Fingerprint: fp, First: c.First, Last: c.Last, Sample: jobstore.DeadCause{ID: c.MaxID}}
 			byID[id] = g
 			order = append(order, g)
 		}
@@ -346,7 +346,7 @@ func groupCounts(counts []jobstore.DeadCauseCount) []Group {
 			lastOf[c.CauseKey] = c.Last
 		}
 	}
-	out := make([]Group, len(order))
+	out := make([]deadGroup, len(order))
 	for i, g := range order {
 		slices.Sort(g.Queues)
 		slices.SortStableFunc(g.keys, func(a, b jobstore.CauseKey) int { return lastOf[b].Compare(lastOf[a]) })
@@ -358,8 +358,8 @@ func groupCounts(counts []jobstore.DeadCauseCount) []Group {
 
 // sortGroups orders groups largest first, then the most recent, then by
 // ID.
-func sortGroups(out []Group) {
-	slices.SortStableFunc(out, func(a, b Group) int {
+func sortGroups(out []deadGroup) {
+	slices.SortStableFunc(out, func(a, b deadGroup) int {
 		switch {
 		case a.Count != b.Count:
 			return b.Count - a.Count

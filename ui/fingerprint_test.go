@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -34,17 +35,17 @@ func TestFingerprint(t *testing.T) {
 		{"took 3.5.6 parts", "took <n>.<n> parts"},
 		{"v2.1: unsupported", "v<n>.<n>: unsupported"},
 	} {
-		if got := Fingerprint(tc.in); got != tc.want {
-			t.Errorf("Fingerprint(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := fingerprint(tc.in); got != tc.want {
+			t.Errorf("fingerprint(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	long := strings.Repeat("é", 300)
-	if got := Fingerprint(long); len(got) > maxFingerprint+len("…") || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "é") {
-		t.Errorf("Fingerprint(long) = %q (%d bytes): want a cut at %d bytes on a rune boundary", got, len(got), maxFingerprint)
+	if got := fingerprint(long); len(got) > maxFingerprint+len("…") || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "é") {
+		t.Errorf("fingerprint(long) = %q (%d bytes): want a cut at %d bytes on a rune boundary", got, len(got), maxFingerprint)
 	}
 	for _, s := range []string{long, "a\xffb 12"} {
-		if got := Fingerprint(s); !strings.HasPrefix(got, s[:1]) {
-			t.Errorf("Fingerprint(%q) = %q", s, got)
+		if got := fingerprint(s); !strings.HasPrefix(got, s[:1]) {
+			t.Errorf("fingerprint(%q) = %q", s, got)
 		}
 	}
 }
@@ -60,7 +61,7 @@ func TestGroupDead(t *testing.T) {
 		{ID: 5, Kind: "email", Queue: "mail", Reason: "attempts", FinishedAt: at(9), Error: "dial tcp 10.0.0.5:25: refused"},
 		{ID: 6, Kind: "sms", Queue: "mail", Reason: "attempts", FinishedAt: at(4), Error: "bad number 555"},
 	}
-	got := GroupDead(dead)
+	got := groupDead(dead)
 	type summary struct {
 		kind, reason, fp string
 		count            int
@@ -72,7 +73,7 @@ func TestGroupDead(t *testing.T) {
 	var sums []summary
 	for _, g := range got {
 		sums = append(sums, summary{g.Kind, g.Reason, g.Fingerprint, g.Count, g.First, g.Last, g.Sample.ID, g.Queues, g.IDs})
-		if g.ID != GroupID(g.Kind, g.Reason, g.Fingerprint) || len(g.ID) != 16 {
+		if g.ID != groupID(g.Kind, g.Reason, g.Fingerprint) || len(g.ID) != 16 {
 			t.Errorf("group %q: ID %q", g.Fingerprint, g.ID)
 		}
 	}
@@ -92,8 +93,8 @@ func TestGroupDead(t *testing.T) {
 			t.Errorf("group %d = %+v, want %+v", i, g, w)
 		}
 	}
-	if len(GroupDead(nil)) != 0 {
-		t.Errorf("GroupDead(nil) is not empty")
+	if len(groupDead(nil)) != 0 {
+		t.Errorf("groupDead(nil) is not empty")
 	}
 }
 
@@ -104,12 +105,22 @@ func FuzzFingerprint(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		fp := Fingerprint(s)
+		fp := fingerprint(s)
 		if len(fp) > maxFingerprint+len("…") {
-			t.Fatalf("Fingerprint(%q) has %d bytes", s, len(fp))
+			t.Fatalf("fingerprint(%q) has %d bytes", s, len(fp))
 		}
 		if i := strings.IndexAny(fp, "0123456789"); i >= 0 {
-			t.Fatalf("Fingerprint(%q) = %q keeps a digit at %d", s, fp, i)
+			t.Fatalf("fingerprint(%q) = %q keeps a digit at %d", s, fp, i)
 		}
 	})
+}
+
+// The dead-letter is grouped by the shape of the last error: numbers,
+// IDs and addresses masked.
+func Example_fingerprint() {
+	fmt.Println(fingerprint("dial tcp 10.0.0.7:5432: connect: connection refused"))
+	fmt.Println(fingerprint("order 7f3a9c0b2e1d: HTTP 503 after 1.5s"))
+	// Output:
+	// dial tcp <addr>: connect: connection refused
+	// order <id>: HTTP <n> after <n>s
 }

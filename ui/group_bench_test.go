@@ -21,7 +21,7 @@ func BenchmarkGroupDead(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if g := GroupDead(dead); len(g) != 3 {
+		if g := groupDead(dead); len(g) != 3 {
 			b.Fatalf("%d groups", len(g))
 		}
 	}

@@ -266,12 +266,12 @@ func ago(now, t time.Time) string {
 	}
 	d := now.Sub(t)
 	if d < 0 {
-		return "in " + Duration(-d.Round(time.Millisecond))
+		return "in " + brief(-d.Round(time.Millisecond))
 	}
 	if d < time.Second {
 		return "just now"
 	}
-	return Duration(d.Round(time.Second)) + " ago"
+	return brief(d.Round(time.Second)) + " ago"
 }
 
 func stamp(t time.Time) string {

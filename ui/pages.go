@@ -57,7 +57,7 @@ func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
 		"ago":    ago,
 		"stamp":  stamp,
-		"dur":    Duration,
+		"dur":    brief,
 		"plural": plural,
 		"num":    func(n int) string { return textfmt.Group(float64(n)) },
 		"words":  words,
@@ -92,7 +92,7 @@ func (h *Handler) parseTemplates() error {
 		"join": strings.Join,
 		"svg":  svgOf,
 		"offset": func(from, t time.Time) string {
-			return "+" + Duration(t.Sub(from).Round(time.Millisecond))
+			return "+" + brief(t.Sub(from).Round(time.Millisecond))
 		},
 		"lasterr": lastError,
 		"query": func(kv ...string) string {
@@ -135,7 +135,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, name, title str
 
 func (h *Handler) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, flash string) {
 	p := page{Title: title, Nav: name, Path: h.cfg.Path, Now: h.now(), Actions: !h.cfg.ReadOnly, Authed: h.authed(r),
-		Live: livePages[name], Flash: flash, Self: r.URL.RequestURI(), Data: data, AxisW: AxisWidth,
+		Live: livePages[name], Flash: flash, Self: r.URL.RequestURI(), Data: data, AxisW: axisWidth,
 		ChartW: chartW, ChartH: chartH, MaxGroup: maxGrouped}
 	if p.Flash == "" {
 		p.Flash = flashOf(r.URL.Query())
@@ -338,7 +338,7 @@ type jobView struct {
 	Args      string // indented, redacted unless Revealed
 	Revealed  bool
 	Redacted  bool // the arguments hold something redacted
-	Timeline  Timeline
+	Timeline  timeline
 	CanReveal bool
 	Due       bool // available and due
 }
@@ -359,7 +359,7 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.now()
-	v := jobView{Job: j, CanReveal: !h.cfg.ReadOnly, Timeline: NewTimeline(j, h.cfg.TimeBudget, now),
+	v := jobView{Job: j, CanReveal: !h.cfg.ReadOnly, Timeline: newTimeline(j, h.cfg.TimeBudget, now),
 		Due: j.State == queue.StateAvailable && !j.AvailableAt.After(now)}
 	red := redact.JSON(j.Args)
 	v.Redacted = !bytes.Equal(red, j.Args)
@@ -409,7 +409,7 @@ const maxKeysRead = 100
 const maxSampled = 50
 
 type deadView struct {
-	Groups  []Group
+	Groups  []deadGroup
 	Total   int // dead jobs in the dead-letter
 	Grouped int // of which grouped
 	Oldest  time.Time
@@ -537,7 +537,7 @@ func (h *Handler) groupsNewest(r *http.Request) (deadView, error) {
 	for i := range causes {
 		causes[i].Error = redact.Text(causes[i].Error)
 	}
-	v.Groups, v.Total, v.Grouped, v.Oldest = GroupDead(causes), ov.Dead, len(causes), ov.OldestDead
+	v.Groups, v.Total, v.Grouped, v.Oldest = groupDead(causes), ov.Dead, len(causes), ov.OldestDead
 	if v.Total < v.Grouped { // the count is a little older than the list
 		v.Total = v.Grouped
 	}
@@ -546,7 +546,7 @@ func (h *Handler) groupsNewest(r *http.Request) (deadView, error) {
 
 // groupJobs returns the IDs of the newest limit jobs of g, newest death
 // first.
-func (h *Handler) groupJobs(ctx context.Context, g *Group, limit int) ([]int64, error) {
+func (h *Handler) groupJobs(ctx context.Context, g *deadGroup, limit int) ([]int64, error) {
 	if g.keys == nil { // grouped from the newest dead jobs: IDs known
 		ids := slices.Clone(g.IDs)
 		slices.Reverse(ids)
@@ -583,7 +583,7 @@ func (h *Handler) dead(w http.ResponseWriter, r *http.Request) {
 }
 
 type groupView struct {
-	Group
+	deadGroup
 	Jobs []*queue.Job
 	// Acts is how many jobs an action on the whole group takes (the
 	// newest, at most maxSelect).
@@ -595,7 +595,7 @@ const maxGroupJobs = 200
 
 // findGroup returns the dead-letter's group id, or writes the error page
 // and returns nil.
-func (h *Handler) findGroup(w http.ResponseWriter, r *http.Request, id string) *Group {
+func (h *Handler) findGroup(w http.ResponseWriter, r *http.Request, id string) *deadGroup {
 	v, err := h.groups(r, false)
 	if err != nil {
 		h.internal(w, r, "group the dead-letter", err)
@@ -631,7 +631,7 @@ func (h *Handler) deadGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		return cmp.Compare(b.ID, a.ID)
 	})
-	h.render(w, r, "group", "Dead-letter group", groupView{Group: *g, Jobs: jobs, Acts: min(g.Count, maxSelect)})
+	h.render(w, r, "group", "Dead-letter group", groupView{deadGroup: *g, Jobs: jobs, Acts: min(g.Count, maxSelect)})
 }
 
 // tlSVG is a Timeline drawn in an SVG viewBox: the page draws it twice,
@@ -641,7 +641,7 @@ type tlSVG struct {
 	ViewBox    string
 	AxisBottom float64 // y of the end of the tick lines
 	LabelY     float64 // y of the tick labels
-	Ticks      []Tick
+	Ticks      []tick
 	BudgetX    float64 // 0: no budget line
 	Rows       []svgRow
 }
@@ -655,14 +655,14 @@ type svgRow struct {
 }
 
 // svgOf lays tl out on an axis width units wide.
-func svgOf(tl Timeline, width float64, class string) tlSVG {
+func svgOf(tl timeline, width float64, class string) tlSVG {
 	const rowH = 24
-	k := width / AxisWidth
+	k := width / axisWidth
 	n := float64(len(tl.Rows))
 	s := tlSVG{Class: class, AxisBottom: n*rowH + 8, LabelY: n*rowH + 26}
 	s.ViewBox = fmt.Sprintf("-28 0 %g %g", width+56, n*rowH+34)
 	for _, t := range tl.Ticks {
-		s.Ticks = append(s.Ticks, Tick{X: t.X * k, Label: t.Label})
+		s.Ticks = append(s.Ticks, tick{X: t.X * k, Label: t.Label})
 	}
 	s.BudgetX = tl.BudgetX * k
 	for i, r := range tl.Rows {

@@ -24,36 +24,36 @@ var (
 	whyPermanent  = retry.ReasonPermanent.Key()
 )
 
-// AxisWidth is the width of a [Timeline]'s axis, in the units of its X
+// axisWidth is the width of a [timeline]'s axis, in the units of its X
 // and W fields (an SVG viewBox scales it to the page).
-const AxisWidth = 1000
+const axisWidth = 1000
 
-// Timeline is a job's history laid out on a time axis: one row per entry
+// timeline is a job's history laid out on a time axis: one row per entry
 // (each attempt with the decision taken after it, and each operator's
 // action), so that a reader sees the backoff grow, a server's pushback,
-// and where the time budget ran out. Build one with [NewTimeline]; the
+// and where the time budget ran out. Build one with [newTimeline]; the
 // zero value is an empty timeline.
-type Timeline struct {
+type timeline struct {
 	// Start and End bound the axis: from the job's enqueue to the end of
 	// its last entry's wait (or the time budget's end, or now for a
 	// running job, whichever is last).
 	Start, End time.Time
-	Rows       []TimelineRow
-	Ticks      []Tick
+	Rows       []timelineRow
+	Ticks      []tick
 	// Budget is when the job's time budget ends (zero when unknown), and
 	// BudgetX where that is on the axis.
 	Budget  time.Time
 	BudgetX float64
 }
 
-// TimelineRow is one entry of a [Timeline].
-type TimelineRow struct {
+// timelineRow is one entry of a [timeline].
+type timelineRow struct {
 	queue.Attempt
 	// Running marks the row of an attempt still running (no entry yet):
 	// Outcome and Action are empty and FinishedAt is now.
 	Running  bool
 	Duration time.Duration // FinishedAt - StartedAt
-	// X and W place the entry on the axis, in [0, AxisWidth]; W is at
+	// X and W place the entry on the axis, in [0, axisWidth]; W is at
 	// least 2 so that an instant stays visible. WaitW is the width of the
 	// wait decided after it (Delay), drawn from X+W.
 	X, W, WaitW float64
@@ -66,35 +66,35 @@ type TimelineRow struct {
 	Note string
 }
 
-// Tick is a labelled mark on a [Timeline]'s axis.
-type Tick struct {
+// tick is a labelled mark on a [timeline]'s axis.
+type tick struct {
 	X     float64
 	Label string // the time since the axis's start, such as "+1.5s"
 }
 
-// NewTimeline lays out j's history. budget is the time budget that
+// newTimeline lays out j's history. budget is the time budget that
 // applies to j when j.Policy has none (the workers' retry.Policy
 // TimeBudget; 0 when unknown): with one, the axis marks where it ends,
 // counted from j.StartedAt. now places a running attempt's end. It is pure
 // and safe for concurrent use.
-func NewTimeline(j *queue.Job, budget time.Duration, now time.Time) Timeline {
-	var tl Timeline
+func newTimeline(j *queue.Job, budget time.Duration, now time.Time) timeline {
+	var tl timeline
 	if j == nil {
 		return tl
 	}
 	if j.Policy.TimeBudget > 0 {
 		budget = j.Policy.TimeBudget
 	}
-	rows := make([]TimelineRow, 0, len(j.History)+1)
+	rows := make([]timelineRow, 0, len(j.History)+1)
 	for _, a := range j.History {
-		rows = append(rows, TimelineRow{Attempt: a, Duration: a.FinishedAt.Sub(a.StartedAt), Class: rowClass(a)})
+		rows = append(rows, timelineRow{Attempt: a, Duration: a.FinishedAt.Sub(a.StartedAt), Class: rowClass(a)})
 	}
 	if j.State == queue.StateRunning && !j.AttemptedAt.IsZero() {
 		end := now
 		if end.Before(j.AttemptedAt) {
 			end = j.AttemptedAt
 		}
-		rows = append(rows, TimelineRow{Attempt: queue.Attempt{Attempt: j.Attempt, Worker: j.Worker,
+		rows = append(rows, timelineRow{Attempt: queue.Attempt{Attempt: j.Attempt, Worker: j.Worker,
 			StartedAt: j.AttemptedAt, FinishedAt: end}, Running: true, Duration: end.Sub(j.AttemptedAt), Class: "running"})
 	}
 	tl.Start, tl.End = j.CreatedAt, j.CreatedAt
@@ -130,8 +130,8 @@ func NewTimeline(j *queue.Job, budget time.Duration, now time.Time) Timeline {
 		tl.End = tl.Start.Add(span)
 	}
 	x := func(t time.Time) float64 {
-		v := float64(t.Sub(tl.Start)) / float64(span) * AxisWidth
-		return min(max(v, 0), AxisWidth)
+		v := float64(t.Sub(tl.Start)) / float64(span) * axisWidth
+		return min(max(v, 0), axisWidth)
 	}
 	if !tl.Budget.IsZero() && !tl.Budget.After(tl.End) {
 		tl.BudgetX = x(tl.Budget)
@@ -183,7 +183,7 @@ func rowClass(a queue.Attempt) string {
 
 // rowNote explains r's decision; lastWait is the delay of the retry
 // before it (0 if none).
-func rowNote(r *TimelineRow, lastWait time.Duration) string {
+func rowNote(r *timelineRow, lastWait time.Duration) string {
 	switch {
 	case r.Running:
 		return "running"
@@ -196,17 +196,17 @@ func rowNote(r *TimelineRow, lastWait time.Duration) string {
 	case r.Action == actGiveUp:
 		return "gave up: " + words(r.Reason)
 	case r.Outcome == outPushback:
-		return "the server asked to wait " + Duration(r.Delay)
+		return "the server asked to wait " + brief(r.Delay)
 	case r.Action == actRetry && lastWait > 0 && r.Delay > 0 && r.Delay != lastWait:
 		return fmt.Sprintf("backoff %.1f× the last wait", float64(r.Delay)/float64(lastWait))
 	case r.Action == actRetry:
-		return "transient: retry after " + Duration(r.Delay)
+		return "transient: retry after " + brief(r.Delay)
 	case r.Action == actDefer && r.Count > 1:
-		return fmt.Sprintf("deferred %d times (%s) over %s: the attempt was given back each time", r.Count, r.Reason, Duration(r.Duration))
+		return fmt.Sprintf("deferred %d times (%s) over %s: the attempt was given back each time", r.Count, r.Reason, brief(r.Duration))
 	case r.Action == actDefer:
 		return "deferred (" + words(r.Reason) + "): the attempt was given back"
 	case r.Action == jobstore.ActionSnooze:
-		return "the handler snoozed for " + Duration(r.Delay)
+		return "the handler snoozed for " + brief(r.Delay)
 	case r.Action == jobstore.ActionRelease:
 		return "handed back at shutdown"
 	case r.Action == jobstore.ActionRequeue:
@@ -232,7 +232,7 @@ var tickSteps = []time.Duration{
 }
 
 // ticks returns at most 6 ticks (besides the origin) over span.
-func ticks(span time.Duration) []Tick {
+func ticks(span time.Duration) []tick {
 	step := tickSteps[len(tickSteps)-1]
 	for _, s := range tickSteps {
 		if span/s <= 6 {
@@ -243,18 +243,18 @@ func ticks(span time.Duration) []Tick {
 	for span/step > 6 {
 		step *= 2
 	}
-	var out []Tick
+	var out []tick
 	for t := time.Duration(0); t <= span; t += step {
-		out = append(out, Tick{X: float64(t) / float64(span) * AxisWidth, Label: "+" + Duration(t)})
+		out = append(out, tick{X: float64(t) / float64(span) * axisWidth, Label: "+" + brief(t)})
 	}
 	return out
 }
 
-// Duration writes d briefly, with at most two units: "0s", "850ms",
+// brief writes d briefly, with at most two units: "0s", "850ms",
 // "1.5s", "2m30s", "3h", "2d4h".
-func Duration(d time.Duration) string {
+func brief(d time.Duration) string {
 	if d < 0 {
-		return "-" + Duration(-d)
+		return "-" + brief(-d)
 	}
 	const day = 24 * time.Hour
 	switch {

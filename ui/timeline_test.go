@@ -19,8 +19,8 @@ func TestDuration(t *testing.T) {
 		{42 * time.Second, "42s"}, {150 * time.Second, "2m30s"}, {3 * time.Hour, "3h"}, {52 * time.Hour, "2d4h"},
 		{-2 * time.Second, "-2s"},
 	} {
-		if got := Duration(tc.d); got != tc.want {
-			t.Errorf("Duration(%v) = %q, want %q", tc.d, got, tc.want)
+		if got := brief(tc.d); got != tc.want {
+			t.Errorf("brief(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }
@@ -40,12 +40,12 @@ func TestNewTimeline(t *testing.T) {
 			{Attempt: 3, StartedAt: at(800), FinishedAt: at(900), Outcome: "pushback", Action: "retry", Reason: "pushback", Delay: time.Second},
 			{Attempt: 4, StartedAt: at(1900), FinishedAt: at(2000), Outcome: "transient", Action: "give_up", Reason: "time_budget"},
 		}}
-	tl := NewTimeline(j, 0, at(5000))
+	tl := newTimeline(j, 0, at(5000))
 	if !tl.Start.Equal(t0) || !tl.End.Equal(at(2000)) {
 		t.Errorf("axis %v..%v, want %v..%v", tl.Start, tl.End, t0, at(2000))
 	}
-	if !tl.Budget.Equal(at(2000)) || tl.BudgetX != AxisWidth {
-		t.Errorf("budget %v at %v, want %v at %d", tl.Budget, tl.BudgetX, at(2000), AxisWidth)
+	if !tl.Budget.Equal(at(2000)) || tl.BudgetX != axisWidth {
+		t.Errorf("budget %v at %v, want %v at %d", tl.Budget, tl.BudgetX, at(2000), axisWidth)
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	for i, want := range []struct {
@@ -75,7 +75,7 @@ func TestNewTimeline(t *testing.T) {
 			{Attempt: 1, StartedAt: at(0), FinishedAt: at(1000), Outcome: "permanent", Action: "give_up", Reason: "permanent"},
 			{Attempt: 0, Worker: "alice", StartedAt: at(2000), FinishedAt: at(2000), Outcome: jobstore.OutcomeRequeued, Action: "requeue"},
 		}}
-	tl = NewTimeline(r, time.Hour, at(4000))
+	tl = newTimeline(r, time.Hour, at(4000))
 	if len(tl.Rows) != 3 || tl.Rows[1].Class != "operator" || tl.Rows[1].Note != "requeued by alice" ||
 		!tl.Rows[2].Running || tl.Rows[2].Class != "running" || tl.Rows[2].Duration != time.Second || !near(tl.Rows[2].X, 750) {
 		t.Errorf("running timeline rows %+v", tl.Rows)
@@ -88,11 +88,11 @@ func TestNewTimeline(t *testing.T) {
 	}
 
 	// A fresh job: one instant, no rows, no division by zero.
-	tl = NewTimeline(&queue.Job{State: queue.StateAvailable, CreatedAt: t0}, 0, t0)
+	tl = newTimeline(&queue.Job{State: queue.StateAvailable, CreatedAt: t0}, 0, t0)
 	if len(tl.Rows) != 0 || !tl.End.After(tl.Start) || len(tl.Ticks) == 0 {
 		t.Errorf("empty timeline %+v", tl)
 	}
-	if tl := NewTimeline(nil, 0, t0); len(tl.Rows) != 0 {
+	if tl := newTimeline(nil, 0, t0); len(tl.Rows) != 0 {
 		t.Errorf("nil job: %+v", tl)
 	}
 }
@@ -112,7 +112,7 @@ func TestOperatorRows(t *testing.T) {
 		if got := rowClass(a); got != tc.class {
 			t.Errorf("rowClass(%s) = %q, want %q", tc.action, got, tc.class)
 		}
-		r := TimelineRow{Attempt: a}
+		r := timelineRow{Attempt: a}
 		if got := rowNote(&r, 0); got != tc.note {
 			t.Errorf("rowNote(%s) = %q, want %q", tc.action, got, tc.note)
 		}
@@ -126,7 +126,7 @@ func TestDeferralRunRow(t *testing.T) {
 		{Attempt: 1, StartedAt: t0, FinishedAt: t0.Add(12 * time.Second), Outcome: jobstore.OutcomeDeferred, Action: "defer",
 			Reason: "breaker_open", Delay: 4 * time.Second, Count: 5},
 	}}
-	tl := NewTimeline(j, 0, t0.Add(time.Minute))
+	tl := newTimeline(j, 0, t0.Add(time.Minute))
 	if len(tl.Rows) != 1 || tl.Rows[0].Class != "wait" ||
 		tl.Rows[0].Note != "deferred 5 times (breaker_open) over 12s: the attempt was given back each time" {
 		t.Errorf("rows %+v", tl.Rows)

@@ -89,7 +89,7 @@ func grpcInterceptors() []struct {
 }
 
 // attempt1 is the metadata of noop+retry-attempt.
-var attempt1 = metadata.Pairs(heedgrpc.RetryAttemptMetadata, "1")
+var attempt1 = metadata.Pairs("retry-attempt", "1")
 
 // healthConn serves gRPC's health service over bufconn and returns a
 // connection to it through ic (none when nil), with gRPC's own retries off.

@@ -11,31 +11,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net/url"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/heed-go/heed/pgstore/internal/pgtest"
 )
-
-// EnvURL is the environment variable that names the test server.
-const EnvURL = "HEED_TEST_POSTGRES_URL"
-
-// SkipMessage is what tests say when they skip for want of a server.
-const SkipMessage = EnvURL + " not set: skipping PostgreSQL tests"
-
-// ServerURL returns the test server's connection string, or skips t when
-// EnvURL is not set.
-func ServerURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(EnvURL)
-	if u == "" {
-		t.Skip(SkipMessage)
-	}
-	return u
-}
 
 // Schema creates a uniquely named, empty schema for t, dropped (with
 // everything in it) when t ends. It returns the schema's name and a
@@ -43,10 +25,10 @@ func ServerURL(t testing.TB) string {
 // search_path set as a run-time parameter (pgx sends connection-string
 // parameters it does not know to the server as run-time parameters, so
 // every connection of a pool opened with it uses the schema). It skips t
-// when EnvURL is not set.
+// when HEED_TEST_POSTGRES_URL is not set.
 func Schema(t testing.TB) (name, connString string) {
 	t.Helper()
-	base := ServerURL(t)
+	base := pgtest.ServerURL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name = "heed_test_" + hex.EncodeToString(b[:])
@@ -56,7 +38,7 @@ func Schema(t testing.TB) (name, connString string) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Fatalf("pgstoretest: connect to the server of %s: %v", EnvURL, err)
+		t.Fatalf("pgstoretest: connect to the server of %s: %v", pgtest.EnvURL, err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
@@ -75,22 +57,5 @@ func Schema(t testing.TB) (name, connString string) {
 			t.Errorf("pgstoretest: drop schema %s: %v", name, err)
 		}
 	})
-	return name, WithParam(t, base, "search_path", name)
-}
-
-// WithParam returns the connection string conn (a URL or key=value
-// string) with one more parameter.
-func WithParam(t testing.TB, conn, key, value string) string {
-	t.Helper()
-	if strings.Contains(conn, "://") {
-		u, err := url.Parse(conn)
-		if err != nil {
-			t.Fatalf("pgstoretest: %s is not a valid URL", EnvURL) // the error would show the password
-		}
-		q := u.Query()
-		q.Set(key, value)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return conn + " " + key + "='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(value) + "'"
+	return name, pgtest.WithParam(t, base, "search_path", name)
 }

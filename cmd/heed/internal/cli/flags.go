@@ -234,12 +234,16 @@ var policyGroup = flagGroup{"Policy flags", []string{
 	"attempts", "backoff", "base", "cap", "multiplier", "jitter", "timeout", "deadline", "min-attempt-time",
 }}
 
+// defaultBackoff is the zero schedule with its defaults filled in, for the
+// flags' defaults.
+var defaultBackoff = backoff.Schedule{}.WithDefaults()
+
 // addPolicyFlags registers the policy flags on fs, those of a job's with
 // jobs. Call policy after fs.Parse to get the retry.Policy they describe.
 func addPolicyFlags(fs *flag.FlagSet, jobs bool) *policyFlags {
 	pf := &policyFlags{fs: fs, jobs: jobs}
 	fs.TextVar(&pf.kind, "backoff", pf.kind, "`KIND` of delay growth: exponential, constant, linear or immediate")
-	fs.Float64Var(&pf.multiplier, "multiplier", backoff.DefaultMultiplier, "growth factor of exponential backoff, at least 1")
+	fs.Float64Var(&pf.multiplier, "multiplier", defaultBackoff.Multiplier, "growth factor of exponential backoff, at least 1")
 	if jobs {
 		fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
 		durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
@@ -251,8 +255,8 @@ func addPolicyFlags(fs *flag.FlagSet, jobs bool) *policyFlags {
 		return pf
 	}
 	fs.IntVar(&pf.attempts, "attempts", retry.DefaultAttempts, "attempts in total, the first one included")
-	durationVar(fs, &pf.base, "base", backoff.DefaultBase, "first delay; with decorrelated jitter, the smallest")
-	durationVar(fs, &pf.cap, "cap", backoff.DefaultCap, "largest delay (default 5s, or --base if larger)")
+	durationVar(fs, &pf.base, "base", defaultBackoff.Base, "first delay; with decorrelated jitter, the smallest")
+	durationVar(fs, &pf.cap, "cap", defaultBackoff.Cap, "largest delay (default 5s, or --base if larger)")
 	fs.TextVar(&pf.jitter, "jitter", pf.jitter, "`JITTER` of each delay: full (0 to delay), none, equal (delay/2 to delay) or decorrelated")
 	durationVar(fs, &pf.timeout, "timeout", 0, "time limit of each attempt; one that runs out is retried (default: none)")
 	durationVar(fs, &pf.deadline, "deadline", 0, "time limit of the whole call, from the start of the first attempt (default: none)")

@@ -79,8 +79,8 @@ func planMain(ctx context.Context, s streams, args []string) int {
 		err = flagError("capacity", "%v, must be a number not below 0", *capacity)
 	case *latency < 0:
 		err = flagError("latency", "%v, must not be negative", *latency)
-	case !finite(*ratio) || *ratio < 0 || *ratio > budget.MaxRatio:
-		err = flagError("budget-ratio", "%v, must be from 0 to %v", *ratio, budget.MaxRatio)
+	case !finite(*ratio) || *ratio < 0 || (budget.Config{Ratio: *ratio}).Validate() != nil:
+		err = flagError("budget-ratio", "%v, must be from 0 to 1000", *ratio)
 	}
 	if err != nil {
 		return usageError(s, "plan", err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,7 +42,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet("sim")
 	policies := fs.String("policy", "", "run only the policies `NAMES` (comma-separated; default: all)")
 	seed := fs.Uint64("seed", 0, "random seed `N` (default: the scenario's)")
-	seeds := fs.Int("seeds", sim.DefaultSeeds, "run with `N` seeds, from --seed on, and print the median and range of each figure; --csv and --chart show the first seed")
+	seeds := fs.Int("seeds", defaultSeeds, "run with `N` seeds, from --seed on, and print the median and range of each figure; --csv and --chart show the first seed")
 	horizon := durationFlag(fs, "horizon", 0, "virtual time to simulate (default: the scenario's)")
 	csvPath := fs.String("csv", "", "write the time series as CSV to `FILE` (- for stdout, and the summary to stderr)")
 	chartPath := fs.String("chart", "", "draw a chart of the runs to `FILE`, PNG or SVG by its extension")
@@ -55,7 +56,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	case len(pos) > 1:
 		return usageError(s, "sim", fmt.Errorf("unexpected argument %q (sim takes one scenario)", pos[1]))
 	}
-	sc, err := sim.LoadScenario(pos[0])
+	sc, err := loadScenario(pos[0])
 	if err != nil {
 		return usageError(s, "sim", err)
 	}
@@ -72,7 +73,7 @@ func simMain(ctx context.Context, s streams, args []string) int {
 		sc.Horizon = *horizon
 	}
 	if *policies != "" {
-		if sc.Chains, err = sim.PickChains(sc.Chains, *policies); err != nil {
+		if sc.Chains, err = pickChains(sc.Chains, *policies); err != nil {
 			return usageError(s, "sim", flagError("policy", "%v", err))
 		}
 	}
@@ -231,4 +232,61 @@ func (p *progress) update(policy int, at time.Duration) {
 	done := (float64(policy) + float64(at)/float64(p.sc.Horizon)) / float64(len(p.sc.Chains))
 	fmt.Fprintf(p.w, "\r\033[Kheed sim: %s: policy %q at %v of %v (%.0f%%)", p.sc.Name,
 		p.sc.Chains[policy].Name, at.Truncate(time.Second), p.sc.Horizon, 100*done)
+}
+
+// defaultSeeds is the number of seeds heed sim runs when not told
+// otherwise: enough that one lucky seed does not make a policy look better
+// than it is, few enough to stay quick.
+const defaultSeeds = 5
+
+// pickChains returns the chains of all named in names, a comma-separated
+// list, in its order; a chain without a name is "policy N" (from 1). A
+// name no chain has is an error that lists the names there are.
+func pickChains(all []sim.Chain, names string) ([]sim.Chain, error) {
+	var out []sim.Chain
+	for name := range strings.SplitSeq(names, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for i, p := range all {
+			pn := p.Name
+			if pn == "" {
+				pn = fmt.Sprintf("policy %d", i+1)
+			}
+			if pn == name {
+				p.Name = pn
+				out = append(out, p)
+				found = true
+			}
+		}
+		if !found {
+			var known []string
+			for i, p := range all {
+				if p.Name == "" {
+					known = append(known, fmt.Sprintf("%q", fmt.Sprintf("policy %d", i+1)))
+				} else {
+					known = append(known, fmt.Sprintf("%q", p.Name))
+				}
+			}
+			return nil, fmt.Errorf("no policy %q in the scenario (it has %s)", name, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// loadScenario returns the built-in scenario called arg (see sim.Builtins),
+// or reads the scenario file at the path arg with sim.ParseScenario. Its
+// errors name arg, not this package: they are meant for the user who wrote
+// the file.
+func loadScenario(arg string) (sim.Scenario, error) {
+	if s, ok := sim.Builtin(arg); ok {
+		return s, nil
+	}
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(arg, "./\\") {
+			return sim.Scenario{}, fmt.Errorf("no built-in scenario or file %q (built-in: %s)", arg, strings.Join(sim.Builtins(), ", "))
+		}
+		return sim.Scenario{}, err
+	}
+	return sim.ParseScenario(arg, data)
 }

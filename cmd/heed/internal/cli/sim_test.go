@@ -77,7 +77,7 @@ func TestSimOutputs(t *testing.T) {
 	}
 	b, _ := os.ReadFile(csv)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if lines[0] != strings.Join(sim.CSVHeader, ",") || len(lines) != 1+4*40 {
+	if lines[0] != "policy,t_s,user_requests,attempts,goodput,errors,queue,in_flight,p50_ms,p99_ms" || len(lines) != 1+4*40 {
 		t.Errorf("CSV: %d lines, header %q", len(lines), lines[0])
 	}
 	if !strings.HasPrefix(lines[1], "naive,0,") || !strings.HasPrefix(lines[41], "heed,0,") {
@@ -225,5 +225,33 @@ func TestSimHelpExampleParses(t *testing.T) {
 	}
 	if s.Name != "my-outage" || len(s.Faults) != 3 || len(s.Chains) != 1 || s.Chains[0].Layers[0].Budget.Off() || s.Chains[0].Layers[0].AttemptShare != 0.5 {
 		t.Errorf("parsed %+v", s)
+	}
+}
+
+func TestPickChains(t *testing.T) {
+	all := []sim.Chain{{Name: "naive"}, {}, {Name: "heed"}}
+	got, err := pickChains(all, "heed, policy 2")
+	if err != nil || len(got) != 2 || got[0].Name != "heed" || got[1].Name != "policy 2" {
+		t.Fatalf("pickChains = %+v, %v", got, err)
+	}
+	_, err = pickChains(all, "nope")
+	if err == nil || !strings.Contains(err.Error(), `no policy "nope" in the scenario (it has "naive", "policy 2", "heed")`) {
+		t.Errorf("unknown name: %v", err)
+	}
+}
+
+func TestLoadScenario(t *testing.T) {
+	if s, err := loadScenario("spike"); err != nil || s.Name != "spike" {
+		t.Errorf("loadScenario(spike) = %v, %v", s.Name, err)
+	}
+	if _, err := loadScenario("nope"); err == nil || !strings.Contains(err.Error(), `no built-in scenario or file "nope" (built-in: `) {
+		t.Errorf("loadScenario(nope): %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("horizon: 10s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadScenario(path); err == nil || err.Error() != path+": load.rate: missing; say how many user requests arrive per second" {
+		t.Errorf("loadScenario(bad): %v", err)
 	}
 }

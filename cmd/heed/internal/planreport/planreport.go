@@ -302,7 +302,7 @@ func (pl *Plan) json() planJSON {
 	s := pl.Policy.Backoff
 	m := s.Multiplier
 	if m == 0 {
-		m = backoff.DefaultMultiplier
+		m = backoff.Schedule{}.WithDefaults().Multiplier
 	}
 	out := planJSON{
 		Policy: policyJSON{

@@ -1,0 +1,4 @@
+package heedgrpc
+
+// retryAttemptMD, for the external tests.
+const RetryAttemptMetadata = retryAttemptMD

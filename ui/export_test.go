@@ -1,0 +1,4 @@
+package ui
+
+// groupID, for the external tests.
+var GroupID = groupID
