@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// ScopeName is the instrumentation scope of heed's meter.
-const ScopeName = "github.com/heed-go/heed/heedotel"
+// scopeName is the instrumentation scope of heed's meter.
+const scopeName = "github.com/heed-go/heed/heedotel"
 
 // Attribute keys used by heed's instruments, besides the OpenTelemetry
 // semantic-convention keys of the HTTP instruments (http.request.method,
@@ -146,14 +146,15 @@ type Metrics struct {
 }
 
 // New returns a Metrics whose instruments are created with mp's meter
-// named [ScopeName]. A nil mp means otel.GetMeterProvider(), the global
+// named "github.com/heed-go/heed/heedotel" (the instrumentation scope to
+// select in an SDK View). A nil mp means otel.GetMeterProvider(), the global
 // provider. Most applications call it once, with the meter provider their
 // SDK set up, and share the result.
 func New(mp metric.MeterProvider) (*Metrics, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m := &Metrics{meter: mp.Meter(ScopeName)}
+	m := &Metrics{meter: mp.Meter(scopeName)}
 	b := builder{meter: m.meter}
 
 	m.attempts = b.counter("heed.retry.attempts", "{attempt}", "Attempts made by retry.Do, by outcome class.")

@@ -45,7 +45,8 @@ var (
 		"internal/sqlfilter":           {"queue/jobstore"}, // the stores' one JobFilter->SQL builder
 		"internal/liststate":           {"queue/jobstore"}, // the list states of heed jobs ls and the dashboard
 		"sqlitestore":                  {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
-		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"pgstore/internal/pgtest":      nil, // the test server's URL, for pgstore's own tests
+		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter", "pgstore/internal/pgtest"},
 		"ui":                           {"queue", "queue/jobstore", "internal/liststate"}, // the dashboard over a queue client
 		"storeurl":                     {"queue", "queue/jobstore", "idempotency", "sqlitestore", "pgstore"},
 		"heedotel":                     {"queue", "queue/jobstore", "retryhttp", "heedgrpc"}, // it observes their events
