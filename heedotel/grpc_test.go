@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -130,11 +132,21 @@ func TestGRPCClientBounded(t *testing.T) {
 // heed.grpc.client.hedges.won count it.
 func TestGRPCClientHedge(t *testing.T) {
 	m, r := newMetrics(t)
-	var calls atomic.Int32
+	// The first attempt is the slow one, known by its retry-attempt, not
+	// by arrival: on a busy machine the hedge may reach the server first.
+	// The hedge answers once the first has arrived, so that it cannot win
+	// before the first attempt was ever made.
+	firstIn := make(chan struct{})
+	var once sync.Once
 	slow := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if calls.Add(1) == 1 {
+		if vs := metadata.ValueFromIncomingContext(ctx, "retry-attempt"); len(vs) == 0 || vs[0] == "1" {
+			once.Do(func() { close(firstIn) })
 			<-ctx.Done() // slow until the client leaves
 			return nil, ctx.Err()
+		}
+		select {
+		case <-firstIn:
+		case <-ctx.Done():
 		}
 		return h(ctx, req)
 	}

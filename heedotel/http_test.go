@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -339,11 +340,20 @@ func TestTransportRedactsTokenHosts(t *testing.T) {
 // heed.http.client.hedges and heed.http.client.hedges.won.
 func TestTransportHedge(t *testing.T) {
 	m, r := newMetrics(t)
-	var n atomic.Int32
+	// The first attempt is the slow one, known by its Retry-Attempt, not by
+	// arrival (on a busy machine the hedge may arrive first); the hedge
+	// answers once the first has arrived.
+	firstIn := make(chan struct{})
+	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) == 1 {
+		if a := r.Header.Get("Retry-Attempt"); a == "" || a == "1" {
+			once.Do(func() { close(firstIn) })
 			<-r.Context().Done() // slow until the client leaves
 			return
+		}
+		select {
+		case <-firstIn:
+		case <-r.Context().Done():
 		}
 		fmt.Fprintln(w, "ok")
 	}))
