@@ -20,8 +20,6 @@ replace github.com/heed-go/heed/sim => ../../sim
 
 replace github.com/heed-go/heed/sqlitestore => ../../sqlitestore
 
-replace github.com/heed-go/heed/storeurl => ../../storeurl
-
 replace github.com/heed-go/heed/ui => ../../ui
 
 require (
@@ -31,7 +29,6 @@ require (
 	github.com/heed-go/heed/pgstore v0.0.0-00010101000000-000000000000
 	github.com/heed-go/heed/sim v0.0.0-00010101000000-000000000000
 	github.com/heed-go/heed/sqlitestore v0.0.0-00010101000000-000000000000
-	github.com/heed-go/heed/storeurl v0.0.0-00010101000000-000000000000
 	github.com/heed-go/heed/ui v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-isatty v0.0.24

@@ -48,17 +48,17 @@ var (
 		"pgstore/internal/pgtest":      nil, // the test server's URL, for pgstore's own tests
 		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter", "pgstore/internal/pgtest"},
 		"ui":                           {"queue", "queue/jobstore", "internal/liststate"}, // the dashboard over a queue client
-		"storeurl":                     {"queue", "queue/jobstore", "idempotency", "sqlitestore", "pgstore"},
+		"cmd/heed/internal/storeurl":   {"queue", "queue/jobstore", "idempotency", "sqlitestore", "pgstore"},
 		"heedotel":                     {"queue", "queue/jobstore", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport":          {"heedotel"},
-		"cmd/heed/internal/jobkinds":   {"queue", "queue/jobstore", "retryhttp"},                              // the command's built-in job kinds
-		"internal/chaintest":           {"retryhttp"},                                                         // three real services on loopback, for load tests
-		"cmd/heed/internal/cmdrun":     nil,                                                                   // heed run's executor: a command as a retry attempt
-		"cmd/heed/internal/curl":       {"retryhttp"},                                                         // what heed get takes from curl: flags, -w, output
-		"cmd/heed/internal/jobbench":   {"queue", "queue/jobstore", "storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
-		"cmd/heed/internal/planreport": {"cmd/heed/internal/plan"},                                            // heed plan's report: a schedule and a chain's load
-		"cmd/heed/internal/jobtext":    {"queue", "queue/jobstore"},                                           // how the command prints jobs
-		"cmd/heed/internal/jobrun":     {"queue", "queue/jobstore", "cmd/heed/internal/jobkinds"},             // the command's worker runner
+		"cmd/heed/internal/jobkinds":   {"queue", "queue/jobstore", "retryhttp"},                                                // the command's built-in job kinds
+		"internal/chaintest":           {"retryhttp"},                                                                           // three real services on loopback, for load tests
+		"cmd/heed/internal/cmdrun":     nil,                                                                                     // heed run's executor: a command as a retry attempt
+		"cmd/heed/internal/curl":       {"retryhttp"},                                                                           // what heed get takes from curl: flags, -w, output
+		"cmd/heed/internal/jobbench":   {"queue", "queue/jobstore", "cmd/heed/internal/storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
+		"cmd/heed/internal/planreport": {"cmd/heed/internal/plan"},                                                              // heed plan's report: a schedule and a chain's load
+		"cmd/heed/internal/jobtext":    {"queue", "queue/jobstore"},                                                             // how the command prints jobs
+		"cmd/heed/internal/jobrun":     {"queue", "queue/jobstore", "cmd/heed/internal/jobkinds"},                               // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the
 	// helpers given: idempotency, so that any server can import it.
@@ -68,7 +68,7 @@ var (
 		"sqlitestore":                {"modernc.org/sqlite"},
 		"pgstore":                    {"github.com/jackc/pgx/v5"},
 		"pgstore/pgstoretest":        {"github.com/jackc/pgx/v5"},
-		"storeurl":                   {"github.com/jackc/pgx/v5/pgconn"},                     // PostgreSQL's error type, nothing else
+		"cmd/heed/internal/storeurl": {"github.com/jackc/pgx/v5/pgconn"},                     // PostgreSQL's error type, nothing else
 		"heedotel":                   {"go.opentelemetry.io/otel", "google.golang.org/grpc"}, // gRPC's status codes, for heedgrpc's instruments
 		"heedgrpc":                   {"google.golang.org/grpc", "google.golang.org/protobuf"},
 		"heedotel/promexport":        {"go.opentelemetry.io/otel", "github.com/prometheus/client_golang"},
@@ -108,7 +108,7 @@ func mayImport(pkg string) ([]string, bool) {
 
 // modules are heed's modules besides the core (the root): each holds what
 // needs a third-party module. The layering spans them all.
-var modules = []string{"pgstore", "sqlitestore", "heedgrpc", "heedotel", "sim", "ui", "storeurl", "cmd/heed"}
+var modules = []string{"pgstore", "sqlitestore", "heedgrpc", "heedotel", "sim", "ui", "cmd/heed"}
 
 // moduleOf returns the directory of the module that holds the package at
 // rel, "." for the core.
@@ -240,7 +240,7 @@ func TestMayImport(t *testing.T) {
 		{"sim", "queue", false},
 		{"sqlitestore", "queue", true},
 		{"sqlitestore", "pgstore", false},
-		{"storeurl", "pgstore", true},
+		{"cmd/heed/internal/storeurl", "pgstore", true},
 		{"queue/storetest", "queue", true},
 		{"queue/storetest", "retry/executortest", true},
 		{"queue/storetest", "retry/overtimetest", true},

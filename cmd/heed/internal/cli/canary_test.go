@@ -20,11 +20,11 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // canary is planted wherever a secret can be; it must come out nowhere.

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobkinds"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // Exit codes of heed jobs besides the shared ones.

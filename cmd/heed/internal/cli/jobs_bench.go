@@ -17,9 +17,9 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobbench"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsBenchDoc = helpDoc{

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // deadCommands are the subcommands of heed jobs dead.

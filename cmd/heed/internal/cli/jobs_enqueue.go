@@ -10,10 +10,10 @@ import (
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobkinds"
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
-	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsEnqueueDoc = helpDoc{

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/duration"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsLimitDoc = helpDoc{

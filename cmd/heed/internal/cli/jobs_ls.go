@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/liststate"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsLsDoc = helpDoc{

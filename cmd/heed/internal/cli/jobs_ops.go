@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // jobsOp is one of heed jobs cancel, run and delete: an operator's change

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // heed jobs periodic lists each ticked periodic job with its schedule,

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/textfmt"
-	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsPurgeDoc = helpDoc{

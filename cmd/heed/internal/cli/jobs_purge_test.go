@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // heed jobs purge deletes succeeded jobs older than the age given, and

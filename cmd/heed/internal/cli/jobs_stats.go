@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/queue/jobstore"
-	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsStatsDoc = helpDoc{

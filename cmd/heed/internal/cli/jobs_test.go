@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // jobsDB points HEED_DB at a new SQLite file for t and returns its path.

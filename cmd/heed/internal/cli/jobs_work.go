@@ -14,9 +14,9 @@ import (
 	"github.com/heed-go/heed/cmd/heed/internal/jobkinds"
 	"github.com/heed-go/heed/cmd/heed/internal/jobrun"
 	"github.com/heed-go/heed/cmd/heed/internal/jobtext"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/heedotel/promexport"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 var jobsWorkDoc = helpDoc{

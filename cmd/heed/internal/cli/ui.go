@@ -12,8 +12,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 	"github.com/heed-go/heed/ui"
 )
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobbench"
-	"github.com/heed-go/heed/storeurl"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 )
 
 // A burn-down of 20 jobs on a new SQLite file.

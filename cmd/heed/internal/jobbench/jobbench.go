@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/jobkinds"
+	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/queue"
-	"github.com/heed-go/heed/storeurl"
 )
 
 // InsertBatch is how many jobs one Client.EnqueueMany call of Insert
