@@ -31,7 +31,7 @@ const (
 	// and a busy queue claims about half its concurrency per statement,
 	// so on PostgreSQL the default drains no-op jobs several times faster
 	// than the 10 it replaced (internal/compare's BenchmarkQueueDrain, in
-	// the README). Set Queues lower for handlers that load a dependency
+	// docs/performance.md). Set Queues lower for handlers that load a dependency
 	// that cannot take 100 calls at once from each worker.
 	DefaultConcurrency = 100
 	// DefaultLease is how long a claimed job is leased (30 s, renewed every
