@@ -2,9 +2,10 @@ package retry
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/heed-go/heed/internal/benchpair"
 )
 
 // BenchmarkRaceCost is BenchmarkRace's two cases alternating in chunks of
@@ -26,7 +27,7 @@ func BenchmarkRaceCost(b *testing.B) {
 			c.End(now, res)
 		}
 	}
-	interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
+	benchpair.Interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
 }
 
 // BenchmarkRaceCostDone is BenchmarkRaceCost with an attempt that asks
@@ -52,38 +53,6 @@ func BenchmarkRaceCostDone(b *testing.B) {
 			c.End(now, res)
 		}
 	}
-	interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
+	benchpair.Interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
 	_ = sink
-}
-
-// interleave runs off and on alternately, chunk by chunk, b.N times in
-// all, and reports the fastest and the median chunk of each (ns/op) and
-// the differences on-off.
-func interleave(b *testing.B, off, on func()) {
-	const chunk = 256
-	var offs, ons []float64
-	b.ReportAllocs()
-	for i := 0; i < b.N; i += 2 * chunk {
-		for k, f := range []func(){off, on} {
-			start := time.Now()
-			for range chunk {
-				f()
-			}
-			ns := float64(time.Since(start).Nanoseconds()) / chunk
-			if k == 0 {
-				offs = append(offs, ns)
-			} else {
-				ons = append(ons, ns)
-			}
-		}
-	}
-	slices.Sort(offs)
-	slices.Sort(ons)
-	med := func(s []float64) float64 { return s[len(s)/2] }
-	b.ReportMetric(offs[0], "off-min-ns")
-	b.ReportMetric(ons[0], "on-min-ns")
-	b.ReportMetric(ons[0]-offs[0], "diff-min-ns")
-	b.ReportMetric(med(offs), "off-med-ns")
-	b.ReportMetric(med(ons), "on-med-ns")
-	b.ReportMetric(med(ons)-med(offs), "diff-med-ns")
 }

@@ -3,9 +3,10 @@ package retryhttp_test
 import (
 	"context"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/heed-go/heed/internal/benchpair"
 
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
@@ -32,37 +33,5 @@ func BenchmarkHedgeCost(b *testing.B) {
 			resp.Body.Close()
 		}
 	}
-	interleave(b, rt(off), rt(on))
-}
-
-// interleave runs off and on alternately, chunk by chunk, b.N times in
-// all, and reports the fastest and the median chunk of each (ns/op) and
-// the differences on-off.
-func interleave(b *testing.B, off, on func()) {
-	const chunk = 256
-	var offs, ons []float64
-	b.ReportAllocs()
-	for i := 0; i < b.N; i += 2 * chunk {
-		for k, f := range []func(){off, on} {
-			start := time.Now()
-			for range chunk {
-				f()
-			}
-			ns := float64(time.Since(start).Nanoseconds()) / chunk
-			if k == 0 {
-				offs = append(offs, ns)
-			} else {
-				ons = append(ons, ns)
-			}
-		}
-	}
-	slices.Sort(offs)
-	slices.Sort(ons)
-	med := func(s []float64) float64 { return s[len(s)/2] }
-	b.ReportMetric(offs[0], "off-min-ns")
-	b.ReportMetric(ons[0], "on-min-ns")
-	b.ReportMetric(ons[0]-offs[0], "diff-min-ns")
-	b.ReportMetric(med(offs), "off-med-ns")
-	b.ReportMetric(med(ons), "on-med-ns")
-	b.ReportMetric(med(ons)-med(offs), "diff-med-ns")
+	benchpair.Interleave(b, rt(off), rt(on))
 }
