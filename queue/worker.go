@@ -69,9 +69,9 @@ type WorkerConfig struct {
 	// of its jobs whose handlers run at once (default: DefaultQueue with
 	// 100: jobs mostly wait on I/O and a running job holds no database
 	// connection; set it lower for handlers that load a dependency that
-	// cannot take 100 calls at once from each worker). A job whose handler
-	// returned no longer counts
-	// while its result is written; at most as many again wait for that.
+	// cannot take 100 calls at once from each worker). A job whose
+	// handler returned no longer counts while its result is written; at
+	// most as many again wait for that.
 	Queues map[string]int
 	// Policy is the retry policy of jobs; per-job overrides apply on top.
 	// Its zero fields take the job defaults, more patient than retry's
