@@ -460,17 +460,14 @@ func (b *Breaker) State() State {
 }
 
 // Counts are the outcomes in a breaker's sliding window, as returned by
-// [Breaker.CountsAt]: a plain value, whose zero value means an empty window.
+// [Breaker.Counts]: a plain value, whose zero value means an empty window.
 type Counts struct {
 	Successes int // outcomes recorded as Success
 	Failures  int // outcomes recorded as Failure
 }
 
-// CountsAt returns the outcomes counted in the window that ends at now, for
-// metrics and the command line. The window is emptied when the breaker
-// closes after a half-open period; while open, it keeps the outcomes that
-// opened it (until they age out). It changes nothing.
-func (b *Breaker) CountsAt(now time.Time) Counts {
+// countsAt returns the outcomes counted in the window that ends at now.
+func (b *Breaker) countsAt(now time.Time) Counts {
 	if b == nil {
 		return Counts{}
 	}
@@ -482,13 +479,16 @@ func (b *Breaker) CountsAt(now time.Time) Counts {
 	return Counts{Successes: int(s), Failures: int(f)}
 }
 
-// Counts is shorthand for CountsAt(now) with now read from [Config.Clock]
-// (time.Now when it is nil).
+// Counts returns the outcomes counted in the window that ends now, read
+// from [Config.Clock] (time.Now when it is nil), for metrics and the
+// command line. The window is emptied when the breaker closes after a
+// half-open period; while open, it keeps the outcomes that opened it (until
+// they age out). It changes nothing.
 func (b *Breaker) Counts() Counts {
 	if b == nil {
 		return Counts{}
 	}
-	return b.CountsAt(clock.Now(b.clk))
+	return b.countsAt(clock.Now(b.clk))
 }
 
 // Permit is the admission of one call by [Breaker.AllowAt]; report the

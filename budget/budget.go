@@ -74,7 +74,7 @@
 // The retry package calls [Budget.RequestAt] before each first attempt,
 // [Budget.AllowRetryAt] before each retry and [Budget.RetrySucceededAt]
 // when a retry succeeds; a durable job refused a retry is rescheduled for
-// [Budget.RefillAt]. [Budget.StatsAt] reports the window for metrics.
+// [Budget.RefillAt]. [Budget.Stats] reports the window for metrics.
 //
 // The methods ending in At take the time as an argument and read no clock;
 // the wrappers without At read the Budget's Clock.
@@ -190,7 +190,7 @@ type Config struct {
 	// a nil *Budget, which a retry.Policy reads as no budget).
 	Ratio float64
 	// Window is the span over which requests, retries and successes are
-	// counted (default 10 s, as in Finagle), for [Budget.StatsAt],
+	// counted (default 10 s, as in Finagle), for [Budget.Stats],
 	// for the ceiling on earning and for the fill rate [Budget.RefillAt]
 	// expects. It must be from 10 ms to 1 h. It slides in steps of
 	// Window/10: a count leaves it between 0.9 × Window and Window after
@@ -312,7 +312,7 @@ func (c Config) resolve() params {
 // defaults are the parameters of the zero Budget.
 var defaults = Config{}.resolve()
 
-// Stats is a snapshot of a [Budget]'s current window, from [Budget.StatsAt],
+// Stats is a snapshot of a [Budget]'s current window, from [Budget.Stats],
 // for metrics and the heed command. It is a plain value; the zero value is an
 // empty window.
 type Stats struct {
@@ -629,13 +629,11 @@ func (b *Budget) RefillAt(now time.Time) time.Time {
 	return now.Add(time.Duration(math.Ceil(secs*1e9 - 1e-6)))
 }
 
-// StatsAt returns the counts of the window as of time now, its current
-// step included. It changes nothing: a now after the newest bucket reports
-// the window ending at now (older buckets drop out), and a now before it
-// reports the window ending at the newest bucket, where the other methods
-// would count it. It is safe for concurrent use. Most callers export it as
-// metrics.
-func (b *Budget) StatsAt(now time.Time) Stats {
+// statsAt returns the counts of the window as of time now, its current
+// step included: a now after the newest bucket reports the window ending at
+// now (older buckets drop out), and a now before it reports the window
+// ending at the newest bucket, where the other methods would count it.
+func (b *Budget) statsAt(now time.Time) Stats {
 	p := b.params()
 	e := epochOf(unixNano(now), p.width)
 	b.mu.Lock()
@@ -646,6 +644,9 @@ func (b *Budget) StatsAt(now time.Time) Stats {
 	return b.window(e)
 }
 
-// Stats is shorthand for StatsAt(now) with now read from the Budget's Clock
-// (real time by default).
-func (b *Budget) Stats() Stats { return b.StatsAt(clock.Now(b.clk)) }
+// Stats returns the counts of the window as of now, read from the Budget's
+// Clock (real time by default), its current step included; a clock behind
+// the latest time given to the methods ending in At reads the window ending
+// there. It changes nothing, and it is safe for concurrent use. Most
+// callers export it as metrics.
+func (b *Budget) Stats() Stats { return b.statsAt(clock.Now(b.clk)) }

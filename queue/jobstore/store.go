@@ -96,6 +96,19 @@ const (
 	ActionCut     = "cut"     // the marker of dropped entries ([OutcomeCut])
 )
 
+// ParseAction returns the [retry.Action] whose [retry.Action.Key] is key
+// (an [Attempt].Action of "done", "retry", "give_up" or "defer"), or an
+// error naming key: the store's own actions ([ActionSnooze]…) are not
+// retry actions.
+func ParseAction(key string) (retry.Action, error) {
+	for _, a := range [...]retry.Action{retry.Done, retry.Retry, retry.GiveUp, retry.Defer} {
+		if a.Key() == key {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("jobstore: unknown action %q (want done, retry, give_up or defer)", key)
+}
+
 // Attempt is one entry of a job's history: an attempt and the decision
 // taken after it, or an operator's requeue (Outcome "requeued", Attempt 0).
 // Entries are appended and not rewritten (but for a run of deferrals,
@@ -167,7 +180,7 @@ func (a Attempt) String() string {
 		b.WriteString(a.Error)
 	}
 	b.WriteString("; ")
-	act, err := retry.ParseAction(a.Action)
+	act, err := ParseAction(a.Action)
 	if err == nil {
 		b.WriteString(act.String())
 	} else {
