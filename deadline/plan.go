@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
 // MaxStepAttempts is the most attempts a [PlanStep] may make; [Plan.Validate]
@@ -139,8 +140,8 @@ func (p Plan) Validate() error {
 			return bad("Attempts", "is %d, must be from 1 to %d (0 means 1)", s.Attempts, MaxStepAttempts)
 		}
 		if err := s.Backoff.Validate(); err != nil {
-			if ie, ok := err.(*backoff.InvalidError); ok {
-				return bad("Backoff."+ie.Field, "%s", ie.Reason)
+			if fe, ok := fielderr.As(err); ok {
+				return bad("Backoff."+fe.Field, "%s", fe.Reason)
 			}
 			return bad("Backoff", "%v", err)
 		}

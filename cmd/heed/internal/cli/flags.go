@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/fielderr"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
@@ -338,10 +339,10 @@ func (pf *policyFlags) scheduleError(err error) error {
 		return nil
 	}
 	// Not reached for the checks above; map anything new to its flag.
-	if ie, ok := errors.AsType[*backoff.InvalidError](err); ok && !pf.jobs {
-		name := map[string]string{"Kind": "backoff", "Jitter": "jitter", "Base": "base", "Cap": "cap", "Multiplier": "multiplier"}[ie.Field]
+	if fe, ok := fielderr.As(err); ok && !pf.jobs {
+		name := map[string]string{"Kind": "backoff", "Jitter": "jitter", "Base": "base", "Cap": "cap", "Multiplier": "multiplier"}[fe.Field]
 		if name != "" {
-			return flagError(name, "%s", ie.Reason)
+			return flagError(name, "%s", fe.Reason)
 		}
 	}
 	return err
