@@ -256,8 +256,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Off reports whether c turns the budget off (a negative Ratio).
-func (c Config) Off() bool { return c.Ratio < 0 }
+// off reports whether c turns the budget off (a negative Ratio).
+func (c Config) off() bool { return c.Ratio < 0 }
 
 // params are a Config after defaults, as a Budget uses them.
 type params struct {
@@ -402,7 +402,7 @@ func New(cfg Config) (*Budget, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Off() {
+	if cfg.off() {
 		return nil, nil
 	}
 	return newBudget(cfg.resolve(), cfg.Clock), nil

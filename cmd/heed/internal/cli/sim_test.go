@@ -233,7 +233,7 @@ func TestSimHelpExampleParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
-	if s.Name != "my-outage" || len(s.Faults) != 3 || len(s.Chains) != 1 || s.Chains[0].Layers[0].Budget.Off() || s.Chains[0].Layers[0].AttemptShare != 0.5 {
+	if s.Name != "my-outage" || len(s.Faults) != 3 || len(s.Chains) != 1 || s.Chains[0].Layers[0].Budget.Ratio < 0 || s.Chains[0].Layers[0].AttemptShare != 0.5 {
 		t.Errorf("parsed %+v", s)
 	}
 }
