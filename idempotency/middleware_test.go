@@ -424,22 +424,65 @@ func TestKeyExpiryAndReap(t *testing.T) {
 	}
 }
 
+// reapSignal is a store that tells the test of each reap: how many keys
+// it deleted, once KeyReap has returned.
+type reapSignal struct {
+	keystore.Store
+	reaped chan int
+}
+
+func (s *reapSignal) KeyReap(ctx context.Context, now time.Time, limit int) (int, error) {
+	n, err := s.Store.KeyReap(ctx, now, limit)
+	select {
+	case s.reaped <- n:
+	case <-ctx.Done(): // Stop: nobody is listening any more
+	}
+	return n, err
+}
+
+// TestReaperStartStop: the reaper reaps once at Start and then every
+// Interval, until Stop. The test waits on the reaps themselves (the store
+// reports each), never on the time they might take.
 func TestReaperStartStop(t *testing.T) {
 	clk := newClock()
-	s := idempotency.NewMemoryStore()
-	h := idempotency.Middleware{Store: s, TTL: time.Hour, Now: clk.Now}.Wrap(&payments{})
+	mem := idempotency.NewMemoryStore()
+	s := &reapSignal{Store: mem, reaped: make(chan int)}
+	h := idempotency.Middleware{Store: mem, TTL: time.Hour, Now: clk.Now}.Wrap(&payments{})
 	send(h, "POST", "/payments", "x", "Idempotency-Key", "k")
 	clk.Add(2 * time.Hour)
 	r := &idempotency.Reaper{Store: s, Interval: 5 * time.Millisecond, Now: clk.Now}
 	r.Start()
-	deadline := time.Now().Add(5 * time.Second)
-	for idempotency.StoreLen(s) != 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	// waitReap waits for a reap that deletes want keys; reaps that delete
+	// none (ticks before the key expired) are skipped.
+	waitReap := func(what string, want int) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case n := <-s.reaped:
+				if n == want {
+					return
+				}
+				if n != 0 {
+					t.Fatalf("%s: a reap deleted %d keys, want %d", what, n, want)
+				}
+			case <-timeout:
+				t.Fatalf("%s: no reap deleted %d keys within 10s (%d keys left)", what, want, idempotency.StoreLen(mem))
+			}
+		}
 	}
+	waitReap("at Start", 1)
+	if n := idempotency.StoreLen(mem); n != 0 {
+		t.Fatalf("after the first reap: %d keys left", n)
+	}
+	// A key that expires after Start is reaped by a later tick.
+	send(h, "POST", "/payments", "x", "Idempotency-Key", "k2")
+	clk.Add(2 * time.Hour)
+	waitReap("on a tick", 1)
 	r.Stop()
 	r.Stop()
-	if idempotency.StoreLen(s) != 0 {
-		t.Errorf("%d keys left", idempotency.StoreLen(s))
+	if n := idempotency.StoreLen(mem); n != 0 {
+		t.Errorf("%d keys left", n)
 	}
 	(&idempotency.Reaper{Store: s}).Stop() // never started: no-op
 }
@@ -536,7 +579,14 @@ func TestHijackReleases(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
 		c.Close()
 	}))
-	srv := httptest.NewServer(h)
+	// The key is released when the middleware's ServeHTTP returns, which
+	// may be after the client read the hijacked connection's response:
+	// served says it returned.
+	served := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(served)
+		h.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL, strings.NewReader("x"))
 	req.Header.Set("Idempotency-Key", "k")
@@ -545,9 +595,10 @@ func TestHijackReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for idempotency.StoreLen(s) != 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the middleware did not return within 10s of the hijacked response")
 	}
 	if idempotency.StoreLen(s) != 0 {
 		t.Error("a hijacked response's key was not released")
