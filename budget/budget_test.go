@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock/clocktest"
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -82,9 +83,8 @@ func TestValidate(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("error %v does not match ErrInvalid", err)
 		}
-		var ie *InvalidError
-		if !errors.As(err, &ie) || ie.Field != tt.field {
-			t.Errorf("error %v: want *InvalidError for field %s", err, tt.field)
+		if fe, ok := fielderr.As(err); !ok || fe.Field != tt.field {
+			t.Errorf("error %v: want a field error for %s", err, tt.field)
 		}
 		if !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("error %q does not name %s", err, tt.field)

@@ -36,7 +36,7 @@ func (r *Registry) For(dest string, cfg Config) (*Budget, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Off() {
+	if cfg.off() {
 		return nil, nil
 	}
 	k := regKey{dest: dest, p: cfg.resolve()}

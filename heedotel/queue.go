@@ -130,7 +130,7 @@ func (m *Metrics) observeQueue(ctx context.Context, e queue.Event) {
 	}
 }
 
-// StatsReader is what [Metrics.ObserveQueue] reads: a queue.Store (such as
+// StatsReader is what [Metrics.ObserveQueue] reads: a jobstore.Store (such as
 // sqlitestore's or pgstore's) has this method.
 type StatsReader interface {
 	Stats(ctx context.Context, now time.Time) (queue.Stats, error)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/internal/redact"
 )
@@ -141,8 +142,8 @@ func TestMethodsAndMissingKey(t *testing.T) {
 	send(h, "PUT", "/payments", "x", "Idempotency-Key", "k")
 	send(h, "POST", "/payments", "x")
 	send(h, "POST", "/payments", "x")
-	if n := p.charges.Load(); n != 4 || s.Len() != 0 {
-		t.Errorf("%d charges and %d keys, want 4 and 0", n, s.Len())
+	if n := p.charges.Load(); n != 4 || idempotency.StoreLen(s) != 0 {
+		t.Errorf("%d charges and %d keys, want 4 and 0", n, idempotency.StoreLen(s))
 	}
 	// PATCH is keyed by default.
 	send(h, "PATCH", "/payments/1", "x", "Idempotency-Key", "k")
@@ -292,8 +293,8 @@ func TestOversizedResponseReleasesKey(t *testing.T) {
 			t.Errorf("request %d: %d, %d bytes", i, r.code, len(r.body))
 		}
 	}
-	if runs.Load() != 2 || s.Len() != 0 {
-		t.Errorf("%d runs, %d keys: an oversized response must release its key", runs.Load(), s.Len())
+	if runs.Load() != 2 || idempotency.StoreLen(s) != 0 {
+		t.Errorf("%d runs, %d keys: an oversized response must release its key", runs.Load(), idempotency.StoreLen(s))
 	}
 }
 
@@ -333,11 +334,11 @@ func TestPanicHoldsKeyUntilLease(t *testing.T) {
 
 // extendLog is a store that reports each lease extension.
 type extendLog struct {
-	idempotency.Store
+	keystore.Store
 	until chan time.Time
 }
 
-func (s *extendLog) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+func (s *extendLog) KeyExtend(ctx context.Context, ext keystore.Extension) error {
 	leaseUntil := ext.LeaseUntil
 	err := s.Store.KeyExtend(ctx, ext)
 	if err == nil {
@@ -418,41 +419,84 @@ func TestKeyExpiryAndReap(t *testing.T) {
 	}
 	send(h, "POST", "/payments", "x", "Idempotency-Key", "other")
 	clk.Add(2 * time.Hour)
-	if n, err := idempotency.Reap(context.Background(), s, clk.Now()); n != 2 || err != nil || s.Len() != 0 {
-		t.Errorf("Reap: %d, %v; %d keys left", n, err, s.Len())
+	if n, err := idempotency.Reap(context.Background(), s, clk.Now()); n != 2 || err != nil || idempotency.StoreLen(s) != 0 {
+		t.Errorf("Reap: %d, %v; %d keys left", n, err, idempotency.StoreLen(s))
 	}
 }
 
+// reapSignal is a store that tells the test of each reap: how many keys
+// it deleted, once KeyReap has returned.
+type reapSignal struct {
+	keystore.Store
+	reaped chan int
+}
+
+func (s *reapSignal) KeyReap(ctx context.Context, now time.Time, limit int) (int, error) {
+	n, err := s.Store.KeyReap(ctx, now, limit)
+	select {
+	case s.reaped <- n:
+	case <-ctx.Done(): // Stop: nobody is listening any more
+	}
+	return n, err
+}
+
+// TestReaperStartStop: the reaper reaps once at Start and then every
+// Interval, until Stop. The test waits on the reaps themselves (the store
+// reports each), never on the time they might take.
 func TestReaperStartStop(t *testing.T) {
 	clk := newClock()
-	s := idempotency.NewMemoryStore()
-	h := idempotency.Middleware{Store: s, TTL: time.Hour, Now: clk.Now}.Wrap(&payments{})
+	mem := idempotency.NewMemoryStore()
+	s := &reapSignal{Store: mem, reaped: make(chan int)}
+	h := idempotency.Middleware{Store: mem, TTL: time.Hour, Now: clk.Now}.Wrap(&payments{})
 	send(h, "POST", "/payments", "x", "Idempotency-Key", "k")
 	clk.Add(2 * time.Hour)
 	r := &idempotency.Reaper{Store: s, Interval: 5 * time.Millisecond, Now: clk.Now}
 	r.Start()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Len() != 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	// waitReap waits for a reap that deletes want keys; reaps that delete
+	// none (ticks before the key expired) are skipped.
+	waitReap := func(what string, want int) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case n := <-s.reaped:
+				if n == want {
+					return
+				}
+				if n != 0 {
+					t.Fatalf("%s: a reap deleted %d keys, want %d", what, n, want)
+				}
+			case <-timeout:
+				t.Fatalf("%s: no reap deleted %d keys within 10s (%d keys left)", what, want, idempotency.StoreLen(mem))
+			}
+		}
 	}
+	waitReap("at Start", 1)
+	if n := idempotency.StoreLen(mem); n != 0 {
+		t.Fatalf("after the first reap: %d keys left", n)
+	}
+	// A key that expires after Start is reaped by a later tick.
+	send(h, "POST", "/payments", "x", "Idempotency-Key", "k2")
+	clk.Add(2 * time.Hour)
+	waitReap("on a tick", 1)
 	r.Stop()
 	r.Stop()
-	if s.Len() != 0 {
-		t.Errorf("%d keys left", s.Len())
+	if n := idempotency.StoreLen(mem); n != 0 {
+		t.Errorf("%d keys left", n)
 	}
 	(&idempotency.Reaper{Store: s}).Stop() // never started: no-op
 }
 
-type failingStore struct{ idempotency.MemoryStore }
+type failingStore struct{ keystore.Store }
 
-func (*failingStore) KeyClaim(context.Context, idempotency.Claim) (*idempotency.Record, bool, error) {
+func (*failingStore) KeyClaim(context.Context, keystore.Claim) (*keystore.Record, bool, error) {
 	return nil, false, errors.New("disk on fire")
 }
 
 func TestStoreFailureRefuses(t *testing.T) {
 	var p payments
 	var logs bytes.Buffer
-	h := idempotency.Middleware{Store: &failingStore{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.Wrap(&p)
+	h := idempotency.Middleware{Store: &failingStore{idempotency.NewMemoryStore()}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.Wrap(&p)
 	r := send(h, "POST", "/payments", "x", "Idempotency-Key", `"secret-key-0123456789"`)
 	if r.code != 503 || r.header.Get("Retry-After") == "" || problemCode(t, r) != "idempotency_store_unavailable" {
 		t.Errorf("%d %s", r.code, r.body)
@@ -535,7 +579,14 @@ func TestHijackReleases(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
 		c.Close()
 	}))
-	srv := httptest.NewServer(h)
+	// The key is released when the middleware's ServeHTTP returns, which
+	// may be after the client read the hijacked connection's response:
+	// served says it returned.
+	served := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(served)
+		h.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL, strings.NewReader("x"))
 	req.Header.Set("Idempotency-Key", "k")
@@ -544,11 +595,12 @@ func TestHijackReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Len() != 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the middleware did not return within 10s of the hijacked response")
 	}
-	if s.Len() != 0 {
+	if idempotency.StoreLen(s) != 0 {
 		t.Error("a hijacked response's key was not released")
 	}
 }
@@ -557,15 +609,15 @@ func TestValidate(t *testing.T) {
 	s := idempotency.NewMemoryStore()
 	for name, m := range map[string]idempotency.Middleware{
 		"Store":           {},
-		"MaxResponseBody": {Store: s, MaxResponseBody: idempotency.MaxStoredBody + 1},
+		"MaxResponseBody": {Store: s, MaxResponseBody: keystore.MaxStoredBody + 1},
 		"Lease":           {Store: s, Lease: -1},
 		"TTL":             {Store: s, TTL: time.Second, Lease: time.Minute},
 		"MaxRequestBody":  {Store: s, MaxRequestBody: -1},
 		"Methods":         {Store: s, Methods: []string{""}},
 	} {
 		err := m.Validate()
-		if err == nil || !strings.Contains(err.Error(), "Middleware."+name) {
-			t.Errorf("%s: %v", name, err)
+		if err == nil || !strings.Contains(err.Error(), "Middleware."+name) || !errors.Is(err, idempotency.ErrInvalid) {
+			t.Errorf("%s: %v (want it to name Middleware.%[1]s and match ErrInvalid)", name, err)
 		}
 	}
 	defer func() {

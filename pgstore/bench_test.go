@@ -114,7 +114,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 
 // BenchmarkClaimTransitions is BenchmarkClaimComplete with the batch API:
 // each claimed batch is finished with one JobTransitions call, as
-// queue.Worker does with a queue.TransitionBatcher.
+// queue.Worker does with a jobstore.TransitionBatcher.
 func BenchmarkClaimTransitions(b *testing.B) {
 	const workers, batch = 2, 50
 	s := openTest(b)

@@ -88,7 +88,7 @@ SELECT * FROM claimed`
 
 // claimLimited claims for p from a limited queue, and remembers whether
 // the queue is limited. held reports that due jobs may have been left for
-// the limit (queue.HeldClaimer). cached says that the caller skipped claimSQL,
+// the limit (jobstore.HeldClaimer). cached says that the caller skipped claimSQL,
 // taking the queue for limited: when it is not, claimLimited claims with
 // claimSQL.
 func (s *Store) claimLimited(ctx context.Context, p jobstore.ClaimParams, cached bool) (jobs []*jobstore.Job, held bool, err error) {
@@ -156,7 +156,7 @@ func (s *Store) claimLimited(ctx context.Context, p jobstore.ClaimParams, cached
 	return jobs, len(jobs) < p.Limit, nil
 }
 
-// QueueLimit implements queue.QueueOps.
+// QueueLimit implements jobstore.QueueOps.
 func (s *Store) QueueLimit(ctx context.Context, q string, l jobstore.Limit, now time.Time) error {
 	if q == "" {
 		return &jobstore.InputError{Field: "queue", Reason: "is empty"}
@@ -184,7 +184,7 @@ ON CONFLICT (name) DO UPDATE SET
 	return nil
 }
 
-// QueuesLimited implements queue.QueueOps, in byte order of the names.
+// QueuesLimited implements jobstore.QueueOps, in byte order of the names.
 func (s *Store) QueuesLimited(ctx context.Context) ([]jobstore.QueueLimit, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+limitCols+`, name FROM heed_queues
 WHERE concurrency_limit > 0 OR rate_limit > 0 ORDER BY name COLLATE "C"`)

@@ -67,7 +67,7 @@ func opArgs(ferr error, now time.Time, entry jobstore.Attempt) ([]any, error) {
 	return []any{now, e}, nil
 }
 
-// JobCancel implements queue.JobOps, in one transaction that also
+// JobCancel implements jobstore.JobOps, in one transaction that also
 // NOTIFYs the IDs of the jobs that were running: their workers, in any
 // process listening on this database and schema, hear of it when the
 // cancel commits (see [Store.JobCancelNotify]).
@@ -135,7 +135,7 @@ SELECT id, running FROM u`
 	return n, nil
 }
 
-// JobRunNow implements queue.JobOps, and notifies the workers of the
+// JobRunNow implements jobstore.JobOps, and notifies the workers of the
 // queues of the jobs it changed.
 func (s *Store) JobRunNow(ctx context.Context, params jobstore.OpParams) (int, error) {
 	f, now, entry := params.Filter, params.Now, params.Entry
@@ -170,7 +170,7 @@ RETURNING queue`
 	return len(queues), nil
 }
 
-// JobDelete implements queue.JobOps.
+// JobDelete implements jobstore.JobOps.
 func (s *Store) JobDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
 	if err := jobstore.DeleteFilter(f); err != nil {
 		return 0, err
@@ -186,7 +186,7 @@ func (s *Store) JobDelete(ctx context.Context, f jobstore.JobFilter) (int, error
 	return int(tag.RowsAffected()), nil
 }
 
-// JobPrune implements queue.JobOps: one DELETE of at most limit rows,
+// JobPrune implements jobstore.JobOps: one DELETE of at most limit rows,
 // found through the state's partial index on (finished_at, id), skipping
 // rows another pruner holds.
 func (s *Store) JobPrune(ctx context.Context, params jobstore.PruneParams) (int, error) {
@@ -206,7 +206,7 @@ func (s *Store) JobPrune(ctx context.Context, params jobstore.PruneParams) (int,
 	return int(tag.RowsAffected()), nil
 }
 
-// QueuePause implements queue.QueueOps.
+// QueuePause implements jobstore.QueueOps.
 func (s *Store) QueuePause(ctx context.Context, q string, now time.Time) (bool, error) {
 	if q == "" {
 		return false, &jobstore.InputError{Field: "queue", Reason: "is empty"}
@@ -219,7 +219,7 @@ ON CONFLICT (name) DO UPDATE SET paused_at = excluded.paused_at WHERE heed_queue
 	return tag.RowsAffected() > 0, nil
 }
 
-// QueueResume implements queue.QueueOps, and notifies the queue's
+// QueueResume implements jobstore.QueueOps, and notifies the queue's
 // workers.
 func (s *Store) QueueResume(ctx context.Context, q string) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE heed_queues SET paused_at = NULL WHERE name = $1 AND paused_at IS NOT NULL`, q)
@@ -233,7 +233,7 @@ func (s *Store) QueueResume(ctx context.Context, q string) (bool, error) {
 	return true, nil
 }
 
-// QueuesPaused implements queue.QueueOps, in byte order of the names.
+// QueuesPaused implements jobstore.QueueOps, in byte order of the names.
 func (s *Store) QueuesPaused(ctx context.Context) ([]jobstore.PausedQueue, error) {
 	rows, err := s.pool.Query(ctx, `SELECT name, paused_at FROM heed_queues WHERE paused_at IS NOT NULL ORDER BY name COLLATE "C"`)
 	if err != nil {
@@ -251,7 +251,7 @@ func (s *Store) QueuesPaused(ctx context.Context) ([]jobstore.PausedQueue, error
 	return qs, nil
 }
 
-// JobCancelNotify implements queue.CancelNotifier: the channel receives
+// JobCancelNotify implements jobstore.CancelNotifier: the channel receives
 // the ID of each running job that [Store.JobCancel], in any process using
 // this database and schema, cancelled, shortly after the cancel commits.
 // It shares JobNotify's LISTEN connection (opening it if needed), and like

@@ -20,7 +20,7 @@ const recordTickSQL = `INSERT INTO heed_periodic (kind, queue, last_tick) VALUES
 		WHERE heed_periodic.last_tick < EXCLUDED.last_tick
 	RETURNING last_tick`
 
-// JobInsertTick implements queue.TickInserter: the tick's record (table
+// JobInsertTick implements jobstore.TickInserter: the tick's record (table
 // heed_periodic) and the job in one transaction; listeners are notified
 // after the commit when the job was inserted.
 func (s *Store) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick time.Time) (*jobstore.Job, bool, error) {
@@ -54,7 +54,7 @@ func (s *Store) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick t
 
 var _ jobstore.ScheduleRecorder = (*Store)(nil)
 
-// JobScheduleRecord implements queue.ScheduleRecorder.
+// JobScheduleRecord implements jobstore.ScheduleRecorder.
 func (s *Store) JobScheduleRecord(ctx context.Context, ps jobstore.PeriodicSchedule) error {
 	var next *time.Time
 	if !ps.NextTick.IsZero() {
@@ -65,7 +65,7 @@ func (s *Store) JobScheduleRecord(ctx context.Context, ps jobstore.PeriodicSched
 	return behindErr("record schedule", 13, err)
 }
 
-// JobSchedules implements queue.ScheduleRecorder.
+// JobSchedules implements jobstore.ScheduleRecorder.
 func (s *Store) JobSchedules(ctx context.Context) ([]jobstore.PeriodicSchedule, error) {
 	rows, err := s.pool.Query(ctx, `SELECT kind, queue, coalesce(schedule, ''), last_tick, next_tick, seen_at
 		FROM heed_periodic ORDER BY kind, queue`)

@@ -2,8 +2,8 @@
 // worker processes on many machines share one database.
 //
 // Most callers want [Open], then pass the store to the queue package
-// (queue.NewClient, queue.NewWorker). It implements queue.Store,
-// queue.Notifier and queue.TransitionBatcher, and idempotency.Store for
+// (queue.NewClient, queue.NewWorker). It implements jobstore.Store,
+// jobstore.Notifier and jobstore.TransitionBatcher, and idempotency/keystore.Store for
 // the Idempotency-Key middleware (table heed_idempotency_keys).
 //
 //   - Claims lock due jobs with FOR UPDATE SKIP LOCKED in a CTE, in

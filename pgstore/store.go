@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Store implements queue.Store, queue.Notifier, queue.HeldClaimer and
-// queue.TransitionBatcher.
+// Store implements jobstore.Store, jobstore.Notifier, jobstore.HeldClaimer and
+// jobstore.TransitionBatcher.
 var (
 	_ jobstore.Store       = (*Store)(nil)
 	_ jobstore.Notifier    = (*Store)(nil)
@@ -418,7 +418,7 @@ func (s *Store) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*jobsto
 }
 
 // JobClaimHeld is JobClaim that also reports whether the queue's limit
-// held due jobs back (queue.HeldClaimer).
+// held due jobs back (jobstore.HeldClaimer).
 func (s *Store) JobClaimHeld(ctx context.Context, p jobstore.ClaimParams) (jobs []*jobstore.Job, held bool, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, false, err

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Store implements queue.Inspector, the dashboard's questions (package ui).
+// Store implements jobstore.Inspector, the dashboard's questions (package ui).
 var _ jobstore.Inspector = (*Store)(nil)
 
-// JobSearch implements queue.Inspector. The text is matched with strpos on
+// JobSearch implements jobstore.Inspector. The text is matched with strpos on
 // lower-cased text: a scan of the jobs f selects, in ID order, that stops
 // at f.Limit matches.
 func (s *Store) JobSearch(ctx context.Context, params jobstore.SearchParams) ([]*jobstore.Job, error) {
@@ -43,7 +43,7 @@ func (s *Store) JobSearch(ctx context.Context, params jobstore.SearchParams) ([]
 	return jobs, nil
 }
 
-// QueueLags implements queue.Inspector with the claim index.
+// QueueLags implements jobstore.Inspector with the claim index.
 func (s *Store) QueueLags(ctx context.Context, now time.Time) (map[string]time.Time, error) {
 	rows, err := s.pool.Query(ctx, `SELECT queue, min(available_at) FROM heed_jobs
 		WHERE state = 'available' AND available_at <= $1 GROUP BY queue`, now)
@@ -88,7 +88,7 @@ SELECT queue, date_trunc('minute', fin AT TIME ZONE 'UTC'), action, count(*)
 FROM entries WHERE fin >= $1 AND fin < $2 AND action IN ('done', 'retry', 'give_up')
 GROUP BY 1, 2, 3`
 
-// Throughput implements queue.Inspector.
+// Throughput implements jobstore.Inspector.
 func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]jobstore.Throughput, error) {
 	rows, err := s.pool.Query(ctx, throughputSQL, since, until)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]jobst
 	return out, nil
 }
 
-// DeadCauses implements queue.Inspector.
+// DeadCauses implements jobstore.Inspector.
 func (s *Store) DeadCauses(ctx context.Context, f jobstore.JobFilter) ([]jobstore.DeadCause, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ const deadCauseCountsSQL = `SELECT kind, dead_reason, dead_cause, queue, count(*
 	GROUP BY kind, dead_reason, dead_cause, queue
 	ORDER BY count(*) DESC, kind, dead_reason, dead_cause, queue`
 
-// DeadCauseCounts implements queue.Inspector over the column dead_cause
+// DeadCauseCounts implements jobstore.Inspector over the column dead_cause
 // of migration 11.
 func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]jobstore.DeadCauseCount, error) {
 	q := deadCauseCountsSQL
@@ -179,7 +179,7 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]jobstore.Dead
 	return out, nil
 }
 
-// DeadOfCause implements queue.Inspector with an index-only scan of
+// DeadOfCause implements jobstore.Inspector with an index-only scan of
 // heed_jobs_dead_cause_idx, read backwards.
 func (s *Store) DeadOfCause(ctx context.Context, key jobstore.CauseKey, limit int) ([]jobstore.DeadCause, error) {
 	q := `SELECT id, kind, queue, dead_reason, finished_at

@@ -7,7 +7,7 @@ import (
 	"github.com/heed-go/heed/queue/storetest"
 )
 
-// TestInspector runs queue.Inspector's conformance suite, each test in a
+// TestInspector runs jobstore.Inspector's conformance suite, each test in a
 // fresh schema.
 func TestInspector(t *testing.T) {
 	testURL(t)

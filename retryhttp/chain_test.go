@@ -22,13 +22,15 @@ type chain struct {
 	mu      sync.Mutex
 	seen    map[string][]time.Duration // Timeout-Remaining adopted per hop
 	cDone   chan error                 // C's context error, when C blocks
+	cIn     chan struct{}              // closed when C's handler first runs
+	cInOnce sync.Once
 }
 
 // newChain builds the chain. With ownership off, every layer retries. C
 // answers 503, or with block, waits for its context to end.
 func newChain(t *testing.T, ownership, block bool) *chain {
 	t.Helper()
-	ch := &chain{seen: map[string][]time.Duration{}, cDone: make(chan error, 10)}
+	ch := &chain{seen: map[string][]time.Duration{}, cDone: make(chan error, 10), cIn: make(chan struct{})}
 	mw := deadline.Middleware{Limit: 10 * time.Second, OwnershipOff: !ownership}
 	record := func(hop string, r *http.Request) {
 		if left, ok := deadline.Remaining(r.Context()); ok {
@@ -40,6 +42,7 @@ func newChain(t *testing.T, ownership, block bool) *chain {
 	ch.c = httptest.NewServer(retryhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		record("C", r)
 		ch.cHits.Add(1)
+		ch.cInOnce.Do(func() { close(ch.cIn) })
 		if block {
 			<-r.Context().Done()
 			ch.cDone <- r.Context().Err()
@@ -119,11 +122,13 @@ func TestChainCancelStopsC(t *testing.T) {
 	ch := newChain(t, true, true)
 	user := newTransport(t, fast(3))
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go func() {
-		for ch.cHits.Load() == 0 {
-			time.Sleep(time.Millisecond)
+		select {
+		case <-ch.cIn: // C is working: its handler runs
+			cancel() // A's caller gives up while C is working
+		case <-ctx.Done():
 		}
-		cancel() // A's caller gives up while C is working
 	}()
 	_, err := do(t, user, ctx, "GET", ch.a.URL, nil)
 	if err == nil {

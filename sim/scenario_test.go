@@ -63,7 +63,7 @@ func TestParseScenarioOverload(t *testing.T) {
 	if o := c[2].Overload; o == nil || o.Limit != 100 || o.MaxQueue != -1 || o.QueueTarget != 2*time.Millisecond || !o.LIFOOff {
 		t.Errorf("fixed: %+v", o)
 	}
-	if _, err := Run(s); err != nil {
+	if _, err := Run(s, Options{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -110,7 +110,7 @@ func TestParseScenario(t *testing.T) {
 	if want := (budget.Config{Ratio: 0.1, Window: 10 * time.Second, Burst: 8, MinPerSecond: 0.5, Earn: 2, Ceiling: 0.5}); owner.Layers[0].Budget != want {
 		t.Errorf("budget %+v, want %+v", owner.Layers[0].Budget, want)
 	}
-	if !owner.PropagateDeadline || len(owner.Layers) != 2 || !owner.Layers[0].OwnershipOff || owner.Layers[1].OwnershipOff || owner.Layers[0].Budget.Off() ||
+	if !owner.PropagateDeadline || len(owner.Layers) != 2 || !owner.Layers[0].OwnershipOff || owner.Layers[1].OwnershipOff || owner.Layers[0].Budget.Ratio < 0 ||
 		owner.Layers[0].Breaker == nil || owner.Layers[0].Breaker.Cooldown != 2*time.Second ||
 		owner.Layers[0].Retry.AttemptTimeout != 500*time.Millisecond || owner.Layers[0].Retry.Backoff.Cap != 100*time.Millisecond {
 		t.Errorf("owner + budget: %+v", owner)

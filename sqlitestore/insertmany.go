@@ -50,7 +50,7 @@ func insertedJob(in *jobstore.JobInsert, id int64, policy []byte) (*jobstore.Job
 
 var insertManyFull = insertManySQL(insertManyRows)
 
-// JobInsertMany implements queue.BatchInserter: ins go in one write
+// JobInsertMany implements jobstore.BatchInserter: ins go in one write
 // transaction, in multi-row INSERTs of up to 500 rows; a job with a unique
 // key is looked up and inserted alone, as [Store.JobInsert] does, in the
 // same transaction. On an error nothing is written.

@@ -139,7 +139,7 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("sqlitestore: %s: %w", op, err)
 }
 
-// JobInsert implements queue.Store.
+// JobInsert implements jobstore.Store.
 func (s *Store) JobInsert(ctx context.Context, in jobstore.JobInsert) (*jobstore.Job, bool, error) {
 	if err := in.Validate(); err != nil {
 		return nil, false, err
@@ -228,7 +228,7 @@ const insertSQL = `INSERT INTO heed_jobs
 	VALUES (?, ?, ?, 'available', ?, ?, ?, ?, ?, ?, ?)
 	RETURNING ` + jobColumns
 
-// JobGet implements queue.Store.
+// JobGet implements jobstore.Store.
 func (s *Store) JobGet(ctx context.Context, id int64) (*jobstore.Job, error) {
 	j, err := scanJob(s.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM heed_jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -256,7 +256,7 @@ var dialect = sqlfilter.Dialect{
 
 func limit(f *jobstore.JobFilter) string { return sqlfilter.Limit(f) }
 
-// JobList implements queue.Store.
+// JobList implements jobstore.Store.
 func (s *Store) JobList(ctx context.Context, f jobstore.JobFilter) ([]*jobstore.Job, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ func claimWhereSQL(cond string) string {
 	RETURNING ` + jobColumns
 }
 
-// JobClaim implements queue.Store with one UPDATE ... WHERE id IN (SELECT
+// JobClaim implements jobstore.Store with one UPDATE ... WHERE id IN (SELECT
 // ... LIMIT n) RETURNING statement; the single writer makes it atomic. A
 // limited queue's claim is a transaction (claimLimited).
 func (s *Store) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, error) {
@@ -312,7 +312,7 @@ func (s *Store) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*jobsto
 	return jobs, err
 }
 
-// JobClaimHeld implements queue.HeldClaimer: JobClaim that also reports
+// JobClaimHeld implements jobstore.HeldClaimer: JobClaim that also reports
 // whether the queue's limit held due jobs back.
 func (s *Store) JobClaimHeld(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, bool, error) {
 	if err := p.Validate(); err != nil {
@@ -380,7 +380,7 @@ func sortClaimed(jobs []*jobstore.Job) []*jobstore.Job {
 	return jobs
 }
 
-// JobLeaseExtend implements queue.Store.
+// JobLeaseExtend implements jobstore.Store.
 func (s *Store) JobLeaseExtend(ctx context.Context, p jobstore.LeaseParams) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -411,7 +411,7 @@ var transitionSQL = `UPDATE heed_jobs SET
 			history = ` + historyPut + `
 		WHERE id = ? AND lease_token = ? AND state = 'running'`
 
-// JobTransition implements queue.Store.
+// JobTransition implements jobstore.Store.
 func (s *Store) JobTransition(ctx context.Context, t jobstore.Transition) error {
 	st, err := s.prepared(ctx, transitionSQL)
 	if err != nil {
@@ -427,7 +427,7 @@ func (s *Store) JobTransition(ctx context.Context, t jobstore.Transition) error 
 	return nil
 }
 
-// JobTransitions implements queue.TransitionBatcher: one IMMEDIATE
+// JobTransitions implements jobstore.TransitionBatcher: one IMMEDIATE
 // transaction, one commit. (One UPDATE for the whole batch, its
 // transitions as a JSON array read with json_each, was slower: 5,300-7,800
 // against 8,200-12,300 jobs/s in BenchmarkClaimTransitions.)
@@ -486,7 +486,7 @@ func (s *Store) notifyJob(ctx context.Context, id int64) {
 	}
 }
 
-// JobRescue implements queue.Store.
+// JobRescue implements jobstore.Store.
 func (s *Store) JobRescue(ctx context.Context, p jobstore.RescueParams) ([]*jobstore.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -517,7 +517,7 @@ func (s *Store) JobRescue(ctx context.Context, p jobstore.RescueParams) ([]*jobs
 	return jobs, nil
 }
 
-// DeadRequeue implements queue.Store. A dead job whose unique key is taken
+// DeadRequeue implements jobstore.Store. A dead job whose unique key is taken
 // by a live job is skipped (UPDATE OR IGNORE).
 func (s *Store) DeadRequeue(ctx context.Context, p jobstore.OpParams) (int, error) {
 	f, now, entry := p.Filter, p.Now, p.Entry
@@ -561,12 +561,12 @@ func (s *Store) DeadRequeue(ctx context.Context, p jobstore.OpParams) (int, erro
 	return n, nil
 }
 
-// DeadDelete implements queue.Store.
+// DeadDelete implements jobstore.Store.
 func (s *Store) DeadDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
 	return s.deleteJobs(ctx, f, jobstore.StateDead)
 }
 
-// SucceededDelete implements queue.Store. f.State is ignored: only
+// SucceededDelete implements jobstore.Store. f.State is ignored: only
 // succeeded jobs are deleted.
 func (s *Store) SucceededDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
 	return s.deleteJobs(ctx, f, jobstore.StateSucceeded)
@@ -592,7 +592,7 @@ func (s *Store) deleteJobs(ctx context.Context, f jobstore.JobFilter, state jobs
 	return int(n), wrap("delete "+string(state), err)
 }
 
-// Stats implements queue.Store.
+// Stats implements jobstore.Store.
 func (s *Store) Stats(ctx context.Context, now time.Time) (jobstore.Stats, error) {
 	var st jobstore.Stats
 	rows, err := s.r.QueryContext(ctx, `SELECT queue, state, state = 'available' AND available_at > ?, count(*)

@@ -84,7 +84,7 @@ func (s *Store) claimLimited(ctx context.Context, p jobstore.ClaimParams, cond s
 	return jobs, tx.Commit()
 }
 
-// QueueLimit implements queue.QueueOps.
+// QueueLimit implements jobstore.QueueOps.
 func (s *Store) QueueLimit(ctx context.Context, q string, l jobstore.Limit, now time.Time) error {
 	if q == "" {
 		return &jobstore.InputError{Field: "queue", Reason: "is empty"}
@@ -110,7 +110,7 @@ func (s *Store) QueueLimit(ctx context.Context, q string, l jobstore.Limit, now 
 	return nil
 }
 
-// QueuesLimited implements queue.QueueOps.
+// QueuesLimited implements jobstore.QueueOps.
 func (s *Store) QueuesLimited(ctx context.Context) ([]jobstore.QueueLimit, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+limitCols+`, name FROM heed_queues
 		WHERE concurrency_limit > 0 OR rate_limit > 0 ORDER BY name`)

@@ -37,7 +37,7 @@ func opArgs(ferr error, f *jobstore.JobFilter, now time.Time, entry jobstore.Att
 	return append([]any{micros(now), e, e}, args...), w, nil
 }
 
-// JobCancel implements queue.JobOps. Workers of this process that run a
+// JobCancel implements jobstore.JobOps. Workers of this process that run a
 // cancelled job hear of it through JobCancelNotify at once; those of other
 // processes within [cancelPoll] (their JobCancelNotify looks for jobs
 // cancelled elsewhere), or at their next lease renewal when they do not
@@ -74,7 +74,7 @@ func (s *Store) JobCancel(ctx context.Context, params jobstore.OpParams) (int, e
 	return len(ids), nil
 }
 
-// JobRunNow implements queue.JobOps.
+// JobRunNow implements jobstore.JobOps.
 func (s *Store) JobRunNow(ctx context.Context, params jobstore.OpParams) (int, error) {
 	f, now, entry := params.Filter, params.Now, params.Entry
 	all, w, err := opArgs(jobstore.RunNowFilter(f), &f, now, entry, "run now")
@@ -111,7 +111,7 @@ func (s *Store) JobRunNow(ctx context.Context, params jobstore.OpParams) (int, e
 	return n, nil
 }
 
-// JobDelete implements queue.JobOps.
+// JobDelete implements jobstore.JobOps.
 func (s *Store) JobDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
 	if err := jobstore.DeleteFilter(f); err != nil {
 		return 0, err
@@ -127,7 +127,7 @@ func (s *Store) JobDelete(ctx context.Context, f jobstore.JobFilter) (int, error
 	return int(n), wrap("delete", err)
 }
 
-// JobPrune implements queue.JobOps: one DELETE of at most limit rows,
+// JobPrune implements jobstore.JobOps: one DELETE of at most limit rows,
 // found through the state's partial index on finished_at.
 func (s *Store) JobPrune(ctx context.Context, params jobstore.PruneParams) (int, error) {
 	state, before, limit := params.State, params.Before, params.Limit
@@ -145,7 +145,7 @@ func (s *Store) JobPrune(ctx context.Context, params jobstore.PruneParams) (int,
 	return int(n), wrap("prune "+string(state), err)
 }
 
-// QueuePause implements queue.QueueOps.
+// QueuePause implements jobstore.QueueOps.
 func (s *Store) QueuePause(ctx context.Context, q string, now time.Time) (bool, error) {
 	if q == "" {
 		return false, &jobstore.InputError{Field: "queue", Reason: "is empty"}
@@ -155,7 +155,7 @@ func (s *Store) QueuePause(ctx context.Context, q string, now time.Time) (bool, 
 	return changed("pause", res, err)
 }
 
-// QueueResume implements queue.QueueOps.
+// QueueResume implements jobstore.QueueOps.
 func (s *Store) QueueResume(ctx context.Context, q string) (bool, error) {
 	res, err := s.w.ExecContext(ctx, `UPDATE heed_queues SET paused_at = NULL WHERE name = ? AND paused_at IS NOT NULL`, q)
 	ok, err := changed("resume", res, err)
@@ -173,7 +173,7 @@ func changed(op string, res sql.Result, err error) (bool, error) {
 	return n > 0, wrap(op, err)
 }
 
-// QueuesPaused implements queue.QueueOps.
+// QueuesPaused implements jobstore.QueueOps.
 func (s *Store) QueuesPaused(ctx context.Context) ([]jobstore.PausedQueue, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT name, paused_at FROM heed_queues WHERE paused_at IS NOT NULL ORDER BY name`)
 	if err != nil {
@@ -195,7 +195,7 @@ func (s *Store) QueuesPaused(ctx context.Context) ([]jobstore.PausedQueue, error
 	return qs, wrap("paused queues", rows.Err())
 }
 
-// JobCancelNotify implements queue.CancelNotifier for jobs cancelled
+// JobCancelNotify implements jobstore.CancelNotifier for jobs cancelled
 // through this Store (a worker in another process notices at its next
 // lease renewal). A notification that does not fit the channel's small
 // buffer is dropped.

@@ -18,7 +18,7 @@ const recordTickSQL = `INSERT INTO heed_periodic (kind, queue, last_tick) VALUES
 		WHERE heed_periodic.last_tick < excluded.last_tick
 	RETURNING last_tick`
 
-// JobInsertTick implements queue.TickInserter: the tick's record (table
+// JobInsertTick implements jobstore.TickInserter: the tick's record (table
 // heed_periodic) and the job in one IMMEDIATE transaction.
 func (s *Store) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick time.Time) (*jobstore.Job, bool, error) {
 	if err := in.Validate(); err != nil {
@@ -66,14 +66,14 @@ func (s *Store) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick t
 
 var _ jobstore.ScheduleRecorder = (*Store)(nil)
 
-// JobScheduleRecord implements queue.ScheduleRecorder.
+// JobScheduleRecord implements jobstore.ScheduleRecorder.
 func (s *Store) JobScheduleRecord(ctx context.Context, ps jobstore.PeriodicSchedule) error {
 	_, err := s.w.ExecContext(ctx, `UPDATE heed_periodic SET schedule = ?3, next_tick = ?4, seen_at = ?5 WHERE kind = ?1 AND queue = ?2`,
 		ps.Kind, ps.Queue, ps.Schedule, nullMicros(ps.NextTick), nullMicros(ps.SeenAt))
 	return behindErr("record schedule", 13, err)
 }
 
-// JobSchedules implements queue.ScheduleRecorder.
+// JobSchedules implements jobstore.ScheduleRecorder.
 func (s *Store) JobSchedules(ctx context.Context) ([]jobstore.PeriodicSchedule, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT kind, queue, coalesce(schedule, ''), last_tick, next_tick, seen_at
 		FROM heed_periodic ORDER BY kind, queue`)

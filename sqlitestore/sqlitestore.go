@@ -22,8 +22,8 @@
 // Claims are one UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING
 // statement, preceded by a cheap check on a read connection so that idle
 // polling never queues behind writers. The Store also implements
-// queue.TransitionBatcher (a worker's finished jobs in one transaction) and
-// queue.Notifier (wake-ups for jobs inserted through this Store; other
+// jobstore.TransitionBatcher (a worker's finished jobs in one transaction) and
+// jobstore.Notifier (wake-ups for jobs inserted through this Store; other
 // processes' jobs are found by polling). Hot statements are prepared once.
 //
 // The schema is created and upgraded by embedded, numbered migrations
@@ -51,7 +51,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// Store is a queue.Store (and queue.Notifier) over one SQLite database.
+// Store is a jobstore.Store (and jobstore.Notifier) over one SQLite database.
 // Make one with [Open]; the zero value is not usable. It is safe for
 // concurrent use by many goroutines. Close it when done.
 type Store struct {
@@ -355,7 +355,7 @@ func (s *Store) Close() error {
 	return err
 }
 
-// JobNotify implements queue.Notifier for jobs inserted or requeued through
+// JobNotify implements jobstore.Notifier for jobs inserted or requeued through
 // this Store (other processes' inserts are found by polling). The channel
 // has a small buffer; a notification that does not fit is dropped, as the
 // worker polls anyway.

@@ -12,10 +12,10 @@ import (
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
-// Store implements queue.Inspector, the dashboard's questions (package ui).
+// Store implements jobstore.Inspector, the dashboard's questions (package ui).
 var _ jobstore.Inspector = (*Store)(nil)
 
-// JobSearch implements queue.Inspector. The text is matched with instr on
+// JobSearch implements jobstore.Inspector. The text is matched with instr on
 // lower-cased text: a scan of the jobs f selects, in ID order, that stops
 // at f.Limit matches.
 func (s *Store) JobSearch(ctx context.Context, params jobstore.SearchParams) ([]*jobstore.Job, error) {
@@ -43,7 +43,7 @@ func (s *Store) JobSearch(ctx context.Context, params jobstore.SearchParams) ([]
 	return jobs, wrap("search", err)
 }
 
-// QueueLags implements queue.Inspector with the claim index.
+// QueueLags implements jobstore.Inspector with the claim index.
 func (s *Store) QueueLags(ctx context.Context, now time.Time) (map[string]time.Time, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT queue, min(available_at) FROM heed_jobs
 		WHERE state = 'available' AND available_at <= ? GROUP BY queue`, micros(now))
@@ -80,7 +80,7 @@ const throughputSQL = `SELECT j.queue, json_extract(e.value, '$.action'), json_e
 		OR (j.state = 'available' AND j.available_at >= ?1))
 	  AND json_extract(e.value, '$.action') IN ('done', 'retry', 'give_up', 'give up')`
 
-// Throughput implements queue.Inspector.
+// Throughput implements jobstore.Inspector.
 func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]jobstore.Throughput, error) {
 	rows, err := s.r.QueryContext(ctx, throughputSQL, micros(since))
 	if err != nil {
@@ -120,7 +120,7 @@ func (s *Store) Throughput(ctx context.Context, since, until time.Time) ([]jobst
 	return out, nil
 }
 
-// DeadCauses implements queue.Inspector.
+// DeadCauses implements jobstore.Inspector.
 func (s *Store) DeadCauses(ctx context.Context, f jobstore.JobFilter) ([]jobstore.DeadCause, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (s *Store) DeadCauses(ctx context.Context, f jobstore.JobFilter) ([]jobstor
 	return out, wrap("dead causes", rows.Err())
 }
 
-// DeadCauseCounts implements queue.Inspector over the column dead_cause
+// DeadCauseCounts implements jobstore.Inspector over the column dead_cause
 // of migration 11, through its index.
 func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]jobstore.DeadCauseCount, error) {
 	q := `SELECT kind, coalesce(dead_reason, ''), coalesce(dead_cause, ''), queue, count(*), min(finished_at), max(finished_at), max(id)
@@ -181,7 +181,7 @@ func (s *Store) DeadCauseCounts(ctx context.Context, limit int) ([]jobstore.Dead
 	return out, wrap("dead cause counts", rows.Err())
 }
 
-// DeadOfCause implements queue.Inspector with the index of the causes
+// DeadOfCause implements jobstore.Inspector with the index of the causes
 // alone (it covers the columns read), read backwards.
 func (s *Store) DeadOfCause(ctx context.Context, key jobstore.CauseKey, limit int) ([]jobstore.DeadCause, error) {
 	q := `SELECT id, kind, queue, coalesce(dead_reason, ''), finished_at

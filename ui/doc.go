@@ -1,6 +1,6 @@
 // Package ui is heed's web dashboard of the job queue: an [http.Handler]
 // (make one with [New]) over a [queue.Client] whose store implements
-// [queue.Inspector] (sqlitestore and pgstore do). `heed ui` serves it; a
+// [jobstore.Inspector] (sqlitestore and pgstore do). `heed ui` serves it; a
 // Go service mounts it under its own path and authentication.
 //
 // It serves five pages, rendered on the server with html/template and
@@ -30,11 +30,11 @@
 //     Every dead job is counted: the store keeps an index of each dead
 //     job's cause (its last error text with digits read as 0, computed by
 //     the database), which the page reads with one GROUP BY and merges by
-//     fingerprint ([queue.Inspector].DeadCauseCounts). Over a database one
+//     fingerprint ([jobstore.Inspector].DeadCauseCounts). Over a database one
 //     release behind, without that index, it groups the newest 2,000 and
 //     says so;
 //   - the periodic jobs: each one's schedule, latest and next tick as the
-//     workers record them ([queue.ScheduleRecorder]), and its jobs.
+//     workers record them ([jobstore.ScheduleRecorder]), and its jobs.
 //
 // The overview's counts are shared: one count at a time runs in the
 // background and every viewer gets the latest (see [Config].Refresh), so

@@ -406,7 +406,7 @@ func TestNewErrors(t *testing.T) {
 				t.Errorf("New(%+v): no error", cfg)
 			}
 		}
-		if _, err := ui.New(queue.NewClient(struct{ jobstore.Store }{s}, queue.ClientConfig{}), ui.Config{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "queue.Inspector") {
+		if _, err := ui.New(queue.NewClient(struct{ jobstore.Store }{s}, queue.ClientConfig{}), ui.Config{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "jobstore.Inspector") {
 			t.Errorf("New over a store without Inspector: %v", err)
 		}
 		if _, err := ui.New(nil, ui.Config{ReadOnly: true}); err == nil {

@@ -112,7 +112,7 @@ func New(c *queue.Client, cfg Config) (*Handler, error) {
 	}
 	in, ok := c.Store().(jobstore.Inspector)
 	if !ok {
-		return nil, fmt.Errorf("ui: the store %T does not implement queue.Inspector", c.Store())
+		return nil, fmt.Errorf("ui: the store %T does not implement jobstore.Inspector", c.Store())
 	}
 	if cfg.Path == "" {
 		cfg.Path = "/"

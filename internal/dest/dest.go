@@ -80,7 +80,7 @@ func (s *Set) Init(cfg Config) error {
 	}
 	s.cfg = cfg
 	s.shared = State{Policy: cfg.Policy}
-	s.each = cfg.Policy.Budget == nil && !cfg.Budget.Off() || cfg.Policy.Breaker == nil && cfg.Breaker != nil ||
+	s.each = cfg.Policy.Budget == nil && cfg.Budget.Ratio >= 0 || cfg.Policy.Breaker == nil && cfg.Breaker != nil ||
 		cfg.Policy.Hedge != nil
 	return nil
 }
@@ -108,7 +108,7 @@ func (s *Set) Get(name string, budgetKey func() string) *State {
 func (s *Set) add(name string, budgetKey func() string) *State {
 	cfg := &s.cfg
 	st := &State{Name: name, Policy: cfg.Policy}
-	if !cfg.Budget.Off() && cfg.Policy.Budget == nil {
+	if cfg.Budget.Ratio >= 0 && cfg.Policy.Budget == nil { // a negative Ratio: no budget
 		key := name
 		if budgetKey != nil {
 			key = budgetKey()

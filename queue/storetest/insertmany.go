@@ -15,12 +15,12 @@ import (
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
-// batchInserter returns s as a queue.BatchInserter, or skips the test.
+// batchInserter returns s as a jobstore.BatchInserter, or skips the test.
 func batchInserter(t *testing.T, s jobstore.Store) jobstore.BatchInserter {
 	t.Helper()
 	b, ok := s.(jobstore.BatchInserter)
 	if !ok {
-		t.Skip("the store is not a queue.BatchInserter")
+		t.Skip("the store is not a jobstore.BatchInserter")
 	}
 	return b
 }

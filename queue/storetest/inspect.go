@@ -13,9 +13,9 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// RunInspector runs the conformance suite of queue.Inspector, the
+// RunInspector runs the conformance suite of jobstore.Inspector, the
 // dashboard's questions, each test in its own subtest with a fresh, empty,
-// migrated store from open (which must implement queue.Inspector). Like
+// migrated store from open (which must implement jobstore.Inspector). Like
 // Run, it closes each store when its test ends.
 func RunInspector(t *testing.T, open func(t *testing.T) jobstore.Store) {
 	tests := []struct {
@@ -32,7 +32,7 @@ func RunInspector(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		runOne(t, tt.name, open, func(t *testing.T, s jobstore.Store) {
 			in, ok := s.(jobstore.Inspector)
 			if !ok {
-				t.Fatalf("%T does not implement queue.Inspector", s)
+				t.Fatalf("%T does not implement jobstore.Inspector", s)
 			}
 			tt.fn(t, s, in)
 		})

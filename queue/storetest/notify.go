@@ -14,14 +14,14 @@ import (
 // itself, and fails only when it never comes.
 const notifyWait = 30 * time.Second
 
-// testNotify checks a store that is a queue.Notifier: inserts, retries
+// testNotify checks a store that is a jobstore.Notifier: inserts, retries
 // due at the transition's Now and requeues notify the job's queue, and
 // the channel closes when the context ends. A store that is not a
 // Notifier skips it.
 func testNotify(t *testing.T, s jobstore.Store) {
 	n, ok := s.(jobstore.Notifier)
 	if !ok {
-		t.Skip("the store is not a queue.Notifier")
+		t.Skip("the store is not a jobstore.Notifier")
 	}
 	nctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -11,7 +11,7 @@ import (
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
-// opsTests are the conformance tests of queue.JobOps and queue.QueueOps.
+// opsTests are the conformance tests of jobstore.JobOps and jobstore.QueueOps.
 var opsTests = []struct {
 	name string
 	fn   func(t *testing.T, s jobstore.Store)
@@ -193,7 +193,7 @@ func testCancelInvalid(t *testing.T, s jobstore.Store) {
 func testCancelNotify(t *testing.T, s jobstore.Store) {
 	n, ok := s.(jobstore.CancelNotifier)
 	if !ok {
-		t.Skip("the store is not a queue.CancelNotifier")
+		t.Skip("the store is not a jobstore.CancelNotifier")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -390,7 +390,7 @@ func testPause(t *testing.T, s jobstore.Store) {
 func testResumeNotify(t *testing.T, s jobstore.Store) {
 	n, ok := s.(jobstore.Notifier)
 	if !ok {
-		t.Skip("the store is not a queue.Notifier")
+		t.Skip("the store is not a jobstore.Notifier")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -38,7 +38,7 @@ func (c countingStore) JobInsert(ctx context.Context, in jobstore.JobInsert) (*j
 }
 
 // JobInsertTick passes the call on to the store's, when it is a
-// queue.TickInserter (as the worker would), and to JobInsert otherwise.
+// jobstore.TickInserter (as the worker would), and to JobInsert otherwise.
 func (c countingStore) JobInsertTick(ctx context.Context, in jobstore.JobInsert, tick time.Time) (*jobstore.Job, bool, error) {
 	ti, ok := c.Store.(jobstore.TickInserter)
 	if !ok {
@@ -50,7 +50,7 @@ func (c countingStore) JobInsertTick(ctx context.Context, in jobstore.JobInsert,
 }
 
 // JobScheduleRecord and JobSchedules pass the calls on to the store's,
-// when it is a queue.ScheduleRecorder.
+// when it is a jobstore.ScheduleRecorder.
 func (c countingStore) JobScheduleRecord(ctx context.Context, ps jobstore.PeriodicSchedule) error {
 	if sr, ok := c.Store.(jobstore.ScheduleRecorder); ok {
 		return sr.JobScheduleRecord(ctx, ps)
@@ -89,7 +89,7 @@ type FakeClock interface {
 func RunPeriodic(t *testing.T, clk FakeClock, stores []jobstore.Store) {
 	for _, s := range stores {
 		if _, ok := s.(jobstore.Notifier); !ok {
-			t.Skip("the store is not a queue.Notifier (the test's workers wake on notifications)")
+			t.Skip("the store is not a jobstore.Notifier (the test's workers wake on notifications)")
 		}
 	}
 	start := time.Date(2026, 3, 4, 5, 6, 30, 0, time.UTC) // 30 s after a tick
@@ -204,14 +204,14 @@ func tickInsert(t *testing.T, tick time.Time) jobstore.JobInsert {
 	return in
 }
 
-// testTickMemory: a store that implements queue.TickInserter enqueues each
+// testTickMemory: a store that implements jobstore.TickInserter enqueues each
 // tick of a periodic job once, and never again once its job is deleted
 // (by retention), nor any earlier tick; other kinds and queues keep their
 // own record.
 func testTickMemory(t *testing.T, s jobstore.Store) {
 	ti, ok := s.(jobstore.TickInserter)
 	if !ok {
-		t.Skip("the store is not a queue.TickInserter")
+		t.Skip("the store is not a jobstore.TickInserter")
 	}
 	tick := t0.Truncate(time.Hour)
 	insert := func(what string, in jobstore.JobInsert, at time.Time, want bool) *jobstore.Job {
@@ -271,13 +271,13 @@ func testTickMemory(t *testing.T, s jobstore.Store) {
 // deleted as retention deletes it (JobPrune); a worker started again in
 // the same period must not run that tick again (nothing is stored for it),
 // and runs the next tick once. It skips stores that are not
-// queue.TickInserter (for them only the job marks its tick).
+// jobstore.TickInserter (for them only the job marks its tick).
 func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s jobstore.Store) {
 	if _, ok := s.(jobstore.TickInserter); !ok {
-		t.Skip("the store is not a queue.TickInserter")
+		t.Skip("the store is not a jobstore.TickInserter")
 	}
 	if _, ok := s.(jobstore.Notifier); !ok {
-		t.Skip("the store is not a queue.Notifier (the test's workers wake on notifications)")
+		t.Skip("the store is not a jobstore.Notifier (the test's workers wake on notifications)")
 	}
 	first := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
 	clk.Set(first.Add(30 * time.Minute))
@@ -367,14 +367,14 @@ func RunPeriodicAfterRetention(t *testing.T, clk FakeClock, s jobstore.Store) {
 	}
 }
 
-// testScheduleRecord: a store that implements queue.ScheduleRecorder
+// testScheduleRecord: a store that implements jobstore.ScheduleRecorder
 // keeps a ticked periodic job's schedule, next tick and when a worker saw
 // it, and lists every periodic job with its latest tick, the schedule
 // empty where none was recorded.
 func testScheduleRecord(t *testing.T, s jobstore.Store) {
 	sr, ok := s.(jobstore.ScheduleRecorder)
 	if !ok {
-		t.Skip("the store is not a queue.ScheduleRecorder")
+		t.Skip("the store is not a jobstore.ScheduleRecorder")
 	}
 	ti := s.(jobstore.TickInserter)
 	tick := t0.Truncate(time.Hour)

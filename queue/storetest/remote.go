@@ -98,7 +98,7 @@ var (
 	_ jobstore.Notifier          = (*remoteStore)(nil)
 )
 
-// JobNotify implements queue.Notifier in the bubble.
+// JobNotify implements jobstore.Notifier in the bubble.
 func (s *remoteStore) JobNotify(ctx context.Context) (<-chan string, error) {
 	ch := make(chan string, 1)
 	s.mu.Lock()
@@ -188,7 +188,7 @@ func (s *remoteStore) JobTransition(ctx context.Context, t jobstore.Transition) 
 	return err
 }
 
-// JobTransitions implements queue.TransitionBatcher, with the store's own
+// JobTransitions implements jobstore.TransitionBatcher, with the store's own
 // batches when it has them.
 func (s *remoteStore) JobTransitions(ctx context.Context, ts []jobstore.Transition) (errs []error, err error) {
 	s.r.do(func(ctx context.Context) {

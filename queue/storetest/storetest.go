@@ -1,9 +1,9 @@
-// Package storetest is the conformance suite of queue.Store: every store
+// Package storetest is the conformance suite of jobstore.Store: every store
 // heed ships (sqlitestore, pgstore) runs it, and a store of your own should
 // too:
 //
 //	func TestStore(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) queue.Store {
+//		storetest.Run(t, func(t *testing.T) jobstore.Store {
 //			return openFreshStore(t)
 //		})
 //	}

@@ -132,7 +132,7 @@ func testHistory(t *testing.T, s jobstore.Store) {
 func testTransitionBatch(t *testing.T, s jobstore.Store) {
 	b, ok := s.(jobstore.TransitionBatcher)
 	if !ok {
-		t.Skip("the store is not a queue.TransitionBatcher")
+		t.Skip("the store is not a jobstore.TransitionBatcher")
 	}
 	if errs, err := b.JobTransitions(ctx, nil); err != nil || len(errs) != 0 {
 		t.Fatalf("empty batch: %v, %v", errs, err)
