@@ -224,9 +224,9 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		start := now
 		var a attempt
 		if r != nil {
-			a, start = c.race(ctx, r, rc, now, lim, body, rw, tracing)
+			start = c.race(&a, ctx, r, rc, now, lim, body, rw, tracing)
 		} else {
-			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
+			c.send(&a, ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		}
 		body = nil
 		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil && (p.Hedge == nil || p.Hedge.Delay > 0) {
@@ -377,10 +377,10 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 
 // race makes the attempt rc admitted at now with the hedges its policy
 // allows beside it (retry.Call.Race), for a request that is safe to
-// repeat, and returns the attempt the call goes on with and when it
-// started; the others' responses are drained. Each hedge sends a body of
-// its own (GetBody, or the buffer).
-func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
+// repeat, writes the attempt the call goes on with into a (zero) and
+// returns when it started; the others' responses are drained. Each hedge
+// sends a body of its own (GetBody, or the buffer).
+func (c *call) race(a *attempt, ctx context.Context, r *racer, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) time.Time {
 	// c and rw are r's (see RoundTrip). The attempts must not change
 	// them: they read the key with peekKey (c.owns was read by
 	// RoundTrip, which races only without an upstream owner).
@@ -396,7 +396,9 @@ func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time
 	// The attempts the race made (the first and the hedges sent) filled
 	// slots 0 to used-1; the others stay zero.
 	k, used := n-r.first, 1+rc.History.Attempts-attempts
-	a, start := r.slots[k], r.now
+	*a = r.slots[k]
+	a.raceCancel = cancel
+	start := r.now
 	if k > 0 {
 		start = r.starts[k]
 	}
@@ -406,9 +408,10 @@ func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time
 		}
 		r.slots[j].clear()
 	}
-	a.raceCancel = cancel
-	r.body = nil
-	return a, start
+	if r.body != nil {
+		r.body = nil
+	}
+	return start
 }
 
 // racer is what the attempts of one race share.
@@ -484,8 +487,8 @@ func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Resul
 	if k > 0 {
 		r.starts[k] = start // the first's is r.now
 	}
-	a := &r.slots[k]
-	*a = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
+	a := &r.slots[k] // zero: race clears the slots it used
+	r.c.send(a, ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
 	if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
 		// classAccepted, as classify would say, without its cost (the
 		// common case: most races send no hedge and look no further).
