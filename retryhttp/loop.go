@@ -425,7 +425,7 @@ type racer struct {
 	first   int // the first attempt's number
 	slots   [maxRacers]attempt
 	starts  [maxRacers]time.Time
-	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
+	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // makes an attempt (see racerPool)
 }
 
 // reset makes r's call and rewinder those of a new request req, as
@@ -468,34 +468,37 @@ func (r *racer) release() {
 
 var racerPool = sync.Pool{New: func() any {
 	r := new(racer)
-	r.fn = r.attempt
+	// r.fn makes attempt n of the race, the first or a hedge. It is a
+	// closure, not a method value r.attempt: a method value calls through
+	// a wrapper, which copies the retry.Result once more (a struct of six
+	// fields, copied through memory right after it was written: the
+	// processor stalls, as the stores cannot be forwarded to the wider
+	// loads of the copy).
+	r.fn = func(ctx context.Context, n int, lim retry.Limit) retry.Result {
+		k := n - r.first
+		b, start := r.body, r.now
+		if k > 0 {
+			start = clock.Now(r.clk)
+			var err error
+			if b, err = r.rw.body(); err != nil {
+				r.slots[k] = attempt{err: err}
+				return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
+			}
+		}
+		if k > 0 {
+			r.starts[k] = start // the first's is r.now
+		}
+		a := &r.slots[k] // zero: race clears the slots it used
+		r.c.send(a, ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
+		if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
+			// classAccepted, as classify would say, without its cost (the
+			// common case: most races send no hedge and look no further).
+			return retry.Result{}
+		}
+		return r.c.classify(a, time.Time{}, r.clk, &r.rw, true).res
+	}
 	return r
 }}
-
-// attempt makes attempt n of the race, the first or a hedge.
-func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Result {
-	k := n - r.first
-	b, start := r.body, r.now
-	if k > 0 {
-		start = clock.Now(r.clk)
-		var err error
-		if b, err = r.rw.body(); err != nil {
-			r.slots[k] = attempt{err: err}
-			return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
-		}
-	}
-	if k > 0 {
-		r.starts[k] = start // the first's is r.now
-	}
-	a := &r.slots[k] // zero: race clears the slots it used
-	r.c.send(a, ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
-	if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
-		// classAccepted, as classify would say, without its cost (the
-		// common case: most races send no hedge and look no further).
-		return retry.Result{}
-	}
-	return r.c.classify(a, time.Time{}, r.clk, &r.rw, true).res
-}
 
 // clear zeroes a, writing only the fields that are not zero already (a
 // pointer written costs a write barrier while the GC marks).
