@@ -252,15 +252,17 @@ type tracker struct {
 // t.mu.
 func (t *tracker) since(at time.Time) int64 { return max(int64(at.Sub(t.epoch)), 1) }
 
-// add registers the race of the attempt of c that runs under ctx, due to
-// send its first hedge at at, and returns it. It is written under t.mu,
-// which the timer takes before it reads a race.
-func (t *tracker) add(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration, at time.Time) *race {
+// add registers the race of the attempt of c that runs under ctx, started
+// at now and due to send its first hedge delay later, and returns it. It
+// is written under t.mu, which the timer takes before it reads a race.
+func (t *tracker) add(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration, now time.Time) *race {
 	t.mu.Lock()
 	if t.epoch.IsZero() {
 		t.epoch = time.Now()
 	}
-	due := t.since(at)
+	// One Sub, not now.Add(delay) and a Sub: Add is the dearer of the
+	// two (it normalises the wall clock and the monotonic one).
+	due := max(int64(now.Sub(t.epoch))+int64(delay), 1)
 	// Races that ended at the top of the stack make room: most calls
 	// end before the next starts. The lowest is reused in place.
 	var r *race
@@ -449,7 +451,7 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 	clk := c.Policy.Clock
 	var r *race
 	if clk == nil {
-		r = st.tr.add(actx, c, pol, attempt, delay, now.Add(delay))
+		r = st.tr.add(actx, c, pol, attempt, delay, now)
 	} else {
 		r = new(race)
 		r.set(actx, c, pol, attempt, delay)
