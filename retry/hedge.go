@@ -431,8 +431,13 @@ type verdict struct {
 // the attempt limit leaves no room for a hedge or before an adaptive
 // delay is known, Race makes the attempt alone, under ctx. Call Race only
 // for a call that is safe to repeat.
-func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(ctx context.Context, n int, lim Limit) Result) (Result, int, context.CancelFunc) {
-	n := c.History.Attempts + 1
+func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(ctx context.Context, n int, lim Limit) Result) (res Result, n int, cancel context.CancelFunc) {
+	// res is a named result, so that the attempt's Result is copied once
+	// on its way out, not twice: a Result is a struct of six fields,
+	// which the compiler copies through memory, and a copy read right
+	// after its fields were written stalls (the stores cannot be
+	// forwarded to its wider loads).
+	n = c.History.Attempts + 1
 	h := c.Policy.Hedge
 	c.start = now
 	if h == nil || c.Durable || c.History.UpstreamOwns {
@@ -467,7 +472,7 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 			}
 		}()
 	}
-	res := attempt(actx, n, lim)
+	res = attempt(actx, n, lim)
 	if ok, release := actx.claim(); ok {
 		// No hedge was sent, nor can be: the common case. r is the
 		// tracker's to reuse (or the timer goroutine's to drop): it must
