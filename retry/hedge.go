@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/clock"
 )
@@ -513,7 +514,7 @@ func (st *hedgeState) policy(p *Policy) *Policy {
 // and the same functions and interface values (the same words: two
 // closures of one function are not the same).
 func samePolicy(a, b *Policy) bool {
-	return a.Attempts == b.Attempts && a.Backoff == b.Backoff &&
+	return a.Attempts == b.Attempts && sameSchedule(&a.Backoff, &b.Backoff) &&
 		a.AttemptTimeout == b.AttemptTimeout && a.TimeBudget == b.TimeBudget &&
 		a.MinAttemptTime == b.MinAttemptTime && a.MaxPushback == b.MaxPushback &&
 		a.Budget == b.Budget && a.Breaker == b.Breaker && a.Hedge == b.Hedge &&
@@ -521,6 +522,14 @@ func samePolicy(a, b *Policy) bool {
 		sameWord(unsafe.Pointer(&a.Observe), unsafe.Pointer(&b.Observe)) &&
 		sameIface(unsafe.Pointer(&a.Clock), unsafe.Pointer(&b.Clock)) &&
 		sameIface(unsafe.Pointer(&a.Rand), unsafe.Pointer(&b.Rand))
+}
+
+// sameSchedule is a == b, field by field: == on a struct with a float
+// calls a function the compiler generates. TestSameSchedule checks that
+// it compares every field.
+func sameSchedule(a, b *backoff.Schedule) bool {
+	return a.Kind == b.Kind && a.Base == b.Base && a.Cap == b.Cap &&
+		a.Multiplier == b.Multiplier && a.Jitter == b.Jitter
 }
 
 // sameWord compares the words at a and b: func values, by their closure.
