@@ -89,7 +89,7 @@ func (c *call) send(a *attempt, ctx context.Context, req *http.Request, n int, n
 	r.Header = copyHeader(req.Header)
 	hdr := r.Header
 	if c.claim {
-		hdr[wire.RetryAttemptHeader] = attemptValue(max(n, wire.UpstreamAttempt(ctx)))
+		hdr[wire.RetryAttemptHeader] = attemptValue(max(n, c.upAttempt))
 	}
 	if c.propagate {
 		if !lim.At.IsZero() {

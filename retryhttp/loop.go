@@ -90,6 +90,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// upstream: a call that will not retry leaves the retries to the layer
 	// below.
 	c.claim = c.propagate && (repeatable && p.MaxAttempts() != 1 || c.upstreamOwns(ctx))
+	if c.claim {
+		// Read once, from the caller's context: a race's attempts get a
+		// context of their own, and looking through it costs each
+		// hedged request one more call.
+		c.upAttempt = wire.UpstreamAttempt(ctx)
+	}
 
 	// No body (the common case) can be sent again as it is.
 	first := req.Body
@@ -138,6 +144,7 @@ type call struct {
 	// claim is set too.
 	propagate bool
 	claim     bool
+	upAttempt int // the upstream owner's attempt number (wire.UpstreamAttempt), read when claim is set
 }
 
 // readKey reads the request's Idempotency-Key into c.key.
@@ -443,7 +450,7 @@ func (r *racer) reset(t *Transport, req *http.Request) {
 	if c.genKey != "" {
 		c.genKey = ""
 	}
-	c.keyRead, c.owns, c.propagate, c.claim = false, 0, false, false
+	c.keyRead, c.owns, c.propagate, c.claim, c.upAttempt = false, 0, false, false, 0
 	if r.rw.getBody != nil {
 		r.rw.getBody = nil
 	}
