@@ -18,6 +18,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
+
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
 // Kind is the shape of a schedule's growth. The zero value is Exponential.
@@ -170,32 +172,28 @@ type Schedule struct {
 	Jitter Jitter
 }
 
-// InvalidError reports a bad [Schedule] field. It matches [ErrInvalid].
-type InvalidError struct {
-	Field  string // the field's name, such as "Base"
-	Reason string // what is wrong with it
+// invalid is the error of a bad field: "backoff: Field reason", matching
+// [ErrInvalid].
+func invalid(field, format string, args ...any) error {
+	return fielderr.New("backoff", ErrInvalid, field, format, args...)
 }
 
-func (e *InvalidError) Error() string { return "backoff: " + e.Field + " " + e.Reason }
-
-// Is reports whether target is ErrInvalid.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
-
-// Validate returns an *InvalidError naming the first bad field, or nil.
+// Validate returns an error matching [ErrInvalid] that names the first bad
+// field and its value, as in "backoff: Cap is 1s, below Base 2s", or nil.
 func (s Schedule) Validate() error {
 	switch {
 	case int(s.Kind) >= len(kindNames):
-		return &InvalidError{"Kind", fmt.Sprintf("is %d, not a known kind", s.Kind)}
+		return invalid("Kind", "is %d, not a known kind", s.Kind)
 	case int(s.Jitter) >= len(jitterNames):
-		return &InvalidError{"Jitter", fmt.Sprintf("is %d, not a known jitter", s.Jitter)}
+		return invalid("Jitter", "is %d, not a known jitter", s.Jitter)
 	case s.Base < 0:
-		return &InvalidError{"Base", fmt.Sprintf("is %v, must not be negative", s.Base)}
+		return invalid("Base", "is %v, must not be negative", s.Base)
 	case s.Cap < 0:
-		return &InvalidError{"Cap", fmt.Sprintf("is %v, must not be negative", s.Cap)}
+		return invalid("Cap", "is %v, must not be negative", s.Cap)
 	case s.Cap != 0 && s.Cap < s.base():
-		return &InvalidError{"Cap", fmt.Sprintf("is %v, below Base %v", s.Cap, s.base())}
+		return invalid("Cap", "is %v, below Base %v", s.Cap, s.base())
 	case math.IsNaN(s.Multiplier) || s.Multiplier < 0 || (s.Multiplier != 0 && s.Multiplier < 1):
-		return &InvalidError{"Multiplier", fmt.Sprintf("is %v, must be at least 1", s.Multiplier)}
+		return invalid("Multiplier", "is %v, must be at least 1", s.Multiplier)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
 func TestDelay(t *testing.T) {
@@ -134,8 +136,8 @@ func TestValidate(t *testing.T) {
 			}
 			continue
 		}
-		var ie *InvalidError
-		if !errors.As(err, &ie) || ie.Field != tt.field || !errors.Is(err, ErrInvalid) {
+		fe, ok := fielderr.As(err)
+		if !ok || fe.Field != tt.field || !errors.Is(err, ErrInvalid) || err.Error() != "backoff: "+fe.Field+" "+fe.Reason {
 			t.Errorf("%+v: got %v, want an error naming %s", tt.s, err, tt.field)
 		}
 	}

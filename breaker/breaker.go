@@ -59,7 +59,6 @@ package breaker
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -67,6 +66,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
 // State is the state of a [Breaker]. The zero value is [Closed].
@@ -218,14 +218,10 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// configError is the error New returns for an invalid Config.
-type configError struct{ msg string }
-
-func (e *configError) Error() string        { return e.msg }
-func (e *configError) Is(target error) bool { return target == ErrInvalid }
-
-func invalid(format string, args ...any) error {
-	return &configError{msg: "breaker: " + fmt.Sprintf(format, args...)}
+// invalid is the error New returns for a bad [Config] field: "breaker:
+// Field reason", matching [ErrInvalid].
+func invalid(field, format string, args ...any) error {
+	return fielderr.New("breaker", ErrInvalid, field, format, args...)
 }
 
 // Breaker is a circuit breaker. Create one with [New]: the zero Breaker is
@@ -282,35 +278,35 @@ func New(cfg Config) (*Breaker, error) {
 	case ratio == 0:
 		ratio = defaultFailureRatio
 	case !(ratio > 0 && ratio <= 1): // also catches NaN
-		return nil, invalid("FailureRatio is %v, must be in (0, 1]", cfg.FailureRatio)
+		return nil, invalid("FailureRatio", "is %v, must be in (0, 1]", cfg.FailureRatio)
 	}
 	minCalls := cfg.MinCalls
 	switch {
 	case minCalls == 0:
 		minCalls = defaultMinCalls
 	case minCalls < 0 || minCalls > maxCalls:
-		return nil, invalid("MinCalls is %d, must be in [1, %d] (0 means %d)", cfg.MinCalls, maxCalls, defaultMinCalls)
+		return nil, invalid("MinCalls", "is %d, must be in [1, %d] (0 means %d)", cfg.MinCalls, maxCalls, defaultMinCalls)
 	}
 	window := cfg.Window
 	switch {
 	case window == 0:
 		window = defaultWindow
 	case window < minWindow:
-		return nil, invalid("Window is %v, must be at least %v (0 means %v)", cfg.Window, minWindow, defaultWindow)
+		return nil, invalid("Window", "is %v, must be at least %v (0 means %v)", cfg.Window, minWindow, defaultWindow)
 	}
 	cooldown := cfg.Cooldown
 	switch {
 	case cooldown == 0:
 		cooldown = defaultCooldown
 	case cooldown < 0:
-		return nil, invalid("Cooldown is %v, must be positive (0 means %v)", cfg.Cooldown, defaultCooldown)
+		return nil, invalid("Cooldown", "is %v, must be positive (0 means %v)", cfg.Cooldown, defaultCooldown)
 	}
 	probes := cfg.Probes
 	switch {
 	case probes == 0:
 		probes = defaultProbes
 	case probes < 0 || probes > maxProbes:
-		return nil, invalid("Probes is %d, must be in [1, %d] (0 means %d)", cfg.Probes, maxProbes, defaultProbes)
+		return nil, invalid("Probes", "is %d, must be in [1, %d] (0 means %d)", cfg.Probes, maxProbes, defaultProbes)
 	}
 
 	width := int64(window) / numBuckets
@@ -460,17 +456,14 @@ func (b *Breaker) State() State {
 }
 
 // Counts are the outcomes in a breaker's sliding window, as returned by
-// [Breaker.CountsAt]: a plain value, whose zero value means an empty window.
+// [Breaker.Counts]: a plain value, whose zero value means an empty window.
 type Counts struct {
 	Successes int // outcomes recorded as Success
 	Failures  int // outcomes recorded as Failure
 }
 
-// CountsAt returns the outcomes counted in the window that ends at now, for
-// metrics and the command line. The window is emptied when the breaker
-// closes after a half-open period; while open, it keeps the outcomes that
-// opened it (until they age out). It changes nothing.
-func (b *Breaker) CountsAt(now time.Time) Counts {
+// countsAt returns the outcomes counted in the window that ends at now.
+func (b *Breaker) countsAt(now time.Time) Counts {
 	if b == nil {
 		return Counts{}
 	}
@@ -482,13 +475,16 @@ func (b *Breaker) CountsAt(now time.Time) Counts {
 	return Counts{Successes: int(s), Failures: int(f)}
 }
 
-// Counts is shorthand for CountsAt(now) with now read from [Config.Clock]
-// (time.Now when it is nil).
+// Counts returns the outcomes counted in the window that ends now, read
+// from [Config.Clock] (time.Now when it is nil), for metrics and the
+// command line. The window is emptied when the breaker closes after a
+// half-open period; while open, it keeps the outcomes that opened it (until
+// they age out). It changes nothing.
 func (b *Breaker) Counts() Counts {
 	if b == nil {
 		return Counts{}
 	}
-	return b.CountsAt(clock.Now(b.clk))
+	return b.countsAt(clock.Now(b.clk))
 }
 
 // Permit is the admission of one call by [Breaker.AllowAt]; report the

@@ -81,7 +81,7 @@ func run(t *testing.T, b *breaker.Breaker, steps []step) {
 				t.Fatalf("step %d: StateAt(+%v) = %s, want %s", i, s.at, got, s.want)
 			}
 		case "counts":
-			c := b.CountsAt(now)
+			c := breaker.CountsAt(b, now)
 			if got := fmt.Sprintf("%d/%d", c.Successes, c.Failures); got != s.want {
 				t.Fatalf("step %d: CountsAt(+%v) = %s, want %s", i, s.at, got, s.want)
 			}
@@ -566,7 +566,7 @@ func TestZeroBreakerPanics(t *testing.T) {
 	for name, f := range map[string]func(b *breaker.Breaker){
 		"AllowAt":  func(b *breaker.Breaker) { b.AllowAt(t0) },
 		"StateAt":  func(b *breaker.Breaker) { b.StateAt(t0) },
-		"CountsAt": func(b *breaker.Breaker) { b.CountsAt(t0) },
+		"CountsAt": func(b *breaker.Breaker) { breaker.CountsAt(b, t0) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -600,7 +600,7 @@ func TestExtremeInstants(t *testing.T) {
 				p.RecordAt(now, o)
 			}
 		}
-		c := b.CountsAt(now)
+		c := breaker.CountsAt(b, now)
 		if c.Successes < 0 || c.Failures < 0 || c.Successes+c.Failures > 3*len(instants) {
 			t.Fatalf("CountsAt(%v) = %+v", now, c)
 		}
@@ -641,7 +641,7 @@ func TestWrappersReadTheConfiguredClock(t *testing.T) {
 	if s := b.State(); s != breaker.Open {
 		t.Fatalf("State() = %v, want open", s)
 	}
-	if got := b.CountsAt(t0); got != b.Counts() || got.Failures != 2 {
+	if got := breaker.CountsAt(b, t0); got != b.Counts() || got.Failures != 2 {
 		t.Fatalf("Counts() = %+v, CountsAt(t0) = %+v", b.Counts(), got)
 	}
 	c.Advance(5 * time.Second)
@@ -676,10 +676,10 @@ func TestMonotonicInstants(t *testing.T) {
 	if s := b.StateAt(now.Add(time.Second).Round(0)); s != breaker.Open {
 		t.Fatalf("StateAt = %v, want open", s)
 	}
-	if c := b.CountsAt(now.Add(9 * time.Second)); c.Failures != 3 {
+	if c := breaker.CountsAt(b, now.Add(9*time.Second)); c.Failures != 3 {
 		t.Fatalf("CountsAt 9s later = %+v, want 3 failures", c)
 	}
-	if c := b.CountsAt(now.Add(12 * time.Second)); c.Failures != 0 {
+	if c := breaker.CountsAt(b, now.Add(12*time.Second)); c.Failures != 0 {
 		t.Fatalf("CountsAt 12s later = %+v, want none", c)
 	}
 }

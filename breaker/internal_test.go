@@ -57,12 +57,12 @@ func TestNoAliasingAfter2To32Buckets(t *testing.T) {
 	// 2^32 buckets later the tags of the old bucket match again; the
 	// window must still know that those failures are 85 years old.
 	later := base.Add(1 << 32 * time.Duration(b.width))
-	if c := b.CountsAt(later); c != (Counts{}) {
+	if c := b.countsAt(later); c != (Counts{}) {
 		t.Fatalf("CountsAt 2^32 buckets later (nothing recorded since) = %+v", c)
 	}
 	p, _ := b.AllowAt(later)
 	p.RecordAt(later, Failure)
-	if c := b.CountsAt(later); c != (Counts{Failures: 1}) {
+	if c := b.countsAt(later); c != (Counts{Failures: 1}) {
 		t.Fatalf("CountsAt 2^32 buckets later = %+v, want 1 failure", c)
 	}
 	if s := b.StateAt(later); s != Closed {
@@ -180,7 +180,7 @@ func TestConcurrent(t *testing.T) {
 			default:
 			}
 			now := base.Add(time.Duration(clock.Load()))
-			c := b.CountsAt(now)
+			c := b.countsAt(now)
 			if c.Successes < 0 || c.Failures < 0 || int64(c.Successes+c.Failures) > recorded.Load() {
 				report(fmt.Errorf("CountsAt = %+v with %d recorded", c, recorded.Load()))
 				return

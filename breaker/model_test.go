@@ -188,7 +188,7 @@ func runModel(t *testing.T, cfg Config, ops []byte) {
 			t.Fatalf("op %d: StateAt(+%v) = %v, model %v", i/2, clock.Sub(base), got, want)
 		}
 		s, f := m.sum(n)
-		if got := b.CountsAt(clock); got != (Counts{int(s), int(f)}) {
+		if got := b.countsAt(clock); got != (Counts{int(s), int(f)}) {
 			t.Fatalf("op %d: CountsAt(+%v) = %+v, model %d/%d", i/2, clock.Sub(base), got, s, f)
 		}
 	}

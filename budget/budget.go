@@ -74,7 +74,7 @@
 // The retry package calls [Budget.RequestAt] before each first attempt,
 // [Budget.AllowRetryAt] before each retry and [Budget.RetrySucceededAt]
 // when a retry succeeds; a durable job refused a retry is rescheduled for
-// [Budget.RefillAt]. [Budget.StatsAt] reports the window for metrics.
+// [Budget.RefillAt]. [Budget.Stats] reports the window for metrics.
 //
 // The methods ending in At take the time as an argument and read no clock;
 // the wrappers without At read the Budget's Clock.
@@ -82,12 +82,12 @@ package budget
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
 // Defaults used for a zero [Config] field and by the zero [Budget].
@@ -160,20 +160,11 @@ var ErrInvalid = errors.New("budget: invalid config")
 // errors.Is(err, budget.ErrExhausted) tells that case apart.
 var ErrExhausted = errors.New("budget: retry budget exhausted")
 
-// InvalidError reports a bad [Config] field; [New] and [Config.Validate]
-// return it. It matches [ErrInvalid]. Its message names the field, as in
-// "budget: Ratio is NaN, must be a number". It is not changed after it
-// is made, so it is safe to share.
-type InvalidError struct {
-	Field  string // the field's name, such as "Ratio"
-	Reason string // what is wrong with it, such as "is NaN, must be a number"
+// invalid is the error of a bad [Config] field: "budget: Field reason",
+// matching [ErrInvalid].
+func invalid(field, format string, args ...any) error {
+	return fielderr.New("budget", ErrInvalid, field, format, args...)
 }
-
-// Error returns the message, prefixed with "budget: ".
-func (e *InvalidError) Error() string { return "budget: " + e.Field + " " + e.Reason }
-
-// Is reports whether target is ErrInvalid.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // Config describes a [Budget]; pass it to [New] or [For]. It is a plain
 // value, safe to copy. The zero Config is the default budget, and what most
@@ -190,7 +181,7 @@ type Config struct {
 	// a nil *Budget, which a retry.Policy reads as no budget).
 	Ratio float64
 	// Window is the span over which requests, retries and successes are
-	// counted (default 10 s, as in Finagle), for [Budget.StatsAt],
+	// counted (default 10 s, as in Finagle), for [Budget.Stats],
 	// for the ceiling on earning and for the fill rate [Budget.RefillAt]
 	// expects. It must be from 10 ms to 1 h. It slides in steps of
 	// Window/10: a count leaves it between 0.9 × Window and Window after
@@ -227,38 +218,40 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// Validate returns an [*InvalidError] naming the first bad field, or nil.
+// Validate returns an error matching [ErrInvalid] that names the first bad
+// field and its value, as in "budget: Ratio is NaN, must be a number", or
+// nil.
 // [New] calls it; call it yourself to check a Config read from a file.
 func (c Config) Validate() error {
 	switch {
 	case math.IsNaN(c.Ratio):
-		return &InvalidError{"Ratio", "is NaN, must be a number"}
+		return invalid("Ratio", "is NaN, must be a number")
 	case c.Ratio > maxRatio:
-		return &InvalidError{"Ratio", fmt.Sprintf("is %v, must be at most %v", c.Ratio, maxRatio)}
+		return invalid("Ratio", "is %v, must be at most %v", c.Ratio, maxRatio)
 	case c.Window < 0:
-		return &InvalidError{"Window", fmt.Sprintf("is %v, must not be negative", c.Window)}
+		return invalid("Window", "is %v, must not be negative", c.Window)
 	case c.Window != 0 && c.Window < minWindow:
-		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at least %v", c.Window, minWindow)}
+		return invalid("Window", "is %v, must be at least %v", c.Window, minWindow)
 	case c.Window > maxWindow:
-		return &InvalidError{"Window", fmt.Sprintf("is %v, must be at most %v", c.Window, maxWindow)}
+		return invalid("Window", "is %v, must be at most %v", c.Window, maxWindow)
 	case math.IsNaN(c.MinPerSecond):
-		return &InvalidError{"MinPerSecond", "is NaN, must be a number"}
+		return invalid("MinPerSecond", "is NaN, must be a number")
 	case math.IsInf(c.MinPerSecond, 1):
-		return &InvalidError{"MinPerSecond", "is +Inf, must be finite"}
+		return invalid("MinPerSecond", "is +Inf, must be finite")
 	case math.IsNaN(c.Burst):
-		return &InvalidError{"Burst", "is NaN, must be a number"}
+		return invalid("Burst", "is NaN, must be a number")
 	case math.IsInf(c.Burst, 1):
-		return &InvalidError{"Burst", "is +Inf, must be finite"}
+		return invalid("Burst", "is +Inf, must be finite")
 	case c.Burst > 0 && c.Burst < 1:
-		return &InvalidError{"Burst", fmt.Sprintf("is %v, must be at least 1: it is the number of retries the bucket holds (default %v), no longer a share of the window", c.Burst, DefaultBurst)}
+		return invalid("Burst", "is %v, must be at least 1: it is the number of retries the bucket holds (default %v), no longer a share of the window", c.Burst, DefaultBurst)
 	case math.IsNaN(c.Earn):
-		return &InvalidError{"Earn", "is NaN, must be a number"}
+		return invalid("Earn", "is NaN, must be a number")
 	case math.IsInf(c.Earn, 1):
-		return &InvalidError{"Earn", "is +Inf, must be finite"}
+		return invalid("Earn", "is +Inf, must be finite")
 	case math.IsNaN(c.Ceiling):
-		return &InvalidError{"Ceiling", "is NaN, must be a number"}
+		return invalid("Ceiling", "is NaN, must be a number")
 	case c.Ceiling > maxRatio:
-		return &InvalidError{"Ceiling", fmt.Sprintf("is %v, must be at most %v", c.Ceiling, maxRatio)}
+		return invalid("Ceiling", "is %v, must be at most %v", c.Ceiling, maxRatio)
 	}
 	return nil
 }
@@ -312,7 +305,7 @@ func (c Config) resolve() params {
 // defaults are the parameters of the zero Budget.
 var defaults = Config{}.resolve()
 
-// Stats is a snapshot of a [Budget]'s current window, from [Budget.StatsAt],
+// Stats is a snapshot of a [Budget]'s current window, from [Budget.Stats],
 // for metrics and the heed command. It is a plain value; the zero value is an
 // empty window.
 type Stats struct {
@@ -400,7 +393,7 @@ type Budget struct {
 	b              [numBuckets]bucket // by epoch mod numBuckets
 }
 
-// New returns a Budget for cfg, or an [*InvalidError] matching [ErrInvalid]
+// New returns a Budget for cfg, or an error matching [ErrInvalid]
 // that names the first bad field. Zero fields take their defaults. For a
 // config that turns the budget off (a negative Ratio) it returns nil, nil:
 // no budget. Most callers want [For], which shares one Budget per
@@ -629,13 +622,11 @@ func (b *Budget) RefillAt(now time.Time) time.Time {
 	return now.Add(time.Duration(math.Ceil(secs*1e9 - 1e-6)))
 }
 
-// StatsAt returns the counts of the window as of time now, its current
-// step included. It changes nothing: a now after the newest bucket reports
-// the window ending at now (older buckets drop out), and a now before it
-// reports the window ending at the newest bucket, where the other methods
-// would count it. It is safe for concurrent use. Most callers export it as
-// metrics.
-func (b *Budget) StatsAt(now time.Time) Stats {
+// statsAt returns the counts of the window as of time now, its current
+// step included: a now after the newest bucket reports the window ending at
+// now (older buckets drop out), and a now before it reports the window
+// ending at the newest bucket, where the other methods would count it.
+func (b *Budget) statsAt(now time.Time) Stats {
 	p := b.params()
 	e := epochOf(unixNano(now), p.width)
 	b.mu.Lock()
@@ -646,6 +637,9 @@ func (b *Budget) StatsAt(now time.Time) Stats {
 	return b.window(e)
 }
 
-// Stats is shorthand for StatsAt(now) with now read from the Budget's Clock
-// (real time by default).
-func (b *Budget) Stats() Stats { return b.StatsAt(clock.Now(b.clk)) }
+// Stats returns the counts of the window as of now, read from the Budget's
+// Clock (real time by default), its current step included; a clock behind
+// the latest time given to the methods ending in At reads the window ending
+// there. It changes nothing, and it is safe for concurrent use. Most
+// callers export it as metrics.
+func (b *Budget) Stats() Stats { return b.statsAt(clock.Now(b.clk)) }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock/clocktest"
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -82,9 +83,8 @@ func TestValidate(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("error %v does not match ErrInvalid", err)
 		}
-		var ie *InvalidError
-		if !errors.As(err, &ie) || ie.Field != tt.field {
-			t.Errorf("error %v: want *InvalidError for field %s", err, tt.field)
+		if fe, ok := fielderr.As(err); !ok || fe.Field != tt.field {
+			t.Errorf("error %v: want a field error for %s", err, tt.field)
 		}
 		if !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("error %q does not name %s", err, tt.field)
@@ -481,7 +481,7 @@ func TestWindow(t *testing.T) {
 			b.RequestAt(now)
 		}
 		grant(b, now, s.ask)
-		if got := b.StatsAt(now); got != s.stats {
+		if got := b.statsAt(now); got != s.stats {
 			t.Fatalf("step %d at %v: stats %+v, want %+v", i, s.at, got, s.stats)
 		}
 	}
@@ -500,7 +500,7 @@ func TestZeroValue(t *testing.T) {
 			}
 		}
 	}
-	if a, b := z.StatsAt(at(20*time.Second)), d.StatsAt(at(20*time.Second)); a != b {
+	if a, b := z.statsAt(at(20*time.Second)), d.statsAt(at(20*time.Second)); a != b {
 		t.Fatalf("zero value %+v, New(Config{}) %+v", a, b)
 	}
 	// The wrappers of a zero Budget read real time.
@@ -532,7 +532,7 @@ func TestClock(t *testing.T) {
 	}
 	// An earlier time reports the window as it stands, ending at the
 	// newest bucket: t0's bucket has left it.
-	if s, want := b.StatsAt(t0), (Stats{0, 1, 0, 0}); s != want {
+	if s, want := b.statsAt(t0), (Stats{0, 1, 0, 0}); s != want {
 		t.Fatalf("stats at t0 %+v, want %+v", s, want)
 	}
 }
@@ -548,7 +548,7 @@ func TestClockBackwards(t *testing.T) {
 	b.RequestAt(at(5 * time.Second))
 	b.RequestAt(time.Time{})
 	b.RequestAt(time.Unix(-1<<40, 0))
-	if s := b.StatsAt(at(20 * time.Second)); s.Requests != 5 {
+	if s := b.statsAt(at(20 * time.Second)); s.Requests != 5 {
 		t.Fatalf("stats %+v, want 5 requests", s)
 	}
 	if g := grant(b, at(0), 5); g != 0 {
@@ -557,7 +557,7 @@ func TestClockBackwards(t *testing.T) {
 	if g := grant(b, at(21*time.Second), 5); g != 1 {
 		t.Fatalf("granted %d a second later, want 1", g)
 	}
-	if s := b.StatsAt(at(31 * time.Second)); s != (Stats{}) {
+	if s := b.statsAt(at(31 * time.Second)); s != (Stats{}) {
 		t.Fatalf("at 31s: stats %+v, want empty", s)
 	}
 }
@@ -575,7 +575,7 @@ func TestFarFuture(t *testing.T) {
 	if g := grant(b, t0.Add(time.Hour), 5); g != 0 {
 		t.Fatalf("granted %d after the far time, want 0", g)
 	}
-	if s := b.StatsAt(t0); s != (Stats{1, 5, 5, 0}) {
+	if s := b.statsAt(t0); s != (Stats{1, 5, 5, 0}) {
 		t.Fatalf("stats %+v", s)
 	}
 }
@@ -617,10 +617,10 @@ func TestAcross1970(t *testing.T) {
 	for s := -5; s <= 4; s++ {
 		b.RequestAt(time.Unix(int64(s), 0))
 	}
-	if st := b.StatsAt(time.Unix(4, 0)); st.Requests != 10 {
+	if st := b.statsAt(time.Unix(4, 0)); st.Requests != 10 {
 		t.Fatalf("stats %+v, want 10 requests", st)
 	}
-	if st := b.StatsAt(time.Unix(5, 0)); st.Requests != 9 {
+	if st := b.statsAt(time.Unix(5, 0)); st.Requests != 9 {
 		t.Fatalf("stats %+v, want 9 requests", st)
 	}
 }
@@ -685,7 +685,7 @@ func TestConcurrentExact(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	s := b.StatsAt(t0)
+	s := b.statsAt(t0)
 	want := Stats{goroutines * 10, granted.Load() + 5, denied.Load(), 0}
 	if s != want {
 		t.Fatalf("stats %+v, want %+v", s, want)
@@ -714,7 +714,7 @@ func TestConcurrentSliding(t *testing.T) {
 				if i%97 == 0 {
 					b.RequestAt(time.Time{})
 				}
-				if s := b.StatsAt(now); s.Requests < 0 || s.Retries < 0 || s.Requests > goroutines*perG {
+				if s := b.statsAt(now); s.Requests < 0 || s.Retries < 0 || s.Requests > goroutines*perG {
 					t.Errorf("bad stats %+v", s)
 					return
 				}
@@ -722,7 +722,7 @@ func TestConcurrentSliding(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	s := b.StatsAt(at(5 * time.Second))
+	s := b.statsAt(at(5 * time.Second))
 	if s.Requests <= 0 || s.Requests > goroutines*perG || s.Retries < 0 || s.Denied < 0 {
 		t.Fatalf("final stats %+v", s)
 	}
@@ -739,7 +739,7 @@ func TestNoAllocs(t *testing.T) {
 		b.RequestAt(now)
 		b.AllowRetryAt(now)
 		b.RetrySucceededAt(now)
-		_ = b.StatsAt(now)
+		_ = b.statsAt(now)
 	})
 	if n != 0 {
 		t.Fatalf("%v allocs per run, want 0", n)
@@ -840,7 +840,7 @@ func BenchmarkStats(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = bu.StatsAt(t0)
+		_ = bu.statsAt(t0)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/clock/clocktest"
 )
 
 // A budget with the defaults in a total outage of 100 requests a second,
@@ -14,11 +15,12 @@ import (
 // 1 + Ratio + Burst/100 = 1.14 times its requests, and the outage as a
 // whole 1 + Ratio + Burst/1,000 = 1.095 times (1.09 in the long run).
 func Example() {
-	b, err := budget.New(budget.Config{})
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktest.New(t0) // what Stats reads; a program leaves Clock nil
+	b, err := budget.New(budget.Config{Clock: clk})
 	if err != nil {
 		panic(err)
 	}
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	total := 0
 	for sec := range 10 {
 		granted := 0
@@ -33,7 +35,8 @@ func Example() {
 		fmt.Print(granted, " ")
 	}
 	fmt.Println("=", total)
-	fmt.Printf("%+v\n", b.StatsAt(t0.Add(9*time.Second)))
+	clk.Set(t0.Add(9 * time.Second))
+	fmt.Printf("%+v\n", b.Stats())
 	// Output:
 	// 13 9 9 9 9 9 9 9 9 9 = 94
 	// {Requests:1000 Retries:94 Denied:906 Succeeded:0}
@@ -63,8 +66,9 @@ func Example_coldStart() {
 // random, a retry is as likely to work as a first attempt, and every failed
 // call gets its retry. Here every other retry succeeds.
 func Example_partialOutage() {
-	b, _ := budget.New(budget.Config{})
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktest.New(t0)
+	b, _ := budget.New(budget.Config{Clock: clk})
 	for sec := range 6 {
 		granted := 0
 		for i := range 100 {
@@ -86,7 +90,8 @@ func Example_partialOutage() {
 		fmt.Print(granted)
 	}
 	fmt.Println()
-	fmt.Printf("%+v\n", b.StatsAt(t0.Add(5*time.Second)))
+	clk.Set(t0.Add(5 * time.Second))
+	fmt.Printf("%+v\n", b.Stats())
 	// Output:
 	// 50 50 50 50 50 50
 	// {Requests:600 Retries:300 Denied:0 Succeeded:150}
@@ -108,19 +113,21 @@ func ExampleBudget_RefillAt() {
 
 // Requests and retries leave the window after Window, in steps of
 // Window/10.
-func ExampleBudget_StatsAt() {
-	b, _ := budget.New(budget.Config{Window: 10 * time.Second})
+func ExampleBudget_Stats() {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktest.New(t0)
+	b, _ := budget.New(budget.Config{Window: 10 * time.Second, Clock: clk})
 	for range 4 {
-		b.RequestAt(t0)
+		b.Request()
 	}
-	t1 := t0.Add(time.Second)
-	b.AllowRetryAt(t1)
-	fmt.Printf("at 9s:  %+v\n", b.StatsAt(t0.Add(9*time.Second)))
-	fmt.Printf("at 10s: %+v\n", b.StatsAt(t0.Add(10*time.Second)))
-	fmt.Printf("at 11s: %+v\n", b.StatsAt(t0.Add(11*time.Second)))
+	clk.Advance(time.Second)
+	b.AllowRetry()
+	for _, at := range []time.Duration{9, 10, 11} {
+		clk.Set(t0.Add(at * time.Second))
+		fmt.Printf("at %ds: %+v\n", at, b.Stats())
+	}
 	// Output:
-	// at 9s:  {Requests:4 Retries:1 Denied:0 Succeeded:0}
+	// at 9s: {Requests:4 Retries:1 Denied:0 Succeeded:0}
 	// at 10s: {Requests:0 Retries:1 Denied:0 Succeeded:0}
 	// at 11s: {Requests:0 Retries:0 Denied:0 Succeeded:0}
 }

@@ -25,8 +25,10 @@
 //     client neither retries it nor counts it against the server.
 //
 // Following heed's convention, functions that read the clock have a pure
-// variant taking the current time as an argument ([RemainingAt], [CheckAt]);
-// the plain forms are shorthand for calling them with time.Now().
+// variant taking the current time as an argument ([RemainingAt],
+// [Plan.StepAt]); the plain forms are shorthand for calling them with
+// time.Now(). [Check] is [Remaining] compared with the time a step needs:
+// code with a clock of its own compares [RemainingAt] itself.
 //
 // Everything in this package is safe for concurrent use and starts no
 // goroutines.
@@ -44,9 +46,9 @@ import (
 var ErrTooClose = errors.New("deadline: not enough time left")
 
 // tooCloseError reports that a context's deadline is too close for a step
-// that needs Need to run: only Remaining is left. [Check] and [CheckAt]
-// return it; it matches [ErrTooClose] with [errors.Is]. It is immutable
-// once made and safe to share between goroutines.
+// that needs Need to run: only Remaining is left. [Check] returns it; it
+// matches [ErrTooClose] with [errors.Is]. It is immutable once made and safe
+// to share between goroutines.
 type tooCloseError struct {
 	// Remaining is the time that was left before the deadline, > 0.
 	Remaining time.Duration
@@ -123,14 +125,14 @@ func Step(ctx context.Context, budget time.Duration) (context.Context, context.C
 //     matches [ErrTooClose].
 //
 // A need <= 0 therefore only checks that ctx is not done and its deadline
-// has not passed. Check is shorthand for CheckAt(ctx, need, time.Now()).
+// has not passed.
 func Check(ctx context.Context, need time.Duration) error {
-	return CheckAt(ctx, need, time.Now())
+	return checkAt(ctx, need, time.Now())
 }
 
-// CheckAt is [Check] with the current time passed in; apart from ctx.Err it
+// checkAt is [Check] with the current time passed in; apart from ctx.Err it
 // reads no clock, so it is deterministic for a given ctx and now.
-func CheckAt(ctx context.Context, need time.Duration, now time.Time) error {
+func checkAt(ctx context.Context, need time.Duration, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -70,22 +70,22 @@ func TestCheckAt(t *testing.T) {
 		{"canceled, deadline far", fixedCtx{canceled, t0.Add(time.Hour)}, time.Second, context.Canceled, nil},
 	}
 	for _, tt := range tests {
-		err := CheckAt(tt.ctx, tt.need, t0)
+		err := checkAt(tt.ctx, tt.need, t0)
 		if tt.want == nil {
 			if err != nil {
-				t.Errorf("%s: CheckAt = %v; want nil", tt.name, err)
+				t.Errorf("%s: checkAt = %v; want nil", tt.name, err)
 			}
 			continue
 		}
 		if !errors.Is(err, tt.want) {
-			t.Errorf("%s: CheckAt = %v; want %v", tt.name, err, tt.want)
+			t.Errorf("%s: checkAt = %v; want %v", tt.name, err, tt.want)
 		}
 		if tt.want != ErrTooClose && err != tt.want {
-			t.Errorf("%s: CheckAt = %#v; want %v itself, unwrapped", tt.name, err, tt.want)
+			t.Errorf("%s: checkAt = %#v; want %v itself, unwrapped", tt.name, err, tt.want)
 		}
 		var tc *tooCloseError
 		if errors.As(err, &tc) != (tt.too != nil) || (tt.too != nil && *tc != *tt.too) {
-			t.Errorf("%s: CheckAt = %#v; want %#v", tt.name, err, tt.too)
+			t.Errorf("%s: checkAt = %#v; want %#v", tt.name, err, tt.too)
 		}
 	}
 }

@@ -52,20 +52,6 @@ func ExampleCheck() {
 	// no deadline: <nil>
 }
 
-// CheckAt takes the current time, so its answer is deterministic.
-func ExampleCheckAt() {
-	dl := time.Now().Add(time.Hour)
-	ctx, cancel := context.WithDeadline(context.Background(), dl)
-	defer cancel()
-
-	now := dl.Add(-40 * time.Millisecond) // as if 40ms were left
-	fmt.Println(deadline.CheckAt(ctx, 200*time.Millisecond, now))
-	fmt.Println(deadline.CheckAt(ctx, 10*time.Millisecond, now))
-	// Output:
-	// deadline: 40ms left, step needs 200ms
-	// <nil>
-}
-
 func ExampleRemainingAt() {
 	now := time.Now()
 	ctx, cancel := context.WithDeadline(context.Background(), now.Add(1500*time.Millisecond))

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/fielderr"
 )
 
-// MaxStepAttempts is the most attempts a [PlanStep] may make; [Plan.Validate]
+// maxStepAttempts is the most attempts a [PlanStep] may make; [Plan.Validate]
 // rejects more. Real policies make far fewer (gRPC caps them at 5).
-const MaxStepAttempts = 1000
+const maxStepAttempts = 1000
 
 // Plan is a plain description of how one request's deadline is shared out:
 // the deadline set at the edge, a reserve kept back for writing the response
@@ -54,7 +55,7 @@ type PlanStep struct {
 	// backoff between them included. It must be positive.
 	Budget time.Duration
 	// Attempts is how many attempts the step may make, the first one
-	// included (default 1, at most [MaxStepAttempts]).
+	// included (default 1, at most 1000).
 	Attempts int
 	// Backoff is the schedule of delays between the step's attempts
 	// (default: heed's default schedule, the zero [backoff.Schedule]).
@@ -135,12 +136,12 @@ func (p Plan) Validate() error {
 			return bad("Budget", "is missing, must be positive")
 		case s.AttemptTimeout < 0:
 			return bad("AttemptTimeout", "is %v, must not be negative", s.AttemptTimeout)
-		case s.Attempts < 0 || s.Attempts > MaxStepAttempts:
-			return bad("Attempts", "is %d, must be from 1 to %d (0 means 1)", s.Attempts, MaxStepAttempts)
+		case s.Attempts < 0 || s.Attempts > maxStepAttempts:
+			return bad("Attempts", "is %d, must be from 1 to %d (0 means 1)", s.Attempts, maxStepAttempts)
 		}
 		if err := s.Backoff.Validate(); err != nil {
-			if ie, ok := err.(*backoff.InvalidError); ok {
-				return bad("Backoff."+ie.Field, "%s", ie.Reason)
+			if fe, ok := fielderr.As(err); ok {
+				return bad("Backoff."+fe.Field, "%s", fe.Reason)
 			}
 			return bad("Backoff", "%v", err)
 		}

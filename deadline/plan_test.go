@@ -52,7 +52,7 @@ func TestValidate(t *testing.T) {
 		{"no budget", step(func(s *PlanStep) { s.Budget = 0 }), `Budget is missing, must be positive`},
 		{"negative timeout", step(func(s *PlanStep) { s.AttemptTimeout = -time.Second }), `AttemptTimeout is -1s, must not be negative`},
 		{"negative attempts", step(func(s *PlanStep) { s.Attempts = -1 }), `Attempts is -1, must be from 1 to 1000 (0 means 1)`},
-		{"too many attempts", step(func(s *PlanStep) { s.Attempts = MaxStepAttempts + 1 }), `Attempts is 1001`},
+		{"too many attempts", step(func(s *PlanStep) { s.Attempts = maxStepAttempts + 1 }), `Attempts is 1001`},
 		{"bad backoff", step(func(s *PlanStep) { s.Backoff.Base = -msec }), `deadline: plan step 2 ("b"): Backoff.Base is -1ms, must not be negative`},
 	}
 	for _, tt := range tests {

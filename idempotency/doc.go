@@ -1,7 +1,7 @@
 // Package idempotency is the server side of safe retries: HTTP middleware
 // for the Idempotency-Key header (IETF httpapi draft, with Stripe's
 // practice where the draft is silent) that makes a handler run at most
-// once per key, over a durable [Store].
+// once per key, over a durable store of keys.
 //
 // A client may repeat a POST only when the server deduplicates it. heed's
 // retryhttp client sends an Idempotency-Key (its own, or one it generates
@@ -17,6 +17,11 @@
 //	mux.Handle("POST /payments", mw.Wrap(payments))
 //
 // and a [Reaper] (or a scheduled [Reap]) to delete expired keys.
+//
+// A store of keys (sqlitestore.Store, pgstore.Store, or [NewMemoryStore]'s)
+// is given to the middleware without being named. Its side of the
+// contract, the keystore.Store interface with what it is given and
+// returns, lives in package idempotency/keystore, for store authors.
 //
 // The behaviour, as published to clients (the draft asks servers to
 // publish it):

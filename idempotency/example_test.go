@@ -168,11 +168,3 @@ func ExampleReaper() {
 	fmt.Println(n, err)
 	// Output: 0 <nil>
 }
-
-// What a store keeps in place of a client's key: a digest of scope and
-// key, so that the table hands out no key.
-func ExampleStoredKey() {
-	k := idempotency.StoredKey("user:ann POST /orders", `"8e03978e-40d5-43e8-bc93-6894a57f9324"`)
-	fmt.Println(len(k), k == idempotency.StoredKey("user:bob POST /orders", `"8e03978e-40d5-43e8-bc93-6894a57f9324"`))
-	// Output: 64 false
-}

@@ -1,5 +1,7 @@
 package idempotency
 
+import "github.com/heed-go/heed/idempotency/keystore"
+
 // Names the external tests use, unexported because no user needs them.
 var (
 	FormatKey = formatKey
@@ -7,9 +9,11 @@ var (
 
 type Problem = problemBody
 
-// Len returns the number of keys stored, expired or not.
-func (s *MemoryStore) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.keys)
+// StoreLen returns the number of keys a store from NewMemoryStore holds,
+// expired or not.
+func StoreLen(s keystore.Store) int {
+	m := s.(*memoryStore)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.keys)
 }

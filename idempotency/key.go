@@ -1,11 +1,11 @@
 package idempotency
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/heed-go/heed/idempotency/keystore"
 )
 
 // keyHeader is the request header that carries the idempotency key (IETF
@@ -14,9 +14,6 @@ const keyHeader = "Idempotency-Key"
 
 // ReplayedHeader marks a replayed response: "Idempotent-Replayed: true".
 const ReplayedHeader = "Idempotent-Replayed"
-
-// MaxKeyLen is the longest key accepted, in bytes (255, as Stripe allows).
-const MaxKeyLen = 255
 
 // ErrBadKey is matched by every error from [ParseKey]: an Idempotency-Key header that
 // is empty, too long, repeated or malformed.
@@ -59,7 +56,8 @@ func (e *keyError) Is(target error) bool { return target == ErrBadKey }
 //     semicolon: KG5LxwFBepaKHyUD.
 //
 // Surrounding spaces and tabs are ignored. Structured-field parameters
-// (`"k";a=1`) are refused. The key (unquoted) must be 1 to [MaxKeyLen] bytes.
+// (`"k";a=1`) are refused. The key (unquoted) must be 1 to 255 bytes
+// ([keystore.MaxKeyLen], as Stripe allows).
 // Errors match [ErrBadKey].
 func ParseKey(v string) (string, error) {
 	s := trimOWS(v)
@@ -67,8 +65,8 @@ func ParseKey(v string) (string, error) {
 		return "", &keyError{Value: v, Reason: "empty"}
 	}
 	if s[0] != '"' {
-		if len(s) > MaxKeyLen {
-			return "", &keyError{Value: v, Reason: "longer than " + strconv.Itoa(MaxKeyLen) + " bytes"}
+		if len(s) > keystore.MaxKeyLen {
+			return "", &keyError{Value: v, Reason: "longer than " + strconv.Itoa(keystore.MaxKeyLen) + " bytes"}
 		}
 		for i := 0; i < len(s); i++ {
 			c := s[i]
@@ -110,8 +108,8 @@ func ParseKey(v string) (string, error) {
 			if key == "" {
 				return "", &keyError{Value: v, Reason: "empty"}
 			}
-			if len(key) > MaxKeyLen {
-				return "", &keyError{Value: v, Reason: "longer than " + strconv.Itoa(MaxKeyLen) + " bytes"}
+			if len(key) > keystore.MaxKeyLen {
+				return "", &keyError{Value: v, Reason: "longer than " + strconv.Itoa(keystore.MaxKeyLen) + " bytes"}
 			}
 			return key, nil
 		case c < ' ' || c >= 0x7f:
@@ -151,24 +149,4 @@ func trimOWS(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
-}
-
-// StoredKey returns what a store keeps in place of the client's key: the
-// SHA-256 of scope, a NUL byte and key, in 64 lower-case hex digits. A key
-// is a bearer of the right to have its response replayed, so a store keeps
-// only this digest, next to the scope in clear (scopes name principals and
-// routes, not secrets): a copy of the table, a backup or a query log hands
-// out no key. Keys come from clients and are random enough that an
-// unkeyed hash is as good as an HMAC here, and needs no secret to manage.
-//
-// sqlitestore and pgstore use it for every statement, and their migrations
-// (sqlitestore 0004, pgstore 004) rewrote keys stored raw by older
-// versions the same way. A Store of your own should use it too.
-func StoredKey(scope, key string) string {
-	h := sha256.New()
-	h.Write([]byte(scope))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
 }

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/internal/redact"
 )
 
 func TestParseKey(t *testing.T) {
-	long := strings.Repeat("k", idempotency.MaxKeyLen)
+	long := strings.Repeat("k", keystore.MaxKeyLen)
 	tests := []struct {
 		in, want string
 		err      string // substring of the error, "" for none
@@ -100,7 +101,7 @@ func FuzzParseKey(f *testing.F) {
 			}
 			return
 		}
-		if key == "" || len(key) > idempotency.MaxKeyLen {
+		if key == "" || len(key) > keystore.MaxKeyLen {
 			t.Fatalf("ParseKey(%q) = %q: bad length", in, key)
 		}
 		for i := 0; i < len(key); i++ {
@@ -114,7 +115,7 @@ func FuzzParseKey(f *testing.F) {
 			t.Fatalf("ParseKey(FormatKey(%q)) = %q, %v", key, again, err)
 		}
 		// A valid key is acceptable to every store.
-		c := idempotency.Claim{Scope: "s", Key: key, Fingerprint: "f", Token: "t"}
+		c := keystore.Claim{Scope: "s", Key: key, Fingerprint: "f", Token: "t"}
 		if err := c.Validate(); err != nil && strings.Contains(err.Error(), "Key") {
 			t.Fatalf("parsed key %q refused by stores: %v", key, err)
 		}

@@ -6,13 +6,19 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/idempotency/keystore"
 )
 
-// MemoryStore is a [Store] in memory, for tests and for a single process
-// whose keys need not survive a restart. The zero value is ready to use and
-// safe for concurrent use; do not copy it after first use. Records it
-// returns are copies.
-type MemoryStore struct {
+// NewMemoryStore returns an empty store of keys in memory, for tests and
+// for a single process whose keys need not survive a restart: give it to
+// [Middleware] (its Store field) and to a [Reaper]. It is safe for
+// concurrent use. Records it returns are copies.
+func NewMemoryStore() keystore.Store { return &memoryStore{} }
+
+// memoryStore is NewMemoryStore's store. The zero value is ready to use;
+// do not copy it after first use.
+type memoryStore struct {
 	mu   sync.Mutex
 	keys map[memKey]*memEntry
 }
@@ -20,17 +26,12 @@ type MemoryStore struct {
 type memKey struct{ scope, key string }
 
 type memEntry struct {
-	rec   Record
+	rec   keystore.Record
 	token string
 }
 
-var _ Store = (*MemoryStore)(nil)
-
-// NewMemoryStore returns an empty [MemoryStore].
-func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
-
-// KeyClaim implements [Store].
-func (s *MemoryStore) KeyClaim(ctx context.Context, c Claim) (*Record, bool, error) {
+// KeyClaim implements keystore.Store.
+func (s *memoryStore) KeyClaim(ctx context.Context, c keystore.Claim) (*keystore.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -41,14 +42,14 @@ func (s *MemoryStore) KeyClaim(ctx context.Context, c Claim) (*Record, bool, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.keys[k]; e != nil && e.rec.ExpiresAt.After(c.Now) &&
-		(e.rec.State == StateCompleted || e.rec.LeaseUntil.After(c.Now)) {
+		(e.rec.State == keystore.StateCompleted || e.rec.LeaseUntil.After(c.Now)) {
 		return copyRecord(&e.rec), false, nil
 	}
 	if s.keys == nil {
 		s.keys = map[memKey]*memEntry{}
 	}
-	e := &memEntry{token: c.Token, rec: Record{
-		Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint, State: StateRunning,
+	e := &memEntry{token: c.Token, rec: keystore.Record{
+		Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint, State: keystore.StateRunning,
 		CreatedAt: c.Now.Truncate(time.Microsecond), LeaseUntil: c.LeaseUntil.Truncate(time.Microsecond),
 		ExpiresAt: c.ExpiresAt.Truncate(time.Microsecond),
 	}}
@@ -56,8 +57,8 @@ func (s *MemoryStore) KeyClaim(ctx context.Context, c Claim) (*Record, bool, err
 	return copyRecord(&e.rec), true, nil
 }
 
-// KeyComplete implements [Store].
-func (s *MemoryStore) KeyComplete(ctx context.Context, c Completion) error {
+// KeyComplete implements keystore.Store.
+func (s *memoryStore) KeyComplete(ctx context.Context, c keystore.Completion) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -67,19 +68,19 @@ func (s *MemoryStore) KeyComplete(ctx context.Context, c Completion) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.keys[memKey{c.Scope, c.Key}]
-	if e == nil || e.token != c.Token || e.rec.State != StateRunning {
-		return ErrLeaseLost
+	if e == nil || e.token != c.Token || e.rec.State != keystore.StateRunning {
+		return keystore.ErrLeaseLost
 	}
 	r := copyResponse(&c.Response)
-	e.rec.State = StateCompleted
+	e.rec.State = keystore.StateCompleted
 	e.rec.Response = r
 	e.rec.ExpiresAt = c.ExpiresAt.Truncate(time.Microsecond)
 	e.token = ""
 	return nil
 }
 
-// KeyExtend implements [Store].
-func (s *MemoryStore) KeyExtend(ctx context.Context, ext Extension) error {
+// KeyExtend implements keystore.Store.
+func (s *memoryStore) KeyExtend(ctx context.Context, ext keystore.Extension) error {
 	scope, key, token, leaseUntil := ext.Scope, ext.Key, ext.Token, ext.LeaseUntil
 	if err := ctx.Err(); err != nil {
 		return err
@@ -90,8 +91,8 @@ func (s *MemoryStore) KeyExtend(ctx context.Context, ext Extension) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.keys[memKey{scope, key}]
-	if e == nil || e.token != token || e.rec.State != StateRunning {
-		return ErrLeaseLost
+	if e == nil || e.token != token || e.rec.State != keystore.StateRunning {
+		return keystore.ErrLeaseLost
 	}
 	e.rec.LeaseUntil = leaseUntil.Truncate(time.Microsecond)
 	if e.rec.LeaseUntil.After(e.rec.ExpiresAt) {
@@ -100,8 +101,8 @@ func (s *MemoryStore) KeyExtend(ctx context.Context, ext Extension) error {
 	return nil
 }
 
-// KeyRelease implements [Store].
-func (s *MemoryStore) KeyRelease(ctx context.Context, rel Release) error {
+// KeyRelease implements keystore.Store.
+func (s *memoryStore) KeyRelease(ctx context.Context, rel keystore.Release) error {
 	scope, key, token := rel.Scope, rel.Key, rel.Token
 	if err := ctx.Err(); err != nil {
 		return err
@@ -113,19 +114,19 @@ func (s *MemoryStore) KeyRelease(ctx context.Context, rel Release) error {
 	defer s.mu.Unlock()
 	k := memKey{scope, key}
 	e := s.keys[k]
-	if e == nil || e.token != token || e.rec.State != StateRunning {
-		return ErrLeaseLost
+	if e == nil || e.token != token || e.rec.State != keystore.StateRunning {
+		return keystore.ErrLeaseLost
 	}
 	delete(s.keys, k)
 	return nil
 }
 
-// KeyReap implements [Store]. It deletes the keys that expired first.
-func (s *MemoryStore) KeyReap(ctx context.Context, now time.Time, limit int) (int, error) {
+// KeyReap implements keystore.Store. It deletes the keys that expired first.
+func (s *memoryStore) KeyReap(ctx context.Context, now time.Time, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := ValidateReap(now, limit); err != nil {
+	if err := keystore.ValidateReap(now, limit); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
@@ -148,7 +149,7 @@ func (s *MemoryStore) KeyReap(ctx context.Context, now time.Time, limit int) (in
 	return len(expired), nil
 }
 
-func copyRecord(r *Record) *Record {
+func copyRecord(r *keystore.Record) *keystore.Record {
 	c := *r
 	if r.Response != nil {
 		c.Response = copyResponse(r.Response)
@@ -156,8 +157,8 @@ func copyRecord(r *Record) *Record {
 	return &c
 }
 
-func copyResponse(r *Response) *Response {
-	c := Response{Status: r.Status}
+func copyResponse(r *keystore.Response) *keystore.Response {
+	c := keystore.Response{Status: r.Status}
 	if r.Header != nil {
 		c.Header = http.Header{}
 		for k, v := range r.Header {

@@ -4,17 +4,12 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/idempotency/storetest"
 )
 
 func TestMemoryStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) idempotency.Store {
+	storetest.Run(t, func(t *testing.T) keystore.Store {
 		return idempotency.NewMemoryStore()
-	})
-}
-
-func TestMemoryStoreZeroValue(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) idempotency.Store {
-		return new(idempotency.MemoryStore)
 	})
 }

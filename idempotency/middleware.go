@@ -22,7 +22,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/internal/redact"
 )
 
@@ -121,9 +123,9 @@ var DefaultStoreHeaders = []string{
 // plain value; the handler Wrap returns is safe for concurrent use. Call
 // [Reaper] or [Reap] to delete expired keys.
 type Middleware struct {
-	// Store keeps the keys and responses (required). [MemoryStore],
-	// sqlitestore.Store and pgstore.Store implement it.
-	Store Store
+	// Store keeps the keys and responses (required): a sqlitestore.Store,
+	// a pgstore.Store, or [NewMemoryStore]'s for tests and one process.
+	Store keystore.Store
 
 	// Methods are the methods the middleware applies to (default POST and
 	// PATCH). Requests with other methods pass through untouched.
@@ -158,7 +160,7 @@ type Middleware struct {
 	MaxRequestBody int64
 
 	// MaxResponseBody is the largest response body stored (default
-	// 1 MiB, at most [MaxStoredBody]).
+	// 1 MiB, at most 4 MiB: [keystore.MaxStoredBody]).
 	MaxResponseBody int
 
 	// StoreHeaders are the response headers stored and replayed (empty:
@@ -190,18 +192,19 @@ type Middleware struct {
 	Now func() time.Time
 }
 
-// Validate returns an error naming the first bad field, or nil.
+// Validate returns an error naming the first bad field, or nil. The error
+// matches [ErrInvalid].
 func (m Middleware) Validate() error {
 	bad := func(field, reason string) error {
-		return fmt.Errorf("idempotency: Middleware.%s: %s", field, reason)
+		return &configError{field, reason}
 	}
 	switch {
 	case m.Store == nil:
 		return bad("Store", "required")
 	case m.MaxRequestBody < 0:
 		return bad("MaxRequestBody", "negative")
-	case m.MaxResponseBody < 0 || m.MaxResponseBody > MaxStoredBody:
-		return bad("MaxResponseBody", fmt.Sprintf("want 0 to %d", MaxStoredBody))
+	case m.MaxResponseBody < 0 || m.MaxResponseBody > keystore.MaxStoredBody:
+		return bad("MaxResponseBody", fmt.Sprintf("want 0 to %d", keystore.MaxStoredBody))
 	case m.TTL < 0:
 		return bad("TTL", "negative")
 	case m.Lease < 0:
@@ -339,7 +342,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.now()
 	token := rand.Text()
-	rec, won, err := h.m.Store.KeyClaim(ctx, Claim{
+	rec, won, err := h.m.Store.KeyClaim(ctx, keystore.Claim{
 		Scope: scope, Key: key, Fingerprint: fp, Token: token,
 		Now: now, LeaseUntil: now.Add(h.lease), ExpiresAt: now.Add(h.ttl),
 	})
@@ -361,7 +364,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.log(ctx, slog.LevelDebug, "idempotency: key reused with another request", raw, r)
 			problem(w, http.StatusUnprocessableEntity, "idempotency_key_mismatch",
 				"this Idempotency-Key was already used with a different request (method, path, body or headers); use a new key for a new operation", "")
-		case rec.State != StateCompleted || rec.Response == nil:
+		case rec.State != keystore.StateCompleted || rec.Response == nil:
 			h.log(ctx, slog.LevelDebug, "idempotency: key in use", raw, r)
 			problem(w, http.StatusConflict, "idempotency_key_in_use",
 				"a request with this Idempotency-Key is still being processed; retry after a while with the same key", h.retryAfter)
@@ -403,18 +406,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason = "response cannot be replayed (status " + strconv.Itoa(status) + " or hijacked)"
 		}
 		h.log(ctx, slog.LevelWarn, "idempotency: response not stored; key released", raw, r, slog.String("reason", reason))
-		if err := h.m.Store.KeyRelease(ctx, Release{Scope: scope, Key: key, Token: token}); err != nil {
+		if err := h.m.Store.KeyRelease(ctx, keystore.Release{Scope: scope, Key: key, Token: token}); err != nil {
 			h.log(ctx, slog.LevelError, "idempotency: release failed; key held until its lease ends", raw, r, slog.String("error", err.Error()))
 		}
 		return
 	}
-	err = h.m.Store.KeyComplete(ctx, Completion{
+	err = h.m.Store.KeyComplete(ctx, keystore.Completion{
 		Scope: scope, Key: key, Token: token,
-		Response:  Response{Status: status, Header: rw.header, Body: rw.body},
+		Response:  keystore.Response{Status: status, Header: rw.header, Body: rw.body},
 		ExpiresAt: h.now().Add(h.ttl),
 	})
 	switch {
-	case errors.Is(err, ErrLeaseLost):
+	case errors.Is(err, keystore.ErrLeaseLost):
 		h.log(ctx, slog.LevelWarn, "idempotency: lease ended before the handler returned; response not stored (raise Lease)", raw, r)
 	case err != nil:
 		h.log(ctx, slog.LevelError, "idempotency: storing the response failed; key held until its lease ends", raw, r, slog.String("error", err.Error()))
@@ -451,8 +454,8 @@ func (rn *renewer) fire() {
 	rn.mu.Unlock()
 	defer rn.wg.Done()
 	ctx := context.WithoutCancel(rn.r.Context())
-	err := rn.h.m.Store.KeyExtend(ctx, Extension{Scope: rn.scope, Key: rn.key, Token: rn.token, LeaseUntil: rn.h.now().Add(rn.h.lease)})
-	if errors.Is(err, ErrLeaseLost) {
+	err := rn.h.m.Store.KeyExtend(ctx, keystore.Extension{Scope: rn.scope, Key: rn.key, Token: rn.token, LeaseUntil: rn.h.now().Add(rn.h.lease)})
+	if errors.Is(err, keystore.ErrLeaseLost) {
 		rn.h.log(ctx, slog.LevelWarn, "idempotency: claim lost while the handler runs; the request may run twice", rn.raw, rn.r)
 		return // nothing left to renew
 	}
@@ -534,11 +537,17 @@ func (h *handler) scope(r *http.Request) string {
 		principal = h.m.Principal(r)
 	}
 	s := strconv.Quote(principal) + " " + r.Method + " " + h.route(r)
-	if !validText(s, MaxScopeLen) {
+	if !storableScope(s) {
 		sum := sha256.Sum256([]byte(s))
 		s = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	return s
+}
+
+// storableScope reports whether s is a scope a store takes as it is: 1 to
+// keystore.MaxScopeLen bytes of UTF-8 without NUL.
+func storableScope(s string) bool {
+	return s != "" && len(s) <= keystore.MaxScopeLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // fingerprint hashes the request and replaces r.Body with one that gives
@@ -675,7 +684,7 @@ func (rw *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // replay writes a stored response.
-func replay(w http.ResponseWriter, resp *Response) {
+func replay(w http.ResponseWriter, resp *keystore.Response) {
 	hdr := w.Header()
 	for k, v := range resp.Header {
 		hdr[k] = slices.Clone(v)
@@ -720,3 +729,18 @@ func problem(w http.ResponseWriter, status int, code, detail, retryAfter string)
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
+
+// ErrInvalid is matched by every error about bad input: a [Middleware]
+// that is not valid ([Middleware.Validate], and Wrap's panic) and a
+// store's refusal of what it was given (the same value as
+// keystore.ErrInvalid).
+var ErrInvalid = keystore.ErrInvalid
+
+// configError names a bad field of a Middleware. It matches [ErrInvalid].
+type configError struct{ field, reason string }
+
+func (e *configError) Error() string {
+	return "idempotency: Middleware." + e.field + ": " + e.reason
+}
+
+func (e *configError) Is(target error) bool { return target == ErrInvalid }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/internal/leakcheck"
 	"github.com/heed-go/heed/internal/redact"
 )
@@ -141,8 +142,8 @@ func TestMethodsAndMissingKey(t *testing.T) {
 	send(h, "PUT", "/payments", "x", "Idempotency-Key", "k")
 	send(h, "POST", "/payments", "x")
 	send(h, "POST", "/payments", "x")
-	if n := p.charges.Load(); n != 4 || s.Len() != 0 {
-		t.Errorf("%d charges and %d keys, want 4 and 0", n, s.Len())
+	if n := p.charges.Load(); n != 4 || idempotency.StoreLen(s) != 0 {
+		t.Errorf("%d charges and %d keys, want 4 and 0", n, idempotency.StoreLen(s))
 	}
 	// PATCH is keyed by default.
 	send(h, "PATCH", "/payments/1", "x", "Idempotency-Key", "k")
@@ -292,8 +293,8 @@ func TestOversizedResponseReleasesKey(t *testing.T) {
 			t.Errorf("request %d: %d, %d bytes", i, r.code, len(r.body))
 		}
 	}
-	if runs.Load() != 2 || s.Len() != 0 {
-		t.Errorf("%d runs, %d keys: an oversized response must release its key", runs.Load(), s.Len())
+	if runs.Load() != 2 || idempotency.StoreLen(s) != 0 {
+		t.Errorf("%d runs, %d keys: an oversized response must release its key", runs.Load(), idempotency.StoreLen(s))
 	}
 }
 
@@ -333,11 +334,11 @@ func TestPanicHoldsKeyUntilLease(t *testing.T) {
 
 // extendLog is a store that reports each lease extension.
 type extendLog struct {
-	idempotency.Store
+	keystore.Store
 	until chan time.Time
 }
 
-func (s *extendLog) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+func (s *extendLog) KeyExtend(ctx context.Context, ext keystore.Extension) error {
 	leaseUntil := ext.LeaseUntil
 	err := s.Store.KeyExtend(ctx, ext)
 	if err == nil {
@@ -418,8 +419,8 @@ func TestKeyExpiryAndReap(t *testing.T) {
 	}
 	send(h, "POST", "/payments", "x", "Idempotency-Key", "other")
 	clk.Add(2 * time.Hour)
-	if n, err := idempotency.Reap(context.Background(), s, clk.Now()); n != 2 || err != nil || s.Len() != 0 {
-		t.Errorf("Reap: %d, %v; %d keys left", n, err, s.Len())
+	if n, err := idempotency.Reap(context.Background(), s, clk.Now()); n != 2 || err != nil || idempotency.StoreLen(s) != 0 {
+		t.Errorf("Reap: %d, %v; %d keys left", n, err, idempotency.StoreLen(s))
 	}
 }
 
@@ -432,27 +433,27 @@ func TestReaperStartStop(t *testing.T) {
 	r := &idempotency.Reaper{Store: s, Interval: 5 * time.Millisecond, Now: clk.Now}
 	r.Start()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.Len() != 0 && time.Now().Before(deadline) {
+	for idempotency.StoreLen(s) != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	r.Stop()
 	r.Stop()
-	if s.Len() != 0 {
-		t.Errorf("%d keys left", s.Len())
+	if idempotency.StoreLen(s) != 0 {
+		t.Errorf("%d keys left", idempotency.StoreLen(s))
 	}
 	(&idempotency.Reaper{Store: s}).Stop() // never started: no-op
 }
 
-type failingStore struct{ idempotency.MemoryStore }
+type failingStore struct{ keystore.Store }
 
-func (*failingStore) KeyClaim(context.Context, idempotency.Claim) (*idempotency.Record, bool, error) {
+func (*failingStore) KeyClaim(context.Context, keystore.Claim) (*keystore.Record, bool, error) {
 	return nil, false, errors.New("disk on fire")
 }
 
 func TestStoreFailureRefuses(t *testing.T) {
 	var p payments
 	var logs bytes.Buffer
-	h := idempotency.Middleware{Store: &failingStore{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.Wrap(&p)
+	h := idempotency.Middleware{Store: &failingStore{idempotency.NewMemoryStore()}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.Wrap(&p)
 	r := send(h, "POST", "/payments", "x", "Idempotency-Key", `"secret-key-0123456789"`)
 	if r.code != 503 || r.header.Get("Retry-After") == "" || problemCode(t, r) != "idempotency_store_unavailable" {
 		t.Errorf("%d %s", r.code, r.body)
@@ -545,10 +546,10 @@ func TestHijackReleases(t *testing.T) {
 	}
 	resp.Body.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.Len() != 0 && time.Now().Before(deadline) {
+	for idempotency.StoreLen(s) != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if s.Len() != 0 {
+	if idempotency.StoreLen(s) != 0 {
 		t.Error("a hijacked response's key was not released")
 	}
 }
@@ -557,15 +558,15 @@ func TestValidate(t *testing.T) {
 	s := idempotency.NewMemoryStore()
 	for name, m := range map[string]idempotency.Middleware{
 		"Store":           {},
-		"MaxResponseBody": {Store: s, MaxResponseBody: idempotency.MaxStoredBody + 1},
+		"MaxResponseBody": {Store: s, MaxResponseBody: keystore.MaxStoredBody + 1},
 		"Lease":           {Store: s, Lease: -1},
 		"TTL":             {Store: s, TTL: time.Second, Lease: time.Minute},
 		"MaxRequestBody":  {Store: s, MaxRequestBody: -1},
 		"Methods":         {Store: s, Methods: []string{""}},
 	} {
 		err := m.Validate()
-		if err == nil || !strings.Contains(err.Error(), "Middleware."+name) {
-			t.Errorf("%s: %v", name, err)
+		if err == nil || !strings.Contains(err.Error(), "Middleware."+name) || !errors.Is(err, idempotency.ErrInvalid) {
+			t.Errorf("%s: %v (want it to name Middleware.%[1]s and match ErrInvalid)", name, err)
 		}
 	}
 	defer func() {

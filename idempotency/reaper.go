@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/idempotency/keystore"
 )
 
 // defaultReapInterval is how often a [Reaper] deletes expired keys when
@@ -18,7 +20,7 @@ const reapBatch = 1000
 // Reap deletes every key of s that expired at or before now, in batches of
 // 1,000, and returns how many it deleted. Run it from a cron job, or use a
 // [Reaper]. It stops at the first error, returning the count so far.
-func Reap(ctx context.Context, s Store, now time.Time) (int, error) {
+func Reap(ctx context.Context, s keystore.Store, now time.Time) (int, error) {
 	total := 0
 	for {
 		n, err := s.KeyReap(ctx, now, reapBatch)
@@ -34,8 +36,8 @@ func Reap(ctx context.Context, s Store, now time.Time) (int, error) {
 // several processes at once is harmless. The zero Reaper is not usable
 // (Store is required); Start and Stop are safe for concurrent use.
 type Reaper struct {
-	// Store is the store to reap (required).
-	Store Store
+	// Store is the store to reap (required): the Middleware's.
+	Store keystore.Store
 	// Interval is the time between reaps (default 10 minutes).
 	Interval time.Duration
 	// Logger, when set, receives a Debug record per reap that deleted

@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/jackc/pgx/v5"
 )
 
-// The Store is also an idempotency.Store: keys and stored responses live in
-// the table heed_idempotency_keys (migration 002), beside the jobs. The key
-// column holds idempotency.StoredKey(scope, key), never the key itself
-// (migration 004 rewrote older rows).
+// The Store is also a keystore.Store, the store of idempotency.Middleware:
+// keys and stored responses live in the table heed_idempotency_keys
+// (migration 002), beside the jobs. The key column holds
+// keystore.StoredKey(scope, key), never the key itself (migration 004
+// rewrote older rows).
 //
 // A claim is an INSERT ... ON CONFLICT DO NOTHING: the primary key (scope,
 // key) makes it atomic across connections and machines, and when the key
@@ -23,7 +24,7 @@ import (
 // its lease over, one UPDATE whose WHERE re-checks exactly that takes it
 // over (PostgreSQL re-evaluates the WHERE on the locked row, so of two
 // concurrent takeovers one wins and the other sees a live key).
-var _ idempotency.Store = (*Store)(nil)
+var _ keystore.Store = (*Store)(nil)
 
 const keyInsertSQL = `INSERT INTO heed_idempotency_keys
 	(scope, key, fingerprint, state, token, created_at, lease_until, expires_at)
@@ -41,13 +42,13 @@ const keyTakeOverSQL = `UPDATE heed_idempotency_keys SET
 const keyGetSQL = `SELECT fingerprint, state, created_at, lease_until, expires_at, status, headers, body
 	FROM heed_idempotency_keys WHERE scope = $1 AND key = $2`
 
-// KeyClaim implements idempotency.Store.
-func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency.Record, bool, error) {
+// KeyClaim implements keystore.Store.
+func (s *Store) KeyClaim(ctx context.Context, c keystore.Claim) (*keystore.Record, bool, error) {
 	if err := c.Validate(); err != nil {
 		return nil, false, err
 	}
 	now, lease, exp := c.Now.UTC().Truncate(time.Microsecond), c.LeaseUntil.UTC().Truncate(time.Microsecond), c.ExpiresAt.UTC().Truncate(time.Microsecond)
-	args := []any{c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Fingerprint, c.Token, now, lease, exp}
+	args := []any{c.Scope, keystore.StoredKey(c.Scope, c.Key), c.Fingerprint, c.Token, now, lease, exp}
 	won := func(sql string) (bool, error) {
 		var token string
 		err := s.pool.QueryRow(ctx, sql, args...).Scan(&token)
@@ -61,8 +62,8 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 		}
 		return false, err
 	}
-	mine := &idempotency.Record{Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint,
-		State: idempotency.StateRunning, CreatedAt: now, LeaseUntil: lease, ExpiresAt: exp}
+	mine := &keystore.Record{Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint,
+		State: keystore.StateRunning, CreatedAt: now, LeaseUntil: lease, ExpiresAt: exp}
 	for range 10 {
 		if ok, err := won(keyInsertSQL); err != nil || ok {
 			if err != nil {
@@ -71,7 +72,7 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 			return mine, true, nil
 		}
 		// The key exists: read it.
-		rec, err := scanKey(s.pool.QueryRow(ctx, keyGetSQL, c.Scope, idempotency.StoredKey(c.Scope, c.Key)))
+		rec, err := scanKey(s.pool.QueryRow(ctx, keyGetSQL, c.Scope, keystore.StoredKey(c.Scope, c.Key)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // released or reaped in between: claim again
 		}
@@ -79,7 +80,7 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 			return nil, false, pgErr("key claim", err)
 		}
 		rec.Scope, rec.Key = c.Scope, c.Key
-		if rec.ExpiresAt.After(now) && (rec.State == idempotency.StateCompleted || rec.LeaseUntil.After(now)) {
+		if rec.ExpiresAt.After(now) && (rec.State == keystore.StateCompleted || rec.LeaseUntil.After(now)) {
 			return rec, false, nil // live: held or replayable
 		}
 		// Expired, or a lapsed claim: take it over, unless someone else did.
@@ -100,9 +101,9 @@ func pgErr(op string, err error) error {
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
 
-func scanKey(row pgx.Row) (*idempotency.Record, error) {
+func scanKey(row pgx.Row) (*keystore.Record, error) {
 	var (
-		rec                         idempotency.Record
+		rec                         keystore.Record
 		state                       string
 		created, leaseUntil, expiry time.Time
 		status                      *int32
@@ -112,10 +113,10 @@ func scanKey(row pgx.Row) (*idempotency.Record, error) {
 	if err := row.Scan(&rec.Fingerprint, &state, &created, &leaseUntil, &expiry, &status, &headers, &body); err != nil {
 		return nil, err
 	}
-	rec.State = idempotency.State(state)
+	rec.State = keystore.State(state)
 	rec.CreatedAt, rec.LeaseUntil, rec.ExpiresAt = created.UTC(), leaseUntil.UTC(), expiry.UTC()
-	if rec.State == idempotency.StateCompleted {
-		resp := &idempotency.Response{Body: body}
+	if rec.State == keystore.StateCompleted {
+		resp := &keystore.Response{Body: body}
 		if status != nil {
 			resp.Status = int(*status)
 		}
@@ -129,8 +130,8 @@ func scanKey(row pgx.Row) (*idempotency.Record, error) {
 	return &rec, nil
 }
 
-// KeyComplete implements idempotency.Store.
-func (s *Store) KeyComplete(ctx context.Context, c idempotency.Completion) error {
+// KeyComplete implements keystore.Store.
+func (s *Store) KeyComplete(ctx context.Context, c keystore.Completion) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -150,18 +151,18 @@ func (s *Store) KeyComplete(ctx context.Context, c idempotency.Completion) error
 	tag, err := s.pool.Exec(ctx, `UPDATE heed_idempotency_keys
 		SET state = 'completed', token = NULL, status = $1, headers = $2, body = $3, expires_at = $4
 		WHERE scope = $5 AND key = $6 AND token = $7 AND state = 'running'`,
-		c.Response.Status, headers, body, c.ExpiresAt.UTC().Truncate(time.Microsecond), c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Token)
+		c.Response.Status, headers, body, c.ExpiresAt.UTC().Truncate(time.Microsecond), c.Scope, keystore.StoredKey(c.Scope, c.Key), c.Token)
 	if err != nil {
 		return pgErr("key complete", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return idempotency.ErrLeaseLost
+		return keystore.ErrLeaseLost
 	}
 	return nil
 }
 
-// KeyExtend implements idempotency.Store.
-func (s *Store) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+// KeyExtend implements keystore.Store.
+func (s *Store) KeyExtend(ctx context.Context, ext keystore.Extension) error {
 	scope, key, token, leaseUntil := ext.Scope, ext.Key, ext.Token, ext.LeaseUntil
 	if err := ext.Validate(); err != nil {
 		return err
@@ -169,38 +170,38 @@ func (s *Store) KeyExtend(ctx context.Context, ext idempotency.Extension) error 
 	tag, err := s.pool.Exec(ctx, `UPDATE heed_idempotency_keys
 		SET lease_until = $1, expires_at = GREATEST(expires_at, $1)
 		WHERE scope = $2 AND key = $3 AND token = $4 AND state = 'running'`,
-		leaseUntil.UTC().Truncate(time.Microsecond), scope, idempotency.StoredKey(scope, key), token)
+		leaseUntil.UTC().Truncate(time.Microsecond), scope, keystore.StoredKey(scope, key), token)
 	if err != nil {
 		return pgErr("key extend", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return idempotency.ErrLeaseLost
+		return keystore.ErrLeaseLost
 	}
 	return nil
 }
 
-// KeyRelease implements idempotency.Store.
-func (s *Store) KeyRelease(ctx context.Context, rel idempotency.Release) error {
+// KeyRelease implements keystore.Store.
+func (s *Store) KeyRelease(ctx context.Context, rel keystore.Release) error {
 	scope, key, token := rel.Scope, rel.Key, rel.Token
 	if err := rel.Validate(); err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM heed_idempotency_keys
-		WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'`, scope, idempotency.StoredKey(scope, key), token)
+		WHERE scope = $1 AND key = $2 AND token = $3 AND state = 'running'`, scope, keystore.StoredKey(scope, key), token)
 	if err != nil {
 		return pgErr("key release", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return idempotency.ErrLeaseLost
+		return keystore.ErrLeaseLost
 	}
 	return nil
 }
 
-// KeyReap implements idempotency.Store: it deletes the keys that expired
+// KeyReap implements keystore.Store: it deletes the keys that expired
 // first, skipping rows another transaction has locked (a claim taking an
 // expired key over), so that reapers never wait on requests.
 func (s *Store) KeyReap(ctx context.Context, now time.Time, limit int) (int, error) {
-	if err := idempotency.ValidateReap(now, limit); err != nil {
+	if err := keystore.ValidateReap(now, limit); err != nil {
 		return 0, err
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM heed_idempotency_keys WHERE (scope, key) IN

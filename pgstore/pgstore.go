@@ -3,7 +3,7 @@
 //
 // Most callers want [Open], then pass the store to the queue package
 // (queue.NewClient, queue.NewWorker). It implements queue.Store,
-// queue.Notifier and queue.TransitionBatcher, and idempotency.Store for
+// queue.Notifier and queue.TransitionBatcher, and idempotency/keystore.Store for
 // the Idempotency-Key middleware (table heed_idempotency_keys).
 //
 //   - Claims lock due jobs with FOR UPDATE SKIP LOCKED in a CTE, in

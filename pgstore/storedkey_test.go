@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestStoredKeyMigration stores a key raw, as schema 3 did, migrates, and
-// checks that the row now holds idempotency.StoredKey and that the key
+// checks that the row now holds keystore.StoredKey and that the key
 // replays as before; then that a new claim stores only the digest.
 func TestStoredKeyMigration(t *testing.T) {
 	t.Parallel()
@@ -39,15 +39,15 @@ func TestStoredKeyMigration(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT key FROM heed_idempotency_keys`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
-	if stored != idempotency.StoredKey(scope, key) {
-		t.Fatalf("migrated key %q, want StoredKey %q", stored, idempotency.StoredKey(scope, key))
+	if stored != keystore.StoredKey(scope, key) {
+		t.Fatalf("migrated key %q, want StoredKey %q", stored, keystore.StoredKey(scope, key))
 	}
-	rec, won, err := s.KeyClaim(ctx, idempotency.Claim{Scope: scope, Key: key, Fingerprint: "fp1", Token: "t1",
+	rec, won, err := s.KeyClaim(ctx, keystore.Claim{Scope: scope, Key: key, Fingerprint: "fp1", Token: "t1",
 		Now: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Minute)})
-	if err != nil || won || rec.State != idempotency.StateCompleted || rec.Response == nil || string(rec.Response.Body) != "made" || rec.Key != key {
+	if err != nil || won || rec.State != keystore.StateCompleted || rec.Response == nil || string(rec.Response.Body) != "made" || rec.Key != key {
 		t.Fatalf("claim after migration: %+v, won %v, %v; want the stored response", rec, won, err)
 	}
-	if _, won, err := s.KeyClaim(ctx, idempotency.Claim{Scope: scope, Key: "other-" + raw, Fingerprint: "fp2", Token: "t2",
+	if _, won, err := s.KeyClaim(ctx, keystore.Claim{Scope: scope, Key: "other-" + raw, Fingerprint: "fp2", Token: "t2",
 		Now: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Minute)}); err != nil || !won {
 		t.Fatalf("new claim: won %v, %v", won, err)
 	}

@@ -145,23 +145,15 @@ func (c *Client) Requeue(ctx context.Context, f DeadFilter) (int, error) {
 }
 
 // DeleteDead deletes the dead jobs that match f and returns how many. The
-// zero DeadFilter deletes every dead job.
+// zero DeadFilter deletes every dead job; DeadFilter{OlderThan: age}
+// purges those that died more than age ago. Workers also delete dead jobs
+// past WorkerConfig.RetainDead (30 days by default; negative keeps them).
 func (c *Client) DeleteDead(ctx context.Context, f DeadFilter) (int, error) {
 	jf, err := c.deadFilter(f)
 	if err != nil {
 		return 0, err
 	}
 	return c.store.DeadDelete(ctx, jf)
-}
-
-// PurgeDead deletes the dead jobs that died more than age ago (age must be
-// positive) and returns how many. Workers also delete dead jobs past
-// WorkerConfig.RetainDead (30 days by default; negative keeps them).
-func (c *Client) PurgeDead(ctx context.Context, age time.Duration) (int, error) {
-	if age <= 0 {
-		return 0, &InputError{Field: "age", Reason: fmt.Sprintf("is %v, must be positive", age)}
-	}
-	return c.DeleteDead(ctx, DeadFilter{OlderThan: age})
 }
 
 // PurgeSucceeded deletes the succeeded jobs that finished more than age ago

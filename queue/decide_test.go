@@ -26,15 +26,32 @@ func testPolicy() retry.Policy {
 	return defaultPolicy(retry.Policy{Backoff: backoff.Schedule{Jitter: backoff.NoJitter}})
 }
 
-func TestDefaultPolicy(t *testing.T) {
-	p := DefaultPolicy()
+// The defaults the documentation states are the ones WithDefaults fills
+// in; fields already set, and negative ones, are kept.
+func TestWithDefaults(t *testing.T) {
+	c := WorkerConfig{}.WithDefaults()
+	p := c.Policy
 	if p.Attempts != 10 || p.Backoff.Base != 2*time.Second || p.Backoff.Cap != 5*time.Minute ||
 		p.Backoff.Jitter != backoff.FullJitter || p.TimeBudget != 24*time.Hour || p.AttemptTimeout != time.Minute ||
 		p.MaxPushback != time.Hour || p.Retryable != nil {
-		t.Errorf("DefaultPolicy() = %+v", p)
+		t.Errorf("WithDefaults().Policy = %+v", p)
 	}
 	if err := p.Validate(); err != nil {
 		t.Error(err)
+	}
+	if len(c.Queues) != 1 || c.Queues[DefaultQueue] != 100 || c.Lease != 30*time.Second || c.PollInterval != time.Second ||
+		c.RescueInterval != 15*time.Second || c.ShutdownGrace != 30*time.Second || c.RetainSucceeded != 24*time.Hour ||
+		c.RetainDead != 30*24*time.Hour || c.RetainCancelled != 7*24*time.Hour || c.RetentionInterval != time.Minute {
+		t.Errorf("WithDefaults() = %+v", c)
+	}
+	if c.ID != "" || c.Clock != nil || c.Rand != nil {
+		t.Errorf("WithDefaults set ID, Clock or Rand: %+v", c)
+	}
+	set := WorkerConfig{Queues: map[string]int{"a": 3}, Lease: 4 * time.Second, RetainDead: -1,
+		Policy: retry.Policy{Attempts: 2, Backoff: backoff.Schedule{Base: 10 * time.Minute}}}.WithDefaults()
+	if set.Queues["a"] != 3 || len(set.Queues) != 1 || set.Lease != 4*time.Second || set.RescueInterval != 2*time.Second ||
+		set.RetainDead != -1 || set.Policy.Attempts != 2 || set.Policy.Backoff.Cap != 10*time.Minute {
+		t.Errorf("WithDefaults of set fields = %+v", set)
 	}
 }
 
@@ -295,7 +312,7 @@ func TestLogObserver(t *testing.T) {
 // Zero keeps the worker's value; a negative one turns the limit off for
 // the job (heed's convention for "off").
 func TestEffectiveOff(t *testing.T) {
-	w := DefaultPolicy()
+	w := WorkerConfig{}.WithDefaults().Policy
 	job := &Job{StartedAt: t0, Policy: JobPolicy{TimeBudget: -1, AttemptTimeout: -time.Second}}
 	p := effective(w, job)
 	if !budgetEnd(&p, job).IsZero() {
@@ -305,7 +322,7 @@ func TestEffectiveOff(t *testing.T) {
 	if l, ok := c.Admit(t0); !ok || !l.At.IsZero() {
 		t.Errorf("Admit with both limits off = %+v, %v; want no limit", l, ok)
 	}
-	if p := effective(w, &Job{StartedAt: t0}); p.TimeBudget != DefaultTimeBudget || p.AttemptTimeout != DefaultAttemptTimeout {
+	if p := effective(w, &Job{StartedAt: t0}); p.TimeBudget != defaultTimeBudget || p.AttemptTimeout != defaultAttemptTimeout {
 		t.Errorf("zero job policy: %v, %v; want the defaults", p.TimeBudget, p.AttemptTimeout)
 	}
 }

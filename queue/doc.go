@@ -46,7 +46,7 @@
 // panic is recovered and recorded with its stack, and is classified like
 // an error.
 //
-// Every job has a time budget (default [DefaultTimeBudget], counted from
+// Every job has a time budget (24 h by default, counted from
 // the start of its first attempt): when the next attempt, with its delay
 // and its whole attempt timeout, would not end within it, the job goes to
 // the dead-letter now, even with attempts left.
@@ -77,7 +77,7 @@
 //
 // Enqueue with a [Client] ([ClientConfig], [EnqueueOptions], per-job
 // [JobPolicy]); run jobs with a [Worker] ([WorkerConfig], [Handle],
-// [Snooze], [Decline], [Worker.Drain], [RetryAll], [DefaultPolicy], events
+// [Snooze], [Decline], [Worker.Drain], [RetryAll], [WorkerConfig.WithDefaults], events
 // through [Event] and [LogObserver]); read jobs as [Job] with their
 // [State] and history of [Attempt] entries; operate the dead-letter with
 // [DeadFilter] and [Stats]. Errors: [ErrNotFound], [ErrInvalid] (an

@@ -120,21 +120,6 @@ func (w *Worker) policyFor(job *Job) retry.Policy {
 	return effective(p, job)
 }
 
-// Dead reasons: the values of Job.DeadReason (and of the history entry's
-// Reason) when a job gives up. Most are the [retry.Reason.Key] of the
-// decision.
-const (
-	DeadReasonPermanent       = "permanent"         // the handler's error will fail the same way again
-	DeadReasonAttempts        = "attempts"          // the attempt limit was reached
-	DeadReasonTimeBudget      = "time_budget"       // the job's time budget ran out
-	DeadReasonServerRefused   = "server_refused"    // the handler returned retry.After with a negative wait
-	DeadReasonPushbackTooLong = "pushback_too_long" // retry.After asked for more than MaxPushback
-	// DeadReasonUnknownKind: no handler is registered for the job's kind
-	// on the worker that claimed it (a typo, or a job for a newer
-	// release). Register the handler, then requeue the job.
-	DeadReasonUnknownKind = "unknown_kind"
-)
-
 // unknownKind sends job to the dead-letter at once when w has no handler
 // for its kind, and reports whether it did.
 func (w *Worker) unknownKind(job *Job) bool {
@@ -152,11 +137,11 @@ func (w *Worker) unknownKind(job *Job) bool {
 }
 
 // decideUnknownKind is the transition of a job whose kind has no handler:
-// dead with reason DeadReasonUnknownKind, the attempt counted.
+// dead with reason jobstore.ReasonUnknownKind, the attempt counted.
 func decideUnknownKind(job *Job, err error, worker string, now time.Time) (jobstore.Transition, retry.Decision) {
 	e := Attempt{Attempt: job.Attempt, Worker: worker, StartedAt: now, FinishedAt: now, Outcome: retry.OutcomePermanent.Key(),
-		Error: errorText(err), Action: retry.GiveUp.Key(), Reason: DeadReasonUnknownKind}
+		Error: errorText(err), Action: retry.GiveUp.Key(), Reason: jobstore.ReasonUnknownKind}
 	return jobstore.Transition{ID: job.ID, LeaseToken: job.LeaseToken, State: StateDead, Attempt: job.Attempt, FinishedAt: now,
-			DeadReason: DeadReasonUnknownKind, Entry: e, Now: now},
+			DeadReason: jobstore.ReasonUnknownKind, Entry: e, Now: now},
 		retry.Decision{Action: retry.GiveUp, Reason: retry.ReasonPermanent, Attempt: job.Attempt, Err: err, At: now}
 }

@@ -8,18 +8,19 @@ import (
 )
 
 // Retention defaults: how long a worker keeps finished jobs before it
-// deletes them (see WorkerConfig.RetainSucceeded).
+// deletes them (see WorkerConfig.RetainSucceeded and
+// WorkerConfig.WithDefaults).
 const (
-	// DefaultRetainSucceeded keeps succeeded jobs for a day: long enough
+	// defaultRetainSucceeded keeps succeeded jobs for a day: long enough
 	// to look at what ran overnight, short enough that the table of a busy
 	// queue stays small.
-	DefaultRetainSucceeded = 24 * time.Hour
-	// DefaultRetainDead keeps dead jobs for 30 days: the dead-letter waits
+	defaultRetainSucceeded = 24 * time.Hour
+	// defaultRetainDead keeps dead jobs for 30 days: the dead-letter waits
 	// for a person, who may be on holiday.
-	DefaultRetainDead = 30 * 24 * time.Hour
-	// DefaultRetainCancelled keeps cancelled jobs for 7 days, for the
+	defaultRetainDead = 30 * 24 * time.Hour
+	// defaultRetainCancelled keeps cancelled jobs for 7 days, for the
 	// record of who cancelled what.
-	DefaultRetainCancelled = 7 * 24 * time.Hour
+	defaultRetainCancelled = 7 * 24 * time.Hour
 	// defaultRetentionInterval is how often a worker looks for finished
 	// jobs past their retention (±20 % jitter).
 	defaultRetentionInterval = time.Minute
@@ -27,20 +28,6 @@ const (
 
 // retentionPause is the pause between two full retention batches.
 const retentionPause = 50 * time.Millisecond
-
-// retention applies the defaults of the retention fields of cfg.
-func retention(cfg *WorkerConfig) error {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&cfg.RetainSucceeded, DefaultRetainSucceeded)
-	def(&cfg.RetainDead, DefaultRetainDead)
-	def(&cfg.RetainCancelled, DefaultRetainCancelled)
-	def(&cfg.RetentionInterval, defaultRetentionInterval)
-	return nil
-}
 
 // keep is how long finished jobs of one state are kept.
 type keep struct {

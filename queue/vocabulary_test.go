@@ -54,6 +54,7 @@ func TestStoredWords(t *testing.T) {
 		{retry.ReasonBudget.Key(), "budget"}, {retry.ReasonBreakerOpen.Key(), "breaker_open"},
 		{retry.ReasonNotRepeatable.Key(), "not_repeatable"}, {retry.ReasonServerRefused.Key(), "server_refused"},
 		{retry.ReasonUpstreamOwns.Key(), "upstream_owns"}, {retry.ReasonPushbackTooLong.Key(), "pushback_too_long"},
+		{jobstore.ReasonUnknownKind, "unknown_kind"},
 		// States, and the breaker's states as metric values.
 		{string(queue.StateAvailable), "available"}, {string(queue.StateRunning), "running"},
 		{string(queue.StateSucceeded), "succeeded"}, {string(queue.StateDead), "dead"},

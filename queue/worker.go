@@ -21,9 +21,10 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// Worker defaults.
+// Worker defaults, used for the zero fields of WorkerConfig (see
+// WorkerConfig.WithDefaults).
 const (
-	// DefaultConcurrency is the number of jobs a worker runs at once per
+	// defaultConcurrency is the number of jobs a worker runs at once per
 	// queue when WorkerConfig.Queues is nil: 100, as River's users set
 	// (River has no default). Jobs mostly wait on I/O, and a running job
 	// holds no database connection (claims and results are batched
@@ -33,19 +34,19 @@ const (
 	// than the 10 it replaced (internal/compare's BenchmarkQueueDrain, in
 	// docs/performance.md). Set Queues lower for handlers that load a dependency
 	// that cannot take 100 calls at once from each worker.
-	DefaultConcurrency = 100
-	// DefaultLease is how long a claimed job is leased (30 s, renewed every
+	defaultConcurrency = 100
+	// defaultLease is how long a claimed job is leased (30 s, renewed every
 	// third of it while the handler runs): long enough to survive a slow
 	// database, short enough that a killed worker's jobs run again within a
 	// minute.
-	DefaultLease = 30 * time.Second
-	// DefaultPollInterval is how often an idle worker looks for due jobs
+	defaultLease = 30 * time.Second
+	// defaultPollInterval is how often an idle worker looks for due jobs
 	// (1 s, with ±20 % jitter so that workers do not poll in step). A
 	// store that implements Notifier wakes it sooner.
-	DefaultPollInterval = time.Second
-	// DefaultShutdownGrace is how long Run lets running jobs finish when
+	defaultPollInterval = time.Second
+	// defaultShutdownGrace is how long Run lets running jobs finish when
 	// its context ends.
-	DefaultShutdownGrace = 30 * time.Second
+	defaultShutdownGrace = 30 * time.Second
 )
 
 // ErrStopped is returned by Start and Run on a worker that was already
@@ -56,22 +57,31 @@ var ErrStopped = errors.New("queue: worker already started or stopped")
 // the shutdown grace period ends.
 var errShutdown = errors.New("queue: worker shutting down")
 
-// WorkerConfig configures a [Worker]. The zero value runs the default queue
-// with DefaultConcurrency and the job defaults (see [DefaultPolicy]).
+// WorkerConfig configures a [Worker]. A zero field takes its default (each
+// field says which); the zero value runs [DefaultQueue] with concurrency 100
+// and the job defaults. [WorkerConfig.WithDefaults] returns the values a
+// worker would use.
 type WorkerConfig struct {
 	// ID names the worker in leases and histories (default
 	// "hostname-pid-random").
 	ID string
 	// Queues maps each queue to work to its concurrency limit, the number
 	// of its jobs whose handlers run at once (default: DefaultQueue with
-	// DefaultConcurrency). A job whose handler returned no longer counts
-	// while its result is written; at most as many again wait for that.
+	// 100: jobs mostly wait on I/O and a running job holds no database
+	// connection; set it lower for handlers that load a dependency that
+	// cannot take 100 calls at once from each worker). A job whose
+	// handler returned no longer counts while its result is written; at
+	// most as many again wait for that.
 	Queues map[string]int
 	// Policy is the retry policy of jobs; per-job overrides apply on top.
-	// Its zero fields take the job defaults: DefaultAttempts, a backoff
-	// from DefaultBackoffBase capped at DefaultBackoffCap with full jitter,
-	// DefaultTimeBudget as TimeBudget (counted from the start of a job's
-	// first attempt), DefaultAttemptTimeout, and DefaultMaxPushback. Its
+	// Its zero fields take the job defaults, more patient than retry's
+	// in-process ones because nobody is waiting on a background job:
+	// Attempts 10 (about 7 minutes of backoff on average), a Backoff from
+	// 2 s capped at 5 min with full jitter, a TimeBudget of 24 h (counted
+	// from the start of a job's first attempt), an AttemptTimeout of 1 min
+	// (a hung handler holds its slot and its lease until then; raise it for
+	// long jobs), and a MaxPushback of 1 h (a job can honour a server's
+	// long Retry-After; the time budget still bounds it). Its
 	// Retryable classifies errors as for retry.Do: nil is
 	// retry.IsTransient, so errors marked transient, network and timeout
 	// errors and transient database errors are retried, and an error that
@@ -87,16 +97,17 @@ type WorkerConfig struct {
 	// (see Observe below).
 	Policy retry.Policy
 	// Lease is how long a claimed job stays leased without renewal
-	// (default DefaultLease). It is renewed every third of it.
+	// (default 30 s: a killed worker's jobs run again within a minute). It
+	// is renewed every third of it.
 	Lease time.Duration
 	// PollInterval is how often an idle queue looks for due jobs (default
-	// DefaultPollInterval, ±20 % jitter).
+	// 1 s, ±20 % jitter). A store that notifies of new jobs wakes it sooner.
 	PollInterval time.Duration
 	// RescueInterval is how often the worker looks for running jobs whose
 	// lease expired (default: half of Lease).
 	RescueInterval time.Duration
 	// ShutdownGrace is how long Run lets running jobs finish when its
-	// context ends (default DefaultShutdownGrace).
+	// context ends (default 30 s).
 	ShutdownGrace time.Duration
 	// Observe, when set, is called for every event of every job, on the
 	// goroutine that ran it. It must not block.
@@ -116,8 +127,8 @@ type WorkerConfig struct {
 
 	// RetainSucceeded, RetainDead and RetainCancelled are how long the
 	// worker keeps finished jobs (counted from their FinishedAt) before it
-	// deletes them: by default DefaultRetainSucceeded (24 h),
-	// DefaultRetainDead (30 days) and DefaultRetainCancelled (7 days). A
+	// deletes them: by default 24 h (what ran overnight), 30 days (the
+	// dead-letter waits for a person, who may be on holiday) and 7 days. A
 	// negative value keeps those jobs until an operator deletes them.
 	// Every worker prunes, every RetentionInterval (default one minute,
 	// ±20 % jitter), at most jobstore.RetentionBatch jobs per statement
@@ -135,6 +146,33 @@ type WorkerConfig struct {
 	// Middleware wraps every handler, the first the outermost: tracing
 	// spans, context values, logging (see Middleware).
 	Middleware []Middleware
+}
+
+// WithDefaults returns c with its zero fields set to the defaults a
+// [Worker] uses for them: Queues, Policy (each zero field of it), Lease,
+// PollInterval, RescueInterval, ShutdownGrace, the Retain fields and
+// RetentionInterval. ID (a new one per worker), Clock, Rand and the
+// hooks are left as they are; a negative duration stays negative. It
+// does not check c: NewWorker does.
+func (c WorkerConfig) WithDefaults() WorkerConfig {
+	if c.Queues == nil {
+		c.Queues = map[string]int{DefaultQueue: defaultConcurrency}
+	}
+	c.Policy = defaultPolicy(c.Policy)
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.Lease, defaultLease)
+	def(&c.PollInterval, defaultPollInterval)
+	def(&c.RescueInterval, c.Lease/2)
+	def(&c.ShutdownGrace, defaultShutdownGrace)
+	def(&c.RetainSucceeded, defaultRetainSucceeded)
+	def(&c.RetainDead, defaultRetainDead)
+	def(&c.RetainCancelled, defaultRetainCancelled)
+	def(&c.RetentionInterval, defaultRetentionInterval)
+	return c
 }
 
 // handler runs one job: it decodes args and calls the typed function,
@@ -211,9 +249,6 @@ func NewWorker(store jobstore.Store, cfg WorkerConfig) (*Worker, error) {
 		rand.Read(b[:])
 		cfg.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
-	if cfg.Queues == nil {
-		cfg.Queues = map[string]int{DefaultQueue: DefaultConcurrency}
-	}
 	for q, n := range cfg.Queues {
 		if q == "" {
 			return nil, &InputError{Field: "WorkerConfig.Queues", Reason: "has an empty queue name"}
@@ -228,29 +263,14 @@ func NewWorker(store jobstore.Store, cfg WorkerConfig) (*Worker, error) {
 			return nil, &InputError{Field: "WorkerConfig." + name, Reason: fmt.Sprintf("is %v, must not be negative", d)}
 		}
 	}
-	if cfg.Lease == 0 {
-		cfg.Lease = DefaultLease
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
-	if cfg.RescueInterval == 0 {
-		cfg.RescueInterval = cfg.Lease / 2
-	}
-	if cfg.ShutdownGrace == 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
-	}
-	if err := retention(&cfg); err != nil {
-		return nil, err
-	}
+	cfg = cfg.WithDefaults()
 	if err := checkKinds(cfg.Kinds); err != nil {
 		return nil, err
 	}
-	p := defaultPolicy(cfg.Policy)
-	if err := p.Validate(); err != nil {
+	if err := cfg.Policy.Validate(); err != nil {
 		return nil, &InputError{Field: "WorkerConfig.Policy", Reason: err.Error()}
 	}
-	w := &Worker{store: store, cfg: cfg, policy: p, handlers: map[string]handler{}}
+	w := &Worker{store: store, cfg: cfg, policy: cfg.Policy, handlers: map[string]handler{}}
 	w.active.idle = make(chan struct{}, 1)
 	switch {
 	case cfg.Observe != nil && cfg.Logger != nil:
@@ -279,9 +299,10 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // [*PanicError]).
 //
 // A job whose kind has no handler is sent to the dead-letter at once, with
-// reason DeadReasonUnknownKind (a typo is not retried for hours); during a
-// rolling deploy, where an old worker may claim a job of a kind only new
-// workers know, requeue such jobs once the deploy is done.
+// reason "unknown_kind" ([jobstore.ReasonUnknownKind]): a typo is not
+// retried for hours. During a rolling deploy, where an old worker may
+// claim a job of a kind only new workers know, requeue such jobs once the
+// deploy is done.
 //
 // Handle panics if kind is empty, already registered, or w was started:
 // these are programming errors.

@@ -8,6 +8,7 @@ import (
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
+	"github.com/heed-go/heed/clock/clocktest"
 )
 
 func constantPolicy() Policy {
@@ -89,18 +90,18 @@ func TestCallSteps(t *testing.T) {
 		}
 	})
 	t.Run("budget counts the first attempt; durable retries ask it at admission", func(t *testing.T) {
-		b, _ := budget.New(budget.Config{MinPerSecond: 1, Burst: 1})
+		b, _ := budget.New(budget.Config{MinPerSecond: 1, Burst: 1, Clock: clocktest.New(t0)})
 		p := constantPolicy()
 		p.Budget = b
 		c := Call{Policy: p, Durable: true}
 		if _, ok := c.Admit(t0); !ok {
 			t.Fatal("first attempt refused")
 		}
-		if s := b.StatsAt(t0); s.Requests != 1 {
+		if s := b.Stats(); s.Requests != 1 {
 			t.Fatalf("stats %+v, want the first attempt counted as a request", s)
 		}
 		d := c.End(t0, Result{Err: errors.New("x"), Outcome: OutcomeTransient})
-		if d.Action != Retry || b.StatsAt(t0).Retries != 0 {
+		if d.Action != Retry || b.Stats().Retries != 0 {
 			t.Fatalf("End = %+v; a durable retry must not spend the budget before it starts", d)
 		}
 		if _, ok := c.Admit(d.At); !ok {
@@ -136,7 +137,7 @@ func TestCallSteps(t *testing.T) {
 		}
 	})
 	t.Run("breaker records failures, ignores permanent errors and abandoned attempts", func(t *testing.T) {
-		b, _ := breaker.New(breaker.Config{MinCalls: 100})
+		b, _ := breaker.New(breaker.Config{MinCalls: 100, Clock: clocktest.New(t0)})
 		p := constantPolicy()
 		p.Breaker = b
 		for _, r := range []Result{{Err: errors.New("bad input")}, {Err: Transient(errors.New("reset"))}, {}} {
@@ -147,7 +148,7 @@ func TestCallSteps(t *testing.T) {
 		c := Call{Policy: p}
 		c.Admit(t0)
 		c.Abandon(t0)
-		if got := b.CountsAt(t0); got != (breaker.Counts{Successes: 1, Failures: 1}) {
+		if got := b.Counts(); got != (breaker.Counts{Successes: 1, Failures: 1}) {
 			t.Errorf("counts %+v, want 1 success and 1 failure", got)
 		}
 	})

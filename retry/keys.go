@@ -1,7 +1,5 @@
 package retry
 
-import "fmt"
-
 // Keys are the stable identifiers of actions, reasons and outcomes: the
 // text that is stored (job histories, dead reasons), logged and used as
 // metric attributes. They never depend on the order of the constants, and
@@ -12,24 +10,12 @@ import "fmt"
 var actionKeys = [...]string{Done: "done", Retry: "retry", GiveUp: "give_up", Defer: "defer"}
 
 // Key returns the action's stable identifier: "done", "retry", "give_up"
-// or "defer" ("unknown" for a value outside them). [ParseAction] reads it
-// back.
+// or "defer" ("unknown" for a value outside them).
 func (a Action) Key() string {
 	if int(a) < len(actionKeys) {
 		return actionKeys[a]
 	}
 	return "unknown"
-}
-
-// ParseAction returns the Action whose [Action.Key] is key, or an error
-// naming key.
-func ParseAction(key string) (Action, error) {
-	for i, k := range actionKeys {
-		if k == key {
-			return Action(i), nil
-		}
-	}
-	return 0, fmt.Errorf("retry: unknown action %q (want done, retry, give_up or defer)", key)
 }
 
 var reasonKeys = [...]string{

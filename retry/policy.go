@@ -71,13 +71,12 @@ const (
 	// DefaultMaxPushback caps how long a server may ask a call to wait
 	// (with [After]); a longer request is clamped to it.
 	DefaultMaxPushback = 30 * time.Second
-	// DefaultMinAttemptTime is the least time an attempt is assumed to need
-	// to be useful when the policy has no AttemptTimeout: a retry is not
-	// started when less than this would be left before the deadline after
-	// the wait. With an AttemptTimeout, an attempt is assumed to need all
-	// of it.
-	DefaultMinAttemptTime = 10 * time.Millisecond
 )
+
+// defaultMinAttemptTime is the least time an attempt is assumed to need to
+// be useful when the policy has neither MinAttemptTime nor AttemptTimeout
+// (see Policy.MinAttemptTime).
+const defaultMinAttemptTime = 10 * time.Millisecond
 
 // Unlimited as Policy.Attempts removes the attempt limit. It is the
 // documented name of any negative Attempts (heed's convention: zero is the
@@ -121,7 +120,7 @@ type Policy struct {
 	// MinAttemptTime is the least time an attempt needs to be useful: a
 	// retry is started only if its wait plus this still fits before the
 	// deadline (default: AttemptTimeout when set, so that only whole
-	// attempts are started; otherwise DefaultMinAttemptTime). A value
+	// attempts are started; otherwise 10 ms). A value
 	// longer than AttemptTimeout counts as AttemptTimeout. Set it below
 	// AttemptTimeout for attempts that usually end well before their
 	// timeout.
@@ -219,14 +218,14 @@ func (p *Policy) maxPushback() time.Duration {
 
 // MinAttempt returns the time an attempt is taken to need after defaults:
 // MinAttemptTime, capped at AttemptTimeout; when MinAttemptTime is zero,
-// AttemptTimeout, or DefaultMinAttemptTime without one.
+// AttemptTimeout, or 10 ms without one.
 func (p *Policy) MinAttempt() time.Duration {
 	m := p.MinAttemptTime
 	switch {
 	case m == 0 && p.AttemptTimeout > 0:
 		return p.AttemptTimeout
 	case m == 0:
-		return DefaultMinAttemptTime
+		return defaultMinAttemptTime
 	case p.AttemptTimeout > 0 && p.AttemptTimeout < m:
 		return p.AttemptTimeout
 	}

@@ -24,7 +24,7 @@ func benchmarkRun(b *testing.B, s Scenario) {
 	var events int64
 	start := time.Now()
 	for b.Loop() {
-		rs, err := Run(s)
+		rs, err := Run(s, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

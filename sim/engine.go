@@ -14,27 +14,24 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// Options tune a run without changing its result. The zero value is what
-// [Run] uses.
+// Options tune a run without changing its result ([Run], [RunSeeds]); the
+// zero value is none.
 type Options struct {
 	// Progress, when set, is called now and then during each chain's run
 	// (every 65,536 events) with the chain's index and the virtual time
 	// reached, and once at the end with the horizon. It must not block for
 	// long.
 	Progress func(chain int, at time.Duration)
-	// Context, when set, stops the runs early once it is done: RunWith then
+	// Context, when set, stops the runs early once it is done: Run then
 	// returns its error. It is checked as often as Progress is called.
 	Context context.Context
 }
 
 // Run runs the scenario once for each of its chains, in order, and
 // returns their results. It returns an error matching [ErrInvalid] for an
-// invalid scenario. The same scenario gives the same results, to the byte.
-func Run(s Scenario) ([]*Result, error) { return RunWith(s, Options{}) }
-
-// RunWith is [Run] with options. It returns the Context's error when the
-// Context ends before the runs do.
-func RunWith(s Scenario, o Options) ([]*Result, error) {
+// invalid scenario, and o.Context's error when it ends before the runs do.
+// The same scenario gives the same results, to the byte, whatever o.
+func Run(s Scenario, o Options) ([]*Result, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

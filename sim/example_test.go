@@ -29,7 +29,7 @@ func Example() {
 			{Name: "heed defaults", Layers: []sim.Layer{heed, heed, heed}},
 		},
 	}
-	results, err := sim.Run(s)
+	results, err := sim.Run(s, sim.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -53,7 +53,7 @@ func Example() {
 // or its adaptive limit at its defaults.
 func ExampleBuiltin() {
 	s, _ := sim.Builtin("spike")
-	results, err := sim.Run(s)
+	results, err := sim.Run(s, sim.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

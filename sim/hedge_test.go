@@ -12,7 +12,7 @@ import (
 // bounds.
 func TestTailHedged(t *testing.T) {
 	s, _ := Builtin("tail")
-	rs, err := Run(s)
+	rs, err := Run(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ policies:
 	if h := s.Chains[1].Layers[0].Retry.Hedge; h.Quantile != 0.9 || h.MinDelay != 5*time.Millisecond || h.MaxDelay != 100*time.Millisecond {
 		t.Fatalf("learnt hedge %+v", h)
 	}
-	rs, err := Run(s)
+	rs, err := Run(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

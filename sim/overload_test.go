@@ -34,7 +34,7 @@ func TestSpikeOverloadRecovers(t *testing.T) {
 	}
 	// Without the overload control, the same clients collapse (the
 	// scenario's first chain).
-	rs, err := Run(base)
+	rs, err := Run(base, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ policies:
 		fmt.Println(err)
 		return
 	}
-	results, err := sim.Run(s)
+	results, err := sim.Run(s, sim.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -63,7 +63,7 @@ func TestParseScenarioOverload(t *testing.T) {
 	if o := c[2].Overload; o == nil || o.Limit != 100 || o.MaxQueue != -1 || o.QueueTarget != 2*time.Millisecond || !o.LIFOOff {
 		t.Errorf("fixed: %+v", o)
 	}
-	if _, err := Run(s); err != nil {
+	if _, err := Run(s, Options{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// MaxSeeds is the most seeds [RunSeeds] runs.
-const MaxSeeds = 1000
+// maxSeeds is the most seeds [RunSeeds] runs.
+const maxSeeds = 1000
 
 // Spread is a figure over several seeds: its median, least and greatest
 // value. The zero value is a figure of no runs.
@@ -60,12 +60,12 @@ type Seeds struct {
 }
 
 // RunSeeds runs the scenario with n seeds, s.Seed to s.Seed+n-1 (n from 1 to
-// [MaxSeeds]), and returns, for each chain in order, the runs and the
-// median and range of their figures. It returns an error matching [ErrInvalid] for an
-// invalid scenario or n, and the Context's error when it ends first.
+// 1000), and returns, for each chain in order, the runs and the median and
+// range of their figures. It returns an error matching [ErrInvalid] for an
+// invalid scenario or n, and o.Context's error when it ends first.
 func RunSeeds(s Scenario, n int, o Options) ([]*Seeds, error) {
-	if n < 1 || n > MaxSeeds {
-		return nil, bad("seeds", "is %d, must be from 1 to %d", n, MaxSeeds)
+	if n < 1 || n > maxSeeds {
+		return nil, bad("seeds", "is %d, must be from 1 to %d", n, maxSeeds)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func RunSeeds(s Scenario, n int, o Options) ([]*Seeds, error) {
 	base := s.Seed
 	for k := range n {
 		s.Seed = base + uint64(k)
-		rs, err := RunWith(s, o)
+		rs, err := Run(s, o)
 		if err != nil {
 			return nil, err
 		}

@@ -39,10 +39,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/internal/admit"
+	"github.com/heed-go/heed/internal/fielderr"
 	"github.com/heed-go/heed/overload"
 	"github.com/heed-go/heed/retry"
 )
@@ -536,32 +536,31 @@ func (p *Chain) validate(path string) error {
 			return bad(lp+".retry", "has a Clock, Rand, Observe or Retryable; the simulator supplies its own")
 		}
 		if err := r.Backoff.Validate(); err != nil {
-			var ie *backoff.InvalidError
-			if errors.As(err, &ie) {
-				return bad(lp+".backoff."+snake(ie.Field), "%s", ie.Reason)
-			}
-			return bad(lp+".backoff", "%v", err)
+			return fieldError(lp+".backoff", err)
 		}
 		if err := r.Validate(); err != nil {
 			return bad(lp, "%v", err)
 		}
 		if err := l.Budget.Validate(); err != nil {
-			var ie *budget.InvalidError
-			if errors.As(err, &ie) {
-				return bad(lp+".budget."+snake(ie.Field), "%s", ie.Reason)
-			}
-			return bad(lp+".budget", "%v", err)
+			return fieldError(lp+".budget", err)
 		}
 		if l.Breaker != nil {
 			if _, err := breaker.New(*l.Breaker); err != nil {
-				// breaker's messages read "breaker: Field is ...".
-				msg := strings.TrimPrefix(err.Error(), "breaker: ")
-				field, rest, _ := strings.Cut(msg, " ")
-				return bad(lp+".breaker."+snake(field), "%s", rest)
+				return fieldError(lp+".breaker", err)
 			}
 		}
 	}
 	return nil
+}
+
+// fieldError is err, from a backoff schedule's, a budget's or a breaker's
+// check, in the words of a scenario file: the field under prefix, snake
+// case.
+func fieldError(prefix string, err error) error {
+	if fe, ok := fielderr.As(err); ok {
+		return bad(prefix+"."+snake(fe.Field), "%s", fe.Reason)
+	}
+	return bad(prefix, "%v", err)
 }
 
 // snake turns a Go field name such as "MinPerSecond" into "min_per_second".

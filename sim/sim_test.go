@@ -43,7 +43,7 @@ func down(horizon time.Duration, rate float64, layers ...Layer) Scenario {
 
 func run1(t *testing.T, s Scenario) *Result {
 	t.Helper()
-	rs, err := Run(s)
+	rs, err := Run(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestBudgetBoundsOutageLoad(t *testing.T) {
 // with heed's defaults recovers.
 func TestSpikeMetastableWithoutBudget(t *testing.T) {
 	s, _ := Builtin("spike")
-	rs, err := Run(s)
+	rs, err := Run(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestSpikeMetastableWithoutBudget(t *testing.T) {
 // seed gives another.
 func TestDeterministic(t *testing.T) {
 	csvOf := func(s Scenario) ([]*Result, []byte) {
-		rs, err := Run(s)
+		rs, err := Run(s, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestDeterministic(t *testing.T) {
 func TestPoliciesSeeTheSameArrivals(t *testing.T) {
 	s, _ := Builtin("layers")
 	s.Horizon = 30 * time.Second
-	rs, err := Run(s)
+	rs, err := Run(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestPropagateDeadline(t *testing.T) {
 			{Name: "propagation", Layers: []Layer{immediate(1)}, PropagateDeadline: true},
 		},
 	}
-	rs, err := Run(s)
+	rs, err := Run(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrInvalid) {
 			t.Errorf("error %v, want one containing %q", err, tt.want)
 		}
-		if _, err := Run(s); err == nil {
+		if _, err := Run(s, Options{}); err == nil {
 			t.Errorf("Run accepted an invalid scenario (%s)", tt.want)
 		}
 	}
@@ -395,9 +395,9 @@ func TestAllocations(t *testing.T) {
 	s, _ := Builtin("layers")
 	s.Chains = s.Chains[2:]
 	s.Horizon = 20 * time.Second
-	short := testing.AllocsPerRun(2, func() { _, _ = Run(s) })
+	short := testing.AllocsPerRun(2, func() { _, _ = Run(s, Options{}) })
 	s.Horizon = 60 * time.Second
-	long := testing.AllocsPerRun(2, func() { _, _ = Run(s) })
+	long := testing.AllocsPerRun(2, func() { _, _ = Run(s, Options{}) })
 	if long > short+40 {
 		t.Errorf("%v allocations for 20s, %v for 60s: allocations grow with events", short, long)
 	}
@@ -406,7 +406,7 @@ func TestAllocations(t *testing.T) {
 func TestProgressAndCancel(t *testing.T) {
 	s, _ := Builtin("layers")
 	var calls []time.Duration
-	rs, err := RunWith(s, Options{Progress: func(policy int, at time.Duration) {
+	rs, err := Run(s, Options{Progress: func(policy int, at time.Duration) {
 		if policy == 0 {
 			calls = append(calls, at)
 		}
@@ -422,13 +422,13 @@ func TestProgressAndCancel(t *testing.T) {
 			t.Errorf("progress went backwards: %v", calls)
 		}
 	}
-	plain, _ := Run(s)
+	plain, _ := Run(s, Options{})
 	if !reflect.DeepEqual(rs, plain) {
 		t.Error("a run with progress differs from one without")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := RunWith(s, Options{Context: ctx}); !errors.Is(err, context.Canceled) {
+	if _, err := Run(s, Options{Context: ctx}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled run: %v", err)
 	}
 }
@@ -439,7 +439,7 @@ func TestProgressAndCancel(t *testing.T) {
 // the outage spend a whole window's allowance in one second (2.2× before).
 func TestLayersBudgetSmooth(t *testing.T) {
 	s, _ := Builtin("layers")
-	rs, err := Run(s)
+	rs, err := Run(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,21 +9,22 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"modernc.org/sqlite"
 )
 
-// The Store is also an idempotency.Store: keys and stored responses live in
-// the table heed_idempotency_keys (migration 0002), beside the jobs. The key
-// column holds idempotency.StoredKey(scope, key), never the key itself
-// (migration 0004 rewrote older rows).
+// The Store is also a keystore.Store, the store of idempotency.Middleware:
+// keys and stored responses live in the table heed_idempotency_keys
+// (migration 0002), beside the jobs. The key column holds
+// keystore.StoredKey(scope, key), never the key itself (migration 0004
+// rewrote older rows).
 //
 // A claim is one INSERT ... ON CONFLICT DO UPDATE ... WHERE statement on
 // the writer connection: the primary key (scope, key) makes it atomic
 // across goroutines and processes, and the WHERE takes over only an
 // expired key or a running key whose lease is over. When it takes
 // nothing, the key's row is read from the read pool.
-var _ idempotency.Store = (*Store)(nil)
+var _ keystore.Store = (*Store)(nil)
 
 const keyClaimSQL = `INSERT INTO heed_idempotency_keys
 	(scope, key, fingerprint, state, token, created_at, lease_until, expires_at)
@@ -39,8 +40,8 @@ const keyClaimSQL = `INSERT INTO heed_idempotency_keys
 const keyGetSQL = `SELECT fingerprint, state, created_at, lease_until, expires_at, status, headers, body
 	FROM heed_idempotency_keys WHERE scope = ? AND key = ?`
 
-// KeyClaim implements idempotency.Store.
-func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency.Record, bool, error) {
+// KeyClaim implements keystore.Store.
+func (s *Store) KeyClaim(ctx context.Context, c keystore.Claim) (*keystore.Record, bool, error) {
 	if err := c.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -54,12 +55,12 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 	}
 	for range 10 {
 		var token string
-		err := ins.QueryRowContext(ctx, c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Fingerprint, c.Token,
+		err := ins.QueryRowContext(ctx, c.Scope, keystore.StoredKey(c.Scope, c.Key), c.Fingerprint, c.Token,
 			micros(c.Now), micros(c.LeaseUntil), micros(c.ExpiresAt)).Scan(&token)
 		switch {
 		case err == nil && token == c.Token:
-			return &idempotency.Record{Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint,
-				State: idempotency.StateRunning, CreatedAt: fromMicros(nullMicros(c.Now)),
+			return &keystore.Record{Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint,
+				State: keystore.StateRunning, CreatedAt: fromMicros(nullMicros(c.Now)),
 				LeaseUntil: fromMicros(nullMicros(c.LeaseUntil)), ExpiresAt: fromMicros(nullMicros(c.ExpiresAt))}, true, nil
 		case err == nil:
 			return nil, false, fmt.Errorf("sqlitestore: key claim: returned another token")
@@ -67,7 +68,7 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 			return nil, false, wrap("key claim", err)
 		}
 		// The key is held: read it.
-		rec, err := scanKey(get.QueryRowContext(ctx, c.Scope, idempotency.StoredKey(c.Scope, c.Key)))
+		rec, err := scanKey(get.QueryRowContext(ctx, c.Scope, keystore.StoredKey(c.Scope, c.Key)))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // released or reaped in between: claim again
 		}
@@ -80,9 +81,9 @@ func (s *Store) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency
 	return nil, false, errors.New("sqlitestore: key claim: the key kept changing; try again")
 }
 
-func scanKey(sc scanner) (*idempotency.Record, error) {
+func scanKey(sc scanner) (*keystore.Record, error) {
 	var (
-		rec                         idempotency.Record
+		rec                         keystore.Record
 		state                       string
 		created, leaseUntil, expiry int64
 		status                      sql.NullInt64
@@ -92,12 +93,12 @@ func scanKey(sc scanner) (*idempotency.Record, error) {
 	if err := sc.Scan(&rec.Fingerprint, &state, &created, &leaseUntil, &expiry, &status, &headers, &body); err != nil {
 		return nil, err
 	}
-	rec.State = idempotency.State(state)
+	rec.State = keystore.State(state)
 	rec.CreatedAt = time.UnixMicro(created).UTC()
 	rec.LeaseUntil = time.UnixMicro(leaseUntil).UTC()
 	rec.ExpiresAt = time.UnixMicro(expiry).UTC()
-	if rec.State == idempotency.StateCompleted {
-		resp := &idempotency.Response{Status: int(status.Int64), Body: body}
+	if rec.State == keystore.StateCompleted {
+		resp := &keystore.Response{Status: int(status.Int64), Body: body}
 		if headers.Valid {
 			if err := json.Unmarshal([]byte(headers.String), &resp.Header); err != nil {
 				return nil, fmt.Errorf("stored headers: %w", err)
@@ -112,8 +113,8 @@ const keyCompleteSQL = `UPDATE heed_idempotency_keys
 	SET state = 'completed', token = NULL, status = ?, headers = ?, body = ?, expires_at = ?
 	WHERE scope = ? AND key = ? AND token = ? AND state = 'running'`
 
-// KeyComplete implements idempotency.Store.
-func (s *Store) KeyComplete(ctx context.Context, c idempotency.Completion) error {
+// KeyComplete implements keystore.Store.
+func (s *Store) KeyComplete(ctx context.Context, c keystore.Completion) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func (s *Store) KeyComplete(ctx context.Context, c idempotency.Completion) error
 	if err != nil {
 		return wrap("key complete", err)
 	}
-	res, err := st.ExecContext(ctx, c.Response.Status, headers, body, micros(c.ExpiresAt), c.Scope, idempotency.StoredKey(c.Scope, c.Key), c.Token)
+	res, err := st.ExecContext(ctx, c.Response.Status, headers, body, micros(c.ExpiresAt), c.Scope, keystore.StoredKey(c.Scope, c.Key), c.Token)
 	return affected("key complete", res, err)
 }
 
@@ -146,7 +147,7 @@ func affected(op string, res sql.Result, err error) error {
 		return wrap(op, err)
 	}
 	if n == 0 {
-		return idempotency.ErrLeaseLost
+		return keystore.ErrLeaseLost
 	}
 	return nil
 }
@@ -155,8 +156,8 @@ const keyExtendSQL = `UPDATE heed_idempotency_keys
 	SET lease_until = ?1, expires_at = max(expires_at, ?1)
 	WHERE scope = ?2 AND key = ?3 AND token = ?4 AND state = 'running'`
 
-// KeyExtend implements idempotency.Store.
-func (s *Store) KeyExtend(ctx context.Context, ext idempotency.Extension) error {
+// KeyExtend implements keystore.Store.
+func (s *Store) KeyExtend(ctx context.Context, ext keystore.Extension) error {
 	scope, key, token, leaseUntil := ext.Scope, ext.Key, ext.Token, ext.LeaseUntil
 	if err := ext.Validate(); err != nil {
 		return err
@@ -165,15 +166,15 @@ func (s *Store) KeyExtend(ctx context.Context, ext idempotency.Extension) error 
 	if err != nil {
 		return wrap("key extend", err)
 	}
-	res, err := st.ExecContext(ctx, micros(leaseUntil), scope, idempotency.StoredKey(scope, key), token)
+	res, err := st.ExecContext(ctx, micros(leaseUntil), scope, keystore.StoredKey(scope, key), token)
 	return affected("key extend", res, err)
 }
 
 const keyReleaseSQL = `DELETE FROM heed_idempotency_keys
 	WHERE scope = ? AND key = ? AND token = ? AND state = 'running'`
 
-// KeyRelease implements idempotency.Store.
-func (s *Store) KeyRelease(ctx context.Context, rel idempotency.Release) error {
+// KeyRelease implements keystore.Store.
+func (s *Store) KeyRelease(ctx context.Context, rel keystore.Release) error {
 	scope, key, token := rel.Scope, rel.Key, rel.Token
 	if err := rel.Validate(); err != nil {
 		return err
@@ -182,14 +183,14 @@ func (s *Store) KeyRelease(ctx context.Context, rel idempotency.Release) error {
 	if err != nil {
 		return wrap("key release", err)
 	}
-	res, err := st.ExecContext(ctx, scope, idempotency.StoredKey(scope, key), token)
+	res, err := st.ExecContext(ctx, scope, keystore.StoredKey(scope, key), token)
 	return affected("key release", res, err)
 }
 
-// KeyReap implements idempotency.Store: it deletes the keys that expired
+// KeyReap implements keystore.Store: it deletes the keys that expired
 // first, in one statement.
 func (s *Store) KeyReap(ctx context.Context, now time.Time, limit int) (int, error) {
-	if err := idempotency.ValidateReap(now, limit); err != nil {
+	if err := keystore.ValidateReap(now, limit); err != nil {
 		return 0, err
 	}
 	res, err := s.w.ExecContext(ctx, `DELETE FROM heed_idempotency_keys WHERE rowid IN
@@ -204,7 +205,7 @@ func (s *Store) KeyReap(ctx context.Context, now time.Time, limit int) (int, err
 	return int(n), nil
 }
 
-// storedKeyFunc is the SQL name of idempotency.StoredKey, for migration
+// storedKeyFunc is the SQL name of keystore.StoredKey, for migration
 // 0004, which rewrote the keys stored raw by older versions.
 const storedKeyFunc = "heed_stored_key"
 
@@ -215,6 +216,6 @@ func init() {
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("sqlitestore: %s: want two text arguments, got %T and %T", storedKeyFunc, args[0], args[1])
 		}
-		return idempotency.StoredKey(scope, key), nil
+		return keystore.StoredKey(scope, key), nil
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	idemtest "github.com/heed-go/heed/idempotency/storetest"
 	"github.com/heed-go/heed/sqlitestore"
 )
@@ -32,11 +33,11 @@ func openIdem(t testing.TB, dsn string) *sqlitestore.Store {
 }
 
 func TestIdempotencyStore(t *testing.T) {
-	idemtest.Run(t, func(t *testing.T) idempotency.Store { return openIdem(t, "") })
+	idemtest.Run(t, func(t *testing.T) keystore.Store { return openIdem(t, "") })
 }
 
 func TestIdempotencyStoreMemory(t *testing.T) {
-	idemtest.Run(t, func(t *testing.T) idempotency.Store { return openIdem(t, ":memory:") })
+	idemtest.Run(t, func(t *testing.T) keystore.Store { return openIdem(t, ":memory:") })
 }
 
 // Two Stores over one file stand for two processes: a key claimed through
@@ -46,17 +47,17 @@ func TestIdempotencyTwoProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "heed.db")
 	a, b := openIdem(t, path), openIdem(t, path)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	c := idempotency.Claim{Scope: "s", Key: "k", Fingerprint: "f", Token: "ta",
+	c := keystore.Claim{Scope: "s", Key: "k", Fingerprint: "f", Token: "ta",
 		Now: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
 	if _, won, err := a.KeyClaim(ctx, c); err != nil || !won {
 		t.Fatalf("a: %v %v", won, err)
 	}
 	c.Token = "tb"
-	if rec, won, err := b.KeyClaim(ctx, c); err != nil || won || rec.State != idempotency.StateRunning {
+	if rec, won, err := b.KeyClaim(ctx, c); err != nil || won || rec.State != keystore.StateRunning {
 		t.Fatalf("b: %v %v %+v", won, err, rec)
 	}
-	if err := a.KeyComplete(ctx, idempotency.Completion{Scope: "s", Key: "k", Token: "ta",
-		Response: idempotency.Response{Status: 201, Body: []byte("done")}, ExpiresAt: now.Add(time.Hour)}); err != nil {
+	if err := a.KeyComplete(ctx, keystore.Completion{Scope: "s", Key: "k", Token: "ta",
+		Response: keystore.Response{Status: 201, Body: []byte("done")}, ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	rec, won, err := b.KeyClaim(ctx, c)
@@ -87,7 +88,7 @@ func TestIdempotencyProcessDeath(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), chargeRequest())
 		fp, scope = rec.last.Fingerprint, rec.last.Scope
 	}
-	if _, won, err := a.KeyClaim(ctx, idempotency.Claim{Scope: scope, Key: "k", Fingerprint: fp, Token: "dead",
+	if _, won, err := a.KeyClaim(ctx, keystore.Claim{Scope: scope, Key: "k", Fingerprint: fp, Token: "dead",
 		Now: start, LeaseUntil: start.Add(defaultLease), ExpiresAt: start.Add(24 * time.Hour)}); err != nil || !won {
 		t.Fatalf("claim: %v %v", won, err)
 	}
@@ -129,11 +130,11 @@ func chargeRequest() *http.Request {
 }
 
 type recordingStore struct {
-	idempotency.Store
-	last idempotency.Claim
+	keystore.Store
+	last keystore.Claim
 }
 
-func (s *recordingStore) KeyClaim(ctx context.Context, c idempotency.Claim) (*idempotency.Record, bool, error) {
+func (s *recordingStore) KeyClaim(ctx context.Context, c keystore.Claim) (*keystore.Record, bool, error) {
 	s.last = c
 	return s.Store.KeyClaim(ctx, c)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/idempotency/storetest"
 )
 
@@ -12,7 +13,7 @@ import (
 // fresh store for every subtest.
 func ExampleRun() {
 	testStore := func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) idempotency.Store {
+		storetest.Run(t, func(t *testing.T) keystore.Store {
 			return idempotency.NewMemoryStore()
 		})
 	}

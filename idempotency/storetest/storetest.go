@@ -1,9 +1,10 @@
-// Package storetest is the conformance suite of idempotency.Store: every
-// store heed ships (idempotency.MemoryStore, sqlitestore, pgstore) runs
-// it, and a store of your own should too:
+// Package storetest is the conformance suite of an idempotency key store
+// (keystore.Store, package idempotency/keystore): every store heed ships
+// (idempotency.NewMemoryStore's, sqlitestore, pgstore) runs it, and a
+// store of your own should too:
 //
 //	func TestIdempotencyStore(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) idempotency.Store {
+//		storetest.Run(t, func(t *testing.T) keystore.Store {
 //			return openFreshStore(t) // closed by t.Cleanup
 //		})
 //	}
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 )
 
 // t0 is the instant the tests start at (microsecond precision).
@@ -39,10 +41,10 @@ var ctx = context.Background()
 // Run runs the conformance suite, each test in its own subtest with a
 // fresh, empty store from open. open should register the store's Close
 // with t.Cleanup.
-func Run(t *testing.T, open func(t *testing.T) idempotency.Store) {
+func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s idempotency.Store)
+		fn   func(t *testing.T, s keystore.Store)
 	}{
 		{"ClaimNew", testClaimNew},
 		{"ClaimConcurrent", testClaimConcurrent},
@@ -67,12 +69,12 @@ func Run(t *testing.T, open func(t *testing.T) idempotency.Store) {
 	}
 }
 
-func claim(scope, key, fp, token string, now time.Time) idempotency.Claim {
-	return idempotency.Claim{Scope: scope, Key: key, Fingerprint: fp, Token: token,
+func claim(scope, key, fp, token string, now time.Time) keystore.Claim {
+	return keystore.Claim{Scope: scope, Key: key, Fingerprint: fp, Token: token,
 		Now: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(24 * time.Hour)}
 }
 
-func mustClaim(t *testing.T, s idempotency.Store, c idempotency.Claim, wantWon bool) *idempotency.Record {
+func mustClaim(t *testing.T, s keystore.Store, c keystore.Claim, wantWon bool) *keystore.Record {
 	t.Helper()
 	rec, won, err := s.KeyClaim(ctx, c)
 	if err != nil {
@@ -87,18 +89,18 @@ func mustClaim(t *testing.T, s idempotency.Store, c idempotency.Claim, wantWon b
 	return rec
 }
 
-func complete(t *testing.T, s idempotency.Store, scope, key, token string, resp idempotency.Response, exp time.Time) {
+func complete(t *testing.T, s keystore.Store, scope, key, token string, resp keystore.Response, exp time.Time) {
 	t.Helper()
-	err := s.KeyComplete(ctx, idempotency.Completion{Scope: scope, Key: key, Token: token, Response: resp, ExpiresAt: exp})
+	err := s.KeyComplete(ctx, keystore.Completion{Scope: scope, Key: key, Token: token, Response: resp, ExpiresAt: exp})
 	if err != nil {
 		t.Fatalf("KeyComplete(%s/%s, token %s): %v", scope, key, token, err)
 	}
 }
 
-func testClaimNew(t *testing.T, s idempotency.Store) {
+func testClaimNew(t *testing.T, s keystore.Store) {
 	c := claim(`"alice" POST /pay`, "k1", "fp1", "tok1", t0)
 	rec := mustClaim(t, s, c, true)
-	want := idempotency.Record{Scope: c.Scope, Key: c.Key, Fingerprint: "fp1", State: idempotency.StateRunning,
+	want := keystore.Record{Scope: c.Scope, Key: c.Key, Fingerprint: "fp1", State: keystore.StateRunning,
 		CreatedAt: t0, LeaseUntil: t0.Add(time.Minute), ExpiresAt: t0.Add(24 * time.Hour)}
 	checkRecord(t, rec, want)
 	// While the lease runs, a second claim loses and sees the running key.
@@ -106,7 +108,7 @@ func testClaimNew(t *testing.T, s idempotency.Store) {
 	checkRecord(t, rec, want)
 }
 
-func checkRecord(t *testing.T, got *idempotency.Record, want idempotency.Record) {
+func checkRecord(t *testing.T, got *keystore.Record, want keystore.Record) {
 	t.Helper()
 	if got.Scope != want.Scope || got.Key != want.Key || got.Fingerprint != want.Fingerprint || got.State != want.State {
 		t.Errorf("record %q/%q fp %q state %q, want %q/%q fp %q state %q",
@@ -115,18 +117,18 @@ func checkRecord(t *testing.T, got *idempotency.Record, want idempotency.Record)
 	if !got.CreatedAt.Equal(want.CreatedAt) {
 		t.Errorf("CreatedAt %v, want %v", got.CreatedAt, want.CreatedAt)
 	}
-	if want.State == idempotency.StateRunning && !got.LeaseUntil.Equal(want.LeaseUntil) {
+	if want.State == keystore.StateRunning && !got.LeaseUntil.Equal(want.LeaseUntil) {
 		t.Errorf("LeaseUntil %v, want %v", got.LeaseUntil, want.LeaseUntil)
 	}
 	if !got.ExpiresAt.Equal(want.ExpiresAt) {
 		t.Errorf("ExpiresAt %v, want %v", got.ExpiresAt, want.ExpiresAt)
 	}
-	if want.State == idempotency.StateRunning && got.Response != nil {
+	if want.State == keystore.StateRunning && got.Response != nil {
 		t.Errorf("running record has a response: %+v", got.Response)
 	}
 }
 
-func testClaimConcurrent(t *testing.T, s idempotency.Store) {
+func testClaimConcurrent(t *testing.T, s keystore.Store) {
 	const n = 50
 	var wins atomic.Int64
 	var winner atomic.Value
@@ -146,7 +148,7 @@ func testClaimConcurrent(t *testing.T, s idempotency.Store) {
 			if won {
 				wins.Add(1)
 				winner.Store(rec.Fingerprint)
-			} else if rec.State != idempotency.StateRunning {
+			} else if rec.State != keystore.StateRunning {
 				t.Errorf("claim %d lost to a key in state %q", i, rec.State)
 			}
 		}()
@@ -164,10 +166,10 @@ func testClaimConcurrent(t *testing.T, s idempotency.Store) {
 
 // Many requests find a lapsed claim, or an expired key, at once: exactly
 // one takes it over.
-func testTakeOverConcurrent(t *testing.T, s idempotency.Store) {
+func testTakeOverConcurrent(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, claim("sc", "lapsed", "fp", "dead", t0), true)
 	mustClaim(t, s, claim("sc", "expired", "fp", "tok", t0), true)
-	complete(t, s, "sc", "expired", "tok", idempotency.Response{Status: 200}, t0.Add(time.Hour))
+	complete(t, s, "sc", "expired", "tok", keystore.Response{Status: 200}, t0.Add(time.Hour))
 	later := t0.Add(2 * time.Hour)
 	for _, key := range []string{"lapsed", "expired"} {
 		const n = 20
@@ -196,21 +198,21 @@ func testTakeOverConcurrent(t *testing.T, s idempotency.Store) {
 	}
 }
 
-func testCompleteReplay(t *testing.T, s idempotency.Store) {
+func testCompleteReplay(t *testing.T, s keystore.Store) {
 	body := make([]byte, 0, 70000)
 	for i := range 70000 {
 		body = append(body, byte(i*7)) // every byte value, NULs included
 	}
 	cases := []struct {
 		name string
-		resp idempotency.Response
+		resp keystore.Response
 	}{
-		{"created", idempotency.Response{Status: 201, Header: http.Header{
+		{"created", keystore.Response{Status: 201, Header: http.Header{
 			"Content-Type": {"application/json"}, "Location": {"/payments/7"}, "Link": {"<a>; rel=x", "<b>; rel=y"},
 		}, Body: []byte(`{"id":7,"note":"ünïcode ✓"}`)}},
-		{"binary", idempotency.Response{Status: 200, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: body}},
-		{"error", idempotency.Response{Status: 500, Body: []byte("boom\n")}},
-		{"empty", idempotency.Response{Status: 204}},
+		{"binary", keystore.Response{Status: 200, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: body}},
+		{"error", keystore.Response{Status: 500, Body: []byte("boom\n")}},
+		{"empty", keystore.Response{Status: 204}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,7 +221,7 @@ func testCompleteReplay(t *testing.T, s idempotency.Store) {
 			exp := t0.Add(2 * time.Second).Add(24 * time.Hour)
 			complete(t, s, "sc", key, "tok", tc.resp, exp)
 			rec := mustClaim(t, s, claim("sc", key, "fp", "tok-again", t0.Add(5*time.Minute)), false)
-			checkRecord(t, rec, idempotency.Record{Scope: "sc", Key: key, Fingerprint: "fp", State: idempotency.StateCompleted,
+			checkRecord(t, rec, keystore.Record{Scope: "sc", Key: key, Fingerprint: "fp", State: keystore.StateCompleted,
 				CreatedAt: t0, ExpiresAt: exp})
 			if rec.Response == nil {
 				t.Fatal("completed record without a response")
@@ -229,7 +231,7 @@ func testCompleteReplay(t *testing.T, s idempotency.Store) {
 	}
 }
 
-func checkResponse(t *testing.T, got, want *idempotency.Response) {
+func checkResponse(t *testing.T, got, want *keystore.Response) {
 	t.Helper()
 	if got.Status != want.Status {
 		t.Errorf("status %d, want %d", got.Status, want.Status)
@@ -247,55 +249,55 @@ func checkResponse(t *testing.T, got, want *idempotency.Response) {
 	}
 }
 
-func testCompleteTokenGuard(t *testing.T, s idempotency.Store) {
+func testCompleteTokenGuard(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, claim("sc", "k", "fp", "tok", t0), true)
-	resp := idempotency.Response{Status: 200, Body: []byte("ok")}
+	resp := keystore.Response{Status: 200, Body: []byte("ok")}
 	exp := t0.Add(time.Hour)
-	err := s.KeyComplete(ctx, idempotency.Completion{Scope: "sc", Key: "k", Token: "not-mine", Response: resp, ExpiresAt: exp})
-	if !errors.Is(err, idempotency.ErrLeaseLost) {
+	err := s.KeyComplete(ctx, keystore.Completion{Scope: "sc", Key: "k", Token: "not-mine", Response: resp, ExpiresAt: exp})
+	if !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("complete with another token: %v, want ErrLeaseLost", err)
 	}
-	err = s.KeyComplete(ctx, idempotency.Completion{Scope: "sc", Key: "absent", Token: "tok", Response: resp, ExpiresAt: exp})
-	if !errors.Is(err, idempotency.ErrLeaseLost) {
+	err = s.KeyComplete(ctx, keystore.Completion{Scope: "sc", Key: "absent", Token: "tok", Response: resp, ExpiresAt: exp})
+	if !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("complete an absent key: %v, want ErrLeaseLost", err)
 	}
 	complete(t, s, "sc", "k", "tok", resp, exp)
-	err = s.KeyComplete(ctx, idempotency.Completion{Scope: "sc", Key: "k", Token: "tok", Response: idempotency.Response{Status: 500}, ExpiresAt: exp})
-	if !errors.Is(err, idempotency.ErrLeaseLost) {
+	err = s.KeyComplete(ctx, keystore.Completion{Scope: "sc", Key: "k", Token: "tok", Response: keystore.Response{Status: 500}, ExpiresAt: exp})
+	if !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("complete twice: %v, want ErrLeaseLost", err)
 	}
 	rec := mustClaim(t, s, claim("sc", "k", "fp", "t2", t0.Add(time.Second)), false)
 	checkResponse(t, rec.Response, &resp)
 }
 
-func testFingerprintKept(t *testing.T, s idempotency.Store) {
+func testFingerprintKept(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, claim("sc", "k", "fp-first", "tok", t0), true)
 	rec := mustClaim(t, s, claim("sc", "k", "fp-second", "tok2", t0.Add(time.Second)), false)
 	if rec.Fingerprint != "fp-first" {
 		t.Errorf("running: fingerprint %q, want fp-first", rec.Fingerprint)
 	}
-	complete(t, s, "sc", "k", "tok", idempotency.Response{Status: 200}, t0.Add(time.Hour))
+	complete(t, s, "sc", "k", "tok", keystore.Response{Status: 200}, t0.Add(time.Hour))
 	rec = mustClaim(t, s, claim("sc", "k", "fp-second", "tok3", t0.Add(2*time.Second)), false)
-	if rec.Fingerprint != "fp-first" || rec.State != idempotency.StateCompleted {
+	if rec.Fingerprint != "fp-first" || rec.State != keystore.StateCompleted {
 		t.Errorf("completed: fingerprint %q state %q, want fp-first completed", rec.Fingerprint, rec.State)
 	}
 }
 
-func testLeaseExpiryReclaim(t *testing.T, s idempotency.Store) {
+func testLeaseExpiryReclaim(t *testing.T, s keystore.Store) {
 	// The first request's process dies: its claim lapses with the lease.
 	mustClaim(t, s, claim("sc", "k", "fp", "dead", t0), true)
 	mustClaim(t, s, claim("sc", "k", "fp", "early", t0.Add(time.Minute-time.Microsecond)), false)
 	later := t0.Add(time.Minute) // LeaseUntil <= now: taken over
 	rec := mustClaim(t, s, claim("sc", "k", "fp2", "second", later), true)
-	checkRecord(t, rec, idempotency.Record{Scope: "sc", Key: "k", Fingerprint: "fp2", State: idempotency.StateRunning,
+	checkRecord(t, rec, keystore.Record{Scope: "sc", Key: "k", Fingerprint: "fp2", State: keystore.StateRunning,
 		CreatedAt: later, LeaseUntil: later.Add(time.Minute), ExpiresAt: later.Add(24 * time.Hour)})
 	// The dead claim's token no longer works.
-	resp := idempotency.Response{Status: 200, Body: []byte("late")}
-	err := s.KeyComplete(ctx, idempotency.Completion{Scope: "sc", Key: "k", Token: "dead", Response: resp, ExpiresAt: later.Add(time.Hour)})
-	if !errors.Is(err, idempotency.ErrLeaseLost) {
+	resp := keystore.Response{Status: 200, Body: []byte("late")}
+	err := s.KeyComplete(ctx, keystore.Completion{Scope: "sc", Key: "k", Token: "dead", Response: resp, ExpiresAt: later.Add(time.Hour)})
+	if !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("complete under a lapsed claim: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "dead"}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "sc", Key: "k", Token: "dead"}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("release under a lapsed claim: %v, want ErrLeaseLost", err)
 	}
 	complete(t, s, "sc", "k", "second", resp, later.Add(time.Hour))
@@ -304,58 +306,58 @@ func testLeaseExpiryReclaim(t *testing.T, s idempotency.Store) {
 	checkResponse(t, rec.Response, &resp)
 }
 
-func testLeaseExtend(t *testing.T, s idempotency.Store) {
+func testLeaseExtend(t *testing.T, s keystore.Store) {
 	c := claim("sc", "k", "fp", "tok", t0)
 	c.ExpiresAt = c.LeaseUntil.Add(time.Minute) // expiry t0+2m
 	mustClaim(t, s, c, true)
 	// Renewed at t0+30s for another 5 minutes: past the expiry too.
-	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: t0.Add(5 * time.Minute)}); err != nil {
+	if err := s.KeyExtend(ctx, keystore.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: t0.Add(5 * time.Minute)}); err != nil {
 		t.Fatalf("KeyExtend: %v", err)
 	}
 	rec := mustClaim(t, s, claim("sc", "k", "fp", "other", t0.Add(4*time.Minute)), false)
 	if !rec.LeaseUntil.Equal(t0.Add(5*time.Minute)) || rec.ExpiresAt.Before(rec.LeaseUntil) {
 		t.Errorf("after KeyExtend: lease until %v, expires %v; want lease t0+5m and expiry not before it", rec.LeaseUntil, rec.ExpiresAt)
 	}
-	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "other", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyExtend(ctx, keystore.Extension{Scope: "sc", Key: "k", Token: "other", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("extend with another token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "absent", Token: "tok", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyExtend(ctx, keystore.Extension{Scope: "sc", Key: "absent", Token: "tok", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("extend an absent key: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: time.Time{}}); !errors.Is(err, idempotency.ErrInvalid) {
+	if err := s.KeyExtend(ctx, keystore.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: time.Time{}}); !errors.Is(err, keystore.ErrInvalid) {
 		t.Errorf("extend to a zero time: %v, want ErrInvalid", err)
 	}
 	// Once the lease lapses and another claim takes the key, the old token
 	// cannot extend it.
 	mustClaim(t, s, claim("sc", "k", "fp", "taker", t0.Add(5*time.Minute)), true)
-	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyExtend(ctx, keystore.Extension{Scope: "sc", Key: "k", Token: "tok", LeaseUntil: t0.Add(time.Hour)}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("extend a lapsed claim: %v, want ErrLeaseLost", err)
 	}
-	complete(t, s, "sc", "k", "taker", idempotency.Response{Status: 200}, t0.Add(time.Hour))
-	if err := s.KeyExtend(ctx, idempotency.Extension{Scope: "sc", Key: "k", Token: "taker", LeaseUntil: t0.Add(2 * time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	complete(t, s, "sc", "k", "taker", keystore.Response{Status: 200}, t0.Add(time.Hour))
+	if err := s.KeyExtend(ctx, keystore.Extension{Scope: "sc", Key: "k", Token: "taker", LeaseUntil: t0.Add(2 * time.Hour)}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("extend a completed key: %v, want ErrLeaseLost", err)
 	}
 }
 
-func testKeyExpiry(t *testing.T, s idempotency.Store) {
+func testKeyExpiry(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, claim("sc", "k", "fp", "tok", t0), true)
 	exp := t0.Add(time.Hour)
-	complete(t, s, "sc", "k", "tok", idempotency.Response{Status: 200, Body: []byte("old")}, exp)
+	complete(t, s, "sc", "k", "tok", keystore.Response{Status: 200, Body: []byte("old")}, exp)
 	mustClaim(t, s, claim("sc", "k", "fp", "t2", exp.Add(-time.Microsecond)), false)
 	// Expired but not reaped yet: a new claim wins, with a fresh record.
 	rec := mustClaim(t, s, claim("sc", "k", "fp-new", "t3", exp), true)
-	if rec.State != idempotency.StateRunning || rec.Response != nil || rec.Fingerprint != "fp-new" {
+	if rec.State != keystore.StateRunning || rec.Response != nil || rec.Fingerprint != "fp-new" {
 		t.Errorf("reclaimed expired key: %+v", rec)
 	}
 }
 
-func testReap(t *testing.T, s idempotency.Store) {
+func testReap(t *testing.T, s keystore.Store) {
 	// Five completed keys expiring at t0+1h..t0+5h, and a running one
 	// expiring at t0+24h.
 	for i := 1; i <= 5; i++ {
 		key := "k" + strconv.Itoa(i)
 		mustClaim(t, s, claim("sc", key, "fp", "tok", t0), true)
-		complete(t, s, "sc", key, "tok", idempotency.Response{Status: 200}, t0.Add(time.Duration(i)*time.Hour))
+		complete(t, s, "sc", key, "tok", keystore.Response{Status: 200}, t0.Add(time.Duration(i)*time.Hour))
 	}
 	mustClaim(t, s, claim("sc", "running", "fp", "tok", t0), true)
 
@@ -389,17 +391,17 @@ func testReap(t *testing.T, s idempotency.Store) {
 	}
 }
 
-func testScopeIsolation(t *testing.T, s idempotency.Store) {
+func testScopeIsolation(t *testing.T, s keystore.Store) {
 	a, b := `"alice" POST /pay`, `"bob" POST /pay`
 	mustClaim(t, s, claim(a, "shared", "fp", "ta", t0), true)
 	mustClaim(t, s, claim(b, "shared", "fp", "tb", t0), true)
-	complete(t, s, a, "shared", "ta", idempotency.Response{Status: 200, Body: []byte("alice's")}, t0.Add(time.Hour))
+	complete(t, s, a, "shared", "ta", keystore.Response{Status: 200, Body: []byte("alice's")}, t0.Add(time.Hour))
 	rec := mustClaim(t, s, claim(b, "shared", "fp", "tb2", t0.Add(time.Second)), false)
-	if rec.State != idempotency.StateRunning || rec.Response != nil {
+	if rec.State != keystore.StateRunning || rec.Response != nil {
 		t.Errorf("bob's key sees alice's response: %+v", rec)
 	}
-	if err := s.KeyComplete(ctx, idempotency.Completion{Scope: b, Key: "shared", Token: "ta",
-		Response: idempotency.Response{Status: 200}, ExpiresAt: t0.Add(time.Hour)}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyComplete(ctx, keystore.Completion{Scope: b, Key: "shared", Token: "ta",
+		Response: keystore.Response{Status: 200}, ExpiresAt: t0.Add(time.Hour)}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("alice's token completes bob's key: %v", err)
 	}
 	// Keys differ by case; scopes by a byte.
@@ -407,102 +409,102 @@ func testScopeIsolation(t *testing.T, s idempotency.Store) {
 	mustClaim(t, s, claim(a+" ", "shared", "fp", "td", t0), true)
 }
 
-func testRelease(t *testing.T, s idempotency.Store) {
+func testRelease(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, claim("sc", "k", "fp", "tok", t0), true)
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "other"}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "sc", Key: "k", Token: "other"}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("release with another token: %v, want ErrLeaseLost", err)
 	}
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "tok"}); err != nil {
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "sc", Key: "k", Token: "tok"}); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "tok"}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "sc", Key: "k", Token: "tok"}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("release twice: %v, want ErrLeaseLost", err)
 	}
 	mustClaim(t, s, claim("sc", "k", "fp-new", "tok2", t0.Add(time.Second)), true)
-	complete(t, s, "sc", "k", "tok2", idempotency.Response{Status: 200}, t0.Add(time.Hour))
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: "tok2"}); !errors.Is(err, idempotency.ErrLeaseLost) {
+	complete(t, s, "sc", "k", "tok2", keystore.Response{Status: 200}, t0.Add(time.Hour))
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "sc", Key: "k", Token: "tok2"}); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("release a completed key: %v, want ErrLeaseLost", err)
 	}
 	mustClaim(t, s, claim("sc", "k", "fp-new", "tok3", t0.Add(2*time.Second)), false)
 }
 
-func testOversized(t *testing.T, s idempotency.Store) {
+func testOversized(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, claim("sc", "big", "fp", "tok", t0), true)
-	huge := bytes.Repeat([]byte{0xab}, idempotency.MaxStoredBody+1)
-	err := s.KeyComplete(ctx, idempotency.Completion{Scope: "sc", Key: "big", Token: "tok",
-		Response: idempotency.Response{Status: 200, Body: huge}, ExpiresAt: t0.Add(time.Hour)})
-	if !errors.Is(err, idempotency.ErrInvalid) {
+	huge := bytes.Repeat([]byte{0xab}, keystore.MaxStoredBody+1)
+	err := s.KeyComplete(ctx, keystore.Completion{Scope: "sc", Key: "big", Token: "tok",
+		Response: keystore.Response{Status: 200, Body: huge}, ExpiresAt: t0.Add(time.Hour)})
+	if !errors.Is(err, keystore.ErrInvalid) {
 		t.Fatalf("complete with %d bytes: %v, want ErrInvalid", len(huge), err)
 	}
 	// Nothing changed: the key is still running under the claim, which
 	// the middleware then releases.
 	mustClaim(t, s, claim("sc", "big", "fp", "probe", t0.Add(time.Second)), false)
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "big", Token: "tok"}); err != nil {
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "sc", Key: "big", Token: "tok"}); err != nil {
 		t.Fatalf("release after an oversized response: %v", err)
 	}
 	// The largest body allowed is kept whole.
 	mustClaim(t, s, claim("sc", "max", "fp", "tok", t0), true)
-	max := idempotency.Response{Status: 200, Body: huge[:idempotency.MaxStoredBody]}
+	max := keystore.Response{Status: 200, Body: huge[:keystore.MaxStoredBody]}
 	complete(t, s, "sc", "max", "tok", max, t0.Add(time.Hour))
 	rec := mustClaim(t, s, claim("sc", "max", "fp", "probe", t0.Add(time.Second)), false)
 	checkResponse(t, rec.Response, &max)
 }
 
-func testBadInput(t *testing.T, s idempotency.Store) {
+func testBadInput(t *testing.T, s keystore.Store) {
 	good := claim("sc", "k", "fp", "tok", t0)
-	bad := map[string]func(c *idempotency.Claim){
-		"empty scope":       func(c *idempotency.Claim) { c.Scope = "" },
-		"long scope":        func(c *idempotency.Claim) { c.Scope = strings.Repeat("s", idempotency.MaxScopeLen+1) },
-		"NUL in scope":      func(c *idempotency.Claim) { c.Scope = "a\x00b" },
-		"bad UTF-8 scope":   func(c *idempotency.Claim) { c.Scope = "a\xffb" },
-		"empty key":         func(c *idempotency.Claim) { c.Key = "" },
-		"long key":          func(c *idempotency.Claim) { c.Key = strings.Repeat("k", idempotency.MaxKeyLen+1) },
-		"control in key":    func(c *idempotency.Claim) { c.Key = "a\nb" },
-		"empty fingerprint": func(c *idempotency.Claim) { c.Fingerprint = "" },
-		"empty token":       func(c *idempotency.Claim) { c.Token = "" },
-		"zero now":          func(c *idempotency.Claim) { c.Now = time.Time{} },
-		"lease not after":   func(c *idempotency.Claim) { c.LeaseUntil = c.Now },
-		"expiry too soon":   func(c *idempotency.Claim) { c.ExpiresAt = c.LeaseUntil.Add(-time.Second) },
+	bad := map[string]func(c *keystore.Claim){
+		"empty scope":       func(c *keystore.Claim) { c.Scope = "" },
+		"long scope":        func(c *keystore.Claim) { c.Scope = strings.Repeat("s", keystore.MaxScopeLen+1) },
+		"NUL in scope":      func(c *keystore.Claim) { c.Scope = "a\x00b" },
+		"bad UTF-8 scope":   func(c *keystore.Claim) { c.Scope = "a\xffb" },
+		"empty key":         func(c *keystore.Claim) { c.Key = "" },
+		"long key":          func(c *keystore.Claim) { c.Key = strings.Repeat("k", keystore.MaxKeyLen+1) },
+		"control in key":    func(c *keystore.Claim) { c.Key = "a\nb" },
+		"empty fingerprint": func(c *keystore.Claim) { c.Fingerprint = "" },
+		"empty token":       func(c *keystore.Claim) { c.Token = "" },
+		"zero now":          func(c *keystore.Claim) { c.Now = time.Time{} },
+		"lease not after":   func(c *keystore.Claim) { c.LeaseUntil = c.Now },
+		"expiry too soon":   func(c *keystore.Claim) { c.ExpiresAt = c.LeaseUntil.Add(-time.Second) },
 	}
 	for name, mutate := range bad {
 		c := good
 		mutate(&c)
-		if _, _, err := s.KeyClaim(ctx, c); !errors.Is(err, idempotency.ErrInvalid) {
+		if _, _, err := s.KeyClaim(ctx, c); !errors.Is(err, keystore.ErrInvalid) {
 			t.Errorf("claim with %s: %v, want ErrInvalid", name, err)
 		}
 	}
 	// Nothing was written: the good claim still wins.
 	mustClaim(t, s, good, true)
 	// The longest key and scope are fine.
-	mustClaim(t, s, claim(strings.Repeat("s", idempotency.MaxScopeLen), strings.Repeat("k", idempotency.MaxKeyLen), "fp", "tok", t0), true)
+	mustClaim(t, s, claim(strings.Repeat("s", keystore.MaxScopeLen), strings.Repeat("k", keystore.MaxKeyLen), "fp", "tok", t0), true)
 
-	comp := idempotency.Completion{Scope: "sc", Key: "k", Token: "tok", Response: idempotency.Response{Status: 200}, ExpiresAt: t0.Add(time.Hour)}
-	badComp := map[string]func(c *idempotency.Completion){
-		"status 0":    func(c *idempotency.Completion) { c.Response.Status = 0 },
-		"status 101":  func(c *idempotency.Completion) { c.Response.Status = 101 },
-		"status 600":  func(c *idempotency.Completion) { c.Response.Status = 600 },
-		"empty token": func(c *idempotency.Completion) { c.Token = "" },
-		"zero expiry": func(c *idempotency.Completion) { c.ExpiresAt = time.Time{} },
-		"empty key":   func(c *idempotency.Completion) { c.Key = "" },
-		"NUL header":  func(c *idempotency.Completion) { c.Response.Header = http.Header{"X": {"a\x00"}} },
+	comp := keystore.Completion{Scope: "sc", Key: "k", Token: "tok", Response: keystore.Response{Status: 200}, ExpiresAt: t0.Add(time.Hour)}
+	badComp := map[string]func(c *keystore.Completion){
+		"status 0":    func(c *keystore.Completion) { c.Response.Status = 0 },
+		"status 101":  func(c *keystore.Completion) { c.Response.Status = 101 },
+		"status 600":  func(c *keystore.Completion) { c.Response.Status = 600 },
+		"empty token": func(c *keystore.Completion) { c.Token = "" },
+		"zero expiry": func(c *keystore.Completion) { c.ExpiresAt = time.Time{} },
+		"empty key":   func(c *keystore.Completion) { c.Key = "" },
+		"NUL header":  func(c *keystore.Completion) { c.Response.Header = http.Header{"X": {"a\x00"}} },
 	}
 	for name, mutate := range badComp {
 		c := comp
 		mutate(&c)
-		if err := s.KeyComplete(ctx, c); !errors.Is(err, idempotency.ErrInvalid) {
+		if err := s.KeyComplete(ctx, c); !errors.Is(err, keystore.ErrInvalid) {
 			t.Errorf("complete with %s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "", Key: "k", Token: "tok"}); !errors.Is(err, idempotency.ErrInvalid) {
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "", Key: "k", Token: "tok"}); !errors.Is(err, keystore.ErrInvalid) {
 		t.Errorf("release with empty scope: %v", err)
 	}
-	if err := s.KeyRelease(ctx, idempotency.Release{Scope: "sc", Key: "k", Token: ""}); !errors.Is(err, idempotency.ErrInvalid) {
+	if err := s.KeyRelease(ctx, keystore.Release{Scope: "sc", Key: "k", Token: ""}); !errors.Is(err, keystore.ErrInvalid) {
 		t.Errorf("release with empty token: %v", err)
 	}
-	if _, err := s.KeyReap(ctx, time.Time{}, 10); !errors.Is(err, idempotency.ErrInvalid) {
+	if _, err := s.KeyReap(ctx, time.Time{}, 10); !errors.Is(err, keystore.ErrInvalid) {
 		t.Errorf("reap at zero time: %v", err)
 	}
-	if _, err := s.KeyReap(ctx, t0, 0); !errors.Is(err, idempotency.ErrInvalid) {
+	if _, err := s.KeyReap(ctx, t0, 0); !errors.Is(err, keystore.ErrInvalid) {
 		t.Errorf("reap with limit 0: %v", err)
 	}
 	// Still running, untouched by the bad completions.
@@ -515,7 +517,7 @@ func testBadInput(t *testing.T, s idempotency.Store) {
 // through the middleware, holding the handler until every other request
 // has been answered: the handler runs exactly once, and while it runs
 // every other request gets 409. Afterwards the key replays.
-func testMiddlewareConcurrent(t *testing.T, s idempotency.Store) {
+func testMiddlewareConcurrent(t *testing.T, s keystore.Store) {
 	var runs atomic.Int64
 	release := make(chan struct{})
 	h := idempotency.Middleware{Store: s}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -595,7 +597,7 @@ func testMiddlewareConcurrent(t *testing.T, s idempotency.Store) {
 // response); "replay" repeats one key (the claim loses, the stored
 // response is written); "first-parallel" sends new keys from GOMAXPROCS
 // goroutines. Each reports keyed requests per second as req/s.
-func Benchmark(b *testing.B, s idempotency.Store) {
+func Benchmark(b *testing.B, s keystore.Store) {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")

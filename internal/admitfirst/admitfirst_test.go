@@ -7,6 +7,7 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -45,7 +46,7 @@ func TestAdmit(t *testing.T) {
 		{"hedge", retry.Policy{Hedge: &retry.Hedge{Delay: ms}}, time.Time{}, 0, false, false},
 	}
 	for _, tt := range tests {
-		first, err := budget.New(budget.Config{})
+		first, err := budget.New(budget.Config{Clock: clocktest.New(t0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,12 +58,12 @@ func TestAdmit(t *testing.T) {
 			continue
 		}
 		if !ok {
-			if n := first.StatsAt(t0).Requests; n != 0 {
+			if n := first.Stats().Requests; n != 0 {
 				t.Errorf("%s: declined, but counted %d requests", tt.name, n)
 			}
 			continue
 		}
-		viaCall, err := budget.New(budget.Config{})
+		viaCall, err := budget.New(budget.Config{Clock: clocktest.New(t0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestAdmit(t *testing.T) {
 		if lim != want {
 			t.Errorf("%s: limit %+v, want %+v (Admit, ShareLimit)", tt.name, lim, want)
 		}
-		if a, b := first.StatsAt(t0).Requests, viaCall.StatsAt(t0).Requests; a != 1 || b != 1 {
+		if a, b := first.Stats().Requests, viaCall.Stats().Requests; a != 1 || b != 1 {
 			t.Errorf("%s: requests counted %d, want 1 as Admit counts (%d)", tt.name, a, b)
 		}
 	}

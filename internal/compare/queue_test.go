@@ -278,7 +278,7 @@ func BenchmarkQueueDrain(b *testing.B) {
 	var vs []variant
 	for _, conc := range []int{10, 50, 100} {
 		name := fmt.Sprintf("heed-%d", conc)
-		if conc == queue.DefaultConcurrency {
+		if conc == (queue.WorkerConfig{}).WithDefaults().Queues[queue.DefaultQueue] {
 			name += "-default" // the worker's Queues left nil
 			conc = 0
 		}

@@ -27,7 +27,7 @@ const module = "github.com/heed-go/heed"
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
-	core    = []string{"clock", "internal/clockctx", "internal/docjson", "internal/wire", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
+	core    = []string{"clock", "internal/clockctx", "internal/docjson", "internal/wire", "internal/fielderr", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
 	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck", "internal/cron", "internal/leakcheck", "internal/benchpair"}
 	arrows  = map[string][]string{
 		"internal/dest":                nil, // per-destination budget and breaker, for the client executors
@@ -44,11 +44,11 @@ var (
 		"internal/schema":              {"queue/jobstore"}, // the stores' one migration runner
 		"internal/sqlfilter":           {"queue/jobstore"}, // the stores' one JobFilter->SQL builder
 		"internal/liststate":           {"queue/jobstore"}, // the list states of heed jobs ls and the dashboard
-		"sqlitestore":                  {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter"},
+		"sqlitestore":                  {"queue", "queue/jobstore", "idempotency", "idempotency/keystore", "internal/schema", "internal/sqlfilter"},
 		"pgstore/internal/pgtest":      nil, // the test server's URL, for pgstore's own tests
-		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "internal/schema", "internal/sqlfilter", "pgstore/internal/pgtest"},
+		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "idempotency/keystore", "internal/schema", "internal/sqlfilter", "pgstore/internal/pgtest"},
 		"ui":                           {"queue", "queue/jobstore", "internal/liststate"}, // the dashboard over a queue client
-		"cmd/heed/internal/storeurl":   {"queue", "queue/jobstore", "idempotency", "sqlitestore", "pgstore"},
+		"cmd/heed/internal/storeurl":   {"queue", "queue/jobstore", "idempotency/keystore", "sqlitestore", "pgstore"},
 		"heedotel":                     {"queue", "queue/jobstore", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport":          {"heedotel"},
 		"cmd/heed/internal/jobkinds":   {"queue", "queue/jobstore", "retryhttp"},                                                // the command's built-in job kinds
@@ -61,8 +61,9 @@ var (
 		"cmd/heed/internal/jobrun":     {"queue", "queue/jobstore", "cmd/heed/internal/jobkinds"},                               // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the
-	// helpers given: idempotency, so that any server can import it.
-	leaves   = map[string][]string{"idempotency": {"internal/redact"}}
+	// helpers given: idempotency, so that any server can import it, and its
+	// store side, idempotency/keystore (what a store implements and is given).
+	leaves   = map[string][]string{"idempotency": {"internal/redact", "idempotency/keystore"}, "idempotency/keystore": nil}
 	top      = []string{"cmd/heed/internal/cli", "cmd/heed"}
 	external = map[string][]string{
 		"sqlitestore":                {"modernc.org/sqlite"},

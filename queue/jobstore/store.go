@@ -96,6 +96,26 @@ const (
 	ActionCut     = "cut"     // the marker of dropped entries ([OutcomeCut])
 )
 
+// ReasonUnknownKind is the dead reason ([Job].DeadReason, and the Reason of
+// the history entry) of a job whose kind has no handler on the worker that
+// claimed it (a typo, or a job for a newer release): the one dead reason
+// that is not the [retry.Reason.Key] of a decision. Register the handler,
+// then requeue the job.
+const ReasonUnknownKind = "unknown_kind"
+
+// ParseAction returns the [retry.Action] whose [retry.Action.Key] is key
+// (an [Attempt].Action of "done", "retry", "give_up" or "defer"), or an
+// error naming key: the store's own actions ([ActionSnooze]…) are not
+// retry actions.
+func ParseAction(key string) (retry.Action, error) {
+	for _, a := range [...]retry.Action{retry.Done, retry.Retry, retry.GiveUp, retry.Defer} {
+		if a.Key() == key {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("jobstore: unknown action %q (want done, retry, give_up or defer)", key)
+}
+
 // Attempt is one entry of a job's history: an attempt and the decision
 // taken after it, or an operator's requeue (Outcome "requeued", Attempt 0).
 // Entries are appended and not rewritten (but for a run of deferrals,
@@ -167,7 +187,7 @@ func (a Attempt) String() string {
 		b.WriteString(a.Error)
 	}
 	b.WriteString("; ")
-	act, err := retry.ParseAction(a.Action)
+	act, err := ParseAction(a.Action)
 	if err == nil {
 		b.WriteString(act.String())
 	} else {
@@ -233,7 +253,9 @@ type Job struct {
 	// Worker is the worker that holds (or last held) the job.
 	Worker string
 	// DeadReason says why a dead job gave up: a [retry.Reason.Key] such as
-	// "permanent", "attempts" or "time_budget".
+	// "permanent", "attempts", "time_budget", "server_refused" or
+	// "pushback_too_long" (compare with retry.ReasonAttempts.Key()), or
+	// [ReasonUnknownKind].
 	DeadReason string
 	// History is every attempt and decision, oldest first.
 	History []Attempt

@@ -52,7 +52,7 @@
 // job enqueued at that instant, served when it succeeds (see
 // queue/storetest.OverTime); the bounds are the same. (In the black hole
 // the hung attempts hold every slot of the worker until their attempt
-// timeout, queue.DefaultAttemptTimeout: the jobs enqueued after the heal
+// timeout, a job's default of 1 min: the jobs enqueued after the heal
 // succeed 55 s after it, inside the minute a user waits for its job, and
 // none is attempted in the second after the heal.) The queue runs in a
 // synctest bubble over SQLite and over PostgreSQL, whose network

@@ -17,7 +17,7 @@ func results(t *testing.T) (sim.Scenario, []*sim.Result) {
 	t.Helper()
 	s, _ := sim.Builtin("spike")
 	s.Horizon = 40 * time.Second
-	rs, err := sim.Run(s)
+	rs, err := sim.Run(s, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

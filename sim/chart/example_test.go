@@ -13,7 +13,7 @@ import (
 func ExampleWrite() {
 	s, _ := sim.Builtin("spike")
 	s.Horizon = 40 * time.Second // short for the example
-	results, err := sim.Run(s)
+	results, err := sim.Run(s, sim.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

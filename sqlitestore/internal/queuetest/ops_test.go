@@ -418,7 +418,7 @@ func TestWorkerKinds(t *testing.T) {
 		id      int64
 		attempt int
 		reason  string
-	}{{em.ID, 2, queue.DeadReasonAttempts}, {an.ID, 3, queue.DeadReasonAttempts}, {own.ID, 1, queue.DeadReasonAttempts}} {
+	}{{em.ID, 2, retry.ReasonAttempts.Key()}, {an.ID, 3, retry.ReasonAttempts.Key()}, {own.ID, 1, retry.ReasonAttempts.Key()}} {
 		j, _ := c.Job(ctx, tc.id)
 		if j.State != queue.StateDead || j.Attempt != tc.attempt || j.DeadReason != tc.reason {
 			t.Errorf("job %d (%s): %s after %d attempts (%s); want dead after %d (%s)", j.ID, j.Kind, j.State, j.Attempt, j.DeadReason, tc.attempt, tc.reason)

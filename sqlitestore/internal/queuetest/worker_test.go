@@ -192,7 +192,7 @@ func testLifecycle(t *testing.T, s jobstore.Store) {
 		{"time budget", bu.ID, queue.StateDead, 1, "time_budget", "transient/give_up"},
 		{"panic", pa.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 		{"snooze", sn.ID, queue.StateSucceeded, 1, "", "snoozed/snooze success/done"},
-		{"unknown kind", un.ID, queue.StateDead, 1, queue.DeadReasonUnknownKind, "permanent/give_up"},
+		{"unknown kind", un.ID, queue.StateDead, 1, jobstore.ReasonUnknownKind, "permanent/give_up"},
 		{"bad args", ba.ID, queue.StateDead, 1, "permanent", "permanent/give_up"},
 	} {
 		j := got[tc.id]
@@ -646,11 +646,11 @@ func TestClientDeadLetter(t *testing.T) {
 	if g.State != queue.StateSucceeded || g.Attempt != 1 || outcomes(g) != "permanent/give_up requeued/requeue success/done" {
 		t.Errorf("requeued job: %s attempt %d history %q", g.State, g.Attempt, outcomes(g))
 	}
-	if n, err := c.PurgeDead(ctx, 0); !errors.Is(err, queue.ErrInvalid) || n != 0 {
-		t.Errorf("PurgeDead(0): %d %v", n, err)
+	if n, err := c.DeleteDead(ctx, queue.DeadFilter{OlderThan: -time.Hour}); !errors.Is(err, queue.ErrInvalid) || n != 0 {
+		t.Errorf("DeleteDead(OlderThan -1h): %d %v", n, err)
 	}
-	if n, err := c.PurgeDead(ctx, time.Hour); err != nil || n != 0 {
-		t.Errorf("PurgeDead(1h): %d %v", n, err)
+	if n, err := c.DeleteDead(ctx, queue.DeadFilter{OlderThan: time.Hour}); err != nil || n != 0 {
+		t.Errorf("DeleteDead(OlderThan 1h): %d %v", n, err)
 	}
 	if n, err := c.DeleteDead(ctx, queue.DeadFilter{Kind: "sms"}); err != nil || n != 1 {
 		t.Errorf("DeleteDead(sms): %d %v", n, err)

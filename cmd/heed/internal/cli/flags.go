@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/fielderr"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 )
@@ -238,6 +239,10 @@ var policyGroup = flagGroup{"Policy flags", []string{
 // flags' defaults.
 var defaultBackoff = backoff.Schedule{}.WithDefaults()
 
+// workerDefaults is the zero worker config with its defaults filled in, for
+// the job and worker flags' defaults.
+var workerDefaults = queue.WorkerConfig{}.WithDefaults()
+
 // addPolicyFlags registers the policy flags on fs, those of a job's with
 // jobs. Call policy after fs.Parse to get the retry.Policy they describe.
 func addPolicyFlags(fs *flag.FlagSet, jobs bool) *policyFlags {
@@ -245,12 +250,12 @@ func addPolicyFlags(fs *flag.FlagSet, jobs bool) *policyFlags {
 	fs.TextVar(&pf.kind, "backoff", pf.kind, "`KIND` of delay growth: exponential, constant, linear or immediate")
 	fs.Float64Var(&pf.multiplier, "multiplier", defaultBackoff.Multiplier, "growth factor of exponential backoff, at least 1")
 	if jobs {
-		fs.IntVar(&pf.attempts, "attempts", queue.DefaultAttempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
-		durationVar(fs, &pf.base, "base", queue.DefaultBackoffBase, "first delay between attempts")
-		durationVar(fs, &pf.cap, "cap", queue.DefaultBackoffCap, "largest delay between attempts")
+		fs.IntVar(&pf.attempts, "attempts", workerDefaults.Policy.Attempts, "attempts per job, the first included; -1 for no limit (a job's own --attempts wins)")
+		durationVar(fs, &pf.base, "base", workerDefaults.Policy.Backoff.Base, "first delay between attempts")
+		durationVar(fs, &pf.cap, "cap", workerDefaults.Policy.Backoff.Cap, "largest delay between attempts")
 		fs.TextVar(&pf.jitter, "jitter", pf.jitter, "`JITTER` of each delay: full (0 to delay), none, equal or decorrelated")
-		durationVar(fs, &pf.deadline, "budget", queue.DefaultTimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
-		durationVar(fs, &pf.timeout, "timeout", queue.DefaultAttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
+		durationVar(fs, &pf.deadline, "budget", workerDefaults.Policy.TimeBudget, "time budget of a job from its first attempt (a job's own --budget wins)")
+		durationVar(fs, &pf.timeout, "timeout", workerDefaults.Policy.AttemptTimeout, "time limit of each attempt (a job's own --timeout wins)")
 		durationVar(fs, &pf.minAttempt, "min-attempt-time", 0, "a retry is scheduled only if its delay plus this still fits in the time budget (default: the whole --timeout)")
 		return pf
 	}
@@ -338,10 +343,10 @@ func (pf *policyFlags) scheduleError(err error) error {
 		return nil
 	}
 	// Not reached for the checks above; map anything new to its flag.
-	if ie, ok := errors.AsType[*backoff.InvalidError](err); ok && !pf.jobs {
-		name := map[string]string{"Kind": "backoff", "Jitter": "jitter", "Base": "base", "Cap": "cap", "Multiplier": "multiplier"}[ie.Field]
+	if fe, ok := fielderr.As(err); ok && !pf.jobs {
+		name := map[string]string{"Kind": "backoff", "Jitter": "jitter", "Base": "base", "Cap": "cap", "Multiplier": "multiplier"}[fe.Field]
 		if name != "" {
-			return flagError(name, "%s", ie.Reason)
+			return flagError(name, "%s", fe.Reason)
 		}
 	}
 	return err

@@ -36,7 +36,7 @@ func jobsBenchMain(ctx context.Context, s streams, args []string) int {
 	fs := newFlagSet(name)
 	dbFlag := fs.String("db", "", "the `DATABASE`: a SQLite file or a postgres:// URL (default: a new temporary SQLite file)")
 	n := fs.Int("jobs", 100_000, "burn-down: jobs to insert, then drain")
-	conc := fs.Int("concurrency", queue.DefaultConcurrency, "jobs the worker runs at once")
+	conc := fs.Int("concurrency", workerDefaults.Queues[queue.DefaultQueue], "jobs the worker runs at once")
 	inserters := fs.Int("inserters", 4, "burn-down: goroutines inserting jobs")
 	rate := fs.Float64("rate", 500, "steady state: jobs enqueued per second")
 	dur := durationFlag(fs, "duration", 10*time.Second, "steady state: how long to enqueue")

@@ -167,7 +167,7 @@ func deadPurgeMain(ctx context.Context, s streams, args []string) int {
 		fmt.Fprintf(s.stdout, "dry run: would purge %d jobs\n", len(jobs))
 		return exitOK
 	}
-	n, err := c.PurgeDead(ctx, *older)
+	n, err := c.DeleteDead(ctx, queue.DeadFilter{OlderThan: *older})
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}

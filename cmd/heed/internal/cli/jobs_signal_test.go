@@ -115,27 +115,74 @@ func TestE2EJobsWorkSecondSignal(t *testing.T) {
 	}
 }
 
-// A worker SIGTERMed early in its start, 40 times from 50 to 100 ms
-// after the process started (on a busy machine the process's first
-// milliseconds of CPU spread over tens of milliseconds), stops gracefully:
-// exit 0, never killed by the signal.
+// A worker SIGTERMed early in its start stops gracefully: exit 0, never
+// killed by the signal. The child runs with GODEBUG=inittrace=1, so its
+// runtime writes a line to stderr as each package finishes initialising;
+// the line of internal/signals proves the signals are caught from then on
+// (before it, in the runtime's own start, no Go program can catch them).
+// The 40 starts take SIGTERM at points spread from that line, through the
+// initialisation of the slow dependencies and the opening of the
+// database, to the worker's first log line: the signal follows an event of
+// the child's own start, not a delay, so a busy machine (where the child's
+// first milliseconds of CPU spread over a second) does not move it before
+// the signals are caught.
 func TestE2EJobsWorkSIGTERMAtStart(t *testing.T) {
 	bin, db := heedBinary(t), filepath.Join(t.TempDir(), "jobs.db")
-	killed := 0
-	for i := range 40 {
+	const signalsInit = "init github.com/heed-go/heed/cmd/heed/internal/signals "
+	const workerLine = "heed jobs work: worker "
+	// start runs a worker and sends it SIGTERM on the at-th line of
+	// stderr after the signals line (at < 0: on the worker's first log
+	// line). It returns how many lines came after the signals line up to
+	// the one that triggered the signal.
+	start := func(i, at int) int {
 		cmd := exec.Command(bin, "jobs", "work", "--db", db)
+		cmd.Env = append(cmd.Environ(), "GODEBUG=inittrace=1")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50*time.Millisecond + time.Duration(i)*50*time.Millisecond/39)
-		cmd.Process.Signal(syscall.SIGTERM)
-		err := cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			killed++
-			t.Errorf("start %d: killed by the signal sent after %v", i, 50*time.Millisecond+time.Duration(i)*50*time.Millisecond/39)
-		} else if err != nil {
-			t.Errorf("start %d: %v", i, err)
+		var seen strings.Builder
+		sc := bufio.NewScanner(stderr)
+		caught, after, sent := false, 0, false
+		for !sent && sc.Scan() {
+			line := sc.Text()
+			seen.WriteString(line + "\n")
+			switch {
+			case !caught:
+				caught = strings.HasPrefix(line, signalsInit)
+				sent = caught && at == 0
+			case at < 0 && strings.HasPrefix(line, workerLine), at > 0 && after+1 == at:
+				after++
+				sent = true
+			default:
+				after++
+			}
 		}
+		if !sent {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("start %d: stderr ended before the signal point (signals line seen: %v):\n%s", i, caught, seen.String())
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		for sc.Scan() {
+			seen.WriteString(sc.Text() + "\n")
+		}
+		err = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Errorf("start %d: killed by the signal sent on line %d after the signals line:\n%s", i, after, seen.String())
+		} else if err != nil {
+			t.Errorf("start %d: %v (signal sent on line %d after the signals line):\n%s", i, err, after, seen.String())
+		}
+		return after
 	}
-	t.Logf("%d of 40 starts killed by an early SIGTERM", killed)
+	last := start(0, -1) // on the worker line: how many lines come before it
+	if last < 2 {
+		t.Fatalf("only %d lines between the signals line and the worker line", last)
+	}
+	for i := 1; i < 40; i++ {
+		start(i, (i-1)*last/38) // from 0 (the signals line itself) to last
+	}
 }

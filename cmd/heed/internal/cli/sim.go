@@ -63,8 +63,8 @@ func simMain(ctx context.Context, s streams, args []string) int {
 	if isSet(fs, "seed") {
 		sc.Seed = *seed
 	}
-	if *seeds < 1 || *seeds > sim.MaxSeeds {
-		return usageError(s, "sim", flagError("seeds", "%d, must be from 1 to %d", *seeds, sim.MaxSeeds))
+	if *seeds < 1 || *seeds > maxSeeds {
+		return usageError(s, "sim", flagError("seeds", "%d, must be from 1 to %d", *seeds, maxSeeds))
 	}
 	if isSet(fs, "horizon") {
 		if *horizon <= 0 {
@@ -160,7 +160,7 @@ func simRun(ctx context.Context, s streams, sc *sim.Scenario, seeds int) (result
 		opts.Progress = newProgress(s.stderr, sc).update
 	}
 	if seeds == 1 {
-		results, err = sim.RunWith(*sc, opts)
+		results, err = sim.Run(*sc, opts)
 	} else if spreads, err = sim.RunSeeds(*sc, seeds, opts); err == nil {
 		for _, sd := range spreads {
 			results = append(results, sd.Results[0])
@@ -238,6 +238,11 @@ func (p *progress) update(policy int, at time.Duration) {
 // otherwise: enough that one lucky seed does not make a policy look better
 // than it is, few enough to stay quick.
 const defaultSeeds = 5
+
+// maxSeeds is the most seeds sim.RunSeeds runs (its documentation says
+// so; TestSimMaxSeeds holds the two together), checked here so that
+// --seeds is refused before anything runs.
+const maxSeeds = 1000
 
 // pickChains returns the chains of all named in names, a comma-separated
 // list, in its order; a chain without a name is "policy N" (from 1). A

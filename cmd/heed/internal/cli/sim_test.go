@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,15 @@ func TestSimBuiltin(t *testing.T) {
 	}
 	if code, _, stderr := heed(t, "", "sim", "--seeds", "0", "spike"); code != 2 || !strings.Contains(stderr, "--seeds: 0, must be from 1 to 1000") {
 		t.Errorf("--seeds 0: exit code %d, stderr %q", code, stderr)
+	}
+}
+
+// TestSimMaxSeeds: --seeds allows what sim.RunSeeds does, no more.
+func TestSimMaxSeeds(t *testing.T) {
+	sc, _ := sim.Builtin("spike")
+	_, err := sim.RunSeeds(sc, maxSeeds+1, sim.Options{})
+	if want := fmt.Sprintf("seeds is %d, must be from 1 to %d", maxSeeds+1, maxSeeds); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("RunSeeds(%d seeds) = %v, want an error saying %q", maxSeeds+1, err, want)
 	}
 }
 

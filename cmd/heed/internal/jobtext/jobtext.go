@@ -15,7 +15,6 @@ import (
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
-	"github.com/heed-go/heed/retry"
 )
 
 // JSON is a job as --json prints it; the field names are stable.
@@ -153,7 +152,7 @@ func Write(w io.Writer, j *queue.Job, now time.Time) {
 			continue
 		}
 		dec := a.Action
-		if act, err := retry.ParseAction(a.Action); err == nil {
+		if act, err := jobstore.ParseAction(a.Action); err == nil {
 			dec = act.String() // "give up" for the key "give_up"
 		}
 		if a.Reason != "" && a.Reason != "success" {

@@ -214,7 +214,7 @@ func TestCheckNeedUsesWorstBackoff(t *testing.T) {
 
 func TestCheckSaturates(t *testing.T) {
 	p := deadline.Plan{Deadline: math.MaxInt64, Steps: []deadline.PlanStep{
-		{Name: "a", P99: math.MaxInt64 / 2, Budget: math.MaxInt64 - 1, Attempts: deadline.MaxStepAttempts},
+		{Name: "a", P99: math.MaxInt64 / 2, Budget: math.MaxInt64 - 1, Attempts: 1000},
 		{Name: "b", P99: 1, Budget: math.MaxInt64},
 	}}
 	r, err := Check(p)

@@ -174,6 +174,11 @@ func parseDur(field, s string) (time.Duration, error) {
 	return d, nil
 }
 
+// maxAttempts is the most attempts a step may make: deadline.PlanStep's
+// limit (its Attempts field says so; TestMaxAttempts holds the two
+// together), checked here to word the error as the file does.
+const maxAttempts = 1000
+
 // step converts r; where prefixes errors ("step 2 (stock): ").
 func (r rawStep) step(where string) (deadline.PlanStep, error) {
 	st := deadline.PlanStep{Name: r.Name, Attempts: 1}
@@ -209,8 +214,8 @@ func (r rawStep) step(where string) (deadline.PlanStep, error) {
 	}
 	st.AttemptTimeout, st.Backoff = pol.AttemptTimeout, pol.Backoff
 	if r.Attempts != nil {
-		if n := pol.Attempts; n < 1 || n > deadline.MaxStepAttempts {
-			return st, wrap(fmt.Errorf("attempts is %d, must be from 1 to %d", n, deadline.MaxStepAttempts))
+		if n := pol.Attempts; n < 1 || n > maxAttempts {
+			return st, wrap(fmt.Errorf("attempts is %d, must be from 1 to %d", n, maxAttempts))
 		}
 		st.Attempts = pol.Attempts
 	}

@@ -145,7 +145,7 @@ func FuzzParseStep(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if st.Attempts < 1 || st.Attempts > deadline.MaxStepAttempts {
+		if st.Attempts < 1 || st.Attempts > maxAttempts {
 			t.Fatalf("attempts %d accepted", st.Attempts)
 		}
 		_, _ = plan.Check(deadline.Plan{Deadline: time.Second, Steps: []deadline.PlanStep{st}})
@@ -192,6 +192,17 @@ func TestKey(t *testing.T) {
 	for in, want := range map[string]string{"AttemptTimeout": "attempt_timeout", "P99": "p99", "Backoff.Base": "backoff.base", "Deadline": "deadline"} {
 		if got := Key(in); got != want {
 			t.Errorf("Key(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMaxAttempts: a file or --step allows the attempts deadline.Plan does,
+// no more.
+func TestMaxAttempts(t *testing.T) {
+	for n, ok := range map[int]bool{maxAttempts: true, maxAttempts + 1: false} {
+		p := deadline.Plan{Deadline: time.Second, Steps: []deadline.PlanStep{{Name: "a", P99: time.Millisecond, Budget: time.Second, Attempts: n}}}
+		if err := p.Validate(); (err == nil) != ok {
+			t.Errorf("deadline.Plan.Validate with %d attempts: %v", n, err)
 		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/heed-go/heed/idempotency"
+	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/pgstore"
 	"github.com/heed-go/heed/queue/jobstore"
@@ -139,7 +139,7 @@ func (d *DB) Jobs() jobstore.Store {
 }
 
 // Keys returns the idempotency-key store, for the idempotency middleware.
-func (d *DB) Keys() idempotency.Store {
+func (d *DB) Keys() keystore.Store {
 	if d.pg != nil {
 		return d.pg
 	}

@@ -1,7 +1,9 @@
-package idempotency
+package keystore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,11 +28,14 @@ var (
 
 // Limits every store enforces on its input (with [ErrInvalid]).
 const (
+	// MaxKeyLen is the longest key, in bytes (255, as Stripe allows): the
+	// longest idempotency.ParseKey accepts.
+	MaxKeyLen = 255
 	// MaxScopeLen is the longest scope, in bytes. The middleware hashes
 	// scopes that would be longer.
 	MaxScopeLen = 1024
 	// MaxStoredBody is the largest response body a store keeps: 4 MiB.
-	// Middleware.MaxResponseBody may not exceed it.
+	// idempotency.Middleware.MaxResponseBody may not exceed it.
 	MaxStoredBody  = 4 << 20
 	maxFingerprint = 128
 	maxToken       = 64
@@ -46,8 +51,8 @@ const (
 )
 
 // Store keeps idempotency keys: who claimed them, and the responses to
-// replay. Implementations: [MemoryStore] (tests, one process),
-// sqlitestore.Store and pgstore.Store; each passes the conformance suite
+// replay. Implementations: idempotency.NewMemoryStore (tests, one
+// process), sqlitestore.Store and pgstore.Store; each passes the conformance suite
 // in idempotency/storetest. Methods are safe for concurrent use, take every
 // time from their arguments (never a clock), and keep times to the
 // microsecond.
@@ -93,14 +98,14 @@ type Store interface {
 
 	// KeyReap deletes up to limit keys whose expiry is at or before now,
 	// running or completed, and returns how many it deleted. Callers
-	// repeat it until it returns fewer than limit (see [Reap]). Errors:
+	// repeat it until it returns fewer than limit (see idempotency.Reap). Errors:
 	// ErrInvalid for a zero now or limit < 1.
 	KeyReap(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // Claim is the input of [Store.KeyClaim].
 type Claim struct {
-	Scope       string    // who and where: see Middleware; 1 to MaxScopeLen bytes of UTF-8, no NUL
+	Scope       string    // who and where: see idempotency.Middleware; 1 to MaxScopeLen bytes of UTF-8, no NUL
 	Key         string    // the client's key: 1 to MaxKeyLen bytes of printable ASCII
 	Fingerprint string    // the request's fingerprint: 1 to 128 bytes of UTF-8, no NUL
 	Token       string    // this claim's random identity: 1 to 64 bytes of UTF-8, no NUL
@@ -273,3 +278,23 @@ func (e *invalidError) Error() string {
 func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
 
 func invalid(field, reason string) error { return &invalidError{field, reason} }
+
+// StoredKey returns what a store keeps in place of the client's key: the
+// SHA-256 of scope, a NUL byte and key, in 64 lower-case hex digits. A key
+// is a bearer of the right to have its response replayed, so a store keeps
+// only this digest, next to the scope in clear (scopes name principals and
+// routes, not secrets): a copy of the table, a backup or a query log hands
+// out no key. Keys come from clients and are random enough that an
+// unkeyed hash is as good as an HMAC here, and needs no secret to manage.
+//
+// sqlitestore and pgstore use it for every statement, and their migrations
+// (sqlitestore 0004, pgstore 004) rewrote keys stored raw by older
+// versions the same way. A Store of your own should use it too.
+func StoredKey(scope, key string) string {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
+}
