@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +42,11 @@ type fleetRole struct {
 	Until    time.Time     // when to stop claiming
 	Hold     time.Duration // each job runs for Hold to 2×Hold
 	Out      string        // file of "start end" lines, Unix nanoseconds, per job run
+	// Virtual: the claims' Now is a clock the test moves, a line of Unix
+	// nanoseconds on stdin at a time, instead of time.Now; claiming
+	// stops at the end of stdin instead of at Until; and each start is
+	// reported at once as a line on file descriptor 3.
+	Virtual bool
 }
 
 // TestLimitFleetProcess is one process of the fleet; it does nothing
@@ -64,10 +72,50 @@ func TestLimitFleetProcess(t *testing.T) {
 	defer out.Close()
 	type run struct{ start, end int64 }
 	runs := make(chan run, 1024)
+	ran := func(a, b time.Time) { runs <- run{a.UnixNano(), b.UnixNano()} }
+	now, claiming := time.Now, func() bool { return time.Now().Before(r.Until) }
+	if r.Virtual {
+		var vt atomic.Int64
+		var ended atomic.Bool
+		in := bufio.NewScanner(os.Stdin)
+		readClock := func() bool {
+			if !in.Scan() {
+				return false
+			}
+			n, err := strconv.ParseInt(in.Text(), 10, 64)
+			if err != nil {
+				t.Errorf("clock line %q: %v", in.Text(), err)
+				return false
+			}
+			vt.Store(n)
+			return true
+		}
+		if !readClock() {
+			t.Fatal("no clock on stdin")
+		}
+		go func() {
+			for readClock() {
+			}
+			ended.Store(true)
+		}()
+		now = func() time.Time { return time.Unix(0, vt.Load()) }
+		claiming = func() bool { return !ended.Load() }
+		report := os.NewFile(3, "starts")
+		var mu sync.Mutex
+		ran = func(a, b time.Time) {
+			mu.Lock()
+			_, err := report.WriteString("1\n")
+			mu.Unlock()
+			if err != nil {
+				t.Error(err)
+			}
+			runs <- run{a.UnixNano(), b.UnixNano()}
+		}
+	}
 	errs := make(chan error, r.Claimers)
 	for i := range r.Claimers {
 		go func() {
-			errs <- fleetClaimer(s, r, fmt.Sprintf("p%d-w%d", os.Getpid(), i), func(a, b time.Time) { runs <- run{a.UnixNano(), b.UnixNano()} })
+			errs <- fleetClaimer(s, r, fmt.Sprintf("p%d-w%d", os.Getpid(), i), now, claiming, ran)
 		}()
 	}
 	w := bufio.NewWriter(out)
@@ -91,15 +139,15 @@ func TestLimitFleetProcess(t *testing.T) {
 	}
 }
 
-// fleetClaimer claims one job at a time until r.Until, holds it for its
-// run (ran records the start and the end of each: after the claim
-// returned, before the result is written: inside the store's running
-// interval), and finishes it. An empty claim waits 250-750 ms, as a
-// worker's poll (a second by default) would.
-func fleetClaimer(s *Store, r fleetRole, worker string, ran func(start, end time.Time)) error {
+// fleetClaimer claims one job at a time, with claims at clock, while
+// claiming, holds it for its run (ran records the start and the end of
+// each: after the claim returned, before the result is written: inside
+// the store's running interval), and finishes it. An empty claim waits
+// 250-750 ms, as a worker's poll (a second by default) would.
+func fleetClaimer(s *Store, r fleetRole, worker string, clock func() time.Time, claiming func() bool, ran func(start, end time.Time)) error {
 	ctx := context.Background()
-	for time.Now().Before(r.Until) {
-		now := time.Now().UTC()
+	for claiming() {
+		now := clock().UTC()
 		jobs, err := s.JobClaim(ctx, jobstore.ClaimParams{Queue: r.Queue, Limit: 1, Now: now, LeaseUntil: now.Add(time.Minute), Worker: worker})
 		if err != nil {
 			return err
@@ -272,16 +320,30 @@ func TestLimitFleetConcurrency(t *testing.T) {
 	}
 }
 
-// TestLimitFleetRate: 1,000 workers (4 processes of 250) claim jobs of
-// one queue with a global rate limit of 50 a second, and finish them at
-// once. Starts, as the store recorded them (each job's attempted_at), stay
-// within the bucket's bound (at most 50 + 50 per second of the window)
-// and at least 90% of 50 a second: within 10% of the rate over the run
-// once its first second's burst (a full bucket) is left out. 10 s by
-// default; a minute with HEED_TEST_LIMIT_MINUTE=1.
+// TestLimitFleetRate: 1,000 workers (4 processes of 250, each with its
+// own pools) claim jobs of one queue with a global rate limit of 50 a
+// second, and finish them at once, on a clock the test moves: the claims'
+// Now is read from the processes' stdin, and the test moves it on, by
+// 1 to 100 ms at random (a twentieth of a token to five tokens), only
+// once the fleet has started every job the bucket allowed up to then (the
+// processes report each start at once). So every token is contended by
+// the whole fleet, and the check does not depend on how fast a busy
+// machine runs the fleet:
+//   - every whole token is taken: the fleet is never held back below the
+//     rate (3 minutes without the next start fail);
+//   - each time the fleet has taken them, before the clock moves, and
+//     once the fleet has stopped: the store holds no more starts than the
+//     reported ones, which are what the bucket allows at the clock (50 +
+//     50 per second since the limit was set), and the stored bucket
+//     accounts for every start: its tokens, refilled to the clock, plus
+//     the starts are exactly the tokens earned (a claim that started a
+//     job without taking its token shows here even if no later claim
+//     noticed).
+//
+// Ten seconds of the clock by default; a minute with HEED_TEST_LIMIT_MINUTE=1.
 func TestLimitFleetRate(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a fleet of processes for 10 s")
+		t.Skip("a fleet of processes for 10 s of a test clock")
 	}
 	_, url := testSchema(t)
 	s, err := Open(context.Background(), url)
@@ -290,10 +352,167 @@ func TestLimitFleetRate(t *testing.T) {
 	}
 	defer s.Close()
 	const rate, processes, claimers = 50, 4, 250
-	run := 10 * time.Second
+	span := 10 * time.Second
 	if os.Getenv(fleetMinuteEnv) != "" {
-		run = time.Minute
+		span = time.Minute
 	}
+	fillQueue(t, s, "api", 2*rate*(1+int(span.Seconds())))
+	// After the jobs were made available, on a whole millisecond: the
+	// store keeps microseconds, and every token count below is then a
+	// whole number of twentieths.
+	v0 := time.Now().Add(time.Millisecond).Truncate(time.Millisecond)
+	allowed := func(vt time.Time) int { return rate + rate*int(vt.Sub(v0).Milliseconds())/1000 }
+	if err := s.QueueLimit(context.Background(), "api", jobstore.Limit{Rate: rate}, v0); err != nil {
+		t.Fatal(err)
+	}
+	starts := make(chan struct{}, 1024)
+	var (
+		clocks  []io.WriteCloser
+		cmds    []*exec.Cmd
+		readers sync.WaitGroup
+	)
+	stop := func() { // ends the clocks: the processes stop claiming and exit
+		for _, c := range clocks {
+			c.Close()
+		}
+		clocks = nil
+	}
+	defer func() {
+		stop()
+		for _, cmd := range cmds {
+			cmd.Wait()
+		}
+	}()
+	dir := t.TempDir()
+	for i := range processes {
+		role, _ := json.Marshal(fleetRole{URL: url, Queue: "api", Claimers: claimers, Virtual: true, Out: filepath.Join(dir, strconv.Itoa(i))})
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLimitFleetProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), fleetEnv+"="+string(role))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		clock, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.ExtraFiles = []*os.File{wr}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wr.Close()
+		cmds, clocks = append(cmds, cmd), append(clocks, clock)
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			defer rd.Close()
+			sc := bufio.NewScanner(rd)
+			for sc.Scan() {
+				starts <- struct{}{}
+			}
+		}()
+	}
+	go func() { readers.Wait(); close(starts) }()
+	set := func(vt time.Time) {
+		for _, c := range clocks {
+			if _, err := fmt.Fprintln(c, vt.UnixNano()); err != nil {
+				t.Fatalf("moving the clock: %v", err)
+			}
+		}
+	}
+	// check fails the test unless the store holds n starts and a bucket
+	// that accounts for them at vt: its tokens refilled to vt plus the
+	// starts are exactly the tokens earned (a claim that started a job
+	// without taking its token shows here), and less than one is left.
+	check := func(vt time.Time, n int) (left float64) {
+		var stored int
+		var tokens float64
+		var at time.Time
+		if err := s.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM heed_jobs WHERE queue = 'api' AND attempt > 0), rate_tokens, rate_at
+			FROM heed_queues WHERE name = 'api'`).Scan(&stored, &tokens, &at); err != nil {
+			t.Fatal(err)
+		}
+		left = jobstore.Limit{Rate: rate}.Took(jobstore.RateBucket{Tokens: tokens, At: at}, vt, 0).Tokens
+		earned := float64(rate) + float64(rate)*vt.Sub(v0).Seconds()
+		if stored != n {
+			t.Fatalf("at %v of the clock: %d starts in the store, %d reported (the bucket allows %d)", vt.Sub(v0), stored, n, allowed(vt))
+		}
+		if d := float64(stored) + left - earned; d > 1e-6 || d < -1e-6 || left >= 1 {
+			t.Fatalf("at %v of the clock: %d starts + %.6f tokens left in the bucket, want %.6f earned and less than a token left", vt.Sub(v0), stored, left, earned)
+		}
+		return left
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	vt, n, moves, began := v0, 0, 0, time.Now()
+	set(vt)
+	for {
+		for n < allowed(vt) {
+			select {
+			case _, ok := <-starts:
+				if !ok {
+					t.Fatalf("the fleet exited after %d starts of %d allowed at %v", n, allowed(vt), vt.Sub(v0))
+				}
+				n++
+			case <-time.After(3 * time.Minute): // a busy machine took 2 minutes for the whole run
+				t.Fatalf("held back below the rate (seed %d): %d starts of %d allowed at %v, none in 3 minutes", seed, n, allowed(vt), vt.Sub(v0))
+			}
+		}
+		// n == allowed(vt): the fleet took every whole token, so no claim
+		// can start a job until the clock moves. The store must agree: as
+		// many starts as reported (one more is one too many), and the
+		// bucket, refilled to the clock, holds the fraction left.
+		check(vt, n)
+		if vt.Sub(v0) >= span {
+			break
+		}
+		vt = vt.Add(time.Duration(1+rng.IntN(100)) * time.Millisecond)
+		moves++
+		set(vt)
+	}
+	stop()
+	for range starts { // starts of claims under way would be over the limit
+		n++
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("fleet process %d: %v", i, err)
+		}
+	}
+	cmds = nil
+	left := check(vt, n)
+	t.Logf("%d workers in %d processes, rate limit %d/s: %d starts over %v of the test clock, moved %d times (seed %d) in %v; the bucket holds %.2f tokens at the end",
+		processes*claimers, processes, rate, n, vt.Sub(v0), moves, seed, time.Since(began).Round(time.Millisecond), left)
+	if n != allowed(vt) {
+		t.Errorf("%d starts reported at %v of the clock: want the %d the bucket allows", n, vt.Sub(v0), allowed(vt))
+	}
+}
+
+// TestLimitFleetRateRealClock measures the rate the fleet of
+// TestLimitFleetRate reaches on the real clock, over a minute (the figure
+// of issue 28), when HEED_TEST_LIMIT_MINUTE is set: 1,000 workers (4
+// processes of 250) claim jobs of one queue with a global rate limit of
+// 50 a second, and finish them at once. Starts, as the store recorded
+// them (each job's attempted_at), stay within the bucket's bound (at most
+// 50 + 50 per second of the window) and at least 90% of 50 a second:
+// within 10% of the rate over the run once its first second's burst (a
+// full bucket) is left out. The floor is a measurement of the machine as
+// much as of the store (on a busy machine the fleet's claims cannot keep
+// up with 50 a second: 38-42/s under -race at load 25), so it runs only
+// when asked; TestLimitFleetRate checks the limit itself on every run.
+func TestLimitFleetRateRealClock(t *testing.T) {
+	if testing.Short() || os.Getenv(fleetMinuteEnv) == "" {
+		t.Skip("a fleet of processes for a minute on the real clock: set " + fleetMinuteEnv + "=1")
+	}
+	_, url := testSchema(t)
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const rate, processes, claimers = 50, 4, 250
+	run := time.Minute
 	fillQueue(t, s, "api", rate*int(run.Seconds())*2)
 	if err := s.QueueLimit(context.Background(), "api", jobstore.Limit{Rate: rate}, time.Now()); err != nil {
 		t.Fatal(err)
