@@ -203,7 +203,7 @@ func Example_deleteSucceeded() {
 	// Output:
 	// deleted, a day old: 0
 	// deleted, finished before now: 1
-	// queue: JobFilter.State is running; delete takes jobs that are [succeeded dead cancelled]
+	// queue: JobFilter.State is running; delete takes jobs that are succeeded, dead or cancelled
 }
 
 // An operator cancels a job enqueued by mistake, makes a scheduled one run
@@ -237,7 +237,7 @@ func Example_cancel() {
 	// run now: 1
 	// deleted: 1
 	// available run now by ada
-	// queue: JobFilter.State is running; delete takes jobs that are [succeeded dead cancelled]
+	// queue: JobFilter.State is running; delete takes jobs that are succeeded, dead or cancelled
 }
 
 // EmailArgs is a typed kind: its Kind method names it, so the enqueue

@@ -3,6 +3,7 @@ package jobstore
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // StateCancelled is the state of a job an operator cancelled (with
@@ -79,7 +80,8 @@ type CancelNotifier interface {
 	JobCancelNotify(ctx context.Context) (<-chan int64, error)
 }
 
-// cancellable checks a filter for Cancel and returns it.
+// opsFilter checks a filter for op (cancel, run now, delete): valid, and
+// its State, when set, one of allowed.
 func opsFilter(f JobFilter, op string, allowed ...State) (JobFilter, error) {
 	if err := f.Validate(); err != nil {
 		return f, err
@@ -92,7 +94,19 @@ func opsFilter(f JobFilter, op string, allowed ...State) (JobFilter, error) {
 			return f, nil
 		}
 	}
-	return f, &InputError{"JobFilter.State", fmt.Sprintf("is %s; %s takes jobs that are %v", f.State, op, allowed)}
+	return f, &InputError{"JobFilter.State", fmt.Sprintf("is %s; %s takes jobs that are %s", f.State, op, oneOf(allowed))}
+}
+
+// oneOf spells states as a person lists them: "a", "a or b", "a, b or c".
+func oneOf(states []State) string {
+	words := make([]string, len(states))
+	for i, s := range states {
+		words[i] = string(s)
+	}
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // CancelFilter checks f for [Store.JobCancel]: valid, and its State, when
