@@ -15,11 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"time"
 
 	"github.com/heed-go/heed/internal/fielderr"
+	"github.com/heed-go/heed/internal/uniform"
 )
 
 // Kind is the shape of a schedule's growth. The zero value is Exponential.
@@ -311,23 +311,5 @@ func (s Schedule) Next(n int, prev time.Duration, r rand.Source) time.Duration {
 	if lo >= hi {
 		return lo
 	}
-	return lo + Uniform(r, hi-lo)
-}
-
-// Uniform returns a duration drawn uniformly from [0, d] using r (a nil r
-// uses math/rand/v2's global source). It returns 0 for d <= 0.
-func Uniform(r rand.Source, d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	var x uint64
-	if r == nil {
-		x = rand.Uint64()
-	} else {
-		x = r.Uint64()
-	}
-	// Lemire's multiply-shift maps x onto [0, d]; d+1 <= 2^63 cannot
-	// overflow a uint64.
-	hi, _ := bits.Mul64(x, uint64(d)+1)
-	return time.Duration(hi)
+	return lo + uniform.Duration(r, hi-lo)
 }

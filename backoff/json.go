@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/heed-go/heed/internal/docjson"
 )
@@ -15,11 +14,11 @@ import (
 // the constants' order or on which of them is the zero value; zero
 // durations and multiplier (the defaults) are left out.
 type scheduleJSON struct {
-	Kind       Kind     `json:"kind"`
-	Base       Duration `json:"base,omitzero"`
-	Cap        Duration `json:"cap,omitzero"`
-	Multiplier float64  `json:"multiplier,omitzero"`
-	Jitter     Jitter   `json:"jitter"`
+	Kind       Kind                 `json:"kind"`
+	Base       docjson.DurationText `json:"base,omitzero"`
+	Cap        docjson.DurationText `json:"cap,omitzero"`
+	Multiplier float64              `json:"multiplier,omitzero"`
+	Jitter     Jitter               `json:"jitter"`
 }
 
 // MarshalJSON encodes s as
@@ -31,7 +30,7 @@ type scheduleJSON struct {
 // writes them. It is the one JSON form of a schedule: the queue stores
 // it, and policy files use it. An invalid Kind or Jitter is an error.
 func (s Schedule) MarshalJSON() ([]byte, error) {
-	return json.Marshal(scheduleJSON{s.Kind, Duration(s.Base), Duration(s.Cap), s.Multiplier, s.Jitter})
+	return json.Marshal(scheduleJSON{s.Kind, docjson.DurationText(s.Base), docjson.DurationText(s.Cap), s.Multiplier, s.Jitter})
 }
 
 // UnmarshalJSON decodes the form [Schedule.MarshalJSON] writes. Absent
@@ -91,24 +90,4 @@ func decodeName(raw json.RawMessage, v encoding.TextUnmarshaler) error {
 		return fmt.Errorf("%s is not a name", raw)
 	}
 	return v.UnmarshalText([]byte(name))
-}
-
-// Duration is a time.Duration that is written as text, such as "1.5s"
-// ([time.Duration.String]), and read with [time.ParseDuration]: the form
-// of every duration in heed's stored and exchanged JSON (schedules,
-// policies, job policies). The zero value is 0s.
-type Duration time.Duration
-
-// MarshalText writes d as time.Duration's String does ("1m30s").
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalText reads text with time.ParseDuration; text it cannot read is
-// an error naming it, and leaves d unchanged.
-func (d *Duration) UnmarshalText(text []byte) error {
-	v, err := time.ParseDuration(string(text))
-	if err != nil {
-		return fmt.Errorf("backoff: duration %q: %s", text, docjson.Hint)
-	}
-	*d = Duration(v)
-	return nil
 }

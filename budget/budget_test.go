@@ -102,8 +102,8 @@ func TestOff(t *testing.T) {
 		t.Fatalf("New(Ratio -1) = %v, %v; want nil, nil", b, err)
 	}
 	var r Registry
-	if b, err := r.For("h:1", Config{Ratio: -1}); b != nil || err != nil || r.Len() != 0 {
-		t.Fatalf("For(Ratio -1) = %v, %v (len %d); want nil, nil", b, err, r.Len())
+	if b, err := r.For("h:1", Config{Ratio: -1}); b != nil || err != nil || r.size() != 0 {
+		t.Fatalf("For(Ratio -1) = %v, %v (len %d); want nil, nil", b, err, r.size())
 	}
 }
 
@@ -632,8 +632,8 @@ func TestRegistry(t *testing.T) {
 	a2, _ := r.For("a:80", Config{Ratio: DefaultRatio}) // the same after defaults
 	b, _ := r.For("b:80", Config{})
 	c, _ := r.For("a:80", Config{Ratio: 0.2})
-	if a == nil || a != a2 || a == b || a == c || r.Len() != 3 {
-		t.Fatalf("For: %p %p %p %p, len %d", a, a2, b, c, r.Len())
+	if a == nil || a != a2 || a == b || a == c || r.size() != 3 {
+		t.Fatalf("For: %p %p %p %p, len %d", a, a2, b, c, r.size())
 	}
 	if _, err := r.For("a:80", Config{Window: time.Millisecond}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("For with a bad config: %v", err)

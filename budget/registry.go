@@ -1,9 +1,6 @@
 package budget
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // Registry keeps one [Budget] per destination and configuration, so that
 // every client in a process that calls the same destination spends the same
@@ -16,7 +13,6 @@ import (
 type Registry struct {
 	mu sync.Mutex
 	m  map[regKey]*Budget
-	n  atomic.Int64
 }
 
 // regKey is a destination and a Config after defaults (the Clock aside,
@@ -50,12 +46,15 @@ func (r *Registry) For(dest string, cfg Config) (*Budget, error) {
 	}
 	b := newBudget(k.p, cfg.Clock)
 	r.m[k] = b
-	r.n.Add(1)
 	return b, nil
 }
 
-// Len returns the number of budgets the registry holds.
-func (r *Registry) Len() int { return int(r.n.Load()) }
+// size returns the number of budgets the registry holds.
+func (r *Registry) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}
 
 // process is the registry of [For].
 var process Registry

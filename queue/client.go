@@ -156,21 +156,6 @@ func (c *Client) DeleteDead(ctx context.Context, f DeadFilter) (int, error) {
 	return c.store.DeadDelete(ctx, jf)
 }
 
-// PurgeSucceeded deletes the succeeded jobs that finished more than age ago
-// (age must be positive) and returns how many. Workers also delete
-// succeeded jobs past WorkerConfig.RetainSucceeded (24 h by default;
-// negative keeps them).
-func (c *Client) PurgeSucceeded(ctx context.Context, age time.Duration) (int, error) {
-	if age <= 0 {
-		return 0, &InputError{Field: "age", Reason: fmt.Sprintf("is %v, must be positive", age)}
-	}
-	jf := JobFilter{State: StateSucceeded, FinishedBefore: clock.Now(c.cfg.Clock).Add(-age)}
-	if err := jf.Validate(); err != nil {
-		return 0, err
-	}
-	return c.store.SucceededDelete(ctx, jf)
-}
-
 // Stats returns the job counts per queue and state, and the dead-letter's
 // size and oldest entry.
 func (c *Client) Stats(ctx context.Context) (Stats, error) {

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/uniform"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
@@ -193,7 +193,7 @@ func refused(job *Job, d retry.Decision, worker string, now time.Time, r rand.So
 	}
 	t := jobstore.Transition{ID: job.ID, LeaseToken: job.LeaseToken, Attempt: job.Attempt, Now: now}
 	if d.Action == retry.Defer {
-		spread := backoff.Uniform(r, d.Delay)
+		spread := uniform.Duration(r, d.Delay)
 		d.At, d.Delay = d.At.Add(spread), d.Delay+spread
 		e.Outcome, e.Delay = jobstore.OutcomeDeferred, d.Delay
 		t.State, t.AvailableAt, t.Attempt = StateAvailable, d.At, max(job.Attempt-1, 0)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/internal/cron"
+	"github.com/heed-go/heed/internal/uniform"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -234,7 +234,7 @@ func (w *Worker) periodicLoop() {
 				}
 				if !w.enqueueTick(p, tick) {
 					// next[i] stays due: try again in 1-2 s.
-					earlier(now.Add(time.Second + backoff.Uniform(w.cfg.Rand, time.Second)))
+					earlier(now.Add(time.Second + uniform.Duration(w.cfg.Rand, time.Second)))
 					continue
 				}
 				next[i] = p.Schedule.Next(tick)

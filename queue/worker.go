@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/uniform"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
@@ -491,7 +491,7 @@ func (w *Worker) emit(e Event) {
 // jittered returns d ±20 %.
 func (w *Worker) jittered(d time.Duration) time.Duration {
 	lo := d * 4 / 5
-	return lo + backoff.Uniform(w.cfg.Rand, d*2/5)
+	return lo + uniform.Duration(w.cfg.Rand, d*2/5)
 }
 
 // listen fans store notifications out to the claim loops.

@@ -61,11 +61,11 @@ func BenchmarkDecide(b *testing.B) {
 // without a Hedge (Race makes the attempt alone) and with one whose 1 s
 // delay is never reached: what hedging costs a call that sends no hedge
 // in the protocol itself: the first attempt's context (one allocation,
-// 48 B, made cancellable only if the attempt asks for Done), the race's
+// 32 B, made cancellable only if the attempt asks for Done), the race's
 // entry in the hedge's timer list (a lock to add it, reusing a race that
 // ended) and one compare-and-swap to claim it when the attempt ends. The
 // Call stays on the stack either way. BenchmarkRaceCost runs both cases
-// alternating in one loop.
+// alternating in one loop; its comment has the figures.
 func BenchmarkRace(b *testing.B) {
 	ok := func(context.Context, int, Limit) Result { return Result{} }
 	for _, bc := range []struct {

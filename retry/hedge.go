@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/clock"
 )
@@ -252,15 +253,17 @@ type tracker struct {
 // t.mu.
 func (t *tracker) since(at time.Time) int64 { return max(int64(at.Sub(t.epoch)), 1) }
 
-// add registers the race of the attempt of c that runs under ctx, due to
-// send its first hedge at at, and returns it. It is written under t.mu,
-// which the timer takes before it reads a race.
-func (t *tracker) add(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration, at time.Time) *race {
+// add registers the race of the attempt of c that runs under ctx, started
+// at now and due to send its first hedge delay later, and returns it. It
+// is written under t.mu, which the timer takes before it reads a race.
+func (t *tracker) add(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.Context, n int, lim Limit) Result, delay time.Duration, now time.Time) *race {
 	t.mu.Lock()
 	if t.epoch.IsZero() {
 		t.epoch = time.Now()
 	}
-	due := t.since(at)
+	// One Sub, not now.Add(delay) and a Sub: Add is the dearer of the
+	// two (it normalises the wall clock and the monotonic one).
+	due := max(int64(now.Sub(t.epoch))+int64(delay), 1)
 	// Races that ended at the top of the stack make room: most calls
 	// end before the next starts. The lowest is reused in place.
 	var r *race
@@ -429,8 +432,13 @@ type verdict struct {
 // the attempt limit leaves no room for a hedge or before an adaptive
 // delay is known, Race makes the attempt alone, under ctx. Call Race only
 // for a call that is safe to repeat.
-func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(ctx context.Context, n int, lim Limit) Result) (Result, int, context.CancelFunc) {
-	n := c.History.Attempts + 1
+func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(ctx context.Context, n int, lim Limit) Result) (res Result, n int, cancel context.CancelFunc) {
+	// res is a named result, so that the attempt's Result is copied once
+	// on its way out, not twice: a Result is a struct of six fields,
+	// which the compiler copies through memory, and a copy read right
+	// after its fields were written stalls (the stores cannot be
+	// forwarded to its wider loads).
+	n = c.History.Attempts + 1
 	h := c.Policy.Hedge
 	c.start = now
 	if h == nil || c.Durable || c.History.UpstreamOwns {
@@ -449,7 +457,7 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 	clk := c.Policy.Clock
 	var r *race
 	if clk == nil {
-		r = st.tr.add(actx, c, pol, attempt, delay, now.Add(delay))
+		r = st.tr.add(actx, c, pol, attempt, delay, now)
 	} else {
 		r = new(race)
 		r.set(actx, c, pol, attempt, delay)
@@ -465,7 +473,7 @@ func (c *Call) Race(ctx context.Context, now time.Time, lim Limit, attempt func(
 			}
 		}()
 	}
-	res := attempt(actx, n, lim)
+	res = attempt(actx, n, lim)
 	if ok, release := actx.claim(); ok {
 		// No hedge was sent, nor can be: the common case. r is the
 		// tracker's to reuse (or the timer goroutine's to drop): it must
@@ -506,7 +514,7 @@ func (st *hedgeState) policy(p *Policy) *Policy {
 // and the same functions and interface values (the same words: two
 // closures of one function are not the same).
 func samePolicy(a, b *Policy) bool {
-	return a.Attempts == b.Attempts && a.Backoff == b.Backoff &&
+	return a.Attempts == b.Attempts && sameSchedule(&a.Backoff, &b.Backoff) &&
 		a.AttemptTimeout == b.AttemptTimeout && a.TimeBudget == b.TimeBudget &&
 		a.MinAttemptTime == b.MinAttemptTime && a.MaxPushback == b.MaxPushback &&
 		a.Budget == b.Budget && a.Breaker == b.Breaker && a.Hedge == b.Hedge &&
@@ -514,6 +522,14 @@ func samePolicy(a, b *Policy) bool {
 		sameWord(unsafe.Pointer(&a.Observe), unsafe.Pointer(&b.Observe)) &&
 		sameIface(unsafe.Pointer(&a.Clock), unsafe.Pointer(&b.Clock)) &&
 		sameIface(unsafe.Pointer(&a.Rand), unsafe.Pointer(&b.Rand))
+}
+
+// sameSchedule is a == b, field by field: == on a struct with a float
+// calls a function the compiler generates. TestSameSchedule checks that
+// it compares every field.
+func sameSchedule(a, b *backoff.Schedule) bool {
+	return a.Kind == b.Kind && a.Base == b.Base && a.Cap == b.Cap &&
+		a.Multiplier == b.Multiplier && a.Jitter == b.Jitter
 }
 
 // sameWord compares the words at a and b: func values, by their closure.

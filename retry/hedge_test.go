@@ -3,11 +3,13 @@ package retry
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 )
@@ -200,4 +202,29 @@ func TestHedgeDoesNotEarn(t *testing.T) {
 			t.Errorf("budget %+v after a won hedge, want one retry granted and none succeeded", s)
 		}
 	})
+}
+
+// TestSameSchedule: sameSchedule compares every field of a
+// backoff.Schedule (a field added to it must be added there too).
+func TestSameSchedule(t *testing.T) {
+	if n := reflect.TypeFor[backoff.Schedule]().NumField(); n != 5 {
+		t.Fatalf("backoff.Schedule has %d fields; sameSchedule compares 5", n)
+	}
+	base := backoff.Schedule{Kind: backoff.Immediate, Base: 1, Cap: 2, Multiplier: 1.5, Jitter: 1}
+	if !sameSchedule(&base, &base) {
+		t.Fatal("a schedule differs from itself")
+	}
+	for i, change := range []func(*backoff.Schedule){
+		func(s *backoff.Schedule) { s.Kind++ },
+		func(s *backoff.Schedule) { s.Base++ },
+		func(s *backoff.Schedule) { s.Cap++ },
+		func(s *backoff.Schedule) { s.Multiplier++ },
+		func(s *backoff.Schedule) { s.Jitter++ },
+	} {
+		o := base
+		change(&o)
+		if sameSchedule(&base, &o) {
+			t.Errorf("field %d: a changed schedule is the same", i)
+		}
+	}
 }

@@ -12,12 +12,12 @@ import (
 
 // policyJSON is the stored and exchanged form of a Policy's data fields.
 type policyJSON struct {
-	Attempts       int               `json:"attempts,omitzero"`
-	Backoff        *backoff.Schedule `json:"backoff,omitempty"`
-	AttemptTimeout backoff.Duration  `json:"attempt_timeout,omitzero"`
-	TimeBudget     backoff.Duration  `json:"time_budget,omitzero"`
-	MinAttemptTime backoff.Duration  `json:"min_attempt_time,omitzero"`
-	MaxPushback    backoff.Duration  `json:"max_pushback,omitzero"`
+	Attempts       int                  `json:"attempts,omitzero"`
+	Backoff        *backoff.Schedule    `json:"backoff,omitempty"`
+	AttemptTimeout docjson.DurationText `json:"attempt_timeout,omitzero"`
+	TimeBudget     docjson.DurationText `json:"time_budget,omitzero"`
+	MinAttemptTime docjson.DurationText `json:"min_attempt_time,omitzero"`
+	MaxPushback    docjson.DurationText `json:"max_pushback,omitzero"`
 }
 
 // MarshalJSON encodes the policy's data fields, the one JSON form of a
@@ -33,9 +33,9 @@ type policyJSON struct {
 // [backoff.Schedule.MarshalJSON]'s form. Retryable, Budget, Breaker,
 // Observe, Clock and Rand are not data and are not encoded.
 func (p Policy) MarshalJSON() ([]byte, error) {
-	w := policyJSON{Attempts: p.Attempts, AttemptTimeout: backoff.Duration(p.AttemptTimeout),
-		TimeBudget: backoff.Duration(p.TimeBudget), MinAttemptTime: backoff.Duration(p.MinAttemptTime),
-		MaxPushback: backoff.Duration(p.MaxPushback)}
+	w := policyJSON{Attempts: p.Attempts, AttemptTimeout: docjson.DurationText(p.AttemptTimeout),
+		TimeBudget: docjson.DurationText(p.TimeBudget), MinAttemptTime: docjson.DurationText(p.MinAttemptTime),
+		MaxPushback: docjson.DurationText(p.MaxPushback)}
 	if p.Backoff != (backoff.Schedule{}) {
 		w.Backoff = &p.Backoff
 	}

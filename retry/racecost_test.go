@@ -12,6 +12,19 @@ import (
 // 256 calls in one loop, so that both see the same machine: the fastest
 // and the median chunk of each (ns/op), and their differences (on-off),
 // what hedging costs the protocol for a call that sends no hedge.
+//
+// `go test -run XXX -bench 'BenchmarkRaceCost' -benchmem -benchtime
+// 400000x ./retry`, test binaries of main and of the change alternating,
+// 8 runs each, load average about 22 on 2 cores: on-off fastest chunk
+// 38.9 to 41.2 ns, median chunk 55.0 to 57.0 (before issue 30's last
+// round, same runs: 52.0 to 56.1 and 68.5 to 70.9); 16 B a call averaged
+// (the on side's context, 32 B). BenchmarkRaceCostDone: 238.5 to 247.1
+// ns fastest (257.8 to 274.8 before). What is left, measured by taking
+// each away in a build of its own (BenchmarkRaceCost, fastest chunk): the
+// context's allocation about 16 ns, the timer list's lock about 4 ns,
+// comparing the policy with the shared copy about 2 ns; the
+// compare-and-swap that settles the race, and one copy of the Result
+// through memory that the compiler makes after the attempt returns.
 func BenchmarkRaceCost(b *testing.B) {
 	ok := func(context.Context, int, Limit) Result { return Result{} }
 	ctx := context.Background()

@@ -56,8 +56,12 @@ func newKey() string {
 	return string(s[:])
 }
 
-// send makes attempt number n, which must end by lim.
-func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (a attempt) {
+// send makes attempt number n, which must end by lim, into a, which is
+// zero. It writes a in place, not returns it: an attempt is a struct the
+// compiler copies through memory, and a copy read right after its fields
+// were written stalls the processor (the store cannot be forwarded to the
+// wider load), which a racer's slot paid twice.
+func (c *call) send(a *attempt, ctx context.Context, req *http.Request, n int, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) {
 	t := c.t
 	actx := ctx
 	if !lim.At.IsZero() && lim.Reason != retry.ReasonDeadline {
@@ -76,7 +80,7 @@ func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time
 			a.resp.Body.Close()
 			a.resp = nil
 		}
-		return a
+		return
 	}
 
 	// A shallow copy of req with its own header map: the caller's request
@@ -85,7 +89,7 @@ func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time
 	r.Header = copyHeader(req.Header)
 	hdr := r.Header
 	if c.claim {
-		hdr[wire.RetryAttemptHeader] = attemptValue(max(n, wire.UpstreamAttempt(ctx)))
+		hdr[wire.RetryAttemptHeader] = attemptValue(max(n, c.upAttempt))
 	}
 	if c.propagate {
 		if !lim.At.IsZero() {
@@ -111,7 +115,6 @@ func (c *call) send(ctx context.Context, req *http.Request, n int, now time.Time
 			a.resp = nil
 		}
 	}
-	return a
 }
 
 // copyHeader returns a copy of h with room for the up to three fields an

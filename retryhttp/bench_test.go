@@ -80,9 +80,10 @@ func (f *floorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 //   - retryhttp-hedge: retryhttp with Policy.Hedge (a 1 s delay, never
 //     reached: no hedge is sent); the difference to retryhttp is what
 //     hedging costs a call that needs no hedge (+1 allocation, the first
-//     attempt's context, 48 B; memBase never asks for its Done, so it is
+//     attempt's context, 32 B; memBase never asks for its Done, so it is
 //     never made cancellable). BenchmarkHedgeCost runs both alternating
-//     in one loop, which a busy machine disturbs less.
+//     in one loop, which a busy machine disturbs less; its comment has
+//     the figures.
 //   - retryhttp-nopropagate: retryhttp with Propagate off: nothing is
 //     added to the request, so the base gets the caller's request itself
 //     and the transport adds no allocation to base's.

@@ -90,6 +90,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// upstream: a call that will not retry leaves the retries to the layer
 	// below.
 	c.claim = c.propagate && (repeatable && p.MaxAttempts() != 1 || c.upstreamOwns(ctx))
+	if c.claim {
+		// Read once, from the caller's context: a race's attempts get a
+		// context of their own, and looking through it costs each
+		// hedged request one more call.
+		c.upAttempt = wire.UpstreamAttempt(ctx)
+	}
 
 	// No body (the common case) can be sent again as it is.
 	first := req.Body
@@ -138,6 +144,7 @@ type call struct {
 	// claim is set too.
 	propagate bool
 	claim     bool
+	upAttempt int // the upstream owner's attempt number (wire.UpstreamAttempt), read when claim is set
 }
 
 // readKey reads the request's Idempotency-Key into c.key.
@@ -224,9 +231,9 @@ func (c *call) run(ctx context.Context, p *retry.Policy, h retry.History, body i
 		start := now
 		var a attempt
 		if r != nil {
-			a, start = c.race(ctx, r, rc, now, lim, body, rw, tracing)
+			start = c.race(&a, ctx, r, rc, now, lim, body, rw, tracing)
 		} else {
-			a = c.send(ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
+			c.send(&a, ctx, c.req, rc.History.Attempts+1, now, lim, body, rw, tracing)
 		}
 		body = nil
 		if a.err == nil && rc.History.Attempts == 0 && !t.retryable(a.resp.StatusCode) && !t.keyedConflict(c, a.resp) && p.Breaker == nil && p.Observe == nil && t.Logger == nil && (p.Hedge == nil || p.Hedge.Delay > 0) {
@@ -377,10 +384,10 @@ func (c *call) classify(a *attempt, now time.Time, clk clock.Clock, rw *rewinder
 
 // race makes the attempt rc admitted at now with the hedges its policy
 // allows beside it (retry.Call.Race), for a request that is safe to
-// repeat, and returns the attempt the call goes on with and when it
-// started; the others' responses are drained. Each hedge sends a body of
-// its own (GetBody, or the buffer).
-func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) (attempt, time.Time) {
+// repeat, writes the attempt the call goes on with into a (zero) and
+// returns when it started; the others' responses are drained. Each hedge
+// sends a body of its own (GetBody, or the buffer).
+func (c *call) race(a *attempt, ctx context.Context, r *racer, rc *retry.Call, now time.Time, lim retry.Limit, body io.ReadCloser, rw *rewinder, tracing bool) time.Time {
 	// c and rw are r's (see RoundTrip). The attempts must not change
 	// them: they read the key with peekKey (c.owns was read by
 	// RoundTrip, which races only without an upstream owner).
@@ -396,7 +403,9 @@ func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time
 	// The attempts the race made (the first and the hedges sent) filled
 	// slots 0 to used-1; the others stay zero.
 	k, used := n-r.first, 1+rc.History.Attempts-attempts
-	a, start := r.slots[k], r.now
+	*a = r.slots[k]
+	a.raceCancel = cancel
+	start := r.now
 	if k > 0 {
 		start = r.starts[k]
 	}
@@ -406,9 +415,10 @@ func (c *call) race(ctx context.Context, r *racer, rc *retry.Call, now time.Time
 		}
 		r.slots[j].clear()
 	}
-	a.raceCancel = cancel
-	r.body = nil
-	return a, start
+	if r.body != nil {
+		r.body = nil
+	}
+	return start
 }
 
 // racer is what the attempts of one race share.
@@ -422,7 +432,7 @@ type racer struct {
 	first   int // the first attempt's number
 	slots   [maxRacers]attempt
 	starts  [maxRacers]time.Time
-	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // attempt, bound once
+	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // makes an attempt (see racerPool)
 }
 
 // reset makes r's call and rewinder those of a new request req, as
@@ -440,7 +450,7 @@ func (r *racer) reset(t *Transport, req *http.Request) {
 	if c.genKey != "" {
 		c.genKey = ""
 	}
-	c.keyRead, c.owns, c.propagate, c.claim = false, 0, false, false
+	c.keyRead, c.owns, c.propagate, c.claim, c.upAttempt = false, 0, false, false, 0
 	if r.rw.getBody != nil {
 		r.rw.getBody = nil
 	}
@@ -465,34 +475,37 @@ func (r *racer) release() {
 
 var racerPool = sync.Pool{New: func() any {
 	r := new(racer)
-	r.fn = r.attempt
+	// r.fn makes attempt n of the race, the first or a hedge. It is a
+	// closure, not a method value r.attempt: a method value calls through
+	// a wrapper, which copies the retry.Result once more (a struct of six
+	// fields, copied through memory right after it was written: the
+	// processor stalls, as the stores cannot be forwarded to the wider
+	// loads of the copy).
+	r.fn = func(ctx context.Context, n int, lim retry.Limit) retry.Result {
+		k := n - r.first
+		b, start := r.body, r.now
+		if k > 0 {
+			start = clock.Now(r.clk)
+			var err error
+			if b, err = r.rw.body(); err != nil {
+				r.slots[k] = attempt{err: err}
+				return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
+			}
+		}
+		if k > 0 {
+			r.starts[k] = start // the first's is r.now
+		}
+		a := &r.slots[k] // zero: race clears the slots it used
+		r.c.send(a, ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
+		if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
+			// classAccepted, as classify would say, without its cost (the
+			// common case: most races send no hedge and look no further).
+			return retry.Result{}
+		}
+		return r.c.classify(a, time.Time{}, r.clk, &r.rw, true).res
+	}
 	return r
 }}
-
-// attempt makes attempt n of the race, the first or a hedge.
-func (r *racer) attempt(ctx context.Context, n int, lim retry.Limit) retry.Result {
-	k := n - r.first
-	b, start := r.body, r.now
-	if k > 0 {
-		start = clock.Now(r.clk)
-		var err error
-		if b, err = r.rw.body(); err != nil {
-			r.slots[k] = attempt{err: err}
-			return retry.Result{Err: err, Outcome: retry.OutcomePermanent}
-		}
-	}
-	if k > 0 {
-		r.starts[k] = start // the first's is r.now
-	}
-	a := &r.slots[k]
-	*a = r.c.send(ctx, r.c.req, n, start, lim, b, &r.rw, r.tracing)
-	if a.err == nil && a.resp.StatusCode < 400 && r.rw.ok && !r.c.t.retryable(a.resp.StatusCode) {
-		// classAccepted, as classify would say, without its cost (the
-		// common case: most races send no hedge and look no further).
-		return retry.Result{}
-	}
-	return r.c.classify(a, time.Time{}, r.clk, &r.rw, true).res
-}
 
 // clear zeroes a, writing only the fields that are not zero already (a
 // pointer written costs a write barrier while the GC marks).

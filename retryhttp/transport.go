@@ -256,6 +256,7 @@ type Transport struct {
 	initErr  error
 	base     http.RoundTripper
 	retrySet []int // the statuses retried
+	retryMin int   // the lowest of them (no status is below it: a 2xx needs no scan)
 	// Per host (URL.Host): the policy with the host's budget and breaker;
 	// http apart, so that a host without a port is two destinations, port
 	// 80 and port 443, without a per-request key.
@@ -306,10 +307,16 @@ func (t *Transport) init() {
 		default:
 			t.retrySet = slices.Clone(t.RetryStatus)
 		}
+		t.retryMin = math.MaxInt
+		if len(t.retrySet) > 0 {
+			t.retryMin = slices.Min(t.retrySet)
+		}
 	})
 }
 
-func (t *Transport) retryable(code int) bool { return slices.Contains(t.retrySet, code) }
+func (t *Transport) retryable(code int) bool {
+	return code >= t.retryMin && slices.Contains(t.retrySet, code)
+}
 
 // keyedConflict reports whether resp is an Idempotency-Key server saying
 // that a request with the same key is still being processed: a 409 with a

@@ -566,12 +566,6 @@ func (s *Store) DeadDelete(ctx context.Context, f jobstore.JobFilter) (int, erro
 	return s.deleteJobs(ctx, f, jobstore.StateDead)
 }
 
-// SucceededDelete implements jobstore.Store. f.State is ignored: only
-// succeeded jobs are deleted.
-func (s *Store) SucceededDelete(ctx context.Context, f jobstore.JobFilter) (int, error) {
-	return s.deleteJobs(ctx, f, jobstore.StateSucceeded)
-}
-
 // deleteJobs deletes the jobs in state (dead or succeeded) that match f,
 // whatever f.State says, and returns how many. The outer state test keeps a
 // job that changed state since the inner select out of the delete (as

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
-	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
@@ -164,18 +163,11 @@ func Example_enqueue() {
 	// queue: args is not valid JSON: "{\"month\":"
 }
 
-// laterClock reads the real time plus a fixed offset: the example's way to
-// look at the store a day from now.
-type laterClock struct {
-	clock.Real
-	by time.Duration
-}
-
-func (c laterClock) Now() time.Time { return time.Now().Add(c.by) }
-
-// Succeeded jobs are kept (with their history) until purged. PurgeSucceeded
-// deletes those that finished more than an age ago, and nothing else.
-func Example_purgeSucceeded() {
+// Succeeded jobs are kept (with their history) until workers delete them
+// (WorkerConfig.RetainSucceeded, a day by default) or a program does:
+// Client.Delete with State succeeded and FinishedBefore deletes those that
+// finished before a time, and nothing else.
+func Example_deleteSucceeded() {
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, ":memory:")
 	if err != nil {
@@ -201,17 +193,17 @@ func Example_purgeSucceeded() {
 	<-done
 	w.Shutdown(ctx)
 
-	n, _ := c.PurgeSucceeded(ctx, 24*time.Hour)
-	fmt.Println("purged now:", n)
-	tomorrow := queue.NewClient(st, queue.ClientConfig{Clock: laterClock{by: 25 * time.Hour}})
-	n, _ = tomorrow.PurgeSucceeded(ctx, 24*time.Hour)
-	fmt.Println("purged 25 hours later:", n)
-	_, err = c.PurgeSucceeded(ctx, -time.Hour)
+	dayOld := queue.JobFilter{State: queue.StateSucceeded, FinishedBefore: time.Now().Add(-24 * time.Hour)}
+	n, _ := c.Delete(ctx, dayOld)
+	fmt.Println("deleted, a day old:", n)
+	n, _ = c.Delete(ctx, queue.JobFilter{State: queue.StateSucceeded, FinishedBefore: time.Now()})
+	fmt.Println("deleted, finished before now:", n)
+	_, err = c.Delete(ctx, queue.JobFilter{State: queue.StateRunning})
 	fmt.Println(err)
 	// Output:
-	// purged now: 0
-	// purged 25 hours later: 1
-	// queue: age is -1h0m0s, must be positive
+	// deleted, a day old: 0
+	// deleted, finished before now: 1
+	// queue: JobFilter.State is running; delete takes jobs that are [succeeded dead cancelled]
 }
 
 // An operator cancels a job enqueued by mistake, makes a scheduled one run

@@ -27,7 +27,7 @@ const module = "github.com/heed-go/heed"
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
-	core    = []string{"clock", "internal/clockctx", "internal/docjson", "internal/wire", "internal/fielderr", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
+	core    = []string{"clock", "internal/clockctx", "internal/docjson", "internal/wire", "internal/fielderr", "internal/uniform", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
 	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck", "internal/cron", "internal/leakcheck", "internal/benchpair"}
 	arrows  = map[string][]string{
 		"internal/dest":                nil, // per-destination budget and breaker, for the client executors

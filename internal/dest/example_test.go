@@ -32,8 +32,9 @@ func Example() {
 	b := hosts.Get("db.example.com:5432", nil)
 	shared, _ := reg.For("api.example.com:443", budget.Config{})
 	fmt.Println(a.Policy.Attempts, a.Policy.Budget == shared, a.Policy.Breaker != b.Policy.Breaker)
-	fmt.Println(hosts.Get("api.example.com", nil) == a, reg.Len())
+	db, _ := reg.For("db.example.com:5432", budget.Config{})
+	fmt.Println(hosts.Get("api.example.com", nil) == a, b.Policy.Budget == db)
 	// Output:
 	// 3 true true
-	// true 2
+	// true true
 }

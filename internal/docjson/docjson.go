@@ -2,7 +2,9 @@
 // retry.Policy, and through them heed sim's scenario layers and heed plan's
 // deadline steps) one field at a time, so that every error names the field
 // and the value it is about, and reads every duration one way: a Go
-// duration, as [time.ParseDuration] takes it.
+// duration, as [time.ParseDuration] takes it. Every JSON form heed writes
+// (schedules, policies, the queue's job policies and histories) writes its
+// durations one way too: [DurationText].
 package docjson
 
 import (
@@ -61,6 +63,28 @@ func Duration(raw json.RawMessage) (time.Duration, error) {
 		return 0, fmt.Errorf("%s is not a duration: %s", raw, Hint)
 	}
 	return ParseDuration(text)
+}
+
+// DurationText is a time.Duration that is written as text, such as "1.5s"
+// ([time.Duration.String]), and read with [time.ParseDuration]: the form
+// of every duration in heed's stored and exchanged JSON (schedules,
+// policies, job policies, history entries). The zero value is 0s. It was
+// backoff.Duration; its texts and its error are unchanged.
+type DurationText time.Duration
+
+// MarshalText writes d as time.Duration's String does ("1m30s").
+func (d DurationText) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads text with time.ParseDuration; text it cannot read is
+// an error naming it, and leaves d unchanged. The error says "backoff:
+// duration", as it did when the type was backoff.Duration.
+func (d *DurationText) UnmarshalText(text []byte) error {
+	v, err := time.ParseDuration(string(text))
+	if err != nil {
+		return fmt.Errorf("backoff: duration %q: %s", text, Hint)
+	}
+	*d = DurationText(v)
+	return nil
 }
 
 // ParseDuration reads a duration of a policy document held as text (a

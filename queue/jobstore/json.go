@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/internal/docjson"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -22,9 +23,9 @@ import (
 // jobPolicyJSON is JobPolicy's stored form: the names and forms of
 // retry.Policy's JSON, for the fields a job overrides.
 type jobPolicyJSON struct {
-	Backoff        *backoff.Schedule `json:"backoff,omitempty"`
-	TimeBudget     backoff.Duration  `json:"time_budget,omitzero"`
-	AttemptTimeout backoff.Duration  `json:"attempt_timeout,omitzero"`
+	Backoff        *backoff.Schedule    `json:"backoff,omitempty"`
+	TimeBudget     docjson.DurationText `json:"time_budget,omitzero"`
+	AttemptTimeout docjson.DurationText `json:"attempt_timeout,omitzero"`
 }
 
 // MarshalJSON encodes p in its stored form, such as
@@ -34,7 +35,7 @@ type jobPolicyJSON struct {
 // with the field names and forms of [retry.Policy.MarshalJSON]; zero
 // fields are left out.
 func (p JobPolicy) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jobPolicyJSON{p.Backoff, backoff.Duration(p.TimeBudget), backoff.Duration(p.AttemptTimeout)})
+	return json.Marshal(jobPolicyJSON{p.Backoff, docjson.DurationText(p.TimeBudget), docjson.DurationText(p.AttemptTimeout)})
 }
 
 // UnmarshalJSON decodes the form [JobPolicy.MarshalJSON] writes (and the
@@ -73,8 +74,8 @@ type attemptFields Attempt
 func (a Attempt) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		attemptFields
-		Delay backoff.Duration `json:"delay,omitzero"`
-	}{attemptFields(a), backoff.Duration(a.Delay)})
+		Delay docjson.DurationText `json:"delay,omitzero"`
+	}{attemptFields(a), docjson.DurationText(a.Delay)})
 }
 
 // UnmarshalJSON decodes the form [Attempt.MarshalJSON] writes (and the
@@ -133,7 +134,7 @@ func decodeDuration(raw json.RawMessage) (time.Duration, error) {
 		}
 		return time.Duration(ns), nil
 	}
-	var d backoff.Duration
+	var d docjson.DurationText
 	err := json.Unmarshal(raw, &d)
 	return time.Duration(d), err
 }

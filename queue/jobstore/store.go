@@ -387,7 +387,7 @@ type Transition struct {
 // ascending ID order.
 type JobFilter struct {
 	IDs   []int64 // only these IDs (nil: any; empty non-nil: none)
-	State State   // JobList only; the Dead methods always select dead jobs, SucceededDelete succeeded ones
+	State State   // only jobs in this state; the Dead methods always select dead jobs
 	Kind  string  // only jobs of this kind
 	Queue string  // only jobs of this queue
 	// DeadReason selects dead jobs that gave up for this reason.
@@ -509,10 +509,6 @@ type Store interface {
 
 	// DeadDelete deletes the dead jobs that match f and returns how many.
 	DeadDelete(ctx context.Context, f JobFilter) (int, error)
-
-	// SucceededDelete deletes the succeeded jobs that match f and returns
-	// how many. Jobs in any other state are never touched.
-	SucceededDelete(ctx context.Context, f JobFilter) (int, error)
 
 	// Stats counts jobs per queue and state, with now splitting available
 	// from scheduled, and the dead-letter's size and oldest entry.

@@ -200,7 +200,9 @@ func succeed(t *testing.T, s jobstore.Store, kind, q string, fin time.Time) *job
 	return get(t, s, j.ID)
 }
 
-func testSucceededDelete(t *testing.T, s jobstore.Store) {
+// testDeleteSucceeded: JobDelete narrowed to succeeded jobs (what heed jobs
+// purge asks) touches no other state, whatever else the filter says.
+func testDeleteSucceeded(t *testing.T, s jobstore.Store) {
 	old := succeed(t, s, "k", "q", t0.Add(-72*time.Hour))
 	mid := succeed(t, s, "k", "q", t0.Add(-24*time.Hour))
 	recent := succeed(t, s, "j", "q", t0)
@@ -220,7 +222,7 @@ func testSucceededDelete(t *testing.T, s jobstore.Store) {
 		}
 	}
 
-	n, err := s.SucceededDelete(ctx, jobstore.JobFilter{FinishedBefore: t0.Add(-48 * time.Hour)})
+	n, err := s.JobDelete(ctx, jobstore.JobFilter{State: jobstore.StateSucceeded, FinishedBefore: t0.Add(-48 * time.Hour)})
 	if err != nil || n != 1 {
 		t.Fatalf("purge older than 48h: %d, %v; want 1", n, err)
 	}
@@ -230,7 +232,7 @@ func testSucceededDelete(t *testing.T, s jobstore.Store) {
 	get(t, s, mid.ID)
 	checkOthers("after purge by age")
 
-	n, err = s.SucceededDelete(ctx, jobstore.JobFilter{IDs: []int64{mid.ID, dead.ID, avail.ID, running.ID}})
+	n, err = s.JobDelete(ctx, jobstore.JobFilter{State: jobstore.StateSucceeded, IDs: []int64{mid.ID, dead.ID, avail.ID, running.ID}})
 	if err != nil || n != 1 {
 		t.Fatalf("delete by IDs: %d, %v; want 1", n, err)
 	}
@@ -239,11 +241,11 @@ func testSucceededDelete(t *testing.T, s jobstore.Store) {
 	}
 	checkOthers("after delete by IDs")
 
-	n, err = s.SucceededDelete(ctx, jobstore.JobFilter{Kind: "k"})
+	n, err = s.JobDelete(ctx, jobstore.JobFilter{State: jobstore.StateSucceeded, Kind: "k"})
 	if err != nil || n != 0 {
 		t.Fatalf("delete of nothing: %d, %v; want 0", n, err)
 	}
-	n, err = s.SucceededDelete(ctx, jobstore.JobFilter{IDs: []int64{}})
+	n, err = s.JobDelete(ctx, jobstore.JobFilter{State: jobstore.StateSucceeded, IDs: []int64{}})
 	if err != nil || n != 0 {
 		t.Fatalf("delete of no IDs: %d, %v; want 0", n, err)
 	}
@@ -252,7 +254,7 @@ func testSucceededDelete(t *testing.T, s jobstore.Store) {
 	}
 	checkOthers("after deletes of nothing")
 
-	n, err = s.SucceededDelete(ctx, jobstore.JobFilter{})
+	n, err = s.JobDelete(ctx, jobstore.JobFilter{State: jobstore.StateSucceeded})
 	if err != nil || n != 1 {
 		t.Fatalf("delete all succeeded: %d, %v; want 1", n, err)
 	}
@@ -260,8 +262,8 @@ func testSucceededDelete(t *testing.T, s jobstore.Store) {
 		t.Errorf("deleted job still there: %v", err)
 	}
 	checkOthers("after delete of all succeeded")
-	if _, err := s.SucceededDelete(ctx, jobstore.JobFilter{Limit: -1}); err == nil {
-		t.Error("SucceededDelete accepted a negative Limit")
+	if _, err := s.JobDelete(ctx, jobstore.JobFilter{State: jobstore.StateSucceeded, Limit: -1}); err == nil {
+		t.Error("JobDelete(succeeded) accepted a negative Limit")
 	}
 }
 

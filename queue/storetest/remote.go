@@ -227,11 +227,6 @@ func (s *remoteStore) DeadDelete(ctx context.Context, f jobstore.JobFilter) (n i
 	return n, err
 }
 
-func (s *remoteStore) SucceededDelete(ctx context.Context, f jobstore.JobFilter) (n int, err error) {
-	s.r.do(func(ctx context.Context) { n, err = s.r.s.SucceededDelete(ctx, f) })
-	return n, err
-}
-
 func (s *remoteStore) Stats(ctx context.Context, now time.Time) (st jobstore.Stats, err error) {
 	s.r.do(func(ctx context.Context) { st, err = s.r.s.Stats(ctx, now) })
 	return st, err

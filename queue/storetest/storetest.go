@@ -58,7 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"DeadRequeue", testDeadRequeue},
 		{"DeadRequeueUnique", testDeadRequeueUnique},
 		{"DeadDelete", testDeadDelete},
-		{"SucceededDelete", testSucceededDelete},
+		{"DeleteSucceeded", testDeleteSucceeded},
 		{"Stats", testStats},
 		{"Migrate", testMigrate},
 		{"TransitionBatch", testTransitionBatch},

@@ -734,16 +734,14 @@ func TestClientDeadLetter(t *testing.T) {
 	if st, _ := c.Stats(ctx); st.Dead != 1 {
 		t.Errorf("dead after delete: %d", st.Dead)
 	}
-	for _, age := range []time.Duration{0, -time.Hour} {
-		if n, err := c.PurgeSucceeded(ctx, age); !errors.Is(err, queue.ErrInvalid) || n != 0 || !strings.Contains(err.Error(), "age") {
-			t.Errorf("PurgeSucceeded(%v): %d %v", age, n, err)
-		}
+	succeeded := func(age time.Duration) queue.JobFilter {
+		return queue.JobFilter{State: queue.StateSucceeded, FinishedBefore: time.Now().Add(-age)}
 	}
-	if n, err := c.PurgeSucceeded(ctx, time.Hour); err != nil || n != 0 {
-		t.Errorf("PurgeSucceeded(1h): %d %v", n, err)
+	if n, err := c.Delete(ctx, succeeded(time.Hour)); err != nil || n != 0 {
+		t.Errorf("Delete(succeeded over 1h ago): %d %v", n, err)
 	}
-	if n, err := c.PurgeSucceeded(ctx, time.Nanosecond); err != nil || n != 1 {
-		t.Errorf("PurgeSucceeded(1ns): %d %v; want the requeued job that succeeded", n, err)
+	if n, err := c.Delete(ctx, succeeded(0)); err != nil || n != 1 {
+		t.Errorf("Delete(succeeded before now): %d %v; want the requeued job that succeeded", n, err)
 	}
 	if st, _ := c.Stats(ctx); st.Dead != 1 {
 		t.Errorf("dead after purge of succeeded jobs: %d", st.Dead)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/internal/textfmt"
+	"github.com/heed-go/heed/queue"
 )
 
 var jobsPurgeDoc = helpDoc{
@@ -31,7 +33,7 @@ func jobsPurgeMain(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	defer d.Close()
-	n, err := c.PurgeSucceeded(ctx, *older)
+	n, err := c.Delete(ctx, queue.JobFilter{State: queue.StateSucceeded, FinishedBefore: time.Now().Add(-*older)})
 	if err != nil {
 		return jobsFail(ctx, s, name, err)
 	}
