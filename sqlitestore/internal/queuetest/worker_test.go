@@ -38,13 +38,17 @@ func openStore(t *testing.T) *sqlitestore.Store {
 	return s
 }
 
-// fastConfig is a worker config with millisecond timings for tests.
+// fastConfig is a worker config with millisecond timings for tests. Its
+// lease is long (a minute): the worker rescues every 20 ms, and with a
+// lease of 2 s a stall of a loaded machine (-race, load 14) between a
+// claim and its result's write had the job rescued as lost; the tests of
+// leases set their own.
 func fastConfig() queue.WorkerConfig {
 	return queue.WorkerConfig{
 		ID:             "test-worker",
 		Policy:         retry.Policy{Backoff: backoff.Schedule{Base: time.Millisecond, Cap: 5 * time.Millisecond}},
 		PollInterval:   10 * time.Millisecond,
-		Lease:          2 * time.Second,
+		Lease:          time.Minute,
 		RescueInterval: 20 * time.Millisecond,
 	}
 }
@@ -226,9 +230,13 @@ func TestWorkerShutdownGrace(t *testing.T) {
 	c := queue.NewClient(s, queue.ClientConfig{})
 	w := newWorker(t, s, fastConfig())
 	started := make(chan struct{})
+	waited := make(chan error, 1)
 	queue.Handle(w, "slow", func(ctx context.Context, job *queue.Job, _ msg) error {
 		close(started)
-		time.Sleep(100 * time.Millisecond)
+		// The job runs until Shutdown has begun: WaitEmpty, which this
+		// running job keeps from returning empty, returns ErrStopped then.
+		_, err := w.WaitEmpty(ctx, queue.DrainOptions{})
+		waited <- err
 		return nil
 	})
 	j := enqueue(t, c, "slow", nil, queue.EnqueueOptions{})
@@ -240,6 +248,9 @@ func TestWorkerShutdownGrace(t *testing.T) {
 	defer cancel()
 	if err := w.Shutdown(sctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-waited; !errors.Is(err, queue.ErrStopped) {
+		t.Errorf("the job's WaitEmpty: %v, want ErrStopped (Shutdown began while it ran)", err)
 	}
 	if g, _ := s.JobGet(ctx, j.ID); g.State != queue.StateSucceeded {
 		t.Errorf("job after a graceful shutdown: %s", g.State)
@@ -299,11 +310,18 @@ func TestWorkerRescue(t *testing.T) {
 	}
 	var events []string
 	var mu sync.Mutex
+	succeeded := make(chan struct{}, 1)
 	cfg := fastConfig()
 	cfg.Observe = func(ctx context.Context, e queue.Event) {
 		mu.Lock()
 		events = append(events, e.Kind.String())
 		mu.Unlock()
+		if e.Kind == queue.EventSucceeded {
+			select {
+			case succeeded <- struct{}{}:
+			default:
+			}
+		}
 	}
 	w := newWorker(t, s, cfg)
 	queue.Handle(w, "k", func(ctx context.Context, job *queue.Job, _ msg) error { return nil })
@@ -322,13 +340,10 @@ func TestWorkerRescue(t *testing.T) {
 		t.Errorf("late transition: %v, want ErrLeaseLost", err)
 	}
 	// The worker reports "succeeded" after storing it: wait for the event.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		mu.Lock()
-		done := slices.Contains(events, "succeeded")
-		mu.Unlock()
-		if done || time.Now().After(deadline) {
-			break
-		}
+	select {
+	case <-succeeded:
+	case <-time.After(10 * time.Second):
+		t.Error("no succeeded event 10 s after the job was stored as succeeded")
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -416,15 +431,56 @@ func TestWorkerLeaseLost(t *testing.T) {
 	}
 }
 
+// watchedClaims is a SQLite store that calls claimed with what each claim
+// asked for and returned. It embeds the store itself, so that the worker
+// finds its optional interfaces (notifications, batched results, held
+// claims).
+type watchedClaims struct {
+	*sqlitestore.Store
+	claimed func(p jobstore.ClaimParams, jobs []*jobstore.Job)
+}
+
+func (s *watchedClaims) JobClaim(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, error) {
+	jobs, err := s.Store.JobClaim(ctx, p)
+	if err == nil {
+		s.claimed(p, jobs)
+	}
+	return jobs, err
+}
+
+func (s *watchedClaims) JobClaimHeld(ctx context.Context, p jobstore.ClaimParams) ([]*jobstore.Job, bool, error) {
+	jobs, held, err := s.Store.JobClaimHeld(ctx, p)
+	if err == nil {
+		s.claimed(p, jobs)
+	}
+	return jobs, held, err
+}
+
+// TestWorkerConcurrencyLimit: a worker runs at most as many jobs of a
+// queue at once as its Queues say, and that many when it has them. The
+// first jobs of each queue wait until as many run as the queue allows
+// (so the peak is reached however slowly the machine starts them), and
+// no claim takes a job of queue a while 3 of its jobs have not returned.
 func TestWorkerConcurrencyLimit(t *testing.T) {
-	s := openStore(t)
+	limits := map[string]int32{"a": 3, "b": 1}
+	var claimedA, returnedA, mostA atomic.Int32 // jobs of a claimed, returned by their handler; most claimed and not returned
+	s := &watchedClaims{Store: openStore(t), claimed: func(p jobstore.ClaimParams, jobs []*jobstore.Job) {
+		if p.Queue != "a" {
+			return
+		}
+		// The worker frees a job's place after its handler returned, so
+		// this is at least the jobs of a that hold a place.
+		out := claimedA.Add(int32(len(jobs))) - returnedA.Load()
+		for m := mostA.Load(); out > m && !mostA.CompareAndSwap(m, out); m = mostA.Load() {
+		}
+	}}
 	c := queue.NewClient(s, queue.ClientConfig{})
 	cfg := fastConfig()
-	cfg.Queues = map[string]int{"a": 3, "b": 1}
+	cfg.Queues = map[string]int{"a": int(limits["a"]), "b": int(limits["b"])}
 	w := newWorker(t, s, cfg)
-	var cur, peak atomic.Int32
-	var peakB atomic.Int32
-	var curB atomic.Int32
+	var cur, peak, curB, peakB atomic.Int32
+	full := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	var fullOnce sync.Map // queue -> *sync.Once
 	queue.Handle(w, "k", func(ctx context.Context, job *queue.Job, _ msg) error {
 		n, b := &cur, &peak
 		if job.Queue == "b" {
@@ -437,8 +493,18 @@ func TestWorkerConcurrencyLimit(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(60 * time.Millisecond)
+		if v >= limits[job.Queue] {
+			once, _ := fullOnce.LoadOrStore(job.Queue, &sync.Once{})
+			once.(*sync.Once).Do(func() { close(full[job.Queue]) })
+		}
+		select {
+		case <-full[job.Queue]:
+		case <-ctx.Done():
+		}
 		n.Add(-1)
+		if job.Queue == "a" {
+			returnedA.Add(1)
+		}
 		return nil
 	})
 	var ids []int64
@@ -450,12 +516,22 @@ func TestWorkerConcurrencyLimit(t *testing.T) {
 		ids = append(ids, enqueue(t, c, "k", nil, queue.EnqueueOptions{Queue: q}).ID)
 	}
 	start(t, w)
+	for _, q := range []string{"a", "b"} {
+		select {
+		case <-full[q]:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("queue %s never ran %d jobs at once (peaks: a %d, b %d)", q, limits[q], peak.Load(), peakB.Load())
+		}
+	}
 	waitFinal(t, s, ids...)
 	if p := peak.Load(); p != 3 {
 		t.Errorf("queue a peaked at %d running, want 3", p)
 	}
 	if p := peakB.Load(); p != 1 {
 		t.Errorf("queue b peaked at %d running, want 1", p)
+	}
+	if m := mostA.Load(); m > 3 {
+		t.Errorf("claims of queue a left %d jobs claimed and not returned, want at most 3", m)
 	}
 }
 
@@ -675,7 +751,15 @@ func TestClientDeadLetter(t *testing.T) {
 // With a store that notifies, a job enqueued while the worker idles runs
 // at once, long before the next poll.
 func TestWorkerNotifyAndRun(t *testing.T) {
-	s := openStore(t)
+	idle := make(chan struct{}, 1)
+	s := &watchedClaims{Store: openStore(t), claimed: func(p jobstore.ClaimParams, jobs []*jobstore.Job) {
+		if len(jobs) == 0 {
+			select {
+			case idle <- struct{}{}:
+			default:
+			}
+		}
+	}}
 	c := queue.NewClient(s, queue.ClientConfig{})
 	cfg := fastConfig()
 	cfg.PollInterval = time.Hour
@@ -688,7 +772,13 @@ func TestWorkerNotifyAndRun(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(rctx) }()
-	time.Sleep(50 * time.Millisecond) // the worker is idle, its next poll an hour away
+	// The worker subscribes to notifications before it claims: after its
+	// first, empty claim it is idle, its next poll an hour away.
+	select {
+	case <-idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker made no claim")
+	}
 	enq := time.Now()
 	j := enqueue(t, c, "k", nil, queue.EnqueueOptions{})
 	select {
