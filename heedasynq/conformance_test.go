@@ -20,13 +20,6 @@ type asynqExecutor struct{}
 func (asynqExecutor) Durable() bool { return true }
 
 func (asynqExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
-	if c.Name == "budget empty" {
-		// The case's budget refills one second after the failure, and
-		// asynq runs the retry (due after 100 ms) at the next whole
-		// second at the earliest: the retry finds the budget full again.
-		// The budget's deferral on asynq is in TestFailOnceUnderDefaultBudget.
-		t.Skip("asynq schedules retries in whole seconds, by when this case's one-second budget has refilled")
-	}
 	opt, q := openQueue(t)
 	ev := newEvents()
 	p := c.Policy(time.Now())

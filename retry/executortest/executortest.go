@@ -206,7 +206,11 @@ func Cases() []Case {
 			WantDurable: []Want{done}},
 		{Name: "budget empty", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
-			b, err := budget.New(budget.Config{MinPerSecond: 1, Burst: 1})
+			// The floor refills the spent retry in 4 s: a durable
+			// executor on a real clock and a busy machine's store can
+			// take a second from this spend to the retry's claim, and
+			// must still find the bucket empty there.
+			b, err := budget.New(budget.Config{MinPerSecond: 0.25, Burst: 1})
 			if err != nil {
 				panic(err)
 			}
@@ -275,7 +279,11 @@ func HedgeCases() []Case {
 			Script: []Step{slow}, Want: []Want{done}},
 		{Name: "hedge: none when the budget is empty", Policy: func(now time.Time) retry.Policy {
 			p := base(now)
-			b, err := budget.New(budget.Config{MinPerSecond: 1, Burst: 1})
+			// The floor refills the spent retry in 4 s: a durable
+			// executor on a real clock and a busy machine's store can
+			// take a second from this spend to the retry's claim, and
+			// must still find the bucket empty there.
+			b, err := budget.New(budget.Config{MinPerSecond: 0.25, Burst: 1})
 			if err != nil {
 				panic(err)
 			}
