@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -262,6 +263,15 @@ func TestE2ERunOpenEmptyStdin(t *testing.T) {
 func TestE2ERunTimeoutKillAfter137(t *testing.T) {
 	dir := t.TempDir()
 	bin := heedBinary(t)
+	// A process started with HUP ignored (under nohup) passes that on to
+	// heed and heed to the command, which then outlives the HUP row's
+	// signal. Handling HUP here gives the children its default action, as
+	// in a terminal.
+	if signal.Ignored(syscall.SIGHUP) {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	for _, tc := range []struct {
 		args []string
 		want int
