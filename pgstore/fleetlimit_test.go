@@ -249,6 +249,21 @@ func maxOverlap(runs [][2]int64) int {
 }
 
 // fill inserts n jobs of kind "call" into queue q.
+// fleetStore opens a store in a schema of its own with n jobs available in
+// queue "api", for a fleet test; the store is closed when the test ends.
+// It returns the schema's URL for the fleet's processes.
+func fleetStore(t *testing.T, n int) (*Store, string) {
+	t.Helper()
+	_, url := testSchema(t)
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fillQueue(t, s, "api", n)
+	return s, url
+}
+
 func fillQueue(t *testing.T, s *Store, q string, n int) {
 	t.Helper()
 	now := time.Now().UTC()
@@ -279,14 +294,8 @@ func TestLimitFleetConcurrency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a fleet of processes for 10 s")
 	}
-	_, url := testSchema(t)
-	s, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const limit, processes, claimers = 10, 4, 250
-	fillQueue(t, s, "api", 3000)
+	s, url := fleetStore(t, 3000)
 	if err := s.QueueLimit(context.Background(), "api", jobstore.Limit{Concurrency: limit}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -345,18 +354,12 @@ func TestLimitFleetRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a fleet of processes for 10 s of a test clock")
 	}
-	_, url := testSchema(t)
-	s, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const rate, processes, claimers = 50, 4, 250
 	span := 10 * time.Second
 	if os.Getenv(fleetMinuteEnv) != "" {
 		span = time.Minute
 	}
-	fillQueue(t, s, "api", 2*rate*(1+int(span.Seconds())))
+	s, url := fleetStore(t, 2*rate*(1+int(span.Seconds())))
 	// After the jobs were made available, on a whole millisecond: the
 	// store keeps microseconds, and every token count below is then a
 	// whole number of twentieths.
@@ -505,15 +508,9 @@ func TestLimitFleetRateRealClock(t *testing.T) {
 	if testing.Short() || os.Getenv(fleetMinuteEnv) == "" {
 		t.Skip("a fleet of processes for a minute on the real clock: set " + fleetMinuteEnv + "=1")
 	}
-	_, url := testSchema(t)
-	s, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const rate, processes, claimers = 50, 4, 250
 	run := time.Minute
-	fillQueue(t, s, "api", rate*int(run.Seconds())*2)
+	s, url := fleetStore(t, rate*int(run.Seconds())*2)
 	if err := s.QueueLimit(context.Background(), "api", jobstore.Limit{Rate: rate}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
