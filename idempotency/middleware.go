@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/heed-go/heed/idempotency/keystore"
 	"github.com/heed-go/heed/internal/redact"
@@ -537,17 +536,11 @@ func (h *handler) scope(r *http.Request) string {
 		principal = h.m.Principal(r)
 	}
 	s := strconv.Quote(principal) + " " + r.Method + " " + h.route(r)
-	if !storableScope(s) {
+	if !keystore.ValidScope(s) {
 		sum := sha256.Sum256([]byte(s))
 		s = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	return s
-}
-
-// storableScope reports whether s is a scope a store takes as it is: 1 to
-// keystore.MaxScopeLen bytes of UTF-8 without NUL.
-func storableScope(s string) bool {
-	return s != "" && len(s) <= keystore.MaxScopeLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // fingerprint hashes the request and replaces r.Body with one that gives

@@ -73,18 +73,10 @@ func BenchmarkRace(b *testing.B) {
 		hedge *Hedge
 	}{{"off", nil}, {"on", &Hedge{Delay: time.Second}}} {
 		b.Run(bc.name, func(b *testing.B) {
-			ctx := context.Background()
-			p := Policy{Hedge: bc.hedge}
+			call := raceOnce(context.Background(), Policy{Hedge: bc.hedge}, ok)
 			b.ReportAllocs()
 			for b.Loop() {
-				c := Call{Policy: p}
-				now := time.Now()
-				lim, _ := c.Admit(now)
-				res, _, cancel := c.Race(ctx, now, lim, ok)
-				if cancel != nil {
-					cancel()
-				}
-				c.End(now, res)
+				call()
 			}
 		})
 	}

@@ -28,19 +28,7 @@ import (
 func BenchmarkRaceCost(b *testing.B) {
 	ok := func(context.Context, int, Limit) Result { return Result{} }
 	ctx := context.Background()
-	run := func(p Policy) func() {
-		return func() {
-			c := Call{Policy: p}
-			now := time.Now()
-			lim, _ := c.Admit(now)
-			res, _, cancel := c.Race(ctx, now, lim, ok)
-			if cancel != nil {
-				cancel()
-			}
-			c.End(now, res)
-		}
-	}
-	benchpair.Interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
+	benchpair.Interleave(b, raceOnce(ctx, Policy{}, ok), raceOnce(ctx, Policy{Hedge: &Hedge{Delay: time.Second}}, ok))
 }
 
 // BenchmarkRaceCostDone is BenchmarkRaceCost with an attempt that asks
@@ -54,18 +42,21 @@ func BenchmarkRaceCostDone(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := func(p Policy) func() {
-		return func() {
-			c := Call{Policy: p}
-			now := time.Now()
-			lim, _ := c.Admit(now)
-			res, _, cancel := c.Race(ctx, now, lim, ok)
-			if cancel != nil {
-				cancel()
-			}
-			c.End(now, res)
-		}
-	}
-	benchpair.Interleave(b, run(Policy{}), run(Policy{Hedge: &Hedge{Delay: time.Second}}))
+	benchpair.Interleave(b, raceOnce(ctx, Policy{}, ok), raceOnce(ctx, Policy{Hedge: &Hedge{Delay: time.Second}}, ok))
 	_ = sink
+}
+
+// raceOnce returns one call of the benchmarks: a Call under p whose one
+// attempt races as the executors race it (Admit, Race, End).
+func raceOnce(ctx context.Context, p Policy, attempt func(context.Context, int, Limit) Result) func() {
+	return func() {
+		c := Call{Policy: p}
+		now := time.Now()
+		lim, _ := c.Admit(now)
+		res, _, cancel := c.Race(ctx, now, lim, attempt)
+		if cancel != nil {
+			cancel()
+		}
+		c.End(now, res)
+	}
 }

@@ -241,8 +241,13 @@ type Record struct {
 	Response    *Response // for a completed key: the response to replay
 }
 
+// ValidScope reports whether s is a scope a store takes: 1 to
+// [MaxScopeLen] bytes of UTF-8 without NUL. The middleware stores a scope
+// that is not as its SHA-256.
+func ValidScope(s string) bool { return validText(s, MaxScopeLen) }
+
 func validKey(scope, key string) error {
-	if !validText(scope, MaxScopeLen) {
+	if !ValidScope(scope) {
 		return invalid("Scope", fmt.Sprintf("want 1 to %d bytes of UTF-8 without NUL", MaxScopeLen))
 	}
 	if key == "" || len(key) > MaxKeyLen {
