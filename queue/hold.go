@@ -42,13 +42,13 @@ type hold struct {
 // holdAt returns what w's claims leave out at now.
 func (w *Worker) holdAt(now time.Time) hold {
 	var h hold
-	if b := w.policy.Breaker; b != nil {
+	if b := w.cfg.Policy.Breaker; b != nil {
 		if at := b.ReadyAt(now); at.After(now) {
 			return hold{all: true, until: at}
 		}
 		h.probe = b.StateAt(now) == breaker.HalfOpen
 	}
-	if w.policy.Budget != nil {
+	if w.cfg.Policy.Budget != nil {
 		w.held.mu.Lock()
 		until := w.held.retries
 		h.grant = w.held.grant

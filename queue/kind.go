@@ -110,7 +110,7 @@ func checkKinds(kinds map[string]KindPolicy) error {
 // policyFor returns the policy of job: the worker's, with its kind's
 // policy and then its own overrides applied.
 func (w *Worker) policyFor(job *Job) retry.Policy {
-	p := w.policy
+	p := w.cfg.Policy
 	if k, ok := w.cfg.Kinds[job.Kind]; ok {
 		p = effective(p, &Job{MaxAttempts: k.MaxAttempts, Policy: k.Policy})
 		if k.Retryable != nil {

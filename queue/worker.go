@@ -196,7 +196,6 @@ type handler = HandlerFunc
 type Worker struct {
 	store    jobstore.Store
 	cfg      WorkerConfig
-	policy   retry.Policy
 	observe  func(context.Context, Event)
 	mu       sync.Mutex
 	handlers map[string]handler
@@ -270,7 +269,7 @@ func NewWorker(store jobstore.Store, cfg WorkerConfig) (*Worker, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, &InputError{Field: "WorkerConfig.Policy", Reason: err.Error()}
 	}
-	w := &Worker{store: store, cfg: cfg, policy: cfg.Policy, handlers: map[string]handler{}}
+	w := &Worker{store: store, cfg: cfg, handlers: map[string]handler{}}
 	w.active.idle = make(chan struct{}, 1)
 	switch {
 	case cfg.Observe != nil && cfg.Logger != nil:
@@ -840,7 +839,7 @@ func (w *Worker) run(job *Job, release func()) {
 		}
 	}
 	t, d := settle(&c, job, res, now)
-	if d.Action == retry.Done && d.Attempt > 1 && w.policy.Budget != nil {
+	if d.Action == retry.Done && d.Attempt > 1 && w.cfg.Policy.Budget != nil {
 		w.retrySucceeded()
 	}
 	w.finish(job, t, d, dur)
