@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +19,7 @@ import (
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/heedriver"
+	"github.com/heed-go/heed/internal/enginetest"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -238,11 +239,11 @@ func TestTimeBudgetWholeAttempts(t *testing.T) {
 			want, stop := tc.want, tc.stop
 			if want == nil {
 				p.Rand = rand.NewPCG(tc.seed, 0)
-				want, stop = doStarts(t, p)
+				want, stop = enginetest.DoStarts(t, p)
 				p.Rand = rand.NewPCG(tc.seed, 0)
 			}
 			starts, final, job := riverStarts(t, pool, schema, p)
-			if !equal(starts, want) {
+			if !slices.Equal(starts, want) {
 				t.Errorf("River's attempts started at %v, want %v", starts, want)
 			}
 			if final.Action != retry.GiveUp || final.Reason != retry.ReasonTimeBudget || final.Elapsed != stop {
@@ -256,26 +257,6 @@ func TestTimeBudgetWholeAttempts(t *testing.T) {
 	}
 }
 
-// doStarts runs p's call in retry.Do, in virtual time, every attempt
-// running into its timeout, and returns when its attempts started and
-// when it gave up, from its start.
-func doStarts(t *testing.T, p retry.Policy) (starts []time.Duration, stop time.Duration) {
-	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		p.Observe = func(_ context.Context, e retry.Event) {
-			if e.Action == retry.GiveUp {
-				stop = e.Elapsed
-			}
-		}
-		retry.Do(context.Background(), p, func(ctx context.Context) error {
-			starts = append(starts, time.Since(t0))
-			<-ctx.Done()
-			return ctx.Err()
-		})
-	})
-	return starts, stop
-}
-
 // riverStarts runs one job of p in River on a fake clock, every attempt
 // running into its timeout, and returns when its attempts started, heed's
 // last decision and the job as stored.
@@ -283,13 +264,13 @@ func riverStarts(t *testing.T, pool *pgxpool.Pool, schema string, p retry.Policy
 	t0 := time.Now().UTC().Truncate(time.Second)
 	clk := clocktest.New(t0)
 	p.Clock = clk
-	ev := newEvents()
-	ev.then = func(d retry.Decision) {
+	ev := enginetest.NewEvents()
+	ev.Then = func(d retry.Decision) {
 		if d.Action == retry.Retry {
 			clk.Set(d.At) // the wait passes
 		}
 	}
-	p.Observe = ev.observe
+	p.Observe = ev.Observe
 	h, err := heedriver.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -315,13 +296,13 @@ func riverStarts(t *testing.T, pool *pgxpool.Pool, schema string, p retry.Policy
 			clk.BlockUntil(1)             // the attempt's timer
 			clk.Advance(p.AttemptTimeout) // the attempt runs into it
 			continue
-		case <-ev.final:
+		case <-ev.Final():
 		case <-time.After(30 * time.Second):
-			t.Fatalf("no final decision after 30 s (real): %v", ev.decisions())
+			t.Fatalf("no final decision after 30 s (real): %v", ev.Decisions())
 		}
 		break
 	}
-	ds := ev.decisions()
+	ds := ev.Decisions()
 	var job *rivertype.JobRow
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		job, err = c.JobGet(context.Background(), res.Job.ID)
@@ -333,18 +314,6 @@ func riverStarts(t *testing.T, pool *pgxpool.Pool, schema string, p retry.Policy
 		}
 	}
 	return starts, ds[len(ds)-1], job
-}
-
-func equal(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A worker's panic is classified like any error: not transient by default,
