@@ -3,8 +3,6 @@ package heedasynq_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,11 +232,9 @@ func TestAttemptsExhaustedArchives(t *testing.T) {
 	}
 }
 
-// A task with a 30 s time budget whose 8 s attempts all time out: with 2.5 s
-// between attempts they start at 0, 10.5 s and 21 s, and the task stops at
-// 29 s (a fourth attempt would need until 39.5 s), archived with reason
-// time_budget. Under seeded jitter the attempts start where retry.Do, the
-// in-process executor, starts them with the same seed.
+// A task with a 30 s time budget whose 8 s attempts all time out is given
+// up whole attempts before the budget ends (enginetest.WholeAttempts),
+// archived with reason time_budget.
 //
 // heed's time is fake (a clocktest.Clock as the policy's Clock; asynq has
 // no time hook): the test moves it on by the attempt's 8 s once the handler
@@ -246,41 +242,15 @@ func TestAttemptsExhaustedArchives(t *testing.T) {
 // asynq waits the retry's delay in real time (rounded up to a whole
 // second).
 func TestTimeBudgetWholeAttempts(t *testing.T) {
-	base := retry.Policy{Attempts: retry.Unlimited, AttemptTimeout: 8 * time.Second, TimeBudget: 30 * time.Second}
-	for _, tc := range []struct {
-		name    string
-		backoff backoff.Schedule
-		seed    uint64
-		want    []time.Duration // attempts' starts
-		stop    time.Duration   // 0: as retry.Do
-	}{
-		{"constant 2.5s", backoff.Schedule{Kind: backoff.Constant, Base: 2500 * time.Millisecond, Jitter: backoff.NoJitter}, 0,
-			[]time.Duration{0, 10500 * time.Millisecond, 21 * time.Second}, 29 * time.Second},
-		{"full jitter, seed 1", backoff.Schedule{Base: 2 * time.Second, Cap: 10 * time.Second}, 1, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := base
-			p.Backoff = tc.backoff
-			want, stop := tc.want, tc.stop
-			if want == nil {
-				p.Rand = rand.NewPCG(tc.seed, 0)
-				want, stop = enginetest.DoStarts(t, p)
-				p.Rand = rand.NewPCG(tc.seed, 0)
+	enginetest.WholeAttempts(t, "asynq", []uint64{1}, func(t *testing.T, p retry.Policy) ([]time.Duration, retry.Decision, func(int)) {
+		opt, q := openQueue(t)
+		starts, final, info, r := asynqStarts(t, opt, q, p)
+		return starts, final, func(attempts int) {
+			if info.State != asynq.TaskStateArchived || r["reason"] != "time_budget" || info.Retried != attempts-1 {
+				t.Errorf("task %v retried %d, record %v; want archived, %d retries, reason time_budget", info.State, info.Retried, r, attempts-1)
 			}
-			opt, q := openQueue(t)
-			starts, final, info, r := asynqStarts(t, opt, q, p)
-			if !slices.Equal(starts, want) {
-				t.Errorf("asynq's attempts started at %v, want %v", starts, want)
-			}
-			if final.Action != retry.GiveUp || final.Reason != retry.ReasonTimeBudget || final.Elapsed != stop {
-				t.Errorf("last decision %v/%v after %v, want give_up/time_budget after %v", final.Action, final.Reason, final.Elapsed, stop)
-			}
-			if info.State != asynq.TaskStateArchived || r["reason"] != "time_budget" || info.Retried != len(want)-1 {
-				t.Errorf("task %v retried %d, record %v; want archived, %d retries, reason time_budget", info.State, info.Retried, r, len(want)-1)
-			}
-			t.Logf("attempts at %v, stopped after %v", starts, final.Elapsed)
-		})
-	}
+		}
+	})
 }
 
 // asynqStarts runs one task of p in asynq, heed's time on a fake clock,

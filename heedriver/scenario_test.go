@@ -3,8 +3,6 @@ package heedriver_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -209,52 +207,23 @@ type riverTime struct{ c *clocktest.Clock }
 func (r riverTime) Now() time.Time       { return r.c.Now() }
 func (r riverTime) NowOrNil() *time.Time { t := r.c.Now(); return &t }
 
-// A job with a 30 s time budget whose 8 s attempts all time out: with 2.5 s
-// between attempts they start at 0, 10.5 s and 21 s, and the job stops at
-// 29 s (a fourth attempt would need until 39.5 s), discarded with reason
-// time_budget. Under seeded jitter the attempts start where retry.Do, the
-// in-process executor, starts them with the same seed.
+// A job with a 30 s time budget whose 8 s attempts all time out is given
+// up whole attempts before the budget ends (enginetest.WholeAttempts),
+// discarded with reason time_budget.
 //
 // Time is fake: heed's policy and River (Config.Test.Time) read one
 // clocktest.Clock, which the test moves on by the attempt's 8 s once the
 // worker has started, and to the retry's time once heed has decided it.
 func TestTimeBudgetWholeAttempts(t *testing.T) {
 	pool, schema := openSchema(t)
-	base := retry.Policy{Attempts: retry.Unlimited, AttemptTimeout: 8 * time.Second, TimeBudget: 30 * time.Second}
-	for _, tc := range []struct {
-		name    string
-		backoff backoff.Schedule
-		seed    uint64
-		want    []time.Duration // attempts' starts
-		stop    time.Duration   // 0: as retry.Do
-	}{
-		{"constant 2.5s", backoff.Schedule{Kind: backoff.Constant, Base: 2500 * time.Millisecond, Jitter: backoff.NoJitter}, 0,
-			[]time.Duration{0, 10500 * time.Millisecond, 21 * time.Second}, 29 * time.Second},
-		{"full jitter, seed 1", backoff.Schedule{Base: 2 * time.Second, Cap: 10 * time.Second}, 1, nil, 0},
-		{"full jitter, seed 7", backoff.Schedule{Base: 2 * time.Second, Cap: 10 * time.Second}, 7, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := base
-			p.Backoff = tc.backoff
-			want, stop := tc.want, tc.stop
-			if want == nil {
-				p.Rand = rand.NewPCG(tc.seed, 0)
-				want, stop = enginetest.DoStarts(t, p)
-				p.Rand = rand.NewPCG(tc.seed, 0)
+	enginetest.WholeAttempts(t, "River", []uint64{1, 7}, func(t *testing.T, p retry.Policy) ([]time.Duration, retry.Decision, func(int)) {
+		starts, final, job := riverStarts(t, pool, schema, p)
+		return starts, final, func(attempts int) {
+			if r := record(t, job); job.State != rivertype.JobStateDiscarded || r["reason"] != "time_budget" || len(job.Errors) != attempts {
+				t.Errorf("job %s with %d errors, record %v; want discarded, %d errors, reason time_budget", job.State, len(job.Errors), r, attempts)
 			}
-			starts, final, job := riverStarts(t, pool, schema, p)
-			if !slices.Equal(starts, want) {
-				t.Errorf("River's attempts started at %v, want %v", starts, want)
-			}
-			if final.Action != retry.GiveUp || final.Reason != retry.ReasonTimeBudget || final.Elapsed != stop {
-				t.Errorf("last decision %v/%v after %v, want give_up/time_budget after %v", final.Action, final.Reason, final.Elapsed, stop)
-			}
-			if r := record(t, job); job.State != rivertype.JobStateDiscarded || r["reason"] != "time_budget" || len(job.Errors) != len(want) {
-				t.Errorf("job %s with %d errors, record %v; want discarded, %d errors, reason time_budget", job.State, len(job.Errors), r, len(want))
-			}
-			t.Logf("attempts at %v, stopped after %v", starts, final.Elapsed)
-		})
-	}
+		}
+	})
 }
 
 // riverStarts runs one job of p in River on a fake clock, every attempt

@@ -1,19 +1,23 @@
 // Package enginetest holds what the tests of heed's job-engine adapters
 // (heedriver, heedasynq) share: a recorder of heed's decisions, the
 // conformance suite's view of an engine that defers while the breaker is
-// open, retry.Do's attempt starts to compare an engine's with, and the
-// drain benchmark's rounds and report. Each adapter keeps only what is
+// open, retry.Do's attempt starts to compare an engine's with, the
+// scenario of whole attempts in a time budget, and the drain benchmark's
+// rounds and report. Each adapter keeps only what is
 // its engine's own: how to start it, enqueue, and read a job back.
 package enginetest
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/executortest"
 )
@@ -96,6 +100,54 @@ func DoStarts(t *testing.T, p retry.Policy) (starts []time.Duration, stop time.D
 		})
 	})
 	return starts, stop
+}
+
+// WholeAttempts is the scenario of a job with a 30 s time budget whose
+// 8 s attempts all time out: with 2.5 s between attempts they start at 0,
+// 10.5 s and 21 s, and the job stops at 29 s (a fourth attempt would need
+// until 39.5 s), given up with reason time_budget. Under full jitter, one
+// subtest a seed, the attempts start where retry.Do, the in-process
+// executor, starts them with the same seed. run runs one job of p on the
+// engine (named in errors, "River"), every attempt running into its
+// timeout, and returns when its attempts started, heed's last decision,
+// and check, which checks the job as the engine stored it, given how many
+// attempts it should have made.
+func WholeAttempts(t *testing.T, engine string, seeds []uint64,
+	run func(t *testing.T, p retry.Policy) (starts []time.Duration, final retry.Decision, check func(attempts int))) {
+	type tcase struct {
+		name    string
+		backoff backoff.Schedule
+		seed    uint64
+		want    []time.Duration // attempts' starts
+		stop    time.Duration   // 0: as retry.Do
+	}
+	tcs := []tcase{{"constant 2.5s", backoff.Schedule{Kind: backoff.Constant, Base: 2500 * time.Millisecond, Jitter: backoff.NoJitter}, 0,
+		[]time.Duration{0, 10500 * time.Millisecond, 21 * time.Second}, 29 * time.Second}}
+	for _, seed := range seeds {
+		tcs = append(tcs, tcase{fmt.Sprintf("full jitter, seed %d", seed), backoff.Schedule{Base: 2 * time.Second, Cap: 10 * time.Second}, seed, nil, 0})
+	}
+	base := retry.Policy{Attempts: retry.Unlimited, AttemptTimeout: 8 * time.Second, TimeBudget: 30 * time.Second}
+	for _, tc := range tcs {
+		t.Run(tc.name, func(t *testing.T) {
+			p := base
+			p.Backoff = tc.backoff
+			want, stop := tc.want, tc.stop
+			if want == nil {
+				p.Rand = rand.NewPCG(tc.seed, 0)
+				want, stop = DoStarts(t, p)
+				p.Rand = rand.NewPCG(tc.seed, 0)
+			}
+			starts, final, check := run(t, p)
+			if !slices.Equal(starts, want) {
+				t.Errorf("%s's attempts started at %v, want %v", engine, starts, want)
+			}
+			if final.Action != retry.GiveUp || final.Reason != retry.ReasonTimeBudget || final.Elapsed != stop {
+				t.Errorf("last decision %v/%v after %v, want give_up/time_budget after %v", final.Action, final.Reason, final.Elapsed, stop)
+			}
+			check(len(want))
+			t.Logf("attempts at %v, stopped after %v", starts, final.Elapsed)
+		})
+	}
 }
 
 // Drain is an engine's drain benchmark: rounds times, heed's own work per
