@@ -108,6 +108,7 @@ func TestHandleMisuse(t *testing.T) {
 		f()
 	}
 	panics("nil function", "kind email with a nil function", func() { Handle[struct{}](w, "email", nil) })
+	panics("nil store", "NewClient with a nil store", func() { NewClient(nil, ClientConfig{}) })
 	panics("empty kind", "empty kind", func() {
 		Handle(w, "", func(context.Context, *Job, struct{}) error { return nil })
 	})
