@@ -585,16 +585,39 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// splice is s with spans replaced by Mark, as a scanner finds them from
+// left to right; nothing is copied before the first.
+type splice struct {
+	s   string
+	b   strings.Builder
+	out int // s[:out] is written already
+}
+
+// mark replaces s[start:end] by Mark; start is not before out.
+func (p *splice) mark(start, end int) {
+	p.b.WriteString(p.s[p.out:start])
+	p.b.WriteString(Mark)
+	p.out = end
+}
+
+// String returns s with the spans replaced: s itself when there are none.
+func (p *splice) String() string {
+	if p.out == 0 {
+		return p.s
+	}
+	p.b.WriteString(p.s[p.out:])
+	return p.b.String()
+}
+
 // keyed redacts the values of secret keys: see [Text].
 func keyed(s string) string {
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '=' && c != ':' {
 			continue
 		}
-		ks, k := keyBefore(s, i, out)
+		ks, k := keyBefore(s, i, p.out)
 		if ks == k || !SecretName(s[ks:k]) {
 			continue
 		}
@@ -608,16 +631,10 @@ func keyed(s string) string {
 		if start >= end || s[start:end] == Mark {
 			continue
 		}
-		b.WriteString(s[out:start])
-		b.WriteString(Mark)
-		out = end
+		p.mark(start, end)
 		i = end - 1
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // keyBefore returns the bounds of the key before the separator at s[i],
@@ -765,8 +782,7 @@ func value(s string, j int, line bool) (start, end int) {
 
 // schemes redacts the credential after "Bearer" and "Basic": see [Text].
 func schemes(s string) string {
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != 'b' && s[i] != 'B' || i > 0 && isAlnum(s[i-1]) {
 			continue
@@ -793,16 +809,10 @@ func schemes(s string) string {
 		if tok == "" || tok == Mark || basic && !base64ish(tok) {
 			continue
 		}
-		b.WriteString(s[out:k])
-		b.WriteString(Mark)
-		out = e
+		p.mark(k, e)
 		i = e - 1
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // base64ish reports whether w could be a Basic credential: anything but
@@ -819,8 +829,7 @@ func base64ish(w string) bool {
 // flags redacts the value after a command-line flag named by a secret key
 // ("--password x", "-token x"): see [Text].
 func flags(s string) string {
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != '-' || i > 0 && s[i-1] != ' ' && s[i-1] != '\t' && s[i-1] != '"' && s[i-1] != '\'' {
 			continue
@@ -847,16 +856,10 @@ func flags(s string) string {
 		if start >= end || s[start:end] == Mark {
 			continue
 		}
-		b.WriteString(s[out:start])
-		b.WriteString(Mark)
-		out = end
+		p.mark(start, end)
 		i = end - 1
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // userinfo redacts the password of user information without a scheme
@@ -865,14 +868,13 @@ func userinfo(s string) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != '@' {
 			continue
 		}
 		t := i
-		for t > out && !strings.ContainsRune(" \t\r\n\"'`<>()[]{},;/\\", rune(s[t-1])) {
+		for t > p.out && !strings.ContainsRune(" \t\r\n\"'`<>()[]{},;/\\", rune(s[t-1])) {
 			t--
 		}
 		colon := strings.IndexByte(s[t:i], ':')
@@ -884,15 +886,9 @@ func userinfo(s string) string {
 		if start >= i || s[start:i] == Mark || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.%") != "" {
 			continue
 		}
-		b.WriteString(s[out:start])
-		b.WriteString(Mark)
-		out = i
+		p.mark(start, i)
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // words replaces every credential-like word of s by Mark.
