@@ -1039,6 +1039,9 @@ func schemes(s string) string {
 		if tok == "" || tok == Mark || basic && !base64ish(tok) {
 			continue
 		}
+		if strings.HasSuffix(tok, "=") && e < len(s) && s[e] == '"' {
+			continue // a challenge's parameter (Bearer error="..."): keyed judges it
+		}
 		b.WriteString(s[out:k])
 		b.WriteString(Mark)
 		out = e

@@ -288,3 +288,13 @@ func TestWebhookPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestChallenge: a WWW-Authenticate challenge keeps its parameters but
+// the secret ones.
+func TestChallenge(t *testing.T) {
+	in := `WWW-Authenticate: Bearer realm="api", error="invalid_token", token="hunter2"`
+	want := `WWW-Authenticate: Bearer realm="api", error="invalid_token", token="REDACTED"`
+	if got := Text(in); got != want {
+		t.Errorf("Text(%q) = %q, want %q", in, got, want)
+	}
+}
