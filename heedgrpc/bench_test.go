@@ -8,10 +8,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/heed-go/heed/backoff"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
+	"github.com/heed-go/heed/internal/benchpair"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -60,4 +62,28 @@ func BenchmarkUnary(b *testing.B) {
 		}
 		benchUnary(b, &heedgrpc.Client{Policy: p, Files: echoFiles, Budget: budget.Config{Ratio: -1}}, flaky)
 	})
+}
+
+// BenchmarkHedgeCost measures what hedging costs a unary call answered at
+// once when no hedge fires (a 1 s delay, never reached): the interceptor
+// with its defaults (off) and the same with Policy.Hedge (on), alternating
+// in chunks in one loop (internal/benchpair), so that both see the same
+// machine. The reply is a proto.Message, as a hedged call's must be.
+func BenchmarkHedgeCost(b *testing.B) {
+	p := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Immediate}}
+	hp := p
+	hp.Hedge = &retry.Hedge{Delay: time.Second}
+	ok := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	reply := &wrapperspb.StringValue{}
+	call := func(hc *heedgrpc.Client) func() {
+		ic := hc.UnaryInterceptor()
+		return func() {
+			if err := ic(ctx, mGet, nil, reply, nil, ok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	benchpair.Interleave(b, call(&heedgrpc.Client{Policy: p, Files: echoFiles}), call(&heedgrpc.Client{Policy: hp, Files: echoFiles}))
 }

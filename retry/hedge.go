@@ -373,8 +373,13 @@ func (r *race) set(ctx *raceCtx, c *Call, pol *Policy, attempt func(ctx context.
 	if !sameWord(unsafe.Pointer(&r.attempt), unsafe.Pointer(&attempt)) {
 		r.attempt = attempt
 	}
-	r.attempts, r.start, r.deadline = c.History.Attempts, c.History.Start, c.History.Deadline
-	r.permit, r.delay = c.permit, delay
+	r.attempts, r.start, r.delay = c.History.Attempts, c.History.Start, delay
+	if r.deadline != c.History.Deadline {
+		r.deadline = c.History.Deadline
+	}
+	if r.permit != c.permit {
+		r.permit = c.permit
+	}
 	if r.co != nil {
 		r.co = nil
 	}

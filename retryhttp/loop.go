@@ -404,7 +404,9 @@ func (c *call) race(a *attempt, ctx context.Context, r *racer, rc *retry.Call, n
 	// slots 0 to used-1; the others stay zero.
 	k, used := n-r.first, 1+rc.History.Attempts-attempts
 	*a = r.slots[k]
-	a.raceCancel = cancel
+	if cancel != nil {
+		a.raceCancel = cancel
+	}
 	start := r.now
 	if k > 0 {
 		start = r.starts[k]
