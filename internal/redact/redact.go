@@ -546,7 +546,9 @@ func replaceAll(msg string, secrets []string) string {
 //   - every other word, between spaces, quotes or "/" "?" "&" "=" "#" ",",
 //     that looks like a credential ([Credential]).
 //
-// Redacted parts read "REDACTED". Text is what
+// Redacted parts read "REDACTED". Characters a terminal would obey
+// (escape sequences, a lone carriage return, C1 controls, bidirectional
+// overrides) are replaced by their escapes ("\x1b", "\u202e"). Text is what
 // every output of heed applies to text that comes from outside (error
 // messages, panics, arguments, command lines) before it is logged, stored
 // or shown.
@@ -558,7 +560,7 @@ const maxEscapes = 3
 // text is Text inside depth levels of URL escaping.
 func text(s string, depth int) string {
 	if !mayHaveSecrets(s) {
-		return s
+		return controls(s)
 	}
 	s = pemBlocks(s)
 	s = urls(s)
@@ -570,7 +572,66 @@ func text(s string, depth int) string {
 	if depth < maxEscapes {
 		s = escaped(s, depth)
 	}
-	return words(s)
+	return controls(words(s))
+}
+
+// controls replaces the characters of s that a terminal obeys rather than
+// shows by their escapes ("\x1b", "\u202e"): C0 control characters but
+// tab, newline and a carriage return before a newline; DEL; C1 control
+// characters; and the bidirectional overrides and isolates, which print
+// text in another order than it is stored. Text from outside (a
+// handler's error, a server's message) then cannot clear an operator's
+// terminal, set its title, hide text or make it read backwards.
+func controls(s string) string {
+	if !hasControls(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\x`)
+			b.WriteByte("0123456789abcdef"[r>>4])
+			b.WriteByte("0123456789abcdef"[r&0xf])
+		case r >= 0x80 && r <= 0x9f || isBidi(r):
+			b.WriteString(`\u`)
+			b.WriteString(strconv.FormatInt(int64(0x10000+r), 16)[1:])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// hasControls reports whether s holds a character [controls] replaces.
+func hasControls(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\t' || c == '\n':
+		case c == '\r':
+			if i+1 >= len(s) || s[i+1] != '\n' {
+				return true
+			}
+		case c < 0x20 || c == 0x7f:
+			return true
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f: // U+0080..U+009F
+			return true
+		case c == 0xe2 && i+2 < len(s): // U+202A..U+202E, U+2066..U+2069
+			if s[i+1] == 0x80 && s[i+2] >= 0xaa && s[i+2] <= 0xae || s[i+1] == 0x81 && s[i+2] >= 0xa6 && s[i+2] <= 0xa9 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isBidi reports whether r is a bidirectional override or isolate
+// (U+202A..U+202E, U+2066..U+2069).
+func isBidi(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }
 
 // pemBlocks redacts the body of every PEM block of a private key

@@ -298,3 +298,28 @@ func TestChallenge(t *testing.T) {
 		t.Errorf("Text(%q) = %q, want %q", in, got, want)
 	}
 }
+
+// TestTextControls: text from outside cannot drive the terminal it is
+// printed on: escape sequences, a lone carriage return, C1 controls and
+// bidirectional overrides come out as escapes; tabs, newlines and CRLF
+// stay.
+func TestTextControls(t *testing.T) {
+	for in, want := range map[string]string{
+		"boom \x1b]0;pwned\x07 \x1b[2J\x1b[31mRED": `boom \x1b]0;pwned\x07 \x1b[2J\x1b[31mRED`,
+		"ok\rFAILED":                        `ok\x0dFAILED`,
+		"a\u202eevil\u2066x":                `a\u202eevil\u2066x`,
+		"c1 \u009b31m":                      `c1 \u009b31m`,
+		"del\x7f":                           `del\x7f`,
+		"line 1\r\nline 2\n\tat main.go:12": "line 1\r\nline 2\n\tat main.go:12",
+		"\x1b[1mtoken=hunter2\x1b[0m":       `\x1b[1mtoken=REDACTED[0m`,
+		"naïve café — ok":                   "naïve café — ok",
+	} {
+		got := Text(in)
+		if got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+		if Text(got) != got {
+			t.Errorf("Text(%q) = %q, but Text of that is %q", in, got, Text(got))
+		}
+	}
+}

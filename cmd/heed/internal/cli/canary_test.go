@@ -320,6 +320,9 @@ func runCanary(t *testing.T, db string) {
 		"<fault><password>" + shortCanary + "</password></fault>",
 		`-----BEGIN PRIVATE KEY-----\n` + shortCanary + `\n-----END PRIVATE KEY-----`,
 		"exec: curl -u bob:" + shortCanary + " https://example.com/",
+		// And what would drive the operator's terminal: a title, a
+		// clear screen, text written backwards.
+		`\u001b]0;pwned\u0007\u001b[2J\u202e`,
 	}, "; ")
 	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "fail", `{"permanent": true, "message": "`+strings.ReplaceAll(forms, `"`, `\"`)+`"}`)
 	record("heed jobs enqueue (forms)", code, stdout, stderr)
@@ -431,6 +434,9 @@ func runCanary(t *testing.T, db string) {
 		}
 		if strings.Contains(text, shortCanary) {
 			t.Errorf("%s has the short canary:\n%s", name, text)
+		}
+		if i := strings.IndexAny(text, "\x1b\x07\u202e"); i >= 0 {
+			t.Errorf("%s has a terminal control character: %q", name, text[max(0, i-40):min(len(text), i+40)])
 		}
 	}
 }
