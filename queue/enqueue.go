@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/redact"
+	"github.com/heed-go/heed/queue/internal/check"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
@@ -60,13 +61,13 @@ func NewJobInsert(kind string, jobArgs any, opts EnqueueOptions, now time.Time) 
 	if err != nil {
 		return jobstore.JobInsert{}, err
 	}
-	if err := validName("kind", kind, jobstore.MaxName); err != nil {
+	if err := check.Name("kind", kind, jobstore.MaxName); err != nil {
 		return jobstore.JobInsert{}, err
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	if err := validArgs("args", len(args)); err != nil {
+	if err := check.Args("args", len(args), jobstore.MaxArgs); err != nil {
 		return jobstore.JobInsert{}, err
 	}
 	if !json.Valid(args) {
@@ -76,10 +77,10 @@ func NewJobInsert(kind string, jobArgs any, opts EnqueueOptions, now time.Time) 
 	if q == "" {
 		q = DefaultQueue
 	}
-	if err := validName("EnqueueOptions.Queue", q, jobstore.MaxName); err != nil {
+	if err := check.Name("EnqueueOptions.Queue", q, jobstore.MaxName); err != nil {
 		return jobstore.JobInsert{}, err
 	}
-	if err := validOptionalName("EnqueueOptions.UniqueKey", opts.UniqueKey, jobstore.MaxUniqueKey); err != nil {
+	if err := check.OptionalName("EnqueueOptions.UniqueKey", opts.UniqueKey, jobstore.MaxUniqueKey); err != nil {
 		return jobstore.JobInsert{}, err
 	}
 	if opts.In < 0 {
@@ -88,7 +89,7 @@ func NewJobInsert(kind string, jobArgs any, opts EnqueueOptions, now time.Time) 
 	if opts.In != 0 && !opts.At.IsZero() {
 		return jobstore.JobInsert{}, &InputError{Field: "EnqueueOptions.At", Reason: "and EnqueueOptions.In are both set; set one"}
 	}
-	if err := validPolicy("EnqueueOptions.Policy", opts.Policy); err != nil {
+	if err := check.Policy("EnqueueOptions.Policy", opts.Policy.Backoff); err != nil {
 		return jobstore.JobInsert{}, err
 	}
 	now = now.UTC()

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/internal/check"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -23,7 +24,7 @@ func (w *Worker) claim(p jobstore.ClaimParams) ([]*Job, bool, error) {
 // is set or changed starts with a full bucket. A bad queue name or limit
 // returns an error matching ErrInvalid.
 func (c *Client) SetLimit(ctx context.Context, queue string, l Limit) error {
-	if err := validName("queue", queue, jobstore.MaxName); err != nil {
+	if err := check.Name("queue", queue, jobstore.MaxName); err != nil {
 		return err
 	}
 	if err := l.Validate(); err != nil {

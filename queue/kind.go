@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heed-go/heed/queue/internal/check"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
 )
@@ -97,10 +98,10 @@ type KindPolicy struct {
 
 func checkKinds(kinds map[string]KindPolicy) error {
 	for k, p := range kinds {
-		if err := validName("WorkerConfig.Kinds", k, jobstore.MaxName); err != nil {
+		if err := check.Name("WorkerConfig.Kinds", k, jobstore.MaxName); err != nil {
 			return err
 		}
-		if err := validPolicy("WorkerConfig.Kinds["+k+"].Policy", p.Policy); err != nil {
+		if err := check.Policy("WorkerConfig.Kinds["+k+"].Policy", p.Policy.Backoff); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/queue/internal/check"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -13,7 +14,7 @@ import (
 // second by default) when idle. It reports whether the queue was not
 // already paused. A bad queue name returns an error matching ErrInvalid.
 func (c *Client) Pause(ctx context.Context, queue string) (changed bool, err error) {
-	if err := validName("queue", queue, jobstore.MaxName); err != nil {
+	if err := check.Name("queue", queue, jobstore.MaxName); err != nil {
 		return false, err
 	}
 	return c.store.QueuePause(ctx, queue, clock.Now(c.cfg.Clock).UTC())
@@ -22,7 +23,7 @@ func (c *Client) Pause(ctx context.Context, queue string) (changed bool, err err
 // Resume resumes a queue paused with [Client.Pause] and wakes its
 // workers. It reports whether the queue was paused.
 func (c *Client) Resume(ctx context.Context, queue string) (changed bool, err error) {
-	if err := validName("queue", queue, jobstore.MaxName); err != nil {
+	if err := check.Name("queue", queue, jobstore.MaxName); err != nil {
 		return false, err
 	}
 	return c.store.QueueResume(ctx, queue)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heed-go/heed/queue/internal/check"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -55,7 +56,7 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 	if u.ByPeriod < 0 {
 		return "", nil, &InputError{Field: "EnqueueOptions.Unique.ByPeriod", Reason: fmt.Sprintf("is %v, must not be negative", u.ByPeriod)}
 	}
-	states, err := uniqueStates("EnqueueOptions.Unique.ByState", u.ByState)
+	states, err := check.UniqueStates("EnqueueOptions.Unique.ByState", u.ByState, State.Valid)
 	if err != nil {
 		return "", nil, err
 	}
@@ -70,7 +71,7 @@ func uniqueOf(opts EnqueueOptions, kind, queue string, args json.RawMessage, at 
 	if err != nil {
 		return "", nil, err
 	}
-	if err := validName("EnqueueOptions.Unique", key, jobstore.MaxUniqueKey); err != nil {
+	if err := check.Name("EnqueueOptions.Unique", key, jobstore.MaxUniqueKey); err != nil {
 		return "", nil, err
 	}
 	return key, states, nil

@@ -38,8 +38,17 @@ func TestHedgeOverTime(t *testing.T) {
 	skip := map[string]string{}
 	if raceOn {
 		skip["recovery"] = "as for TestOverTime: under -race, 98.5% of the users from 1 s after the heal served (want 99%) in 3 of 30 runs"
-		skip["overload"] = "a finding under -race only: 0.945-0.947 of the plain loop served (want 0.95) in 2 of 26 runs; " +
-			"the race detector changes which attempt of a hedged pair the FIFO pool serves first"
+		// Not a -race finding only: without -race, with retry.Policy.Rand
+		// seeded (PCG 1, 2), 3 of 50 runs served 0.945 (468 of the plain
+		// loop's 495); the figure falls in three modes (0.945, 0.960-0.968,
+		// 0.978-0.988), which one decided by the jitter's draws and by the
+		// order in which the bubble runs goroutines woken at the same
+		// virtual instant (arrivals every 10 ms, hedges at +50 ms, work of
+		// 100 ms and its slot's release all fall on one 10 ms grid). A
+		// virtual clock does not fix that order; the race detector only
+		// shuffles it more. Skipped here because CI runs -race only.
+		skip["overload"] = "a finding: 0.945 of the plain loop served (want 0.95) in 2 of 26 runs under -race and 3 of 50 without " +
+			"(jitter seeded); which hedged attempt the FIFO pool serves first at a shared virtual instant decides it"
 	}
 	t.Run("scenarios", func(t *testing.T) { overtimetest.Run(t, overtimetest.Skip(hedgedOverTime, skip)) })
 	t.Run("hanging outage", func(t *testing.T) {

@@ -43,11 +43,11 @@ func (l Limit) IsZero() bool { return l.Concurrency == 0 && l.Rate == 0 }
 func (l Limit) Validate() error {
 	switch {
 	case l.Concurrency < 0:
-		return &InputError{"Limit.Concurrency", fmt.Sprintf("is %d, must be 0 (no limit) or more", l.Concurrency)}
+		return &InputError{Field: "Limit.Concurrency", Reason: fmt.Sprintf("is %d, must be 0 (no limit) or more", l.Concurrency)}
 	case l.Rate < 0:
-		return &InputError{"Limit.Rate", fmt.Sprintf("is %d, must be 0 (no limit) or more", l.Rate)}
+		return &InputError{Field: "Limit.Rate", Reason: fmt.Sprintf("is %d, must be 0 (no limit) or more", l.Rate)}
 	case l.RatePeriod != 0 && (l.RatePeriod < time.Millisecond || l.RatePeriod > 24*time.Hour):
-		return &InputError{"Limit.RatePeriod", fmt.Sprintf("is %v, must be 0 (one second) or from 1ms to 24h", l.RatePeriod)}
+		return &InputError{Field: "Limit.RatePeriod", Reason: fmt.Sprintf("is %v, must be 0 (one second) or from 1ms to 24h", l.RatePeriod)}
 	}
 	return nil
 }

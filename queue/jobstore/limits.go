@@ -1,7 +1,5 @@
 package jobstore
 
-import "github.com/heed-go/heed/queue/internal/check"
-
 // Limits on what a job keeps, so that no input (a handler's 10 MB error, a
 // job retried forever, a huge payload) grows a store or a log without
 // bound. Text over a limit is cut, with the cut marked, as in
@@ -27,28 +25,3 @@ const (
 	// MaxUniqueKey is the longest unique key, in bytes.
 	MaxUniqueKey = 1024
 )
-
-// validName checks a kind, queue or worker name (see check.Name). Every
-// store gets the same error, from this one check.
-func validName(field, s string, max int) error {
-	if why := check.Name(s, max); why != "" {
-		return &InputError{field, why}
-	}
-	return nil
-}
-
-// validOptionalName is validName for a field that may be empty.
-func validOptionalName(field, s string, max int) error {
-	if s == "" {
-		return nil
-	}
-	return validName(field, s, max)
-}
-
-// validArgs checks the size of job arguments.
-func validArgs(field string, n int) error {
-	if why := check.Args(n, MaxArgs); why != "" {
-		return &InputError{field, why}
-	}
-	return nil
-}

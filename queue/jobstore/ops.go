@@ -94,7 +94,7 @@ func opsFilter(f JobFilter, op string, allowed ...State) (JobFilter, error) {
 			return f, nil
 		}
 	}
-	return f, &InputError{"JobFilter.State", fmt.Sprintf("is %s; %s takes jobs that are %s", f.State, op, oneOf(allowed))}
+	return f, &InputError{Field: "JobFilter.State", Reason: fmt.Sprintf("is %s; %s takes jobs that are %s", f.State, op, oneOf(allowed))}
 }
 
 // oneOf spells states as a person lists them: "a", "a or b", "a, b or c".

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/backoff"
+	"github.com/heed-go/heed/queue/internal/check"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -24,7 +25,7 @@ var (
 	// ErrInvalid is matched by every error about bad input (an empty kind,
 	// arguments that are not JSON, a negative duration, ...). Nothing was
 	// written.
-	ErrInvalid = errors.New("queue: invalid input")
+	ErrInvalid = check.ErrInvalid
 	// ErrSchemaTooNew: the database's schema was written by a newer
 	// version of heed than this binary knows; upgrade the binary. Stores
 	// return an error naming both versions that matches it.
@@ -315,9 +316,9 @@ type LeaseParams struct {
 func (p LeaseParams) Validate() error {
 	switch {
 	case p.LeaseToken == "":
-		return &InputError{"LeaseParams.LeaseToken", "is empty"}
+		return &InputError{Field: "LeaseParams.LeaseToken", Reason: "is empty"}
 	case p.LeaseUntil.IsZero():
-		return &InputError{"LeaseParams.LeaseUntil", "is zero"}
+		return &InputError{Field: "LeaseParams.LeaseUntil", Reason: "is zero"}
 	}
 	return nil
 }

@@ -1,7 +1,5 @@
 package jobstore
 
-import "github.com/heed-go/heed/queue/internal/check"
-
 // defaultUniqueStates are the states in which a job holds its unique key
 // unless [JobInsert].UniqueStates (queue's UniqueOptions.ByState) says
 // otherwise.
@@ -14,14 +12,4 @@ func (in *JobInsert) KeyStates() []State {
 		return defaultUniqueStates
 	}
 	return in.UniqueStates
-}
-
-// uniqueStates validates states (nil is the default) and returns them in
-// the stored order, without duplicates.
-func uniqueStates(field string, states []State) ([]State, error) {
-	out, why := check.UniqueStates(states, State.Valid)
-	if why != "" {
-		return nil, &InputError{field, why}
-	}
-	return out, nil
 }

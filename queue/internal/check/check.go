@@ -1,11 +1,13 @@
 // Package check holds the input checks that queue (for what users pass
 // it) and queue/jobstore (for what stores are given) share, so that both
-// refuse the same input with the same words. Each returns why its input
-// is bad, or "": the callers wrap the reason in their InputError, naming
-// the field in their own terms.
+// refuse the same input with the same words. Each returns an *InputError
+// naming the field in the caller's terms, or nil. InputError itself lives
+// here so that the checks can build it; jobstore.InputError and
+// queue.InputError name it by alias.
 package check
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"unicode"
@@ -15,10 +17,42 @@ import (
 	"github.com/heed-go/heed/internal/redact"
 )
 
+// ErrInvalid is jobstore.ErrInvalid (and queue.ErrInvalid): every
+// InputError matches it.
+var ErrInvalid = errors.New("queue: invalid input")
+
+// InputError is jobstore.InputError: bad input, naming the field.
+type InputError struct {
+	Field  string // such as "kind", "args" or "EnqueueOptions.In"
+	Reason string // what is wrong with it
+}
+
+// Error reads like "queue: kind is empty".
+func (e *InputError) Error() string { return "queue: " + e.Field + " " + e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InputError) Is(target error) bool { return target == ErrInvalid }
+
 // Name checks a kind, queue or worker name: not empty, at most max bytes
 // of UTF-8, no control characters (NUL, newlines, tabs, DEL, C1), so that
 // every store accepts it and every terminal prints it as it is.
-func Name(s string, max int) string {
+func Name(field, s string, max int) error {
+	if why := nameReason(s, max); why != "" {
+		return &InputError{Field: field, Reason: why}
+	}
+	return nil
+}
+
+// OptionalName is Name for a field that may be empty.
+func OptionalName(field, s string, max int) error {
+	if s == "" {
+		return nil
+	}
+	return Name(field, s, max)
+}
+
+// nameReason is why s is not a valid name, or "".
+func nameReason(s string, max int) string {
 	switch {
 	case s == "":
 		return "is empty"
@@ -36,28 +70,28 @@ func Name(s string, max int) string {
 }
 
 // Args checks the size n of job arguments against max.
-func Args(n, max int) string {
+func Args(field string, n, max int) error {
 	if n > max {
-		return fmt.Sprintf("is %s (%d bytes), at most 1 MiB (%d bytes): store large payloads elsewhere and pass a reference", redact.Size(n), n, max)
+		return &InputError{Field: field, Reason: fmt.Sprintf("is %s (%d bytes), at most 1 MiB (%d bytes): store large payloads elsewhere and pass a reference", redact.Size(n), n, max)}
 	}
-	return ""
+	return nil
 }
 
 // UniqueStates validates the states in which a job holds its unique key
 // (nil is the default: available and running) and returns them in the
 // order stores keep them (available, running, succeeded, dead, then any
 // other valid state), without duplicates; nil when they are the default.
-func UniqueStates[S ~string](states []S, valid func(S) bool) ([]S, string) {
+func UniqueStates[S ~string](field string, states []S, valid func(S) bool) ([]S, error) {
 	if states == nil {
-		return nil, ""
+		return nil, nil
 	}
 	for _, s := range states {
 		if !valid(s) {
-			return nil, fmt.Sprintf("has %q, not a state", s)
+			return nil, &InputError{Field: field, Reason: fmt.Sprintf("has %q, not a state", s)}
 		}
 	}
 	if !slices.Contains(states, "available") || !slices.Contains(states, "running") {
-		return nil, "must include available and running (a live job always holds its key)"
+		return nil, &InputError{Field: field, Reason: "must include available and running (a live job always holds its key)"}
 	}
 	out := make([]S, 0, len(states))
 	for _, s := range []S{"available", "running", "succeeded", "dead"} {
@@ -71,18 +105,20 @@ func UniqueStates[S ~string](states []S, valid func(S) bool) ([]S, string) {
 		}
 	}
 	if slices.Equal(out, []S{"available", "running"}) {
-		return nil, ""
+		return nil, nil
 	}
-	return out, ""
+	return out, nil
 }
 
-// Backoff checks a job's own backoff schedule (nil: none).
-func Backoff(s *backoff.Schedule) string {
+// Policy checks a job's (or a kind's) own backoff schedule (nil: none),
+// the one override a job policy holds that can be invalid; field names
+// the policy, as in "EnqueueOptions.Policy".
+func Policy(field string, s *backoff.Schedule) error {
 	if s == nil {
-		return ""
+		return nil
 	}
 	if err := s.Validate(); err != nil {
-		return err.Error()
+		return &InputError{Field: field + ".Backoff", Reason: err.Error()}
 	}
-	return ""
+	return nil
 }
