@@ -57,6 +57,8 @@ func TestProbeHostileJobs(t *testing.T) {
 			"/login?next=" + url.QueryEscape(`/"><script>alert(1)</script>`),
 			"/?done=pause&n=1&queue=" + url.QueryEscape(xss[0]),
 			"/nope/" + url.PathEscape(xss[0]),
+			"/jobs?state=" + url.QueryEscape(xss[1]), "/jobs?after=" + url.QueryEscape(xss[0]), "/jobs?order=" + url.QueryEscape(xss[0]),
+			"/jobs/" + url.PathEscape(xss[0]), "/dead/" + url.PathEscape(xss[1]),
 		}
 		for _, j := range jobs {
 			paths = append(paths, fmt.Sprintf("/jobs/%d", j.ID))
@@ -116,13 +118,13 @@ func TestProbeAttacks(t *testing.T) {
 		targets := map[string]url.Values{
 			fmt.Sprintf("/jobs/%d/requeue", e.sd.budget.ID): nil,
 			fmt.Sprintf("/jobs/%d/delete", e.sd.budget.ID):  nil,
-			"/queues/pause":  {"queue": {"mail"}},
-			"/dead/confirm":  {"op": {"delete"}},
-			"/dead/apply":    {"op": {"delete"}},
-			"/bulk/confirm":  {"op": {"delete"}},
-			"/bulk/apply":    {"op": {"delete"}},
-			"/logout":        nil,
-			"/login":         {"token": {token}},
+			"/queues/pause": {"queue": {"mail"}},
+			"/dead/confirm": {"op": {"delete"}},
+			"/dead/apply":   {"op": {"delete"}},
+			"/bulk/confirm": {"op": {"delete"}},
+			"/bulk/apply":   {"op": {"delete"}},
+			"/logout":       nil,
+			"/login":        {"token": {token}},
 		}
 		for p, form := range targets {
 			for _, forged := range [][]string{
