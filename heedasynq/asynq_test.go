@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heed-go/heed/heedasynq"
-	"github.com/heed-go/heed/retry"
 )
 
 // redisURL names the Redis the tests run asynq on, with a database number
@@ -167,33 +165,4 @@ func taskInfo(t testing.TB, opt asynq.RedisConnOpt, q, id string) (*asynq.TaskIn
 		}
 	}
 	return info, r
-}
-
-// events collects heed's decisions, in order, and says when one is final.
-type events struct {
-	mu    sync.Mutex
-	ds    []retry.Decision
-	final chan struct{}
-	once  sync.Once
-	then  func(retry.Decision) // called with every decision, on the handler's goroutine
-}
-
-func newEvents() *events { return &events{final: make(chan struct{})} }
-
-func (e *events) observe(_ context.Context, ev retry.Event) {
-	e.mu.Lock()
-	e.ds = append(e.ds, ev.Decision)
-	e.mu.Unlock()
-	if e.then != nil {
-		e.then(ev.Decision)
-	}
-	if ev.Action == retry.Done || ev.Action == retry.GiveUp {
-		e.once.Do(func() { close(e.final) })
-	}
-}
-
-func (e *events) decisions() []retry.Decision {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]retry.Decision(nil), e.ds...)
 }

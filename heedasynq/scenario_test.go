@@ -3,12 +3,10 @@ package heedasynq_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -19,6 +17,7 @@ import (
 	"github.com/heed-go/heed/clock"
 	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/heedasynq"
+	"github.com/heed-go/heed/internal/enginetest"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -233,11 +232,9 @@ func TestAttemptsExhaustedArchives(t *testing.T) {
 	}
 }
 
-// A task with a 30 s time budget whose 8 s attempts all time out: with 2.5 s
-// between attempts they start at 0, 10.5 s and 21 s, and the task stops at
-// 29 s (a fourth attempt would need until 39.5 s), archived with reason
-// time_budget. Under seeded jitter the attempts start where retry.Do, the
-// in-process executor, starts them with the same seed.
+// A task with a 30 s time budget whose 8 s attempts all time out is given
+// up whole attempts before the budget ends (enginetest.WholeAttempts),
+// archived with reason time_budget.
 //
 // heed's time is fake (a clocktest.Clock as the policy's Clock; asynq has
 // no time hook): the test moves it on by the attempt's 8 s once the handler
@@ -245,61 +242,15 @@ func TestAttemptsExhaustedArchives(t *testing.T) {
 // asynq waits the retry's delay in real time (rounded up to a whole
 // second).
 func TestTimeBudgetWholeAttempts(t *testing.T) {
-	base := retry.Policy{Attempts: retry.Unlimited, AttemptTimeout: 8 * time.Second, TimeBudget: 30 * time.Second}
-	for _, tc := range []struct {
-		name    string
-		backoff backoff.Schedule
-		seed    uint64
-		want    []time.Duration // attempts' starts
-		stop    time.Duration   // 0: as retry.Do
-	}{
-		{"constant 2.5s", backoff.Schedule{Kind: backoff.Constant, Base: 2500 * time.Millisecond, Jitter: backoff.NoJitter}, 0,
-			[]time.Duration{0, 10500 * time.Millisecond, 21 * time.Second}, 29 * time.Second},
-		{"full jitter, seed 1", backoff.Schedule{Base: 2 * time.Second, Cap: 10 * time.Second}, 1, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := base
-			p.Backoff = tc.backoff
-			want, stop := tc.want, tc.stop
-			if want == nil {
-				p.Rand = rand.NewPCG(tc.seed, 0)
-				want, stop = doStarts(t, p)
-				p.Rand = rand.NewPCG(tc.seed, 0)
-			}
-			opt, q := openQueue(t)
-			starts, final, info, r := asynqStarts(t, opt, q, p)
-			if !equal(starts, want) {
-				t.Errorf("asynq's attempts started at %v, want %v", starts, want)
-			}
-			if final.Action != retry.GiveUp || final.Reason != retry.ReasonTimeBudget || final.Elapsed != stop {
-				t.Errorf("last decision %v/%v after %v, want give_up/time_budget after %v", final.Action, final.Reason, final.Elapsed, stop)
-			}
-			if info.State != asynq.TaskStateArchived || r["reason"] != "time_budget" || info.Retried != len(want)-1 {
-				t.Errorf("task %v retried %d, record %v; want archived, %d retries, reason time_budget", info.State, info.Retried, r, len(want)-1)
-			}
-			t.Logf("attempts at %v, stopped after %v", starts, final.Elapsed)
-		})
-	}
-}
-
-// doStarts runs p's call in retry.Do, in virtual time, every attempt
-// running into its timeout, and returns when its attempts started and
-// when it gave up, from its start.
-func doStarts(t *testing.T, p retry.Policy) (starts []time.Duration, stop time.Duration) {
-	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		p.Observe = func(_ context.Context, e retry.Event) {
-			if e.Action == retry.GiveUp {
-				stop = e.Elapsed
+	enginetest.WholeAttempts(t, "asynq", []uint64{1}, func(t *testing.T, p retry.Policy) ([]time.Duration, retry.Decision, func(int)) {
+		opt, q := openQueue(t)
+		starts, final, info, r := asynqStarts(t, opt, q, p)
+		return starts, final, func(attempts int) {
+			if info.State != asynq.TaskStateArchived || r["reason"] != "time_budget" || info.Retried != attempts-1 {
+				t.Errorf("task %v retried %d, record %v; want archived, %d retries, reason time_budget", info.State, info.Retried, r, attempts-1)
 			}
 		}
-		retry.Do(context.Background(), p, func(ctx context.Context) error {
-			starts = append(starts, time.Since(t0))
-			<-ctx.Done()
-			return ctx.Err()
-		})
 	})
-	return starts, stop
 }
 
 // asynqStarts runs one task of p in asynq, heed's time on a fake clock,
@@ -309,13 +260,13 @@ func asynqStarts(t *testing.T, opt asynq.RedisConnOpt, q string, p retry.Policy)
 	t0 := time.Now().UTC().Truncate(time.Second)
 	clk := clocktest.New(t0)
 	p.Clock = clk
-	ev := newEvents()
-	ev.then = func(d retry.Decision) {
+	ev := enginetest.NewEvents()
+	ev.Then = func(d retry.Decision) {
 		if d.Action == retry.Retry {
 			clk.Set(d.At) // the wait passes
 		}
 	}
-	p.Observe = ev.observe
+	p.Observe = ev.Observe
 	h := newPolicy(t, p, opt)
 	started := make(chan time.Time)
 	serve(t, opt, q, h, func(ctx context.Context, _ *asynq.Task) error {
@@ -332,28 +283,16 @@ func asynqStarts(t *testing.T, opt asynq.RedisConnOpt, q string, p retry.Policy)
 			clk.BlockUntil(1)             // the attempt's timer
 			clk.Advance(p.AttemptTimeout) // the attempt runs into it
 			continue
-		case <-ev.final:
+		case <-ev.Final():
 		case <-time.After(time.Minute):
-			t.Fatalf("no final decision after a minute (real): %v", ev.decisions())
+			t.Fatalf("no final decision after a minute (real): %v", ev.Decisions())
 		}
 		break
 	}
-	ds := ev.decisions()
+	ds := ev.Decisions()
 	waitFinal(t, opt, q, 1, 10*time.Second)
 	info, r := taskInfo(t, opt, q, ids[0])
 	return starts, ds[len(ds)-1], info, r
-}
-
-func equal(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A task retried by another server resumes heed's record there: the second
@@ -383,30 +322,30 @@ func TestRecordResumedByAnotherServer(t *testing.T) {
 	p := retry.Policy{Backoff: short, TimeBudget: time.Hour, Clock: wallClock{}}
 
 	// The first server fails the first attempt and stops.
-	first := newEvents()
+	first := enginetest.NewEvents()
 	pa := p
-	pa.Observe = first.observe
+	pa.Observe = first.Observe
 	a := start(newPolicy(t, pa, opt), func(context.Context, *asynq.Task) error { return retry.Transient(errFlaky) })
 	ids := enqueue(t, opt, q, 1)
-	for len(first.decisions()) == 0 {
+	for len(first.Decisions()) == 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	a.Shutdown() // waits for the retry to be stored
-	d0 := first.decisions()[0]
+	d0 := first.Decisions()[0]
 	began := d0.At.Add(-d0.Delay - d0.Elapsed) // the first attempt's start
 
 	// The second server runs the retry.
-	second := newEvents()
+	second := enginetest.NewEvents()
 	pb := p
-	pb.Observe = second.observe
+	pb.Observe = second.Observe
 	b := start(newPolicy(t, pb, opt), func(context.Context, *asynq.Task) error { return nil })
 	defer b.Shutdown()
 	select {
-	case <-second.final:
+	case <-second.Final():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the retry did not run on the second server")
 	}
-	d := second.decisions()[0]
+	d := second.Decisions()[0]
 	if d.Action != retry.Done || d.Attempt != 2 || !near(d.At.Add(-d.Elapsed), began) {
 		t.Errorf("second server: %v at attempt %d, %v after a start at %v; want done at attempt 2, counted from the first attempt's start %v",
 			d.Action, d.Attempt, d.Elapsed, d.At.Add(-d.Elapsed), began)

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/heed-go/heed/heedriver"
+	"github.com/heed-go/heed/internal/enginetest"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/executortest"
 )
@@ -21,9 +22,9 @@ func (riverExecutor) Durable() bool { return true }
 
 func (riverExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	pool, schema := openSchema(t)
-	ev := newEvents()
+	ev := enginetest.NewEvents()
 	p := c.Policy(time.Now())
-	p.Observe = ev.observe
+	p.Observe = ev.Observe
 	h, err := heedriver.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -35,31 +36,11 @@ func (riverExecutor) Run(t *testing.T, c executortest.Case) []retry.Decision {
 	start(t, client)
 	insert(t, client, 1)
 	select {
-	case <-ev.final:
+	case <-ev.Final():
 	case <-time.After(time.Minute):
-		t.Fatalf("no final decision after a minute: %v", ev.decisions())
+		t.Fatalf("no final decision after a minute: %v", ev.Decisions())
 	}
-	return heldBack(t, c, ev.decisions())
-}
-
-// heldBack returns ds as the suite expects them from a durable executor
-// that holds a call back while its breaker is open. heed's queue leaves such
-// a job unclaimed, so the case "breaker open" expects no decision before the
-// probe's success; River claims every due job, so the adapter defers it
-// instead, without running it. Those deferrals are checked here and left
-// out of what the suite compares.
-func heldBack(t *testing.T, c executortest.Case, ds []retry.Decision) []retry.Decision {
-	if c.Name != "breaker open" {
-		return ds
-	}
-	n := 0
-	for n < len(ds) && ds[n].Action == retry.Defer && ds[n].Reason == retry.ReasonBreakerOpen {
-		n++
-	}
-	if n == 0 {
-		t.Errorf("decisions %v: want the open breaker to defer the job first", ds)
-	}
-	return ds[n:]
+	return enginetest.HeldBack(t, c, ev.Decisions())
 }
 
 func TestConformance(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heed-go/heed/heedriver"
-	"github.com/heed-go/heed/retry"
 )
 
 // postgresURL names the database the tests run River in: each test makes a
@@ -181,35 +179,6 @@ func record(t testing.TB, j *rivertype.JobRow) map[string]any {
 	}
 	r, _ := m[heedriver.MetadataKey].(map[string]any)
 	return r
-}
-
-// events collects heed's decisions, in order, and says when one is final.
-type events struct {
-	mu    sync.Mutex
-	ds    []retry.Decision
-	final chan struct{}
-	once  sync.Once
-	then  func(retry.Decision) // called with every decision, on the worker's goroutine
-}
-
-func newEvents() *events { return &events{final: make(chan struct{})} }
-
-func (e *events) observe(_ context.Context, ev retry.Event) {
-	e.mu.Lock()
-	e.ds = append(e.ds, ev.Decision)
-	e.mu.Unlock()
-	if e.then != nil {
-		e.then(ev.Decision)
-	}
-	if ev.Action == retry.Done || ev.Action == retry.GiveUp {
-		e.once.Do(func() { close(e.final) })
-	}
-}
-
-func (e *events) decisions() []retry.Decision {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]retry.Decision(nil), e.ds...)
 }
 
 var errFlaky = errors.New("flaky: 503 service unavailable")

@@ -3,11 +3,9 @@ package heedriver_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +17,7 @@ import (
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/heedriver"
+	"github.com/heed-go/heed/internal/enginetest"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -208,72 +207,23 @@ type riverTime struct{ c *clocktest.Clock }
 func (r riverTime) Now() time.Time       { return r.c.Now() }
 func (r riverTime) NowOrNil() *time.Time { t := r.c.Now(); return &t }
 
-// A job with a 30 s time budget whose 8 s attempts all time out: with 2.5 s
-// between attempts they start at 0, 10.5 s and 21 s, and the job stops at
-// 29 s (a fourth attempt would need until 39.5 s), discarded with reason
-// time_budget. Under seeded jitter the attempts start where retry.Do, the
-// in-process executor, starts them with the same seed.
+// A job with a 30 s time budget whose 8 s attempts all time out is given
+// up whole attempts before the budget ends (enginetest.WholeAttempts),
+// discarded with reason time_budget.
 //
 // Time is fake: heed's policy and River (Config.Test.Time) read one
 // clocktest.Clock, which the test moves on by the attempt's 8 s once the
 // worker has started, and to the retry's time once heed has decided it.
 func TestTimeBudgetWholeAttempts(t *testing.T) {
 	pool, schema := openSchema(t)
-	base := retry.Policy{Attempts: retry.Unlimited, AttemptTimeout: 8 * time.Second, TimeBudget: 30 * time.Second}
-	for _, tc := range []struct {
-		name    string
-		backoff backoff.Schedule
-		seed    uint64
-		want    []time.Duration // attempts' starts
-		stop    time.Duration   // 0: as retry.Do
-	}{
-		{"constant 2.5s", backoff.Schedule{Kind: backoff.Constant, Base: 2500 * time.Millisecond, Jitter: backoff.NoJitter}, 0,
-			[]time.Duration{0, 10500 * time.Millisecond, 21 * time.Second}, 29 * time.Second},
-		{"full jitter, seed 1", backoff.Schedule{Base: 2 * time.Second, Cap: 10 * time.Second}, 1, nil, 0},
-		{"full jitter, seed 7", backoff.Schedule{Base: 2 * time.Second, Cap: 10 * time.Second}, 7, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := base
-			p.Backoff = tc.backoff
-			want, stop := tc.want, tc.stop
-			if want == nil {
-				p.Rand = rand.NewPCG(tc.seed, 0)
-				want, stop = doStarts(t, p)
-				p.Rand = rand.NewPCG(tc.seed, 0)
-			}
-			starts, final, job := riverStarts(t, pool, schema, p)
-			if !equal(starts, want) {
-				t.Errorf("River's attempts started at %v, want %v", starts, want)
-			}
-			if final.Action != retry.GiveUp || final.Reason != retry.ReasonTimeBudget || final.Elapsed != stop {
-				t.Errorf("last decision %v/%v after %v, want give_up/time_budget after %v", final.Action, final.Reason, final.Elapsed, stop)
-			}
-			if r := record(t, job); job.State != rivertype.JobStateDiscarded || r["reason"] != "time_budget" || len(job.Errors) != len(want) {
-				t.Errorf("job %s with %d errors, record %v; want discarded, %d errors, reason time_budget", job.State, len(job.Errors), r, len(want))
-			}
-			t.Logf("attempts at %v, stopped after %v", starts, final.Elapsed)
-		})
-	}
-}
-
-// doStarts runs p's call in retry.Do, in virtual time, every attempt
-// running into its timeout, and returns when its attempts started and
-// when it gave up, from its start.
-func doStarts(t *testing.T, p retry.Policy) (starts []time.Duration, stop time.Duration) {
-	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		p.Observe = func(_ context.Context, e retry.Event) {
-			if e.Action == retry.GiveUp {
-				stop = e.Elapsed
+	enginetest.WholeAttempts(t, "River", []uint64{1, 7}, func(t *testing.T, p retry.Policy) ([]time.Duration, retry.Decision, func(int)) {
+		starts, final, job := riverStarts(t, pool, schema, p)
+		return starts, final, func(attempts int) {
+			if r := record(t, job); job.State != rivertype.JobStateDiscarded || r["reason"] != "time_budget" || len(job.Errors) != attempts {
+				t.Errorf("job %s with %d errors, record %v; want discarded, %d errors, reason time_budget", job.State, len(job.Errors), r, attempts)
 			}
 		}
-		retry.Do(context.Background(), p, func(ctx context.Context) error {
-			starts = append(starts, time.Since(t0))
-			<-ctx.Done()
-			return ctx.Err()
-		})
 	})
-	return starts, stop
 }
 
 // riverStarts runs one job of p in River on a fake clock, every attempt
@@ -283,13 +233,13 @@ func riverStarts(t *testing.T, pool *pgxpool.Pool, schema string, p retry.Policy
 	t0 := time.Now().UTC().Truncate(time.Second)
 	clk := clocktest.New(t0)
 	p.Clock = clk
-	ev := newEvents()
-	ev.then = func(d retry.Decision) {
+	ev := enginetest.NewEvents()
+	ev.Then = func(d retry.Decision) {
 		if d.Action == retry.Retry {
 			clk.Set(d.At) // the wait passes
 		}
 	}
-	p.Observe = ev.observe
+	p.Observe = ev.Observe
 	h, err := heedriver.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -315,13 +265,13 @@ func riverStarts(t *testing.T, pool *pgxpool.Pool, schema string, p retry.Policy
 			clk.BlockUntil(1)             // the attempt's timer
 			clk.Advance(p.AttemptTimeout) // the attempt runs into it
 			continue
-		case <-ev.final:
+		case <-ev.Final():
 		case <-time.After(30 * time.Second):
-			t.Fatalf("no final decision after 30 s (real): %v", ev.decisions())
+			t.Fatalf("no final decision after 30 s (real): %v", ev.Decisions())
 		}
 		break
 	}
-	ds := ev.decisions()
+	ds := ev.Decisions()
 	var job *rivertype.JobRow
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		job, err = c.JobGet(context.Background(), res.Job.ID)
@@ -333,18 +283,6 @@ func riverStarts(t *testing.T, pool *pgxpool.Pool, schema string, p retry.Policy
 		}
 	}
 	return starts, ds[len(ds)-1], job
-}
-
-func equal(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A worker's panic is classified like any error: not transient by default,

@@ -26,18 +26,6 @@ var migrations = schema.MustLoad("pgstore", migrationFS, "migrations", schema.Re
 // [*jobstore.SchemaTooNewError].
 func SchemaVersion() int { return len(migrations) }
 
-// minReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
-// previous release's. Since it, migration 9 added the table of periodic
-// ticks, which only workers use, migration 10 compacted runs of
-// deferrals in histories (data only, read either way), migration 11
-// added the dead-letter's index of causes, computed by the database
-// (the dashboard groups the newest dead jobs without it), migration 12
-// added queues' global limits, which only workers' claims and heed jobs
-// limit read, and migration 13 the periodic jobs' schedules (only
-// workers write them; readers say they are missing); a migration that
-// changes what a client reads or writes raises it.
-const minReadVersion = 8
-
 // Check reads the database's schema version without changing anything: nil
 // when it is [SchemaVersion], a [*jobstore.SchemaBehindError] when migrations
 // are missing, a [*jobstore.SchemaTooNewError] when it is newer than this
@@ -111,22 +99,19 @@ func version(ctx context.Context, q querier) (int, error) {
 // version from heed_expansions too when it exists, without writing
 // anything.
 func level(ctx context.Context, q querier) (schema.Level, error) {
-	var l schema.Level
 	var ledger, expansions bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass('heed_migrations') IS NOT NULL, to_regclass('heed_expansions') IS NOT NULL`).Scan(&ledger, &expansions); err != nil || !ledger {
-		return l, err
+		return schema.Level{}, err
 	}
-	if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM heed_migrations`).Scan(&l.Floor); err != nil {
-		return l, err
+	queryInt := func(ctx context.Context, sql string) (n int, err error) {
+		err = q.QueryRow(ctx, sql).Scan(&n)
+		return n, err
 	}
-	l.Version = l.Floor
+	table := ""
 	if expansions {
-		if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM heed_expansions`).Scan(&l.Version); err != nil {
-			return l, err
-		}
-		l.Version = max(l.Version, l.Floor)
+		table = "heed_expansions"
 	}
-	return l, nil
+	return schema.ReadLevel(ctx, queryInt, "heed_migrations", table)
 }
 
 // expansionTable records the migrations applied above the floor (see
@@ -214,15 +199,7 @@ func rewriteJobs(where string) func(context.Context, schema.Tx) error {
 				return nil, err
 			}
 			defer rows.Close()
-			var rs []schema.JobRow
-			for rows.Next() {
-				var r schema.JobRow
-				if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
-					return nil, err
-				}
-				rs = append(rs, r)
-			}
-			return rs, rows.Err()
+			return schema.ScanJobs(rows)
 		}
 		write := func(ctx context.Context, r schema.JobRow) error {
 			_, err := tx.Exec(ctx, `UPDATE heed_jobs SET policy = $2::jsonb, history = $3::json WHERE id = $1`, r.ID, string(r.Policy), string(r.History))

@@ -47,7 +47,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
-	"github.com/heed-go/heed/queue/jobstore"
+	"github.com/heed-go/heed/internal/schema"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -174,14 +174,7 @@ func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
 	if o.Clock != nil {
 		s.clock = o.Clock
 	}
-	err = s.Check(ctx)
-	var behind *jobstore.SchemaBehindError
-	switch {
-	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
-		err = s.Migrate(ctx)
-	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= minReadVersion:
-		err = nil
-	}
+	err = schema.Ready(ctx, schema.OpenMode{MigrateOff: o.MigrateOff, CreateEmpty: o.CreateEmpty, ReadBehind: o.ReadBehind}, s.Check, s.Migrate)
 	if err != nil {
 		s.Close()
 		return nil, err

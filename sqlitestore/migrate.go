@@ -21,18 +21,6 @@ var migrations = schema.MustLoad("sqlitestore", migrationFS, "migrations", schem
 // SchemaVersion returns the newest schema version this binary knows.
 func SchemaVersion() int { return len(migrations) }
 
-// minReadVersion is the oldest schema [OpenOptions].ReadBehind opens: the
-// previous release's. Since it, migration 9 added the table of periodic
-// ticks, which only workers use, migration 10 compacted runs of
-// deferrals in histories (data only, read either way), migration 11
-// added the dead-letter's index of causes, computed by the database
-// (the dashboard groups the newest dead jobs without it), migration 12
-// added queues' global limits, which only workers' claims and heed jobs
-// limit read, and migration 13 the periodic jobs' schedules (only
-// workers write them; readers say they are missing); a migration that
-// changes what a client reads or writes raises it.
-const minReadVersion = 8
-
 // CompatibleDownTo returns the oldest binary schema version ([SchemaVersion]
 // of the heed that built it) that works on the database: the version of
 // its last migration that older binaries cannot work with. Binaries that
@@ -106,18 +94,15 @@ func (d liteDB) Version(ctx context.Context) (schema.Level, error) {
 func level(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, expansions bool) (schema.Level, error) {
-	var l schema.Level
-	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_migrations`).Scan(&l.Floor); err != nil {
-		return l, err
+	queryInt := func(ctx context.Context, sql string) (n int, err error) {
+		err = q.QueryRowContext(ctx, sql).Scan(&n)
+		return n, err
 	}
-	l.Version = l.Floor
+	table := ""
 	if expansions {
-		if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM heed_schema_expansions`).Scan(&l.Version); err != nil {
-			return l, err
-		}
-		l.Version = max(l.Version, l.Floor)
+		table = "heed_schema_expansions"
 	}
-	return l, nil
+	return schema.ReadLevel(ctx, queryInt, "heed_schema_migrations", table)
 }
 
 // ledgerColumns are the columns of both bookkeeping tables.
@@ -195,15 +180,7 @@ func rewriteJobs(where string) func(context.Context, schema.Tx) error {
 				return nil, err
 			}
 			defer rows.Close()
-			var rs []schema.JobRow
-			for rows.Next() {
-				var r schema.JobRow
-				if err := rows.Scan(&r.ID, &r.Policy, &r.History); err != nil {
-					return nil, err
-				}
-				rs = append(rs, r)
-			}
-			return rs, rows.Err()
+			return schema.ScanJobs(rows)
 		}
 		write := func(ctx context.Context, r schema.JobRow) error {
 			_, err := tx.ExecContext(ctx, `UPDATE heed_jobs SET policy = ?, history = ? WHERE id = ?`, string(r.Policy), string(r.History), r.ID)

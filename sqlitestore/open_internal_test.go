@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/internal/schema"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 )
@@ -150,12 +151,12 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 }
 
-// ReadBehind opens a schema down to minReadVersion as it is, for reading
+// ReadBehind opens a schema down to schema.MinReadVersion as it is, for reading
 // and operating, and refuses one further behind; without it a schema
 // behind is refused.
 func TestOpenReadBehind(t *testing.T) {
 	ctx := context.Background()
-	for _, v := range []int{minReadVersion, minReadVersion - 1} {
+	for _, v := range []int{schema.MinReadVersion, schema.MinReadVersion - 1} {
 		path := filepath.Join(t.TempDir(), "old.db")
 		old, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, CreateEmpty: true, stopAt: v})
 		if err != nil {
@@ -169,7 +170,7 @@ func TestOpenReadBehind(t *testing.T) {
 			t.Errorf("schema %d without ReadBehind: %v, want ErrSchemaTooOld", v, err)
 		}
 		s, err := OpenWith(ctx, path, OpenOptions{MigrateOff: true, ReadBehind: true})
-		if v < minReadVersion {
+		if v < schema.MinReadVersion {
 			if !errors.Is(err, jobstore.ErrSchemaTooOld) {
 				t.Errorf("schema %d with ReadBehind: %v, want ErrSchemaTooOld", v, err)
 				s.Close()

@@ -47,6 +47,7 @@ import (
 	"sync"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/schema"
 	"github.com/heed-go/heed/queue/jobstore"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -216,14 +217,7 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 		s.ckptDone = make(chan struct{})
 		go checkpointer(ckpt, s.done, s.ckptDone)
 	}
-	err = s.Check(ctx)
-	var behind *jobstore.SchemaBehindError
-	switch {
-	case errors.As(err, &behind) && (!o.MigrateOff || o.CreateEmpty && behind.Database == 0):
-		err = s.migrate(ctx, o.stopAt)
-	case errors.As(err, &behind) && o.ReadBehind && behind.Database >= minReadVersion:
-		err = nil
-	}
+	err = schema.Ready(ctx, schema.OpenMode{MigrateOff: o.MigrateOff, CreateEmpty: o.CreateEmpty, ReadBehind: o.ReadBehind}, s.Check, func(ctx context.Context) error { return s.migrate(ctx, o.stopAt) })
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -52,6 +52,7 @@ var (
 		"heedotel":                     {"queue", "queue/jobstore", "retryhttp", "heedgrpc"}, // it observes their events
 		"heedotel/promexport":          {"heedotel"},
 		"cmd/heed/internal/jobkinds":   {"queue", "queue/jobstore", "retryhttp"},                                                // the command's built-in job kinds
+		"internal/enginetest":          {"retry/executortest"},                                                                  // what the job-engine adapters' tests share
 		"internal/chaintest":           {"retryhttp"},                                                                           // three real services on loopback, for load tests
 		"cmd/heed/internal/cmdrun":     nil,                                                                                     // heed run's executor: a command as a retry attempt
 		"cmd/heed/internal/curl":       {"retryhttp"},                                                                           // what heed get takes from curl: flags, -w, output

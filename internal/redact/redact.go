@@ -641,42 +641,33 @@ func pemBlocks(s string) string {
 	if !strings.Contains(s, begin) {
 		return s
 	}
-	var b strings.Builder
-	out := 0
-	for {
-		i := strings.Index(s[out:], begin)
+	p := splice{s: s}
+	for pos := 0; ; {
+		i := strings.Index(s[pos:], begin)
 		if i < 0 {
 			break
 		}
-		i += out
-		head := strings.Index(s[i+len(begin):], "-----")
+		i += pos + len(begin)
+		head := strings.Index(s[i:], "-----")
 		if head < 0 {
 			break
 		}
-		start := i + len(begin) + head + len("-----")
-		label := s[i+len(begin) : start-len("-----")]
-		if !strings.Contains(strings.ToUpper(label), "PRIVATE") && !strings.Contains(strings.ToUpper(label), "SECRET") {
-			b.WriteString(s[out:start])
-			out = start
+		label := strings.ToUpper(s[i : i+head])
+		start := i + head + len("-----")
+		pos = start
+		if !strings.Contains(label, "PRIVATE") && !strings.Contains(label, "SECRET") {
 			continue
 		}
 		stop := strings.Index(s[start:], end)
 		if stop < 0 {
 			stop = len(s) - start
 		}
-		b.WriteString(s[out:start])
 		if strings.TrimSpace(s[start:start+stop]) != Mark {
-			b.WriteString(Mark)
-		} else {
-			b.WriteString(s[start : start+stop])
+			p.mark(start, start+stop)
 		}
-		out = start + stop
+		pos = start + stop
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // xmlTags redacts the text of every XML element named by a secret key
@@ -685,8 +676,7 @@ func xmlTags(s string) string {
 	if !strings.Contains(s, "</") {
 		return s
 	}
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != '<' {
 			continue
@@ -718,16 +708,10 @@ func xmlTags(s string) string {
 		if e == 0 || strings.TrimSpace(s[start:start+e]) == Mark {
 			continue
 		}
-		b.WriteString(s[out:start])
-		b.WriteString(Mark)
-		out = start + e
-		i = out - 1
+		p.mark(start, start+e)
+		i = start + e - 1
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // escaped redacts secrets hidden by URL escaping: in every part of s
@@ -892,16 +876,39 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// splice is s with spans replaced by Mark, as a scanner finds them from
+// left to right; nothing is copied before the first.
+type splice struct {
+	s   string
+	b   strings.Builder
+	out int // s[:out] is written already
+}
+
+// mark replaces s[start:end] by Mark; start is not before out.
+func (p *splice) mark(start, end int) {
+	p.b.WriteString(p.s[p.out:start])
+	p.b.WriteString(Mark)
+	p.out = end
+}
+
+// String returns s with the spans replaced: s itself when there are none.
+func (p *splice) String() string {
+	if p.out == 0 {
+		return p.s
+	}
+	p.b.WriteString(p.s[p.out:])
+	return p.b.String()
+}
+
 // keyed redacts the values of secret keys: see [Text].
 func keyed(s string) string {
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '=' && c != ':' {
 			continue
 		}
-		ks, k := keyBefore(s, i, out)
+		ks, k := keyBefore(s, i, p.out)
 		if ks == k || !SecretName(s[ks:k]) {
 			continue
 		}
@@ -915,16 +922,10 @@ func keyed(s string) string {
 		if start >= end || s[start:end] == Mark {
 			continue
 		}
-		b.WriteString(s[out:start])
-		b.WriteString(Mark)
-		out = end
+		p.mark(start, end)
 		i = end - 1
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // keyBefore returns the bounds of the key before the separator at s[i],
@@ -1072,8 +1073,7 @@ func value(s string, j int, line bool) (start, end int) {
 
 // schemes redacts the credential after "Bearer" and "Basic": see [Text].
 func schemes(s string) string {
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != 'b' && s[i] != 'B' || i > 0 && isAlnum(s[i-1]) {
 			continue
@@ -1103,16 +1103,10 @@ func schemes(s string) string {
 		if strings.HasSuffix(tok, "=") && e < len(s) && s[e] == '"' {
 			continue // a challenge's parameter (Bearer error="..."): keyed judges it
 		}
-		b.WriteString(s[out:k])
-		b.WriteString(Mark)
-		out = e
+		p.mark(k, e)
 		i = e - 1
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // base64ish reports whether w could be a Basic credential: anything but
@@ -1129,8 +1123,7 @@ func base64ish(w string) bool {
 // flags redacts the value after a command-line flag named by a secret key
 // ("--password x", "-token x"): see [Text].
 func flags(s string) string {
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != '-' || i > 0 && s[i-1] != ' ' && s[i-1] != '\t' && s[i-1] != '"' && s[i-1] != '\'' {
 			continue
@@ -1166,16 +1159,10 @@ func flags(s string) string {
 		if start >= end || s[start:end] == Mark {
 			continue
 		}
-		b.WriteString(s[out:start])
-		b.WriteString(Mark)
-		out = end
+		p.mark(start, end)
 		i = end - 1
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // userinfo redacts the password of user information without a scheme
@@ -1184,14 +1171,13 @@ func userinfo(s string) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}
-	var b strings.Builder
-	out := 0
+	p := splice{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != '@' {
 			continue
 		}
 		t := i
-		for t > out && !strings.ContainsRune(" \t\r\n\"'`<>()[]{},;/\\", rune(s[t-1])) {
+		for t > p.out && !strings.ContainsRune(" \t\r\n\"'`<>()[]{},;/\\", rune(s[t-1])) {
 			t--
 		}
 		colon := strings.IndexByte(s[t:i], ':')
@@ -1203,15 +1189,9 @@ func userinfo(s string) string {
 		if start >= i || s[start:i] == Mark || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.%") != "" {
 			continue
 		}
-		b.WriteString(s[out:start])
-		b.WriteString(Mark)
-		out = i
+		p.mark(start, i)
 	}
-	if out == 0 {
-		return s
-	}
-	b.WriteString(s[out:])
-	return b.String()
+	return p.String()
 }
 
 // words replaces every credential-like word of s by Mark.
