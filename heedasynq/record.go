@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -100,7 +101,15 @@ func (h *Policy) keep(ctx context.Context, t *asynq.Task, id string, d retry.Dec
 	}
 }
 
+// cut returns the error text s as a record keeps it: redacted, and at
+// most maxErrorLen bytes, with the cut marked.
 func cut(s string) string {
+	if len(s) > maxErrorLen {
+		s = strings.ToValidUTF8(s[:maxErrorLen], "") + "…(cut)"
+	}
+	// Redacted as every history of heed is: the text is stored, and shown
+	// by the queue's own tools.
+	s = redact.Text(s)
 	if len(s) <= maxErrorLen {
 		return s
 	}

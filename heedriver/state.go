@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/retry"
 )
 
@@ -131,7 +132,15 @@ func setRowState(job *rivertype.JobRow, n state) {
 	}
 }
 
+// cut returns the error text s as a record keeps it: redacted, and at
+// most maxErrorLen bytes, with the cut marked.
 func cut(s string) string {
+	if len(s) > maxErrorLen {
+		s = strings.ToValidUTF8(s[:maxErrorLen], "") + "…(cut)"
+	}
+	// Redacted as every history of heed is: the text is stored, and shown
+	// by the queue's own tools.
+	s = redact.Text(s)
 	if len(s) <= maxErrorLen {
 		return s
 	}

@@ -57,6 +57,16 @@ var texts = []string{
 	`Get "http://u:***@h/x?sig=%[1]s#frag-%[1]s": EOF`,
 	`redirect to /login?next=/a&session=%[1]s`,
 	`see https://example.com/reset/token/%[1]s for details`,
+	`POST https://hooks.slack.com/services/T0A1B2C3/B0D4E5F6/%[1]s: 404 Not Found`,
+	`https://discord.com/api/webhooks/123456789012345678/%[1]s?wait=true`,
+	`https://example.com/webhook/v1/%[1]s/send`,
+	`exec: curl -u bob:%[1]s https://example.com/`,
+	// XML and PEM, as a SOAP fault or a config dump quotes them.
+	`<soap:Fault><detail><password>%[1]s</password><user>bob</user></detail></soap:Fault>`,
+	`<ns:AuthToken>%[1]s</ns:AuthToken>`,
+	`password=<%[1]s>`,
+	"-----BEGIN RSA PRIVATE KEY-----\nMIIEow%[1]s\n%[2]s==\n-----END RSA PRIVATE KEY-----",
+	"key file: -----BEGIN OPENSSH PRIVATE KEY----- b3Blbn%[1]s -----END OPENSSH PRIVATE KEY-----",
 	// Header dumps.
 	"> GET / HTTP/1.1\n> Host: example.com\n> Authorization: Bearer %[1]s\n> Cookie: theme=dark; sid=%[1]s\n> Accept: */*\n",
 	"< HTTP/1.1 200 OK\n< Set-Cookie: session=%[1]s; Path=/; HttpOnly\n< Content-Length: 2\n",

@@ -12,7 +12,12 @@
 //     the fragment, whose name looks secret ([SecretName]) or whose value
 //     looks like a credential ([Credential]);
 //   - every path segment, and a fragment that is not name=value pairs, that
-//     looks like a credential ([Credential]).
+//     looks like a credential ([Credential]);
+//   - in a webhook's path (after /hooks/ or /webhooks/, or on a host named
+//     hooks.* or *webhook*), every segment but plain lower-case words and
+//     IDs (numbers, short upper-case words such as Slack's "T0A1B2C3");
+//   - a query value that is itself an escaped URL or query
+//     (redirect_uri=https%3A%2F%2F...%3Ftoken%3D...) loses its secrets.
 //
 // Redacted parts read "REDACTED". Everything else is kept, so that a log
 // still says which endpoint was called.
@@ -44,7 +49,7 @@ var SecretWords = []string{
 	"token", "access_token", "id_token", "refresh_token", "api_key", "apikey", "key",
 	"secret", "client_secret", "password", "pass", "passwd", "pwd", "passphrase", "jwt", "bearer",
 	"auth", "authorization", "signature", "sig", "session", "sessionid", "session_id", "sid",
-	"cookie", "credential", "credentials", "private", "otp",
+	"cookie", "credential", "credentials", "private", "otp", "passcode",
 }
 
 // queryWords are secret only as the whole name of a query parameter or
@@ -215,7 +220,7 @@ func URL(u *url.URL) string {
 	}
 	if c.Path != "" {
 		p := c.EscapedPath()
-		if np, changed := path(p); changed {
+		if np, changed := path(p, hookHost(c.Hostname())); changed {
 			c.RawPath = np
 			c.Path, _ = url.PathUnescape(np)
 		}
@@ -230,13 +235,30 @@ func opaque(s string) string {
 	if at := strings.LastIndex(s, "@"); at >= 0 {
 		s = Mark + s[at:]
 	}
-	np, _ := path(s)
+	np, _ := path(s, false)
 	return np
 }
 
+// hookHost reports whether host is a webhook service's ("hooks.slack.com",
+// "webhooks.example.com"), whose paths hold the credential in segments
+// that need not look random: see [secretSegment].
+func hookHost(host string) bool {
+	first, _, _ := strings.Cut(strings.ToLower(host), ".")
+	return first == "hooks" || first == "hook" || strings.Contains(first, "webhook")
+}
+
+// hookWord reports whether the path segment seg starts the part of a path
+// that holds a webhook's credentials: /hooks/, /webhook/ and the like.
+func hookWord(seg string) bool {
+	p := normName(seg)
+	return p == "hooks" || p == "hook" || p == "webhook" || p == "webhooks"
+}
+
 // secretSegment reports whether the path segment seg (unescaped) is to be
-// redacted, after the segment prev: see the package documentation.
-func secretSegment(prev, seg string) bool {
+// redacted, after the segment prev, in a path where hooked says a
+// webhook's segments began before prev (after /hooks/ or on a webhook
+// host): see the package documentation.
+func secretSegment(prev, seg string, hooked bool) bool {
 	if seg == "" || seg == Mark {
 		return false
 	}
@@ -254,38 +276,69 @@ func secretSegment(prev, seg string) bool {
 		}
 	}
 	// After /hooks/, /webhook/, /token/, /secret/ and the like, a segment
-	// that is not a plain lower-case word ("list", "new") is the secret.
-	p := normName(prev)
-	if p == "hooks" || p == "hook" || p == "webhook" || p == "webhooks" || SecretName(p) {
-		for i := 0; i < len(seg); i++ {
-			if c := seg[i]; c < 'a' || c > 'z' {
-				return true
-			}
-		}
+	// that is not a plain lower-case word ("list", "new") is the secret;
+	// in a webhook's path (Discord's /webhooks/<id>/<token>, Slack's
+	// hooks.slack.com/services/<team>/<bot>/<token>), every later one
+	// too, but for the IDs such paths hold: a number, or a short word of
+	// upper-case letters and digits ("T0A1B2C3").
+	if hookWord(prev) || SecretName(normName(prev)) {
+		return !lowerWord(seg)
 	}
-	return false
+	return hooked && !lowerWord(seg) && !hookID(seg)
 }
 
-// path redacts the secret segments of an escaped path ([secretSegment]).
-func path(p string) (string, bool) {
+// lowerWord reports whether s is made of lower-case ASCII letters only.
+func lowerWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// hookID reports whether s, a segment of a webhook's path, reads as an
+// ID: digits only, or fewer than 12 upper-case letters and digits.
+func hookID(s string) bool {
+	digits, upper := true, len(s) < 12
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		digits = digits && c >= '0' && c <= '9'
+		upper = upper && (c >= '0' && c <= '9' || c >= 'A' && c <= 'Z')
+	}
+	return digits || upper
+}
+
+// path redacts the secret segments of an escaped path ([secretSegment]);
+// hooked says it is the path of a webhook host ([hookHost]).
+func path(p string, hooked bool) (string, bool) {
 	changed := false
 	segs := strings.Split(p, "/")
+	forSecretSegments(segs, hooked, func(i int, _ string) {
+		segs[i] = Mark
+		changed = true
+	})
+	if !changed {
+		return p, false
+	}
+	return strings.Join(segs, "/"), true
+}
+
+// forSecretSegments calls fn with the index and unescaped text of every
+// secret segment of segs, the escaped segments of a path.
+func forSecretSegments(segs []string, hooked bool, fn func(i int, un string)) {
 	prev := ""
 	for i, seg := range segs {
 		un, err := url.PathUnescape(seg)
 		if err != nil {
 			un = seg
 		}
-		if secretSegment(prev, un) {
-			segs[i] = Mark
-			changed = true
+		if secretSegment(prev, un, hooked) {
+			fn(i, un)
 		}
+		hooked = hooked || hookWord(un)
 		prev = un
 	}
-	if !changed {
-		return p, false
-	}
-	return strings.Join(segs, "/"), true
 }
 
 // pairs redacts the secret values of an escaped query (or fragment) of
@@ -323,6 +376,8 @@ func pairs(q string) string {
 			}
 			if Credential(uv) {
 				b.WriteString(name + "=" + Mark)
+			} else if r := nested(v, uv); r != "" {
+				b.WriteString(name + "=" + r)
 			} else {
 				b.WriteString(part)
 			}
@@ -332,6 +387,20 @@ func pairs(q string) string {
 		b.WriteString(sep)
 	}
 	return b.String()
+}
+
+// nested returns the escaped value v, whose unescaped text is uv, escaped
+// again after [Text] redacted uv, when v was escaped and uv holds a
+// secret: a URL or a query inside a query value
+// (redirect_uri=https%3A%2F%2Fh%2Fcb%3Ftoken%3D...). Otherwise "".
+func nested(v, uv string) string {
+	if uv == v {
+		return ""
+	}
+	if r := Text(uv); strings.Count(r, Mark) > strings.Count(uv, Mark) {
+		return url.QueryEscape(r)
+	}
+	return ""
 }
 
 // URLString redacts the URL in s. When s does not parse as a URL, it
@@ -387,15 +456,11 @@ func Secrets(u *url.URL) []string {
 			}
 		}
 	}
-	prev := ""
-	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
-		un, err := url.PathUnescape(seg)
-		if err == nil && secretSegment(prev, un) {
-			add(seg)
-			add(un)
-		}
-		prev = un
-	}
+	segs := strings.Split(u.EscapedPath(), "/")
+	forSecretSegments(segs, hookHost(u.Hostname()), func(i int, un string) {
+		add(segs[i])
+		add(un)
+	})
 	return out
 }
 
@@ -470,26 +535,239 @@ func replaceAll(msg string, secrets []string) string {
 //   - the credential after "Bearer" and "Basic" (when base64, not a plain
 //     lower-case word);
 //   - the value after a command-line flag named by a secret key
-//     ("--password x");
+//     ("--password x"), and the password of curl's "-u user:password";
+//   - the text of an XML element named by a secret key
+//     ("<password>x</password>"), and the body of a PEM block of a
+//     private key;
+//   - secrets hidden by URL escaping ("token%3Dx", an escaped URL in a
+//     query value), through up to three levels of escaping;
 //   - the password of user information without a scheme
 //     ("root:pw@tcp(db:3306)");
 //   - every other word, between spaces, quotes or "/" "?" "&" "=" "#" ",",
 //     that looks like a credential ([Credential]).
 //
-// Redacted parts read "REDACTED". Text is what
+// Redacted parts read "REDACTED". Characters a terminal would obey
+// (escape sequences, a lone carriage return, C1 controls, bidirectional
+// overrides) are replaced by their escapes ("\x1b", "\u202e"). Text is what
 // every output of heed applies to text that comes from outside (error
 // messages, panics, arguments, command lines) before it is logged, stored
 // or shown.
-func Text(s string) string {
+func Text(s string) string { return text(s, 0) }
+
+// maxEscapes is how many levels of URL escaping [Text] looks through.
+const maxEscapes = 3
+
+// text is Text inside depth levels of URL escaping.
+func text(s string, depth int) string {
 	if !mayHaveSecrets(s) {
-		return s
+		return controls(s)
 	}
+	s = pemBlocks(s)
 	s = urls(s)
 	s = keyed(s)
+	s = xmlTags(s)
 	s = schemes(s)
 	s = flags(s)
 	s = userinfo(s)
-	return words(s)
+	if depth < maxEscapes {
+		s = escaped(s, depth)
+	}
+	return controls(words(s))
+}
+
+// controls replaces the characters of s that a terminal obeys rather than
+// shows by their escapes ("\x1b", "\u202e"): C0 control characters but
+// tab, newline and a carriage return before a newline; DEL; C1 control
+// characters; and the bidirectional overrides and isolates, which print
+// text in another order than it is stored. Text from outside (a
+// handler's error, a server's message) then cannot clear an operator's
+// terminal, set its title, hide text or make it read backwards.
+func controls(s string) string {
+	if !hasControls(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\x`)
+			b.WriteByte("0123456789abcdef"[r>>4])
+			b.WriteByte("0123456789abcdef"[r&0xf])
+		case r >= 0x80 && r <= 0x9f || isBidi(r):
+			b.WriteString(`\u`)
+			b.WriteString(strconv.FormatInt(int64(0x10000+r), 16)[1:])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// hasControls reports whether s holds a character [controls] replaces.
+func hasControls(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\t' || c == '\n':
+		case c == '\r':
+			if i+1 >= len(s) || s[i+1] != '\n' {
+				return true
+			}
+		case c < 0x20 || c == 0x7f:
+			return true
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f: // U+0080..U+009F
+			return true
+		case c == 0xe2 && i+2 < len(s): // U+202A..U+202E, U+2066..U+2069
+			if s[i+1] == 0x80 && s[i+2] >= 0xaa && s[i+2] <= 0xae || s[i+1] == 0x81 && s[i+2] >= 0xa6 && s[i+2] <= 0xa9 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isBidi reports whether r is a bidirectional override or isolate
+// (U+202A..U+202E, U+2066..U+2069).
+func isBidi(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
+
+// pemBlocks redacts the body of every PEM block of a private key
+// ("-----BEGIN RSA PRIVATE KEY-----" ... "-----END"): see [Text].
+func pemBlocks(s string) string {
+	const begin, end = "-----BEGIN ", "-----END"
+	if !strings.Contains(s, begin) {
+		return s
+	}
+	p := splice{s: s}
+	for pos := 0; ; {
+		i := strings.Index(s[pos:], begin)
+		if i < 0 {
+			break
+		}
+		i += pos + len(begin)
+		head := strings.Index(s[i:], "-----")
+		if head < 0 {
+			break
+		}
+		label := strings.ToUpper(s[i : i+head])
+		start := i + head + len("-----")
+		pos = start
+		if !strings.Contains(label, "PRIVATE") && !strings.Contains(label, "SECRET") {
+			continue
+		}
+		stop := strings.Index(s[start:], end)
+		if stop < 0 {
+			stop = len(s) - start
+		}
+		if strings.TrimSpace(s[start:start+stop]) != Mark {
+			p.mark(start, start+stop)
+		}
+		pos = start + stop
+	}
+	return p.String()
+}
+
+// xmlTags redacts the text of every XML element named by a secret key
+// ("<password>x</password>", "<ns:Token>x</ns:Token>"): see [Text].
+func xmlTags(s string) string {
+	if !strings.Contains(s, "</") {
+		return s
+	}
+	p := splice{s: s}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '<' {
+			continue
+		}
+		n := i + 1
+		for n < len(s) && (isKeyByte(s[n]) || s[n] == ':') {
+			n++
+		}
+		if n == i+1 || n >= len(s) {
+			continue
+		}
+		name := s[i+1 : n]
+		if _, local, ok := strings.Cut(name, ":"); ok {
+			name = local
+		}
+		if s[n] != '>' && s[n] != ' ' || !SecretName(name) {
+			continue
+		}
+		// The tag's end, within its attributes' reach.
+		gt := strings.IndexByte(s[n:min(len(s), n+256)], '>')
+		if gt < 0 || strings.IndexByte(s[n:n+gt], '<') >= 0 {
+			continue
+		}
+		start := n + gt + 1
+		e := strings.IndexByte(s[start:], '<')
+		if e < 0 {
+			e = len(s) - start
+		}
+		if e == 0 || strings.TrimSpace(s[start:start+e]) == Mark {
+			continue
+		}
+		p.mark(start, start+e)
+		i = start + e - 1
+	}
+	return p.String()
+}
+
+// escaped redacts secrets hidden by URL escaping: in every part of s
+// between spaces, quotes, brackets and the separators of a query (& = ?),
+// that holds an escape (%XX), the unescaped text is redacted as [Text]
+// redacts it, and when that changes it, the part is replaced by the
+// redacted text escaped again: "redirect_uri=https%3A%2F%2Fh%2Fcb%3Ftoken%3Dx"
+// and "token%3Dx" lose x.
+func escaped(s string, depth int) string {
+	if !hasEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	out := 0
+	for i := 0; i < len(s); {
+		if strings.IndexByte(" \t\r\n\"'`<>()[]{},;&=?", s[i]) >= 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && strings.IndexByte(" \t\r\n\"'`<>()[]{},;&=?", s[j]) < 0 {
+			j++
+		}
+		part := s[i:j]
+		if hasEscape(part) {
+			if un, err := url.QueryUnescape(part); err == nil {
+				// Text may escape what it keeps (a URL's path): only a
+				// secret it removed changes the part.
+				if r := text(un, depth+1); strings.Count(r, Mark) > strings.Count(un, Mark) {
+					b.WriteString(s[out:i])
+					b.WriteString(url.QueryEscape(r))
+					out = j
+				}
+			}
+		}
+		i = j
+	}
+	if out == 0 {
+		return s
+	}
+	b.WriteString(s[out:])
+	return b.String()
+}
+
+// hasEscape reports whether s holds a URL escape: "%" and two hex digits.
+func hasEscape(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] == '%' && isHex(s[i+1]) && isHex(s[i+2]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // urls redacts the URLs of s: see [Text].
@@ -517,6 +795,11 @@ func urls(s string) string {
 		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>()[]{}\\", rune(s[end])) {
 			end++
 		}
+		// Punctuation that ends a sentence or a log's "URL: error" is
+		// not the URL's.
+		for end > i+3 && strings.IndexByte(".,:;!", s[end-1]) >= 0 {
+			end--
+		}
 		b.WriteString(s[:start])
 		if start == i { // "://" without a scheme
 			b.WriteString(s[i:end])
@@ -542,6 +825,14 @@ func mayHaveSecrets(s string) bool {
 		switch c {
 		case '=', ':', '@', '-':
 			return true
+		case '%':
+			if i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+				return true
+			}
+		case '<':
+			if i+1 < len(s) && s[i+1] == '/' {
+				return true
+			}
 		}
 		if isWordByte(c) {
 			run++
@@ -743,8 +1034,8 @@ func value(s string, j int, line bool) (start, end int) {
 		}
 		return start, len(s)
 	}
-	if open := s[j]; open == '[' || open == '{' || open == '(' {
-		close := map[byte]byte{'[': ']', '{': '}', '(': ')'}[open]
+	if open := s[j]; open == '[' || open == '{' || open == '(' || open == '<' {
+		close := map[byte]byte{'[': ']', '{': '}', '(': ')', '<': '>'}[open]
 		depth := 0
 		for e := j; e < len(s); e++ {
 			switch s[e] {
@@ -809,6 +1100,9 @@ func schemes(s string) string {
 		if tok == "" || tok == Mark || basic && !base64ish(tok) {
 			continue
 		}
+		if strings.HasSuffix(tok, "=") && e < len(s) && s[e] == '"' {
+			continue // a challenge's parameter (Bearer error="..."): keyed judges it
+		}
 		p.mark(k, e)
 		i = e - 1
 	}
@@ -842,7 +1136,9 @@ func flags(s string) string {
 		for e < len(s) && isKeyByte(s[e]) {
 			e++
 		}
-		if e == k || e >= len(s) || s[e] != ' ' || !SecretName(s[k:e]) {
+		// curl's -u and --user take "user:password".
+		user := s[k:e] == "user" || s[k:e] == "u" && k == i+1
+		if e == k || e >= len(s) || s[e] != ' ' || !user && !SecretName(s[k:e]) {
 			continue
 		}
 		v := e
@@ -853,6 +1149,13 @@ func flags(s string) string {
 			continue
 		}
 		start, end := value(s, v, false)
+		if user {
+			colon := strings.IndexByte(s[start:end], ':')
+			if colon < 0 {
+				continue
+			}
+			start += colon + 1
+		}
 		if start >= end || s[start:end] == Mark {
 			continue
 		}
@@ -943,7 +1246,11 @@ func roughURL(s string) string {
 		rest, query = rest[:i], "?"+pairs(rest[i+1:])
 	}
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		p, _ := path(rest[i:])
+		host := rest[:i]
+		if at := strings.LastIndex(host, "@"); at >= 0 {
+			host = host[at+1:]
+		}
+		p, _ := path(rest[i:], hookHost(host))
 		rest = rest[:i] + p
 	}
 	return scheme + "://" + words(rest+query)

@@ -236,3 +236,90 @@ func TestHost(t *testing.T) {
 		}
 	}
 }
+
+// TestTextEscaped: a secret hidden by URL escaping (a URL inside a query
+// value, an escaped query in a log) is found, at one level of escaping or
+// two, in text and in URLs.
+func TestTextEscaped(t *testing.T) {
+	for _, in := range []string{
+		"redirect_uri=https%3A%2F%2Fh.example%2Fcb%3Ftoken%3Dhunter2",
+		"login failed for token%3Dhunter2",
+		"https://h.example/login?next=%2Fcb%3Faccess_token%3Dhunter2&x=1",
+		"https://h.example/?u=https%3A%2F%2Fbob%3Ahunter2%40db.example",
+		"https://h.example/?u=https%253A%252F%252Fh%252Fcb%253Fpwd%253Dhunter2",
+		"Get \"https://h.example/?cb=https%3A%2F%2Fh%2Fx%23access_token%3Dhunter2\": EOF",
+	} {
+		out := Text(in)
+		if strings.Contains(out, "hunter2") {
+			t.Errorf("Text(%q) = %q", in, out)
+		}
+		if again := Text(out); again != out {
+			t.Errorf("Text(%q) = %q, but Text of that is %q", in, out, again)
+		}
+		if u, err := url.Parse(strings.TrimPrefix(strings.TrimSuffix(in, `": EOF`), `Get "`)); err == nil && u.Scheme != "" {
+			if out := URL(u); strings.Contains(out, "hunter2") {
+				t.Errorf("URL(%q) = %q", in, out)
+			}
+		}
+	}
+	// Escapes without a secret are kept as they are.
+	for _, in := range []string{"https://h.example/search?q=a%20b%3Dc", "50%25 done", "path%2Fto%2Ffile"} {
+		if out := Text(in); out != in {
+			t.Errorf("Text(%q) = %q, want it kept", in, out)
+		}
+	}
+}
+
+// TestWebhookPaths: the credential of a webhook URL is hidden however it
+// looks, and the IDs around it are kept.
+func TestWebhookPaths(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX": "https://hooks.slack.com/services/T00000000/B00000000/REDACTED",
+		"https://discord.com/api/webhooks/123456789012345678/hunter2":                   "https://discord.com/api/webhooks/REDACTED/REDACTED",
+		"https://example.com/hooks/catch/123/abc/":                                      "https://example.com/hooks/catch/123/abc/",
+		"https://example.com/api/services/Foo/bar":                                      "https://example.com/api/services/Foo/bar",
+	} {
+		u, _ := url.Parse(in)
+		if got := URL(u); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+		if got := Text("POST " + in + ": 500"); got != "POST "+want+": 500" {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestChallenge: a WWW-Authenticate challenge keeps its parameters but
+// the secret ones.
+func TestChallenge(t *testing.T) {
+	in := `WWW-Authenticate: Bearer realm="api", error="invalid_token", token="hunter2"`
+	want := `WWW-Authenticate: Bearer realm="api", error="invalid_token", token="REDACTED"`
+	if got := Text(in); got != want {
+		t.Errorf("Text(%q) = %q, want %q", in, got, want)
+	}
+}
+
+// TestTextControls: text from outside cannot drive the terminal it is
+// printed on: escape sequences, a lone carriage return, C1 controls and
+// bidirectional overrides come out as escapes; tabs, newlines and CRLF
+// stay.
+func TestTextControls(t *testing.T) {
+	for in, want := range map[string]string{
+		"boom \x1b]0;pwned\x07 \x1b[2J\x1b[31mRED": `boom \x1b]0;pwned\x07 \x1b[2J\x1b[31mRED`,
+		"ok\rFAILED":                        `ok\x0dFAILED`,
+		"a\u202eevil\u2066x":                `a\u202eevil\u2066x`,
+		"c1 \u009b31m":                      `c1 \u009b31m`,
+		"del\x7f":                           `del\x7f`,
+		"line 1\r\nline 2\n\tat main.go:12": "line 1\r\nline 2\n\tat main.go:12",
+		"\x1b[1mtoken=hunter2\x1b[0m":       `\x1b[1mtoken=REDACTED[0m`,
+		"naïve café — ok":                   "naïve café — ok",
+	} {
+		got := Text(in)
+		if got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+		if Text(got) != got {
+			t.Errorf("Text(%q) = %q, but Text of that is %q", in, got, Text(got))
+		}
+	}
+}

@@ -23,8 +23,10 @@ import (
 	"github.com/heed-go/heed/cmd/heed/internal/storeurl"
 	"github.com/heed-go/heed/idempotency"
 	"github.com/heed-go/heed/pgstore/pgstoretest"
+	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retryhttp"
+	"github.com/heed-go/heed/ui"
 )
 
 // canary is planted wherever a secret can be; it must come out nowhere.
@@ -205,6 +207,11 @@ func runCanary(t *testing.T, db string) {
 				metricsMu.Unlock()
 			}
 		}
+		// Secrets a server hands out, in the headers -i and -I write.
+		w.Header().Set("Set-Cookie", "sid="+shortCanary+"; Path=/; HttpOnly")
+		w.Header().Set("X-Api-Key", shortCanary)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api", error="invalid_token", token="`+shortCanary+`"`)
+		w.Header().Set("Location", "/cb?code="+shortCanary+"#access_token="+shortCanary)
 		http.Error(w, "no", http.StatusInternalServerError)
 	}))
 	defer failing.Close()
@@ -245,6 +252,11 @@ func runCanary(t *testing.T, db string) {
 		"heed get two URLs":      {"get", canaryURL("a", ""), canaryURL("b", "")},
 		"heed get refused":       {"get", "-v", "--attempts", "2", "--base", "1ms", canaryURL("127.0.0.1:1", "")},
 		"heed get bad header":    {"get", "-H", "Authorization Bearer " + canary, "http://h/"},
+		"heed get -i":            {"get", "-i", "--attempts", "1", canaryURL(host, "")},
+		"heed get -I":            {"get", "-I", "--attempts", "1", canaryURL(host, "")},
+		"heed get -w (refused)": {"get", "--attempts", "1", "-w", "%{errormsg} %{url_effective} %{json}",
+			canaryURL("127.0.0.1:1", "")},
+		"heed get -w (answered)": {"get", "--attempts", "1", "-w", "%{errormsg} %{url_effective} %{json}", canaryURL(host, "")},
 	} {
 		code, stdout, stderr := heed(t, "", args...)
 		record(name, code, stdout, stderr)
@@ -298,6 +310,31 @@ func runCanary(t *testing.T, db string) {
 	}
 	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "--json", "fail", `{"permanent": true, "message": "token=`+canary+` login failed: pwd=`+shortCanary+` password: `+shortCanary+` Authorization: Bearer `+shortCanary+` X-Api-Key: `+shortCanary+` https://h/cb#access_token=`+shortCanary+`"}`)
 	record("heed jobs enqueue --json", code, stdout, stderr)
+	// Secrets in the forms a handler's error quotes from elsewhere: a
+	// webhook URL (Slack's, Discord's), a callback URL escaped inside a
+	// query, an XML fault, a PEM key, a curl command line.
+	forms := strings.Join([]string{
+		"POST https://hooks.slack.com/services/T0A1B2C3/B0D4E5F6/" + shortCanary + ": 404",
+		"https://discord.com/api/webhooks/123456789012345678/" + shortCanary,
+		"redirect_uri=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D" + shortCanary,
+		"<fault><password>" + shortCanary + "</password></fault>",
+		`-----BEGIN PRIVATE KEY-----\n` + shortCanary + `\n-----END PRIVATE KEY-----`,
+		"exec: curl -u bob:" + shortCanary + " https://example.com/",
+		// And what would drive the operator's terminal: a title, a
+		// clear screen, text written backwards.
+		`\u001b]0;pwned\u0007\u001b[2J\u202e`,
+	}, "; ")
+	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "fail", `{"permanent": true, "message": "`+strings.ReplaceAll(forms, `"`, `\"`)+`"}`)
+	record("heed jobs enqueue (forms)", code, stdout, stderr)
+	if code != 0 {
+		t.Fatalf("enqueue: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr = heed(t, "", "jobs", "enqueue", "--db", db, "--attempts", "1", "http",
+		`{"url": "http://`+host+`/api/webhooks/123456789012345678/`+shortCanary+`?redirect_uri=https%3A%2F%2Fapp.example%2Fcb%3Faccess_token%3D`+shortCanary+`"}`)
+	record("heed jobs enqueue (webhook)", code, stdout, stderr)
+	if code != 0 {
+		t.Fatalf("enqueue: exit %d: %s", code, stderr)
+	}
 
 	addrLine := regexp.MustCompile(`metrics at (http://127\.0\.0\.1:\d+/metrics)`)
 	workOut := &lineWriter{}
@@ -335,6 +372,47 @@ func runCanary(t *testing.T, db string) {
 		t.Errorf("jobs show --reveal does not show the canary, so this test could not see it either:\n%s", stdout)
 	}
 
+	// The dashboard, signed in or not: every page, full and partial.
+	h, err := ui.New(queue.NewClient(d.Jobs(), queue.ClientConfig{Operator: "test"}), ui.Config{Token: "canary-test-token-0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash := httptest.NewServer(h)
+	pages := []string{"/", "/jobs", "/jobs?state=dead", "/dead", "/periodic"}
+	for _, s := range []string{"fail", "http"} {
+		pages = append(pages, "/jobs?kind="+s)
+	}
+	getPage := func(p string, hdr ...string) string {
+		req, _ := http.NewRequest("GET", dash.URL+p, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.Status + "\n" + string(b)
+	}
+	body := getPage("/jobs?state=dead")
+	for _, m := range regexp.MustCompile(`href="/jobs/(\d+)"`).FindAllStringSubmatch(body, -1) {
+		pages = append(pages, "/jobs/"+m[1])
+	}
+	for _, m := range regexp.MustCompile(`href="/dead/([^"]+)"`).FindAllStringSubmatch(getPage("/dead"), -1) {
+		pages = append(pages, "/dead/"+m[1])
+	}
+	if len(pages) < 12 {
+		t.Errorf("the dashboard lists too few jobs and groups to read: %v\n%s", pages, body)
+	}
+	for _, p := range pages {
+		outputs["heed ui "+p] = getPage(p)
+		outputs["heed ui "+p+" (partial)"] = getPage(p, "X-Heed-Partial", "1")
+		outputs["heed ui "+p+" (signed in)"] = getPage(p, "Authorization", "Bearer canary-test-token-0123456789")
+	}
+	dash.Close()
+	h.Close()
+
 	// The tables.
 	d.Close()
 	dumps := map[string]string{}
@@ -356,6 +434,9 @@ func runCanary(t *testing.T, db string) {
 		}
 		if strings.Contains(text, shortCanary) {
 			t.Errorf("%s has the short canary:\n%s", name, text)
+		}
+		if i := strings.IndexAny(text, "\x1b\x07\u202e"); i >= 0 {
+			t.Errorf("%s has a terminal control character: %q", name, text[max(0, i-40):min(len(text), i+40)])
 		}
 	}
 }

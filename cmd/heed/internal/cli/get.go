@@ -31,7 +31,7 @@ var getDoc = helpDoc{
 	file: "get",
 	groups: []flagGroup{
 		{"Request flags", []string{"X", "H", "d", "A", "u", "I", "L", "idempotency-key", "connect-timeout", "m", "max-time", "retry-max-time", "retry", "hedge", "propagate"}},
-		{"Output flags", []string{"o", "i", "f", "s", "S", "v", "w"}},
+		{"Output flags", []string{"o", "i", "f", "s", "S", "v", "w", "reveal"}},
 		{"curl's long names", []string{"fail", "head", "include", "location", "show-error", "silent", "user", "user-agent", "verbose", "write-out"}},
 		policyGroup,
 	},
@@ -97,7 +97,7 @@ func getMain(ctx context.Context, s streams, args []string) int {
 	client := curl.Client(trace.RoundTripper(tr), *g.location, st)
 
 	code = g.fetch(ctx, s, es, client, req, u, st, trace, cmp.Or(p.MaxPushback, retry.DefaultMaxPushback))
-	return g.writeOut(s, es, st, code)
+	return g.writeOut(s, es, st, u, code)
 }
 
 // getFlags are the flags of heed get.
@@ -110,6 +110,7 @@ type getFlags struct {
 	hedge                                  *time.Duration
 	retries                                *int
 	head, include, verbose, propagate      *bool
+	reveal                                 *bool
 	fail, silent, showError, location      *bool
 	wo                                     curl.WriteOut
 }
@@ -135,6 +136,7 @@ func newGetFlags() *getFlags {
 	g.output = fs.String("o", "", "write the body to `FILE` instead of stdout")
 	g.include = fs.Bool("i", false, "write the status line and response headers before the body")
 	g.verbose = fs.Bool("v", false, "print one line per decision on stderr")
+	g.reveal = fs.Bool("reveal", false, "write secrets as received: the values of secret response headers (Set-Cookie, WWW-Authenticate's, ...) with -i and -I, and -w's %{url_effective} and %{errormsg} unredacted (default: REDACTED, as everywhere else)")
 	g.propagate = fs.Bool("propagate", true, "send Retry-Attempt and Timeout-Remaining, so that a heed server retries no further and adopts the deadline; --propagate=false for third-party APIs, to which they mean nothing")
 	g.fail = fs.Bool("f", false, "do not write the body of a response with status 400 or more (curl's --fail)")
 	g.silent = fs.Bool("s", false, "print no error messages on stderr (decision lines of -v still are)")
@@ -288,7 +290,7 @@ func (g *getFlags) writeBody(ctx context.Context, s, es streams, resp *http.Resp
 		defer f.Close()
 		out = f
 	}
-	n, err := curl.WriteBody(out, resp, *g.include, *g.fail)
+	n, err := curl.WriteBody(out, resp, *g.include, *g.fail, *g.reveal)
 	if errors.As(err, new(*curl.WriteError)) {
 		st.Err = err
 		fmt.Fprintf(es.stderr, "heed get: writing output: %v\n", err)
@@ -329,10 +331,19 @@ func bodyErrorCode(ctx context.Context, es streams, err error) int {
 
 // writeOut writes -w's format after the body and returns the exit code,
 // code unless that write failed.
-func (g *getFlags) writeOut(s, es streams, st *curl.Stats, code int) int {
+func (g *getFlags) writeOut(s, es streams, st *curl.Stats, u *url.URL, code int) int {
 	if g.wo.IsSet() {
 		st.Total = time.Since(st.Start)
 		st.Code = code
+		if !*g.reveal {
+			// As stderr says them: an error quotes the URL raw, and the
+			// effective URL may hold the user's password or a token a
+			// redirect handed out.
+			st.URL = redact.URLString(st.URL)
+			if st.Err != nil {
+				st.Err = errors.New(redact.ErrorText(st.Err.Error(), u))
+			}
+		}
 		if err := g.wo.Write(s.stdout, st); err != nil {
 			fmt.Fprintf(es.stderr, "heed get: writing --write-out: %v\n", err)
 			if code == exitOK {

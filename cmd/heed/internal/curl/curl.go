@@ -296,8 +296,10 @@ func ReadData(d string, stdin io.Reader) (string, error) {
 }
 
 // WriteHead writes the status line and the headers, sorted, then a blank
-// line.
-func WriteHead(w io.Writer, resp *http.Response) {
+// line; unless reveal, with secrets redacted as everywhere else (the
+// values of secret headers, secrets in URLs and challenges): a head
+// printed by -i or -I ends up in terminals, CI logs and bug reports.
+func WriteHead(w io.Writer, resp *http.Response, reveal bool) {
 	fmt.Fprintf(w, "%s %s\r\n", resp.Proto, resp.Status)
 	names := make([]string, 0, len(resp.Header))
 	for name := range resp.Header {
@@ -306,10 +308,30 @@ func WriteHead(w io.Writer, resp *http.Response) {
 	sort.Strings(names)
 	for _, name := range names {
 		for _, v := range resp.Header[name] {
+			if !reveal {
+				v = headerValue(name, v)
+			}
 			fmt.Fprintf(w, "%s: %s\r\n", name, v)
 		}
 	}
 	io.WriteString(w, "\r\n")
+}
+
+// headerValue is the value v of the response header name as -i and -I
+// write it without --reveal: REDACTED for a secret header (Set-Cookie,
+// X-Api-Key, ...), secrets removed from a URL (Location, Link) or from a
+// challenge's parameters (WWW-Authenticate), and any other as received
+// (an ETag or a digest may look random, and is no secret).
+func headerValue(name, v string) string {
+	switch n := strings.ToLower(name); {
+	case redact.SecretHeader(name):
+		return redact.Mark
+	case n == "location" || n == "content-location":
+		return redact.URLString(v) // relative too: "/cb?code=..."
+	case n == "link" || n == "refresh" || strings.HasSuffix(n, "-authenticate"):
+		return redact.Text(v)
+	}
+	return v
 }
 
 // Request is what heed get sends, from its flags.
@@ -374,10 +396,11 @@ func Client(rt http.RoundTripper, follow bool, st *Stats) *http.Client {
 }
 
 // WriteBody writes resp's body to out, after its head with include (curl
-// -i), or nothing of a response with status 400 or more with fail (curl
-// -f), and returns the bytes written. An error writing out is a
+// -i; secrets redacted unless reveal: see [WriteHead]), or nothing of a
+// response with status 400 or more with fail (curl -f), and returns the
+// bytes written. An error writing out is a
 // [*WriteError]; any other error is one reading the body.
-func WriteBody(out io.Writer, resp *http.Response, include, fail bool) (int64, error) {
+func WriteBody(out io.Writer, resp *http.Response, include, fail, reveal bool) (int64, error) {
 	body := io.Reader(resp.Body)
 	failed := fail && resp.StatusCode >= 400
 	if failed {
@@ -386,7 +409,7 @@ func WriteBody(out io.Writer, resp *http.Response, include, fail bool) (int64, e
 	cw := &Output{W: out}
 	w := bufio.NewWriter(cw)
 	if include && !failed {
-		WriteHead(w, resp)
+		WriteHead(w, resp, reveal)
 	}
 	_, copyErr := io.Copy(w, body)
 	if err := w.Flush(); err != nil {
