@@ -30,8 +30,12 @@ type Client struct {
 	cfg   ClientConfig
 }
 
-// NewClient returns a Client over store.
+// NewClient returns a Client over store. It panics if store is nil (a
+// programming error; NewWorker returns an error for it instead).
 func NewClient(store jobstore.Store, cfg ClientConfig) *Client {
+	if store == nil {
+		panic("queue: NewClient with a nil store")
+	}
 	if cfg.Operator == "" {
 		cfg.Operator = "operator"
 	}

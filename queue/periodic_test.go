@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,3 +90,26 @@ func TestPeriodicInvalid(t *testing.T) {
 
 // nopStore is a Store for tests that never reach it.
 type nopStore struct{ jobstore.Store }
+
+// Registering a handler wrongly panics at once, saying what was wrong,
+// rather than when a job of the kind first runs.
+func TestHandleMisuse(t *testing.T) {
+	w, err := NewWorker(nopStore{}, WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	panics := func(name, want string, f func()) {
+		t.Helper()
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), want) {
+				t.Errorf("%s: panic %v, want one saying %q", name, r, want)
+			}
+		}()
+		f()
+	}
+	panics("nil function", "kind email with a nil function", func() { Handle[struct{}](w, "email", nil) })
+	panics("nil store", "NewClient with a nil store", func() { NewClient(nil, ClientConfig{}) })
+	panics("empty kind", "empty kind", func() {
+		Handle(w, "", func(context.Context, *Job, struct{}) error { return nil })
+	})
+}

@@ -303,11 +303,14 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // claim a job of a kind only new workers know, requeue such jobs once the
 // deploy is done.
 //
-// Handle panics if kind is empty, already registered, or w was started:
-// these are programming errors.
+// Handle panics if kind is empty, fn is nil, kind is already registered,
+// or w was started: these are programming errors.
 func Handle[T any](w *Worker, kind string, fn func(ctx context.Context, job *Job, args T) error) {
 	if kind == "" {
 		panic("queue: Handle with an empty kind")
+	}
+	if fn == nil {
+		panic("queue: Handle: kind " + kind + " with a nil function")
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

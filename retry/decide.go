@@ -114,7 +114,10 @@ type History struct {
 // retry at At after Delay, or give up. It is data, so executors log it,
 // store it and show it; the trace of a call is its list of decisions.
 type Decision struct {
+	// Action is what to do: Done, Retry, GiveUp or Defer.
 	Action Action
+	// Reason is why (ReasonSuccess, ReasonTransient, ReasonAttempts, ...);
+	// Reason.String words it as the trace does.
 	Reason Reason
 	// Attempt is the attempt this decision follows (from 1).
 	Attempt int

@@ -34,14 +34,21 @@ type Event struct {
 // [ErrExhausted]. Permanent errors give up too, after one attempt.
 //
 // Do is safe to call concurrently with the same policy. It allocates
-// nothing on success.
+// nothing on success. It panics if fn is nil: a programming error.
 func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
+	if fn == nil {
+		panic("retry: Do with a nil function")
+	}
 	return do(ctx, &p, fn)
 }
 
 // DoValue is [Do] for a function that returns a value. It returns the value
-// of the successful attempt, or the zero value and the error.
+// of the successful attempt, or the zero value and the error. It panics if
+// fn is nil.
 func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error)) (T, error) {
+	if fn == nil {
+		panic("retry: DoValue with a nil function")
+	}
 	var v T
 	err := do(ctx, &p, func(ctx context.Context) error {
 		var err error

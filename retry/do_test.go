@@ -348,3 +348,21 @@ func TestDoTimeBudgetCutsAHangingAttempt(t *testing.T) {
 		}
 	})
 }
+
+// A nil function is a programming error that Do names, instead of a nil
+// dereference deep in its loop.
+func TestDoNilFunctionPanicsSayingSo(t *testing.T) {
+	for name, call := range map[string]func(){
+		"Do":      func() { _ = Do(context.Background(), Policy{}, nil) },
+		"DoValue": func() { _, _ = DoValue[int](context.Background(), Policy{}, nil) },
+	} {
+		func() {
+			defer func() {
+				if r, want := recover(), "retry: "+name+" with a nil function"; r != want {
+					t.Errorf("%s(nil): panic %v, want %q", name, r, want)
+				}
+			}()
+			call()
+		}()
+	}
+}

@@ -63,6 +63,7 @@ type StatusError struct {
 	RetryAfter time.Duration
 }
 
+// Error returns the status line, such as "503 Service Unavailable".
 func (e *StatusError) Error() string {
 	if e.Status != "" {
 		return e.Status

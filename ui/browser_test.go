@@ -210,7 +210,7 @@ func TestBrowser(t *testing.T) {
 	rows := value(t, ctx, "timeline rows", chromedp.Evaluate[int](`document.querySelectorAll("table.attempts tbody tr").length`))
 	why := value(t, ctx, "last row", chromedp.Text(css(`table.attempts tbody tr:last-child`)))
 	bars := value(t, ctx, "bars", chromedp.Evaluate[int](`document.querySelectorAll("figure.timeline svg.tl-wide rect.bar").length`))
-	if rows != 5 || bars != 5 || !strings.Contains(why, "give up") || !strings.Contains(why, "the time budget ran out") {
+	if rows != 5 || bars != 5 || !strings.Contains(why, "give up") || !strings.Contains(why, "no retry fits in the time budget left") {
 		t.Errorf("timeline: %d rows, %d bars, last %q", rows, bars, why)
 	}
 	screenshot(t, ctx, "ui-timeline.png")

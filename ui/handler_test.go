@@ -49,7 +49,7 @@ func TestPages(t *testing.T) {
 			{"/jobs", []string{"webhook", "resize", "charge"}},
 			{"/jobs?state=dead&kind=email", []string{"smtp 550", "i/o timeout"}},
 			{"/jobs?q=TOO+MANY", []string{fmt.Sprintf(`href="/jobs/%d"`, e.sd.budget.ID)}},
-			{fmt.Sprintf("/jobs/%d", e.sd.budget.ID), []string{"Decision timeline", "the server asked to wait 4s", "the time budget ran out", "time_budget", `class="budget"`, "backoff 2.0×"}},
+			{fmt.Sprintf("/jobs/%d", e.sd.budget.ID), []string{"Decision timeline", "the server asked to wait 4s", "no retry fits in the time budget left", "time_budget", `class="budget"`, "backoff 2.0×"}},
 			{fmt.Sprintf("/jobs/%d", e.sd.retried.ID), []string{"succeeded", "connection refused", "&#43;1.1s"}},
 			{fmt.Sprintf("/jobs/%d", e.sd.secret.ID), []string{"REDACTED", "Reveal"}},
 			{"/dead", []string{"dial tcp &lt;addr&gt;: i/o timeout", "smtp &lt;n&gt;: mailbox &lt;addr&gt; unavailable", "8 dead jobs"}},
@@ -77,6 +77,13 @@ func TestPages(t *testing.T) {
 		if code, body, _ := e.get(t, "/jobs?state=scheduled"); code != 200 || !strings.Contains(body, fmt.Sprintf(`href="/jobs/%d"`, later.ID)) ||
 			strings.Contains(body, "webhook") {
 			t.Errorf("GET /jobs?state=scheduled: %d, want job %d and no job due now:\n%.500s", code, later.ID, body)
+		}
+		// And they are shown as scheduled, as the filter and heed jobs ls
+		// call them, not as their stored state, available.
+		for _, path := range []string{"/jobs?state=scheduled", fmt.Sprintf("/jobs/%d", later.ID)} {
+			if _, body, _ := e.get(t, path); !strings.Contains(body, `<span class="st st-scheduled">scheduled</span>`) || strings.Contains(body, "st-available") {
+				t.Errorf("GET %s: the scheduled job is not shown as scheduled", path)
+			}
 		}
 		if _, body, _ := e.get(t, "/"); !strings.Contains(body, `<th class="num opt">Cancelled</th>`) || !strings.Contains(body, `state=scheduled`) {
 			t.Errorf("GET /: no cancelled column or no link to the scheduled jobs")

@@ -95,6 +95,7 @@ func (h *Handler) parseTemplates() error {
 			return "+" + brief(t.Sub(from).Round(time.Millisecond))
 		},
 		"lasterr": lastError,
+		"shown":   shownState,
 		"query": func(kv ...string) string {
 			v := url.Values{}
 			for i := 0; i+1 < len(kv); i += 2 {
@@ -212,6 +213,16 @@ type jobsView struct {
 type jobRow struct {
 	*queue.Job
 	LastError string
+}
+
+// shownState is the state a job is shown in: its stored state, except that
+// an available job due later is "scheduled", as heed jobs ls and the
+// overview's counts say.
+func shownState(now time.Time, j *queue.Job) string {
+	if j.State == queue.StateAvailable && j.AvailableAt.After(now) {
+		return "scheduled"
+	}
+	return string(j.State)
 }
 
 func lastError(j *queue.Job) string {

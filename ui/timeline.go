@@ -31,7 +31,7 @@ const axisWidth = 1000
 // timeline is a job's history laid out on a time axis: one row per entry
 // (each attempt with the decision taken after it, and each operator's
 // action), so that a reader sees the backoff grow, a server's pushback,
-// and where the time budget ran out. Build one with [newTimeline]; the
+// and where no retry fits in the time budget left. Build one with [newTimeline]; the
 // zero value is an empty timeline.
 type timeline struct {
 	// Start and End bound the axis: from the job's enqueue to the end of
@@ -62,7 +62,7 @@ type timelineRow struct {
 	// now), "cut" or "running".
 	Class string
 	// Note explains the decision in words ("the server asked to wait 2s",
-	// "backoff 2.0× the last wait", "the time budget ran out").
+	// "backoff 2.0× the last wait", "no retry fits in the time budget left").
 	Note string
 }
 
@@ -188,7 +188,7 @@ func rowNote(r *timelineRow, lastWait time.Duration) string {
 	case r.Running:
 		return "running"
 	case r.Action == actGiveUp && r.Reason == whyTimeBudget:
-		return "the time budget ran out"
+		return "no retry fits in the time budget left"
 	case r.Action == actGiveUp && r.Reason == whyAttempts:
 		return "no attempts left"
 	case r.Action == actGiveUp && r.Reason == whyPermanent:

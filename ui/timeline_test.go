@@ -57,7 +57,7 @@ func TestNewTimeline(t *testing.T) {
 		{0, 50, 100, "retry", "transient: retry after 200ms", 100 * time.Millisecond},
 		{150, 50, 200, "retry", "backoff 2.0× the last wait", 100 * time.Millisecond},
 		{400, 50, 500, "retry", "the server asked to wait 1s", 100 * time.Millisecond},
-		{950, 50, 0, "dead", "the time budget ran out", 100 * time.Millisecond},
+		{950, 50, 0, "dead", "no retry fits in the time budget left", 100 * time.Millisecond},
 	} {
 		r := tl.Rows[i]
 		if !near(r.X, want.x) || !near(r.W, want.w) || !near(r.WaitW, want.wait) || r.Class != want.class || r.Note != want.note || r.Duration != want.dur {

@@ -119,6 +119,7 @@ func (c *Case) Step(n int) Step {
 
 // Want is an expected decision. A negative Delay is not compared.
 type Want struct {
+	// Action, Reason and Delay are the decision's.
 	Action retry.Action
 	Reason retry.Reason
 	Delay  time.Duration
@@ -127,6 +128,8 @@ type Want struct {
 	HedgeWon bool
 }
 
+// String writes w as failures show it: "retry/transient/100ms", with
+// "/hedges=N" and "/won" when set.
 func (w Want) String() string {
 	s := fmt.Sprintf("%v/%v/%v", w.Action, w.Reason.Key(), w.Delay)
 	if w.Hedges > 0 {

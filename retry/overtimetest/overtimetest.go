@@ -88,6 +88,7 @@ const (
 	Cut                 // not answered before the attempt's context ended (black hole, overload)
 )
 
+// String returns the outcome's name: "ok", "fail" or "cut".
 func (o Outcome) String() string {
 	switch o {
 	case OK:
