@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,9 +20,8 @@ import (
 // A GET whose first attempt is slow is raced by a hedge after 20 ms; the
 // hedge answers first, and the slow attempt is cancelled.
 func ExampleTransport_hedge() {
-	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
+		if r.Header.Get("Retry-Attempt") == "1" {
 			<-r.Context().Done() // a slow replica: no answer until the client leaves
 			return
 		}

@@ -46,10 +46,28 @@ func TestLoadSafety(t *testing.T) {
 			r := chaintest.Run(t, row.cfg)
 			f := r.Fault
 			t.Logf("| %s | %.2f× / %.2f× | %.1f%% |", row.name, f.Mean, f.Worst, 100*f.ServedShare)
+			t.Logf("timers woke at most %v late from the fault on", r.Late)
 			if !r.Usable() || float64(f.Users) < 0.9*8*max(row.cfg.Rate, 20) {
 				t.Skipf("the machine could not carry the load through three services (%.0f%% served before the fault, %d user requests in it): no measurement", 100*r.HealthyServed, f.Users)
 			}
-			if row.mean > 0 && (f.Mean > row.mean || f.Worst > row.worst || f.Mean < 1) {
+			if row.mean == 0 {
+				return
+			}
+			// The worst second is judged only on a run that was on time:
+			// users are counted in the second they started and attempts in
+			// the second they reached C, so a machine that stalls the
+			// chain moves them between seconds. A stall of the arrivals
+			// under -race on a loaded machine (load average 25) left a
+			// second of the fault with a third of its users and the
+			// budget's burst: 2.167× in it, while the fault's mean, which
+			// no stall moves, was 1.051×.
+			worstBad := f.Worst > row.worst
+			if worstBad && !r.OnTime() {
+				t.Logf("worst second %.3f× (want at most %.2f×) not judged: the run was not on time (timers %v late, more than %v)",
+					f.Worst, row.worst, r.Late, chaintest.MaxLate)
+				worstBad = false
+			}
+			if f.Mean > row.mean || f.Mean < 1 || worstBad {
 				for k, s := range r.Seconds {
 					t.Logf("second %d: %+v", k, s)
 				}

@@ -37,11 +37,11 @@ func (d dependency) RoundTrip(req *http.Request) (*http.Response, error) {
 // Transport (its own registry of budgets: a fresh process), GET requests
 // to one host, in virtual time.
 func TestOverTime(t *testing.T) {
+	// The recovery row runs under -race again: it was skipped there for
+	// 98.5% (want 99%) in 3 of 30 runs; with today's retry and budget, 75
+	// runs under -race at load 20 to 27 served at least 99.5%, 71 of them
+	// 100% (and 30 without -race: 29 at 100%, one at 99.5%).
 	skip := map[string]string{}
-	if raceOn {
-		skip["recovery"] = "a finding under -race only: 98.5% of the users from 1 s after the heal served (want 99%), " +
-			"in 3 of 30 runs; the budget, empty at the heal, refills at the 10% failure rate itself"
-	}
 	overtimetest.Run(t, overtimetest.Skip(overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dependency) overtimetest.Client {
 		tr := &retryhttp.Transport{Base: dependency{dep}, Budgets: new(budget.Registry)}
 		client := &http.Client{Transport: tr}

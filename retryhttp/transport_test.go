@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/heed-go/heed/backoff"
@@ -248,7 +249,7 @@ func TestRetryAfter(t *testing.T) {
 	tests := []struct {
 		name   string
 		value  func() string
-		giveUp bool // the wait does not fit in the 300ms deadline
+		giveUp bool // the wait (2 s or more) does not fit in the 1.5 s deadline
 	}{
 		{"seconds", func() string { return "2" }, true},
 		{"IMF-fixdate", future(3 * time.Second), true},
@@ -271,10 +272,17 @@ func TestRetryAfter(t *testing.T) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 			})
 			tr := newTransport(t, fast(3))
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			// 1.5 s: shorter than every wait of the giveUp rows, and
+			// room for three attempts on a busy machine (at 300 ms, under
+			// -race at load 29, a first attempt took the whole deadline,
+			// and three attempts did not fit).
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 			defer cancel()
 			start := time.Now()
 			resp, err := do(t, tr, ctx, "GET", srv.URL, nil)
+			// Whether it returned before the deadline, read at once: a
+			// transport that slept into the deadline returns after it.
+			expired := ctx.Err() != nil
 			elapsed := time.Since(start)
 			if !tt.giveUp {
 				if err != nil {
@@ -311,8 +319,8 @@ func TestRetryAfter(t *testing.T) {
 			if n := srv.requests.Load(); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
-			if elapsed > 200*time.Millisecond {
-				t.Errorf("gave up after %v: slept into the deadline", elapsed)
+			if expired {
+				t.Errorf("gave up after %v, at the 1.5s deadline: slept into it", elapsed)
 			}
 		})
 	}
@@ -736,40 +744,46 @@ func TestUpstreamOwnsMakesOneAttempt(t *testing.T) {
 	}
 }
 
+// TestDeadlineRunsOut runs in a synctest bubble, against a base transport
+// that answers 503 at once: its figures are exact, where over loopback a
+// busy machine made the attempts themselves take the deadline.
 func TestDeadlineRunsOut(t *testing.T) {
-	srv := newCounting(t, func(w http.ResponseWriter, r *http.Request, n int64) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	})
-	// Attempts at 0, 100 and 200ms; a fourth would start at 300ms, past
-	// the deadline: the transport gives up at about 200ms instead of
-	// sleeping into the deadline.
-	p := retry.Policy{Attempts: 10, Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 100 * time.Millisecond, Jitter: backoff.NoJitter}}
-	tr := newTransport(t, p)
-	var o observed
-	tr.Policy.Observe = o.observe
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	resp, err := do(t, tr, ctx, "GET", srv.URL, nil)
-	elapsed := time.Since(start)
-	if err != nil {
-		// Only on a machine so slow that an attempt was still running at
-		// the deadline.
-		if !errors.Is(err, context.DeadlineExceeded) {
+	synctest.Test(t, func(t *testing.T) {
+		var requests atomic.Int64
+		base := roundTripper(func(r *http.Request) (*http.Response, error) {
+			requests.Add(1)
+			return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
+				Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+		})
+		// Attempts at 0, 100 and 200ms; a fourth would start at 300ms, at
+		// the deadline: the transport gives up at 200ms instead of
+		// sleeping into the deadline.
+		p := retry.Policy{Attempts: 10, Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 100 * time.Millisecond, Jitter: backoff.NoJitter}}
+		tr := &retryhttp.Transport{Policy: p, Base: base, Budget: budget.Config{Ratio: -1}}
+		var o observed
+		tr.Policy.Observe = o.observe
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		resp, err := do(t, tr, ctx, "GET", "http://service.test/", nil)
+		elapsed := time.Since(start)
+		if err != nil {
 			t.Fatalf("error %v, want the last 503", err)
 		}
-		t.Skipf("machine too slow: %v after %v", err, elapsed)
-	}
-	readAll(t, resp)
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("status %d", resp.StatusCode)
-	}
-	if d := o.last(); d.Action != retry.GiveUp || d.Reason != retry.ReasonDeadline || d.Delay != 100*time.Millisecond {
-		t.Errorf("last decision %v (%v)", d, d.Reason)
-	}
-	if elapsed >= 300*time.Millisecond {
-		t.Errorf("returned after %v: slept into the deadline", elapsed)
-	}
+		readAll(t, resp)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("status %d", resp.StatusCode)
+		}
+		if n := requests.Load(); n != 3 {
+			t.Errorf("%d requests, want 3", n)
+		}
+		if d := o.last(); d.Action != retry.GiveUp || d.Reason != retry.ReasonDeadline || d.Delay != 100*time.Millisecond {
+			t.Errorf("last decision %v (%v)", d, d.Reason)
+		}
+		if elapsed != 200*time.Millisecond {
+			t.Errorf("returned after %v, want 200ms: the third attempt's answer, not a sleep into the deadline", elapsed)
+		}
+	})
 }
 
 func TestCallerCancelDuringWait(t *testing.T) {

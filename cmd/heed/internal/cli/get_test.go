@@ -238,15 +238,19 @@ func TestGetUsage(t *testing.T) {
 // --hedge sends a second copy of a slow GET; the hedge's answer wins and
 // -v says so.
 func TestGetHedge(t *testing.T) {
-	srv, n := getServer(t, func(w http.ResponseWriter, r *http.Request, n int64) {
-		if n == 1 {
+	// The first attempt is the slow one, known by its Retry-Attempt, not by
+	// the order the server sees them in: on a busy machine the hedge can
+	// arrive first, or alone (the first cancelled before its request got
+	// through).
+	srv, n := getServer(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		if a := r.Header.Get("Retry-Attempt"); a != "2" {
 			<-r.Context().Done() // slow until the client leaves
 			return
 		}
 		io.WriteString(w, "fast "+r.Header.Get("Retry-Attempt"))
 	})
 	code, stdout, stderr := heed(t, "", "get", "-v", "--hedge", "20ms", srv.URL)
-	if code != 0 || stdout != "fast 2" || n.Load() != 2 {
+	if code != 0 || stdout != "fast 2" || n.Load() < 1 || n.Load() > 2 {
 		t.Fatalf("exit %d, stdout %q, stderr %q, %d requests", code, stdout, stderr, n.Load())
 	}
 	if strings.TrimSpace(stderr) != "heed: attempt 2: ok (1 hedged, a hedge won)" {
