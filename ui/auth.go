@@ -254,8 +254,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id := h.session.start(h.now())
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: h.cfg.Path, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLifetime / time.Second)})
+		Secure: overTLS(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLifetime / time.Second)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// overTLS reports whether the browser reached the dashboard over TLS:
+// ended here, or at a proxy that says so (X-Forwarded-Proto: https). The
+// header is trusted for this only: a Secure cookie is a stricter one, so
+// a forged header can only keep a browser from sending it over plain HTTP.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // logout is POST logout: the session ends, on the server too.
@@ -264,6 +272,6 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		h.session.stop(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: h.cfg.Path, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+		Secure: overTLS(r), SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, h.cfg.Path, http.StatusSeeOther)
 }

@@ -193,3 +193,18 @@ func TestTokenGuessesThrottled(t *testing.T) {
 		}
 	})
 }
+
+// TestCookieSecureBehindProxy: behind a proxy that ends TLS and says so,
+// the session cookie is Secure; over plain HTTP it is not.
+func TestCookieSecureBehindProxy(t *testing.T) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
+		e := newEnv(t, s, ui.Config{Token: token}, 0)
+		for proto, want := range map[string]bool{"https": true, "HTTPS": true, "": false, "http": false} {
+			_, _, hdr := e.post(t, "/login", url.Values{"token": {token}}, false, "X-Forwarded-Proto", proto)
+			c := hdr.Get("Set-Cookie")
+			if c == "" || strings.Contains(c, "; Secure") != want {
+				t.Errorf("X-Forwarded-Proto %q: Set-Cookie %q, want Secure %v", proto, c, want)
+			}
+		}
+	})
+}
