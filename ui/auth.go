@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -82,6 +83,94 @@ func (s *sessions) stop(id string) {
 	delete(s.end, id)
 }
 
+// Guessing the token is throttled per client address: after maxMisses
+// wrong tokens within missWindow, every token from that address (the
+// right one too) is refused until the window that began with the first
+// miss has passed. A user-chosen token of MinToken bytes cannot then be
+// searched at network speed, and an address that guesses does not lock
+// out the others.
+const (
+	maxMisses   = 10
+	missWindow  = time.Minute
+	maxMissAddr = 10000 // addresses tracked at most
+)
+
+// misses counts wrong tokens by client address. The zero value is empty
+// and ready; it is safe for concurrent use.
+type misses struct {
+	mu   sync.Mutex
+	seen map[string]missCount
+}
+
+type missCount struct {
+	n     int
+	since time.Time // the first miss of the window
+}
+
+// addr is the address a request's misses count against: its remote
+// host, without the port.
+func addr(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
+// blocked reports whether a is refused at now, and for how long more.
+func (m *misses) blocked(a string, now time.Time) (time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.seen[a]
+	if !ok {
+		return 0, false
+	}
+	if left := c.since.Add(missWindow).Sub(now); left > 0 {
+		return left, c.n >= maxMisses
+	}
+	delete(m.seen, a)
+	return 0, false
+}
+
+// miss counts a wrong token from a at now.
+func (m *misses) miss(a string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]missCount{}
+	}
+	c, ok := m.seen[a]
+	if !ok || !now.Before(c.since.Add(missWindow)) {
+		if len(m.seen) >= maxMissAddr {
+			for k, v := range m.seen { // drop the windows that ended
+				if !now.Before(v.since.Add(missWindow)) {
+					delete(m.seen, k)
+				}
+			}
+			if len(m.seen) >= maxMissAddr {
+				return // a flood of addresses: each is still bounded by its own
+			}
+		}
+		c = missCount{since: now}
+	}
+	c.n++
+	m.seen[a] = c
+}
+
+// checkToken reports whether tok is the dashboard's token, counting a
+// wrong one against r's address, and false for any token while that
+// address is throttled (left: how long more).
+func (h *Handler) checkToken(r *http.Request, tok string) (ok bool, left time.Duration) {
+	a, now := addr(r), h.now()
+	if left, blocked := h.misses.blocked(a, now); blocked {
+		return false, left
+	}
+	if equal(tok, h.cfg.Token) {
+		return true, 0
+	}
+	h.misses.miss(a, now)
+	return false, 0
+}
+
 // setHosts validates and keeps Config.Hosts.
 func (h *Handler) setHosts(hosts []string) error {
 	if len(hosts) == 0 {
@@ -151,8 +240,13 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := h.safeNext(r.PostForm.Get("next"))
-	if !equal(r.PostForm.Get("token"), h.cfg.Token) {
-		h.renderStatus(w, r, http.StatusForbidden, "login", "Sign in", loginView{Next: next, Error: "That is not the dashboard's token."}, "")
+	if ok, left := h.checkToken(r, r.PostForm.Get("token")); !ok {
+		status, msg := http.StatusForbidden, "That is not the dashboard's token."
+		if left > 0 {
+			status, msg = http.StatusTooManyRequests, "Too many wrong tokens from this address: try again in a minute."
+			w.Header().Set("Retry-After", strconv.Itoa(int((left+time.Second-1)/time.Second)))
+		}
+		h.renderStatus(w, r, status, "login", "Sign in", loginView{Next: next, Error: msg}, "")
 		return
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
@@ -160,8 +254,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id := h.session.start(h.now())
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: h.cfg.Path, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLifetime / time.Second)})
+		Secure: overTLS(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLifetime / time.Second)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// overTLS reports whether the browser reached the dashboard over TLS:
+// ended here, or at a proxy that says so (X-Forwarded-Proto: https). The
+// header is trusted for this only: a Secure cookie is a stricter one, so
+// a forged header can only keep a browser from sending it over plain HTTP.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // logout is POST logout: the session ends, on the server too.
@@ -170,6 +272,6 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		h.session.stop(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: h.cfg.Path, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+		Secure: overTLS(r), SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, h.cfg.Path, http.StatusSeeOther)
 }

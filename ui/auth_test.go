@@ -166,3 +166,45 @@ func TestSessionLifetime(t *testing.T) {
 		}
 	})
 }
+
+// TestTokenGuessesThrottled: after ten wrong tokens in a minute, an
+// address is refused any token, the right one too, by the sign-in form
+// and by a bearer header, until the minute has passed; other addresses
+// are not.
+func TestTokenGuessesThrottled(t *testing.T) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
+		clk := clocktest.New(time.Now())
+		e := newEnv(t, s, ui.Config{Token: token, Clock: clk}, 0)
+		for i := range 10 {
+			if code, _, _ := e.post(t, "/login", url.Values{"token": {fmt.Sprintf("guess-%02d-0123456789abcdef", i)}}, false); code != 403 {
+				t.Fatalf("guess %d: %d, want 403", i, code)
+			}
+		}
+		code, body, hdr := e.post(t, "/login", url.Values{"token": {token}}, false)
+		if code != 429 || hdr.Get("Retry-After") == "" || !strings.Contains(body, "Too many wrong tokens") {
+			t.Errorf("right token while throttled: %d, Retry-After %q", code, hdr.Get("Retry-After"))
+		}
+		if code, _, _ := e.post(t, fmt.Sprintf("/jobs/%d/requeue", e.sd.budget.ID), nil, true); code != 403 {
+			t.Errorf("bearer token while throttled: %d, want 403", code)
+		}
+		clk.Advance(time.Minute)
+		if code, _, _ := e.post(t, "/login", url.Values{"token": {token}}, false); code != 303 {
+			t.Errorf("right token a minute later: %d, want 303", code)
+		}
+	})
+}
+
+// TestCookieSecureBehindProxy: behind a proxy that ends TLS and says so,
+// the session cookie is Secure; over plain HTTP it is not.
+func TestCookieSecureBehindProxy(t *testing.T) {
+	stores(t, func(t *testing.T, s jobstore.Store) {
+		e := newEnv(t, s, ui.Config{Token: token}, 0)
+		for proto, want := range map[string]bool{"https": true, "HTTPS": true, "": false, "http": false} {
+			_, _, hdr := e.post(t, "/login", url.Values{"token": {token}}, false, "X-Forwarded-Proto", proto)
+			c := hdr.Get("Set-Cookie")
+			if c == "" || strings.Contains(c, "; Secure") != want {
+				t.Errorf("X-Forwarded-Proto %q: Set-Cookie %q, want Secure %v", proto, c, want)
+			}
+		}
+	})
+}

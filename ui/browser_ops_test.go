@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/sqlitestore"
@@ -47,7 +48,13 @@ func TestBrowserOperations(t *testing.T) {
 		NextTick: hour.Add(time.Hour), SeenAt: hour}); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, s, ui.Config{Token: token, Refresh: 100 * time.Millisecond}, 60)
+	// The pages are rendered at now, the time the jobs and the schedule
+	// above were made at, however long the run takes: the cron job's next
+	// tick, the next full hour after now, is always ahead of the page's
+	// time (with the wall clock it passed whenever the run crossed a full
+	// hour). TestPeriodic shows a tick that passes as "overdue".
+	clk := clocktest.New(now)
+	e := newEnv(t, s, ui.Config{Token: token, Refresh: 100 * time.Millisecond, Clock: clk}, 60)
 	u := e.srv.URL
 	type css = chromedp.CSS
 	run(t, ctx, "sign in",
@@ -91,8 +98,10 @@ func TestBrowserOperations(t *testing.T) {
 
 	// The periodic jobs: schedule, ticks, a link to the jobs.
 	run(t, ctx, "periodic", chromedp.Navigate(u+"/periodic"), chromedp.WaitVisible(css(`tr[data-periodic="report/cron"]`)))
-	if row := value(t, ctx, "periodic row", chromedp.Text(css(`tr[data-periodic="report/cron"]`))); !strings.Contains(row, "cron 0 * * * *") || !strings.Contains(row, "in ") {
-		t.Errorf("periodic page: row %q", row)
+	row := value(t, ctx, "periodic row", chromedp.Text(css(`tr[data-periodic="report/cron"]`)))
+	next := value(t, ctx, "periodic next", chromedp.Evaluate[string](`document.querySelector('tr[data-periodic="report/cron"]').cells[4].textContent`))
+	if !strings.Contains(row, "cron 0 * * * *") || !strings.HasPrefix(next, "in ") || strings.Contains(row, "overdue") {
+		t.Errorf("periodic page: row %q, next tick %q, want in …, not overdue", row, next)
 	}
 	screenshot(t, ctx, "ui-periodic.png")
 

@@ -42,7 +42,11 @@
 //
 // Safety: state-changing requests need the token (a bearer header, or the
 // session cookie signing in sets) and pass net/http's cross-origin
-// protection; a read-only handler has no actions at all. Every response
+// protection; a read-only handler has no actions at all. Ten wrong tokens
+// from one address within a minute (by the sign-in form or a bearer
+// header) get that address refused any token, the right one too, until
+// the minute has passed (429 with Retry-After on the sign-in form), so a
+// token cannot be guessed at network speed. Every response
 // carries a strict Content-Security-Policy: no inline script or style.
 // No page or URL holds the token or a revealed secret it was not asked
 // for.

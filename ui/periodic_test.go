@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed/clock/clocktest"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/ui"
@@ -37,7 +38,10 @@ func TestPeriodic(t *testing.T) {
 		tick("report", hour, "every 1h0m0s", hour.Add(time.Hour))
 		tick("digest", hour.Add(-3*time.Hour), "cron 0 */2 * * *", hour.Add(-time.Hour))
 		tick("legacy", hour, "", time.Time{})
-		e := newEnv(t, s, ui.Config{Token: token}, 0)
+		// The page's clock stands 100 ms before report's next tick, the
+		// worst case for it: not yet overdue; then just past it.
+		clk := clocktest.New(hour.Add(time.Hour - 100*time.Millisecond))
+		e := newEnv(t, s, ui.Config{Token: token, Clock: clk}, 0)
 		code, body, hdr := e.get(t, "/periodic")
 		if code != 200 {
 			t.Fatalf("GET /periodic: %d\n%s", code, body)
@@ -49,8 +53,12 @@ func TestPeriodic(t *testing.T) {
 				t.Errorf("GET /periodic: no %q in\n%s", want, body)
 			}
 		}
-		if strings.Count(body, "overdue") != 1 {
-			t.Errorf("GET /periodic: %d overdue, want 1 (digest)", strings.Count(body, "overdue"))
+		if strings.Count(body, "overdue") != 1 || !strings.Contains(body, ">in 100ms</td>") {
+			t.Errorf("GET /periodic: %d overdue, want 1 (digest), and report's next tick in 100ms\n%s", strings.Count(body, "overdue"), body)
+		}
+		clk.Advance(200 * time.Millisecond)
+		if _, body, _ := e.get(t, "/periodic"); strings.Count(body, "overdue") != 2 {
+			t.Errorf("GET /periodic 100 ms after report's next tick: %d overdue, want 2 (digest, report)\n%s", strings.Count(body, "overdue"), body)
 		}
 	})
 }

@@ -101,6 +101,7 @@ type Handler struct {
 	hosts   map[string]bool // Config.Hosts, lower-case; nil: any
 	anyIP   bool            // an unspecified address is among Config.Hosts
 	session sessions
+	misses  misses     // wrong tokens, by address
 	causes  causeCache // the dead-letter's counts by cause
 }
 
@@ -225,7 +226,11 @@ func (h *Handler) authed(r *http.Request) bool {
 	}
 	if a := r.Header.Get("Authorization"); a != "" {
 		tok, ok := strings.CutPrefix(a, "Bearer ")
-		return ok && equal(tok, h.cfg.Token)
+		if !ok {
+			return false
+		}
+		ok, _ = h.checkToken(r, tok)
+		return ok
 	}
 	c, err := r.Cookie(sessionCookie)
 	return err == nil && h.session.valid(c.Value, h.now())

@@ -31,6 +31,7 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
+// queue is the example's queue.
 const queue = "heedasynq_example"
 
 // sendWebhook is an asynq handler, as you have them today. It says which
@@ -57,13 +58,15 @@ func sendWebhook(ctx context.Context, t *asynq.Task) error {
 }
 
 func main() {
-	if err := run(context.Background(), os.Getenv("REDIS_URL"), os.Stdout); err != nil {
+	if err := run(context.Background(), os.Getenv("REDIS_URL"), queue, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "example:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, redisURL string, out io.Writer) error {
+// run runs the example on queue (its test gives each run a queue of its
+// own).
+func run(ctx context.Context, redisURL, queue string, out io.Writer) error {
 	if redisURL == "" {
 		return errors.New("set REDIS_URL to a Redis, such as redis://127.0.0.1:6379/0")
 	}
@@ -125,7 +128,7 @@ func run(ctx context.Context, redisURL string, out io.Writer) error {
 	inspector := asynq.NewInspector(redis)
 	defer inspector.Close()
 	for _, id := range ids {
-		info, err := wait(inspector, id)
+		info, err := wait(inspector, queue, id)
 		if err != nil {
 			return err
 		}
@@ -139,8 +142,8 @@ func run(ctx context.Context, redisURL string, out io.Writer) error {
 	return nil
 }
 
-// wait returns task id once it is completed or archived.
-func wait(in *asynq.Inspector, id string) (*asynq.TaskInfo, error) {
+// wait returns task id of queue once it is completed or archived.
+func wait(in *asynq.Inspector, queue, id string) (*asynq.TaskInfo, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		info, err := in.GetTaskInfo(queue, id)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -20,6 +22,10 @@ func TestExample(t *testing.T) {
 		t.Skip("example: HEED_TEST_REDIS_URL is not set; set it to a Redis URL with a database of its own to run the example against asynq")
 	}
 	ctx := context.Background()
+	// A queue of this run's own: two runs at once on one Redis database (a
+	// developer's and CI's) must not take each other's tasks or delete
+	// each other's queue.
+	queue := fmt.Sprintf("%s_%d_%d", queue, os.Getpid(), rand.Uint32())
 	t.Cleanup(func() {
 		opt, err := asynq.ParseRedisURI(url)
 		if err != nil {
@@ -36,7 +42,7 @@ func TestExample(t *testing.T) {
 		}
 	})
 	var out bytes.Buffer
-	if err := run(ctx, url, &out); err != nil {
+	if err := run(ctx, url, queue, &out); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())

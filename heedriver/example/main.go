@@ -38,6 +38,7 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
+// schema is where the example keeps River's tables.
 const schema = "heedriver_example"
 
 // WebhookArgs is a River job, as you have them today.
@@ -74,13 +75,15 @@ func (WebhookWorker) Work(ctx context.Context, job *river.Job[WebhookArgs]) erro
 }
 
 func main() {
-	if err := run(context.Background(), os.Getenv("DATABASE_URL"), os.Stdout); err != nil {
+	if err := run(context.Background(), os.Getenv("DATABASE_URL"), schema, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "example:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dbURL string, out io.Writer) error {
+// run runs the example with River's tables in schema (its test gives each
+// run a schema of its own).
+func run(ctx context.Context, dbURL, schema string, out io.Writer) error {
 	if dbURL == "" {
 		return errors.New("set DATABASE_URL to a PostgreSQL database")
 	}
@@ -89,7 +92,7 @@ func run(ctx context.Context, dbURL string, out io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return err
 	}
 	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})

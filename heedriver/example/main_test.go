@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -19,18 +22,21 @@ func TestExample(t *testing.T) {
 		t.Skip("example: HEED_TEST_POSTGRES_URL is not set; set it to a PostgreSQL URL to run the example against River")
 	}
 	ctx := context.Background()
+	// A schema of this run's own: two runs at once on one database (a
+	// developer's and CI's) must not drop each other's tables.
+	own := fmt.Sprintf("%s_%d_%d", schema, os.Getpid(), rand.Uint32())
 	t.Cleanup(func() {
 		pool, err := pgxpool.New(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer pool.Close()
-		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{own}.Sanitize()+" CASCADE"); err != nil {
 			t.Error(err)
 		}
 	})
 	var out bytes.Buffer
-	if err := run(ctx, url, &out); err != nil {
+	if err := run(ctx, url, own, &out); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
