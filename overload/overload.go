@@ -103,6 +103,7 @@ func (r Reason) String() string {
 // RefusedError is a refusal by a [Limiter]. It matches [ErrOverloaded]
 // with errors.Is; for [ReasonGone] it also unwraps to the context's error.
 type RefusedError struct {
+	// Reason is why the request was refused (never ReasonNone).
 	Reason Reason
 	// RetryAfter is when to come back: the time the queue ahead needs to
 	// drain as the limiter sees it, at least the handlers' no-queue
@@ -129,7 +130,7 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // Event is what a [Limiter] tells [Config.Observe] about one request: it
 // was admitted (Reason zero) after waiting Waited, or refused.
 type Event struct {
-	Reason Reason
+	Reason Reason        // why it was refused; ReasonNone when admitted
 	Waited time.Duration // time in the queue; zero when admitted or refused at once
 	Retry  bool          // the request was a retry
 }

@@ -118,6 +118,7 @@ func (d *declines) all() []DeclinedJob {
 // DeclinedJob is a job a worker gave back with [Decline], as a drain
 // reports it.
 type DeclinedJob struct {
+	// ID, Queue and Kind are the job's.
 	ID     int64
 	Queue  string
 	Kind   string

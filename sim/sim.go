@@ -228,6 +228,7 @@ func parseFaultKind(s string) (FaultKind, error) {
 
 // Fault is a trigger: something that goes wrong from Start to End.
 type Fault struct {
+	// Kind is what goes wrong; the fields below say which of them it uses.
 	Kind FaultKind
 	// Start and End bound the fault in virtual time; End must be after
 	// Start. A fault may run past the horizon; one that starts at or after
