@@ -1012,42 +1012,11 @@ func value(s string, j int, line bool) (start, end int) {
 	if j >= len(s) {
 		return j, j
 	}
-	q := j
-	for q < len(s) && s[q] == '\\' {
-		q++
-	}
-	if q < len(s) && (s[q] == '"' || s[q] == '\'' || s[q] == '`') {
-		start = q + 1
-		if q > j { // an escaped quote closes it: \"...\"
-			if e := strings.Index(s[start:], s[j:q+1]); e >= 0 {
-				return start, start + e
-			}
-			return start, lineEnd(s, start)
-		}
-		for e := start; e < len(s); e++ {
-			switch s[e] {
-			case '\\':
-				e++
-			case s[q], '\n':
-				return start, e
-			}
-		}
-		return start, len(s)
+	if start, end, ok := quotedValue(s, j); ok {
+		return start, end
 	}
 	if open := s[j]; open == '[' || open == '{' || open == '(' || open == '<' {
-		close := map[byte]byte{'[': ']', '{': '}', '(': ')', '<': '>'}[open]
-		depth := 0
-		for e := j; e < len(s); e++ {
-			switch s[e] {
-			case open:
-				depth++
-			case close:
-				if depth--; depth == 0 {
-					return j + 1, e
-				}
-			}
-		}
-		return j + 1, len(s)
+		return bracketed(s, j)
 	}
 	if line {
 		end = lineEnd(s, j)
@@ -1069,6 +1038,53 @@ func value(s string, j int, line bool) (start, end int) {
 		}
 	}
 	return j, end
+}
+
+// quotedValue returns the bounds of the quoted value that starts at j, escaped
+// quotes too (\"...\"), and false when none starts there.
+func quotedValue(s string, j int) (start, end int, ok bool) {
+	q := j
+	for q < len(s) && s[q] == '\\' {
+		q++
+	}
+	if q == len(s) || s[q] != '"' && s[q] != '\'' && s[q] != '`' {
+		return 0, 0, false
+	}
+	start = q + 1
+	if q > j { // an escaped quote closes it: \"...\"
+		if e := strings.Index(s[start:], s[j:q+1]); e >= 0 {
+			return start, start + e, true
+		}
+		return start, lineEnd(s, start), true
+	}
+	for e := start; e < len(s); e++ {
+		switch s[e] {
+		case '\\':
+			e++
+		case s[q], '\n':
+			return start, e, true
+		}
+	}
+	return start, len(s), true
+}
+
+// bracketed returns the bounds of what the bracket at j encloses, nested
+// brackets of its kind included.
+func bracketed(s string, j int) (start, end int) {
+	open := s[j]
+	close := map[byte]byte{'[': ']', '{': '}', '(': ')', '<': '>'}[open]
+	depth := 0
+	for e := j; e < len(s); e++ {
+		switch s[e] {
+		case open:
+			depth++
+		case close:
+			if depth--; depth == 0 {
+				return j + 1, e
+			}
+		}
+	}
+	return j + 1, len(s)
 }
 
 // schemes redacts the credential after "Bearer" and "Basic": see [Text].
