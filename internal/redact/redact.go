@@ -563,12 +563,15 @@ func text(s string, depth int) string {
 		return controls(s)
 	}
 	s = pemBlocks(s)
-	s = urls(s)
+	// URLs last: a URL's span can take in the key or the opening tag of
+	// what follows it ("x://#jwt: v", "x://#<Token>v</Token>"), which
+	// would leave the value without the structure that marks it.
 	s = keyed(s)
 	s = xmlTags(s)
 	s = schemes(s)
 	s = flags(s)
 	s = userinfo(s)
+	s = urls(s)
 	if depth < maxEscapes {
 		s = escaped(s, depth)
 	}
@@ -791,6 +794,13 @@ func urls(s string) string {
 		for start < i && !(s[start] >= 'a' && s[start] <= 'z' || s[start] >= 'A' && s[start] <= 'Z') {
 			start++ // a scheme starts with a letter
 		}
+		if start == i {
+			// "://" without a scheme: not a URL, but one may follow
+			// ("://https://token@host").
+			b.WriteString(s[:i+3])
+			s = s[i+3:]
+			continue
+		}
 		end := i + 3
 		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>()[]{}\\", rune(s[end])) {
 			end++
@@ -801,18 +811,30 @@ func urls(s string) string {
 			end--
 		}
 		b.WriteString(s[:start])
-		if start == i { // "://" without a scheme
-			b.WriteString(s[i:end])
-		} else if u, err := url.Parse(s[start:end]); err == nil {
-			// net/url lower-cases the scheme: keep it as written.
-			b.WriteString(s[start:i])
-			b.WriteString(strings.TrimPrefix(URL(u), u.Scheme))
-		} else {
-			b.WriteString(roughURL(s[start:end]))
-		}
+		b.WriteString(oneURL(s[start:end], i-start))
 		s = s[end:]
 	}
 	return b.String()
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// oneURL redacts the URL u, whose scheme ends at i. A URL inside it, past
+// its "://" ("A://https://token@host", "?next=https://token@host"), is
+// redacted as a URL of its own: its user information is not a segment
+// of the first's path or query.
+func oneURL(u string, i int) string {
+	var red string
+	if p, err := url.Parse(u); err == nil {
+		// net/url lower-cases the scheme: keep it as written.
+		red = u[:i] + strings.TrimPrefix(URL(p), p.Scheme)
+	} else {
+		red = roughURL(u)
+	}
+	if rest := red[min(i+1, len(red)):]; strings.Contains(rest, "://") {
+		red = red[:i+1] + urls(rest)
+	}
+	return red
 }
 
 // mayHaveSecrets is a cheap test that lets most text through unchanged:
