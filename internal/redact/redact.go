@@ -791,7 +791,7 @@ func urls(s string) string {
 		for start > 0 && isSchemeByte(s[start-1]) {
 			start--
 		}
-		for start < i && !(s[start] >= 'a' && s[start] <= 'z' || s[start] >= 'A' && s[start] <= 'Z') {
+		for start < i && !isLetter(s[start]) {
 			start++ // a scheme starts with a letter
 		}
 		if start == i {
