@@ -351,7 +351,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"gave up: permanent error -> dead-letter",
 		"gave up: attempts exhausted -> dead-letter",
-		"gave up: time budget exhausted -> dead-letter",
+		"gave up: no retry fits in the time budget left -> dead-letter",
 		"(server pushback)",
 		"heed jobs dead requeue 3 --db " + db + "   # its error was transient",
 	} {
