@@ -35,11 +35,7 @@ var hedgedOverTime = overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dep
 // attempt is slow enough to be hedged) the attempts per user stay within
 // the outage's bound, 1 + Ratio + Burst/(r × T) = 1.095, in virtual time.
 func TestHedgeOverTime(t *testing.T) {
-	skip := map[string]string{}
-	if raceOn {
-		skip["recovery"] = "as for TestOverTime: under -race, 98.5% of the users from 1 s after the heal served (want 99%) in 3 of 30 runs"
-	}
-	t.Run("scenarios", func(t *testing.T) { overtimetest.Run(t, overtimetest.Skip(hedgedOverTime, skip)) })
+	t.Run("scenarios", func(t *testing.T) { overtimetest.Run(t, hedgedOverTime) })
 	t.Run("hanging outage", func(t *testing.T) {
 		s := overtimetest.Scenario{Name: "hanging outage, hedged", Rate: 100, Length: 15 * time.Second,
 			Deadline: 5 * time.Second, Down: 2 * time.Second, Up: 12 * time.Second, Hang: true,
