@@ -35,6 +35,7 @@ var hedgedOverTime = overtimetest.Calls(func(t *testing.T, dep *overtimetest.Dep
 // attempt is slow enough to be hedged) the attempts per user stay within
 // the outage's bound, 1 + Ratio + Burst/(r × T) = 1.095, in virtual time.
 func TestHedgeOverTime(t *testing.T) {
+	// Every row runs, -race too: overtimetest's users arrive off one grid, so no hedge lands on another's arrival.
 	t.Run("scenarios", func(t *testing.T) { overtimetest.Run(t, hedgedOverTime) })
 	t.Run("hanging outage", func(t *testing.T) {
 		s := overtimetest.Scenario{Name: "hanging outage, hedged", Rate: 100, Length: 15 * time.Second,
