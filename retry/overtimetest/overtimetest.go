@@ -14,6 +14,20 @@
 // started per users arrived, over the run, over the fault, and over every
 // 1 s window that touches it, slid in 10 ms steps.
 //
+// Users arrive at their rate but off any shared grid: one in each interval
+// of 1/Rate (10 ms at 100 a second), at an offset into it drawn from a
+// source seeded with the scenario's name, no two users at the same
+// offset; and a worker of the overloaded pool answers 1 µs before it
+// frees its slot. On a virtual clock, goroutines woken at one instant run
+// in an order nobody chose; with every user arriving on the same 10 ms
+// grid, a hedge at +50 ms joined the pool's queue at the very instant a
+// later user arrived, and that order decided which of them was served
+// first (and whether the overload row passed). Now no event a user sets
+// off at a fixed delay shares its instant with another user's arrival,
+// and the plain loop a scenario compares with meets the same arrivals.
+// The simulator keeps its own evenly spaced arrivals: its events at one
+// instant run in the order they were scheduled, the same in every run.
+//
 // An executor runs a scenario and returns its Trace. Executors whose calls
 // are goroutines (retry.Do, retryhttp, heedgrpc, and the queue over a
 // store that runs in a synctest bubble) use [Calls]: each scenario runs in
@@ -106,8 +120,9 @@ func (o Outcome) String() string {
 // counted from the start of the run.
 type Scenario struct {
 	Name string
-	// Rate is the users per second, evenly spaced, for Length. Zero: Calls
-	// calls one after another.
+	// Rate is the users per second, for Length: one in each interval of
+	// 1/Rate, at a seeded offset into it (see the package doc). Zero:
+	// Calls calls one after another.
 	Rate   float64
 	Length time.Duration
 	Calls  int
