@@ -1358,6 +1358,21 @@ func keywordValue(s string) string {
 	return b.String()
 }
 
+// MaxLogError is the most of an error's text a log record holds: 8 KiB,
+// with the cut marked.
+const MaxLogError = 8 << 10
+
+// Error returns err's message as a log record may hold it: cut at
+// [MaxLogError] and redacted as [Text] redacts it; "" for a nil err. Every
+// logger of heed (retry.LogObserver, the executors' attempt logs, the
+// queue's and the dashboard's own records) writes errors through it.
+func Error(err error) string {
+	if err == nil {
+		return ""
+	}
+	return Cut(Text(Cut(err.Error(), MaxLogError)), MaxLogError)
+}
+
 // Cut returns s if it is at most limit bytes long, or else its first
 // bytes (on a rune boundary) followed by a mark that says about how much
 // was cut, such as " ... [9.9 MB cut]", the whole at most limit bytes
