@@ -154,11 +154,25 @@ func wrapErr(op string, err error) error {
 			"22P05", // untranslatable_character
 			"22P02", // invalid_text_representation (invalid JSON)
 			"54000": // program_limit_exceeded (index row too large)
-			return fmt.Errorf("pgstore: %s: %w: %w", op, jobstore.ErrInvalid, err)
+			return &invalidError{op: op, err: err}
 		}
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
+
+// invalidError is an error PostgreSQL raised about the data itself. It
+// matches queue.ErrInvalid without that sentinel's words ("queue: invalid
+// input") in its own, which would name a second package.
+type invalidError struct {
+	op  string
+	err error // the *pgconn.PgError, which says what was wrong
+}
+
+func (e *invalidError) Error() string {
+	return "pgstore: " + e.op + ": invalid input: " + e.err.Error()
+}
+
+func (e *invalidError) Unwrap() []error { return []error{jobstore.ErrInvalid, e.err} }
 
 func isUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError

@@ -13,6 +13,7 @@ import (
 	"github.com/heed-go/heed/internal/sqlfilter"
 	"github.com/heed-go/heed/queue"
 	"github.com/heed-go/heed/queue/jobstore"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 123456789, time.UTC)
@@ -65,6 +66,27 @@ func TestInsertRejectsNUL(t *testing.T) {
 	// PostgreSQL sees it.
 	if want := `queue: JobInsert.Kind has the control character U+0000: "k\x00ind"`; !errors.Is(err, jobstore.ErrInvalid) || err.Error() != want {
 		t.Errorf("JobInsert(NUL in kind) = %v, want %s", err, want)
+	}
+}
+
+// An error PostgreSQL raises about the data matches queue.ErrInvalid and
+// still unwraps to PostgreSQL's error, with one package prefix: not
+// "pgstore: insert: queue: invalid input: ERROR: ...".
+func TestDataErrorSaysOnePrefix(t *testing.T) {
+	pgErr := &pgconn.PgError{Severity: "ERROR", Code: "22021", Message: `invalid byte sequence for encoding "UTF8": 0x00`}
+	err := wrapErr("insert", pgErr)
+	var got *pgconn.PgError
+	if !errors.Is(err, jobstore.ErrInvalid) || !errors.As(err, &got) || got != pgErr {
+		t.Errorf("wrapErr = %v, want it to match ErrInvalid and unwrap to the PgError", err)
+	}
+	want := `pgstore: insert: invalid input: ERROR: invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`
+	if err.Error() != want {
+		t.Errorf("wrapErr = %q, want %q", err, want)
+	}
+	// Other errors are wrapped as they were.
+	other := &pgconn.PgError{Severity: "ERROR", Code: "40001", Message: "could not serialize access"}
+	if err := wrapErr("claim", other); errors.Is(err, jobstore.ErrInvalid) || err.Error() != "pgstore: claim: "+other.Error() {
+		t.Errorf("wrapErr(serialization failure) = %v", err)
 	}
 }
 

@@ -48,7 +48,7 @@ const (
 	ReasonPushback                      // the server asked for a wait
 	ReasonPermanent                     // the error will fail the same way again
 	ReasonAttempts                      // the attempt limit is reached
-	ReasonTimeBudget                    // the policy's TimeBudget would run out
+	ReasonTimeBudget                    // the next delay plus a whole attempt would not fit in TimeBudget
 	ReasonDeadline                      // the caller's deadline is too close
 	ReasonBudget                        // the retry budget is empty
 	ReasonBreakerOpen                   // the circuit breaker is open
@@ -59,13 +59,15 @@ const (
 )
 
 var reasonNames = [...]string{
-	ReasonSuccess:       "success",
-	ReasonTransient:     "transient error",
-	ReasonTimeout:       "attempt timed out",
-	ReasonPushback:      "server pushback",
-	ReasonPermanent:     "permanent error",
-	ReasonAttempts:      "attempts exhausted",
-	ReasonTimeBudget:    "time budget exhausted",
+	ReasonSuccess:   "success",
+	ReasonTransient: "transient error",
+	ReasonTimeout:   "attempt timed out",
+	ReasonPushback:  "server pushback",
+	ReasonPermanent: "permanent error",
+	ReasonAttempts:  "attempts exhausted",
+	// Not "exhausted": the budget may have time left, only not enough
+	// for the next delay plus a whole attempt (Policy.Fits).
+	ReasonTimeBudget:    "no retry fits in the time budget left",
 	ReasonDeadline:      "deadline too close",
 	ReasonBudget:        "retry budget empty",
 	ReasonBreakerOpen:   "circuit open",

@@ -169,6 +169,18 @@ func TestDecisionString(t *testing.T) {
 	if got, want := d.String(), "attempt 3: 503, gave up: deadline too close"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	// A give-up for the time budget is taken while the budget may still
+	// have time left: the words say the next retry does not fit, not that
+	// the budget ran out.
+	p := Policy{TimeBudget: time.Second, AttemptTimeout: 300 * time.Millisecond,
+		Backoff: backoff.Schedule{Base: 100 * time.Millisecond, Jitter: backoff.NoJitter}}
+	d = Decide(&p, History{Attempts: 2, Start: t0}, Transient(errors.New("503")), t0.Add(700*time.Millisecond), nil)
+	if d.Reason != ReasonTimeBudget {
+		t.Fatalf("reason = %v, want ReasonTimeBudget", d.Reason)
+	}
+	if got, want := d.String(), "attempt 2: 503, gave up: no retry fits in the time budget left"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 	for r := ReasonSuccess; r <= ReasonUpstreamOwns; r++ {
 		if r.String() == "" || r.Key() == "unknown" {
 			t.Errorf("reason %d has no name", r)

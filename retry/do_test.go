@@ -330,7 +330,7 @@ func TestDoValueAllocs(t *testing.T) {
 }
 
 // An attempt that hangs until TimeBudget cuts it off ends the call with
-// "time budget exhausted", not as a permanent error.
+// ReasonTimeBudget, not as a permanent error.
 func TestDoTimeBudgetCutsAHangingAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0

@@ -79,6 +79,8 @@ func TestOpenErrorsNameTheCause(t *testing.T) {
 		is   error
 	}{
 		{"mysql://heed:s3cret@db.internal/heed", OpenOptions{}, `unsupported database URL scheme "mysql"`, jobstore.ErrInvalid},
+		{"", OpenOptions{}, "the database name is empty: want a file path", jobstore.ErrInvalid},
+		{"file:?mode=rw", OpenOptions{}, `no file path in "file:?mode=rw": want a file path`, jobstore.ErrInvalid},
 		{dir, OpenOptions{}, "is a directory, not a database file", jobstore.ErrInvalid},
 		{filepath.Join(dir, "no", "such", "heed.db"), OpenOptions{}, "directory " + filepath.Join(dir, "no", "such") + " does not exist", fs.ErrNotExist},
 		{filepath.Join(dir, "missing.db"), OpenOptions{MigrateOff: true}, "does not exist (nothing was created)", fs.ErrNotExist},
@@ -87,6 +89,11 @@ func TestOpenErrorsNameTheCause(t *testing.T) {
 		s, err := OpenWith(ctx, tc.dsn, tc.o)
 		if s != nil || err == nil || !strings.HasPrefix(err.Error(), "sqlitestore: ") || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is) {
 			t.Errorf("OpenWith(%q, %+v) = %v, %v; want an error with %q matching %v", tc.dsn, tc.o, s, err, tc.want, tc.is)
+		}
+		// One prefix, this package's: the sentinel matches without its
+		// words ("queue: invalid input") added after the cause.
+		if err != nil && (strings.Count(err.Error(), "sqlitestore:") != 1 || strings.Contains(err.Error(), "queue:")) {
+			t.Errorf("OpenWith(%q): %q says more than one prefix", tc.dsn, err)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("the error shows the password: %v", err)

@@ -286,12 +286,15 @@ func uriOf(path, params string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params
 }
 
+// wantDSN says what parseDSN accepts, for its errors.
+const wantDSN = "want a file path, a sqlite: URL or a file: URI"
+
 // parseDSN returns the file path and the URI parameters of dsn.
 func parseDSN(dsn string) (path, params string, err error) {
 	orig := dsn
 	switch {
 	case dsn == "":
-		return "", "", fmt.Errorf("sqlitestore: empty database name: %w", jobstore.ErrInvalid)
+		return "", "", &pathError{"sqlitestore: the database name is empty: " + wantDSN, jobstore.ErrInvalid}
 	case strings.HasPrefix(dsn, "sqlite://"):
 		dsn = strings.TrimPrefix(dsn, "sqlite://")
 	case strings.HasPrefix(dsn, "sqlite:"):
@@ -310,10 +313,10 @@ func parseDSN(dsn string) (path, params string, err error) {
 	case strings.Contains(dsn, "://") && !strings.ContainsAny(dsn[:strings.Index(dsn, "://")], `/\.`):
 		// Name only the scheme: the rest may hold a password.
 		scheme := dsn[:strings.Index(dsn, "://")]
-		return "", "", &pathError{fmt.Sprintf("sqlitestore: unsupported database URL scheme %q: want a file path, a sqlite: URL or a file: URI", scheme), jobstore.ErrInvalid}
+		return "", "", &pathError{fmt.Sprintf("sqlitestore: unsupported database URL scheme %q: %s", scheme, wantDSN), jobstore.ErrInvalid}
 	}
 	if dsn == "" || dsn == "file::memory:" {
-		return "", "", fmt.Errorf("sqlitestore: no file path in %q: %w", orig, jobstore.ErrInvalid)
+		return "", "", &pathError{fmt.Sprintf("sqlitestore: no file path in %q: %s", orig, wantDSN), jobstore.ErrInvalid}
 	}
 	return dsn, params, nil
 }

@@ -67,6 +67,16 @@ func TestPages(t *testing.T) {
 				}
 			}
 		}
+		// A job that succeeded after failed attempts is listed without
+		// their error, as if it were failing; its page above keeps it, on
+		// its attempt. heed jobs ls shows the same (liststate.LastError).
+		if _, body, _ := e.get(t, "/jobs?state=succeeded"); !strings.Contains(body, fmt.Sprintf(`href="/jobs/%d"`, e.sd.retried.ID)) ||
+			strings.Contains(body, "connection refused") {
+			t.Errorf("GET /jobs?state=succeeded: want job %d without its earlier attempts' error:\n%.2000s", e.sd.retried.ID, body)
+		}
+		if _, body, _ := e.get(t, "/jobs?state=dead&kind=charge"); !strings.Contains(body, "503 Service Unavailable") {
+			t.Errorf("GET /jobs?state=dead&kind=charge: want the dead job's last error:\n%.2000s", body)
+		}
 		// Scheduled jobs are listed (the overview counts them and links
 		// there), and cancelled ones have their column; stored words
 		// read as words.

@@ -225,11 +225,11 @@ func shownState(now time.Time, j *queue.Job) string {
 	return string(j.State)
 }
 
+// lastError is the error the jobs page shows for j (liststate.LastError,
+// as heed jobs ls shows it), redacted.
 func lastError(j *queue.Job) string {
-	for i := len(j.History) - 1; i >= 0; i-- {
-		if e := j.History[i].Error; e != "" {
-			return redact.Text(e)
-		}
+	if e := liststate.LastError(j); e != "" {
+		return redact.Text(e)
 	}
 	return ""
 }

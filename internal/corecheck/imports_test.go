@@ -43,7 +43,7 @@ var (
 		"cmd/heed/internal/planfile":   {"cmd/heed/internal/plan"},
 		"internal/schema":              {"queue/jobstore"}, // the stores' one migration runner
 		"internal/sqlfilter":           {"queue/jobstore"}, // the stores' one JobFilter->SQL builder
-		"internal/liststate":           {"queue/jobstore"}, // the list states of heed jobs ls and the dashboard
+		"internal/liststate":           {"queue/jobstore"}, // the list states and last error of heed jobs ls and the dashboard
 		"sqlitestore":                  {"queue", "queue/jobstore", "idempotency", "idempotency/keystore", "internal/schema", "internal/sqlfilter"},
 		"pgstore/internal/pgtest":      nil, // the test server's URL, for pgstore's own tests
 		"pgstore":                      {"queue", "queue/jobstore", "idempotency", "idempotency/keystore", "internal/schema", "internal/sqlfilter", "pgstore/internal/pgtest"},
@@ -58,7 +58,7 @@ var (
 		"cmd/heed/internal/curl":       {"retryhttp"},                                                                           // what heed get takes from curl: flags, -w, output
 		"cmd/heed/internal/jobbench":   {"queue", "queue/jobstore", "cmd/heed/internal/storeurl", "cmd/heed/internal/jobkinds"}, // heed jobs bench's harness
 		"cmd/heed/internal/planreport": {"cmd/heed/internal/plan"},                                                              // heed plan's report: a schedule and a chain's load
-		"cmd/heed/internal/jobtext":    {"queue", "queue/jobstore"},                                                             // how the command prints jobs
+		"cmd/heed/internal/jobtext":    {"queue", "queue/jobstore", "internal/liststate"},                                       // how the command prints jobs
 		"cmd/heed/internal/jobrun":     {"queue", "queue/jobstore", "cmd/heed/internal/jobkinds"},                               // the command's worker runner
 	}
 	// leaves are adapters that import only the standard library and the

@@ -1,7 +1,8 @@
 // Package liststate names the states job lists are filtered by, for the
 // two lists heed draws (heed jobs ls --state, the dashboard's jobs page):
-// the stored states, with available split as [jobstore.Stats] counts it.
-// It is heed's own vocabulary of lists, not a store's: stores see only the
+// the stored states, with available split as [jobstore.Stats] counts it;
+// and the error both lists show for a job ([LastError]). It is heed's own
+// vocabulary of lists, not a store's: stores see only the
 // [jobstore.JobFilter] it sets.
 package liststate
 
@@ -39,4 +40,21 @@ func Select(f *jobstore.JobFilter, name string, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// LastError is the error a job list shows for j: the latest error of its
+// history, or "" for a succeeded job. The errors of a succeeded job are
+// those of the attempts before the one that succeeded, not its state: a
+// list that showed them would show a healthy job as failing. The job's own
+// page (heed jobs show, the dashboard's) keeps them, each on its attempt.
+func LastError(j *jobstore.Job) string {
+	if j.State == jobstore.StateSucceeded {
+		return ""
+	}
+	for i := len(j.History) - 1; i >= 0; i-- {
+		if e := j.History[i].Error; e != "" {
+			return e
+		}
+	}
+	return ""
 }

@@ -160,7 +160,7 @@ func TestE2EDeadline(t *testing.T) {
 	if r.took > 9*time.Second {
 		t.Errorf("took %v", r.took)
 	}
-	if !strings.Contains(r.stderr, "gave up: time budget exhausted") {
+	if !strings.Contains(r.stderr, "gave up: no retry fits in the time budget left") {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }

@@ -249,6 +249,22 @@ func jobsTour(t *testing.T, dsn string) {
 		t.Errorf("%d decision lines, want 5:\n%s", len(lines), out)
 	}
 
+	// Job 1 succeeded after a failed attempt: its row shows no error, as if
+	// it were failing (heed jobs show keeps it, on attempt 1); dead job
+	// 3's row shows its last one.
+	rows := map[string]string{}
+	for _, l := range strings.Split(mustHeed(t, 0, "jobs", "ls"), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			rows[f[0]] = l
+		}
+	}
+	if !strings.Contains(rows["1"], "succeeded") || strings.Contains(rows["1"], "scripted failure") || !strings.Contains(rows["3"], "scripted failure") {
+		t.Errorf("ls: job 1 should show no error, job 3 its last:\n%s\n%s", rows["1"], rows["3"])
+	}
+	if out := mustHeed(t, 0, "jobs", "show", "1"); !strings.Contains(out, "scripted failure") {
+		t.Errorf("show 1 lost attempt 1's error:\n%s", out)
+	}
+
 	out = mustHeed(t, 0, "jobs", "ls", "--state", "dead")
 	if !strings.Contains(out, "dead (permanent)") || !strings.Contains(out, "dead (attempts)") || strings.Contains(out, "succeeded") {
 		t.Errorf("ls --state dead:\n%s", out)
@@ -351,7 +367,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"gave up: permanent error -> dead-letter",
 		"gave up: attempts exhausted -> dead-letter",
-		"gave up: time budget exhausted -> dead-letter",
+		"gave up: no retry fits in the time budget left -> dead-letter",
 		"(server pushback)",
 		"heed jobs dead requeue 3 --db " + db + "   # its error was transient",
 	} {

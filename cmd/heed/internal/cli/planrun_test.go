@@ -37,7 +37,7 @@ func TestRunStartsWhatPlanSays(t *testing.T) {
 	if n := strings.Count(stderr, "heed: attempt "); n != planned {
 		t.Errorf("run made %d attempts, plan says %d:\n%s", n, planned, stderr)
 	}
-	if !strings.Contains(stderr, "attempt 3: timed out after") || !strings.Contains(stderr, "gave up: time budget exhausted") {
+	if !strings.Contains(stderr, "attempt 3: timed out after") || !strings.Contains(stderr, "gave up: no retry fits in the time budget left") {
 		t.Errorf("run's last attempt should be killed by its timeout and end the call for the time budget:\n%s", stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/heed-go/heed/internal/liststate"
 	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/internal/textfmt"
 	"github.com/heed-go/heed/queue"
@@ -91,13 +92,7 @@ func WriteTable(w io.Writer, jobs []*queue.Job, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tATTEMPTS\tCREATED\tLAST ERROR\tARGS")
 	for _, j := range jobs {
-		last := ""
-		for i := len(j.History) - 1; i >= 0; i-- {
-			if e := j.History[i].Error; e != "" {
-				last = e
-				break
-			}
-		}
+		last := liststate.LastError(j)
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Queue, State(j, now), j.Attempt,
 			textfmt.Ago(j.CreatedAt, now), textfmt.Shorten(last, 40), textfmt.Shorten(string(j.Args), 40))
 	}
