@@ -41,6 +41,8 @@ var texts = []string{
 	`your verification code is: %[1]s`,
 	`Your OTP is %[1]s, valid 5 min`,
 	`the secret: %[1]s`,
+	`the password for user bob is %[1]s`,
+	`password set to "%[1]s" by admin`,
 	`pin=%[1]s otp=%[1]s passcode=%[1]s`,
 	`refresh_token=%[1]s access_key=%[1]s`,
 	// YAML and TOML: the value on the lines after its key.

@@ -29,8 +29,9 @@
 // "<password>x</password>"); the lines under a secret key that ends its
 // line in YAML ("password:" then an indented value, a block scalar
 // "token: |", a list); and the value a sentence gives a secret key:
-// the key, then "is", "was", "are" or "were" (with or without a ":"), then
-// a value that is not ordinary English. Ordinary English is a short
+// the key (maybe for someone: "password for user bob"), then "is", "was",
+// "are" or "were" (with or without a ":"; also "is now", "set to",
+// "changed to" and the like), then a value that is not ordinary English. Ordinary English is a short
 // maintained list of the words that follow such a key in messages
 // ("required", "expired", "missing", "not", "too", articles and
 // prepositions): "password is required" and "token expired" are kept,
@@ -562,11 +563,12 @@ func replaceAll(msg string, secrets []string) string {
 //     block scalar's indicator, tags and a comment): the lines after it
 //     indented more than the key's line, a list at the key's indentation,
 //     or else the next line when it is not a key of its own;
-//   - the value a sentence gives a secret key, or a code or number named
-//     by one or by a word such as "verification" ("PIN code",
-//     "verification code"): after "is", "was", "are" or "were" and maybe a
-//     ":", a quoted value, or the next word unless it is ordinary English
-//     (see the package documentation);
+//   - the value a sentence gives a secret key (maybe for someone:
+//     "password for bob"), or a code or number named by one or by a word
+//     such as "verification" ("PIN code", "verification code"): after
+//     "is", "was", "are", "were", "set to", "is now" and the like, and
+//     maybe a ":", a quoted value, or the next word unless it is ordinary
+//     English (see the package documentation);
 //   - the credential after "Bearer" and "Basic" (when base64, not a plain
 //     lower-case word);
 //   - the value after a command-line flag named by a secret key
@@ -1271,11 +1273,14 @@ func keyLine(l string) bool {
 	return strings.Contains(l, ": ") || strings.HasSuffix(l, ":") || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "---")
 }
 
+// verbs join a key and its value in prose, longest first.
+var verbs = [...]string{"is set to", "was set to", "changed to", "updated to", "is still", "is now",
+	"was now", "reset to", "set to", "were", "was", "are", "is"}
+
 // verbAt returns the length of the verb that joins a key and its value in
-// prose ("is", "was", "are", "were", any case) at s[i], followed by a
-// space or a ":", or 0.
+// prose ([verbs], any case) at s[i], followed by a space or a ":", or 0.
 func verbAt(s string, i int) int {
-	for _, v := range [...]string{"is", "was", "are", "were"} {
+	for _, v := range verbs {
 		if n := i + len(v); n < len(s) && strings.EqualFold(s[i:n], v) && (s[n] == ' ' || s[n] == ':') {
 			return len(v)
 		}
@@ -1285,7 +1290,7 @@ func verbAt(s string, i int) int {
 
 // phrases redacts the value a sentence gives a secret key: "password is
 // hunter2", "the token was abc123.", "your OTP is: 123456", "PIN code is
-// 1234": see [Text].
+// 1234", "password for bob set to hunter2": see [Text].
 func phrases(s string) string {
 	p := splice{s: s}
 	for i := 1; i+3 < len(s); i++ {
@@ -1327,8 +1332,9 @@ func phrases(s string) string {
 
 // phraseKey reports whether the words before the space at s[sp], not
 // before out, name a secret: a secret key ([SecretName]: "password",
-// "api key", "OTP"), or a code or number that one names or that proves
-// who someone is ("PIN code", "verification code", "recovery number").
+// "api key", "OTP"), maybe for someone ("password for user bob"), or a
+// code or number that one names or that proves who someone is ("PIN
+// code", "verification code", "recovery number").
 func phraseKey(s string, sp, out int) bool {
 	ks, k := keyBefore(s, sp, out)
 	if ks == k {
@@ -1337,6 +1343,21 @@ func phraseKey(s string, sp, out int) bool {
 	w := normName(s[ks:k])
 	if SecretName(w) {
 		return true
+	}
+	// "<secret> for|of [one or two words] <verb>".
+	for n, e := 0, ks; n < 3; n++ {
+		ps, pk := keyBefore(s, e, out)
+		if ps == pk {
+			break
+		}
+		if p := normName(s[ps:pk]); p == "for" || p == "of" {
+			qs, qk := keyBefore(s, ps, out)
+			if qs < qk && SecretName(s[qs:qk]) {
+				return true
+			}
+			break
+		}
+		e = ps
 	}
 	if w != "code" && w != "codes" && w != "number" {
 		return false
