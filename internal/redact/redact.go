@@ -1182,8 +1182,8 @@ func bracketed(s string, j int) (start, end int) {
 // lines after it that are indented more than the key's line (a block
 // scalar, a folded plain value, a nested mapping or a sequence), or a
 // sequence's items ("- x") at the key's own indentation, or else the next
-// line when it is not a key of its own ("password:\nhunter2"). ok is false
-// when the value is on the key's line.
+// line when it is not a key of its own ("password:\nhunter2", a block
+// indented too little). ok is false when the value is on the key's line.
 func blockValue(s string, i int) (start, end int, ok bool) {
 	j := i + 1
 	block := false // a block scalar's indicator
@@ -1230,8 +1230,10 @@ func blockValue(s string, i int) (start, end int, ok bool) {
 		deeper := in-pos > indent
 		sequence := in-pos == indent && !item && s[in] == '-' && (in+1 == e || s[in+1] == ' ')
 		if !deeper && !sequence {
-			if first && !block && !keyLine(s[in:e]) {
-				return in, trimEnd(s, in, e), true // "password:\nhunter2"
+			if first && !keyLine(s[in:e]) {
+				// "password:\nhunter2", or a block scalar indented
+				// less than YAML wants: the value all the same.
+				return in, trimEnd(s, in, e), true
 			}
 			break
 		}

@@ -393,6 +393,7 @@ func TestTextYAMLBlocks(t *testing.T) {
 		"password:\r\n  hunter2\r\nuser: bob":                    "password:\r\n  REDACTED\r\nuser: bob",
 		"password:\nhunter2\nuser: bob":                          "password:\nREDACTED\nuser: bob",
 		"password = \"\"\"hunter2\nx\"\"\"":                      "password = \"\"\"REDACTED\"\"\"",
+		"    - secret: >-\n    x\n- name: y":                     "    - secret: >-\n    REDACTED\n- name: y", // indented too little for YAML
 		// Kept: the next line is a key of its own.
 		"password:\nuser: bob":         "password:\nuser: bob",
 		"token:\n# comment\nuser: bob": "token:\n# comment\nuser: bob",
