@@ -115,7 +115,6 @@ import (
 	"github.com/heed-go/heed/breaker"
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/clock"
-	"github.com/heed-go/heed/deadline"
 	"github.com/heed-go/heed/internal/admitfirst"
 	"github.com/heed-go/heed/internal/dest"
 	"github.com/heed-go/heed/internal/wire"
@@ -351,15 +350,19 @@ var attemptMDValue = func() (v [len(attemptMD)]any) {
 	return v
 }()
 
-// withAttempt returns ctx with retry-attempt: n added to its outgoing
-// metadata. A context without outgoing metadata (the common case) gets a
-// shared one, with one allocation (the context) instead of the four of
-// metadata.AppendToOutgoingContext.
-func withAttempt(ctx context.Context, n int) context.Context {
+// withAttempt returns ctx, a context of the call's attempt, with
+// retry-attempt: n added to its outgoing metadata. A context without
+// outgoing metadata (the common case) gets a shared one, with one
+// allocation (the context) instead of the four of
+// metadata.AppendToOutgoingContext. What the caller's context holds was
+// read by prepare: an attempt's context holds the same values, and
+// looking through it (a race's, see retry.Call.Race) costs each hedged
+// call one more call.
+func (cs *call) withAttempt(ctx context.Context, n int) context.Context {
 	// A call that passes on its caller's claim carries the caller's
 	// attempt number, so that a server down the chain sees a retry.
-	n = max(n, wire.UpstreamAttempt(ctx))
-	if n >= 1 && n <= len(attemptMDValue) && attemptMDValue[n-1] != nil && ctx.Value(outgoingMDKey) == nil {
+	n = max(n, cs.upAttempt)
+	if n >= 1 && n <= len(attemptMDValue) && attemptMDValue[n-1] != nil && !cs.outMD {
 		return context.WithValue(ctx, outgoingMDKey, attemptMDValue[n-1])
 	}
 	return metadata.AppendToOutgoingContext(ctx, retryAttemptMD, strconv.Itoa(min(max(n, 1), 9999)))
@@ -408,9 +411,9 @@ type call struct {
 	repeatable bool
 	owned      bool // a caller up the chain owns retries (known when ownKnown)
 	ownKnown   bool
+	upAttempt  int  // the attempt number the caller's request carried (known when ownKnown)
+	outMD      bool // the caller's context has outgoing metadata (known when claim)
 	claim      bool // attempts carry retry-attempt
-	started    bool // rc is set: the call protocol has the call
-	rc         retry.Call
 
 	// What gRPC fills in after each attempt, through call options that
 	// point here (so that passing them allocates nothing): opts holds
@@ -426,13 +429,6 @@ type call struct {
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
-
-// newCall prepares the state of a call to method on cc under ctx, and
-// hands it to the call protocol.
-func (c *Client) newCall(ctx context.Context, cc *grpc.ClientConn, method string, cs *call) {
-	c.prepare(ctx, cc, method, cs)
-	cs.start(ctx)
-}
 
 // prepare sets what the call's first attempt needs: its target's policy,
 // whether it is repeatable, whether it claims ownership.
@@ -453,47 +449,54 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 	// A method that is not repeatable may still be retried when it never
 	// left the client: whether it did is asked of gRPC (the peer).
 	cs.tracing = !cs.repeatable
-	cs.owned, cs.ownKnown, cs.claim, cs.started = false, false, false, false
+	cs.owned, cs.ownKnown, cs.claim = false, false, false
 	if c.Propagate == nil || c.Propagate(name, method) {
 		// A call this layer retries claims whoever owns it above: who
 		// does is asked only when it matters.
 		cs.claim = cs.repeatable && cs.p.MaxAttempts() != 1 || cs.upstreamOwns(ctx)
+		if cs.claim {
+			// What withAttempt needs of the caller's context.
+			cs.upstreamOwns(ctx)
+			cs.outMD = outgoingMDKey == nil || ctx.Value(outgoingMDKey) != nil
+		}
 	}
 }
 
 // upstreamOwns reports whether a caller up the chain owns the call's
-// retries, asking the context once.
+// retries (deadline.UpstreamOwns), asking the context once, and reads
+// the attempt number the caller's request carried with it
+// (wire.UpstreamAttempt).
 func (cs *call) upstreamOwns(ctx context.Context) bool {
 	if !cs.ownKnown {
-		cs.owned, cs.ownKnown = deadline.UpstreamOwns(ctx), true
+		cs.owned, cs.upAttempt = false, 0
+		if s, ok := wire.StateOf(ctx); ok {
+			cs.owned, cs.upAttempt = s.Owned, s.Attempt
+		}
+		cs.ownKnown = true
 	}
 	return cs.owned
 }
 
-// start hands the call to the call protocol, before its first attempt.
-func (cs *call) start(ctx context.Context) {
-	cs.rc = retry.Call{Policy: *cs.p}
+// history sets h, the History of the call before its first attempt, for the
+// call protocol: the caller's deadline and whether a caller above owns the
+// retries.
+func (cs *call) history(ctx context.Context, h *retry.History) {
+	h.UpstreamOwns = cs.upstreamOwns(ctx)
 	if dl, ok := ctx.Deadline(); ok {
-		cs.rc.History.Deadline = dl
+		h.Deadline = dl
 	}
-	cs.rc.History.UpstreamOwns = cs.upstreamOwns(ctx)
-	cs.started = true
 }
 
-// release returns cs to the pool, cleared: all of it when the call
-// protocol had it (but its racer, which keeps nothing of the call: see
-// racer.clear), otherwise what the first attempt got from the caller and
-// from gRPC (the Client, its policy and the names, which live as long as
-// the Client or its connection, are overwritten by the next call, and
-// opts' first two point into cs itself).
+// release returns cs to the pool, cleared of what its attempts got from
+// the caller and from gRPC (the Client, its policy and the names, which
+// live as long as the Client or its connection, are overwritten by the
+// next call; opts' first two point into cs itself; its racer keeps
+// nothing of the call: see racer.clear). The call protocol's state is not
+// in cs: a unary call keeps it on its stack (see startCall).
 func (cs *call) release() {
-	if cs.started {
-		*cs = call{racer: cs.racer}
-	} else {
-		cs.clearAttempt()
-		clear(cs.opts[2 : 2+cs.nopts])
-		cs.key, cs.nopts = "", 0
-	}
+	cs.clearAttempt()
+	clear(cs.opts[2 : 2+cs.nopts])
+	cs.key, cs.nopts = "", 0
 	callPool.Put(cs)
 }
 
@@ -586,7 +589,10 @@ const maxMethods = 1024
 // Client gives attempts a share of the caller's deadline (AttemptShare,
 // none by default) a context.WithDeadline: it is admitted as
 // retry.Call.Admit would admit it, and the call protocol's state is built
-// only if it fails. A breaker, policy time
+// only if it fails. A hedged call's first attempt is admitted the same
+// way; its race needs the protocol's state (retry.Call.Race), built on the
+// stack, but neither Admit nor, when it succeeds with no hedge sent and a
+// fixed Hedge.Delay, End. A breaker, policy time
 // limits or anyone told of attempts (Policy.Observe, OnAttempt, Logger)
 // make the call go through the protocol from its first attempt.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
@@ -607,45 +613,94 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
 }
 
 func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
-	var (
-		now      time.Time
-		start    time.Time
-		err      error
-		timedOut bool
-		made     bool // the first attempt was made without the call protocol
-	)
+	// One clock reading for the first attempt, however it is admitted.
+	now := firstNow(cs.p.Clock)
 	if cs.c.fast {
 		// The first attempt admitted without the call protocol's state
 		// (the policy has no breaker and no time limits of its own; no
 		// one is told of attempts): a success needs none.
-		now = monoNow()
 		dl, _ := ctx.Deadline()
 		share := 0.0
 		if cs.shared() {
 			share = cs.c.share
 		}
 		if lim, ok := admitfirst.Admit(cs.p, now, dl, share, share > 0 && cs.upstreamOwns(ctx)); ok {
-			timedOut, err = cs.attemptUnary(ctx, 1, now, lim, req, reply, cc, invoker, opts)
+			if cs.repeatable && cs.p.Hedge != nil {
+				return cs.raceFirst(ctx, now, lim, req, reply, cc, invoker, opts)
+			}
+			timedOut, err := cs.attemptUnary(ctx, 1, now, lim, req, reply, cc, invoker, opts)
 			if err == nil {
 				return nil
 			}
 			// It failed: the call protocol takes the call over, as if
 			// its Admit had admitted the attempt at now.
-			cs.start(ctx)
-			cs.rc.History.Start, start, made = now, now, true
+			return cs.protocol(ctx, now, req, reply, cc, invoker, opts, &firstAttempt{err: err, timedOut: timedOut, start: now})
 		}
 	}
-	if !cs.started {
-		cs.start(ctx)
+	return cs.protocol(ctx, now, req, reply, cc, invoker, opts, nil)
+}
+
+// firstAttempt is a first attempt admitted by admitfirst.Admit, without
+// the call protocol, that failed: its error, whether its limit cut it
+// off, and when it started (a hedge's start, when a hedge's result is the
+// race's).
+type firstAttempt struct {
+	err      error
+	timedOut bool
+	start    time.Time
+}
+
+// startCall starts rc, the call protocol's state of the call under ctx,
+// before its first attempt. rc is kept on the stack of the function that
+// calls it, not in cs, which is on the heap: building it there and
+// clearing it for the next call cost more than the call protocol's steps
+// (Race keeps no pointer to it). It is written field by field: a literal
+// is built beside it, then copied.
+func (cs *call) startCall(ctx context.Context, rc *retry.Call) {
+	rc.Policy = *cs.p
+	cs.history(ctx, &rc.History)
+}
+
+// raceFirst makes the first attempt of a hedged call, admitted by
+// admitfirst.Admit at now to end by lim, with the hedges the policy
+// allows beside it (retry.Call.Race, on a Call started as if its Admit
+// had admitted the attempt). A success without a hedge needs no End
+// (nothing to tell a breaker or anyone, no budget to credit for a first
+// attempt), unless an adaptive hedge delay learns its latency.
+func (cs *call) raceFirst(ctx context.Context, now time.Time, lim retry.Limit, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
+	var rc retry.Call
+	cs.startCall(ctx, &rc)
+	rc.History.Start = now
+	timedOut, err, start := cs.raceUnary(ctx, &rc, now, lim, req, reply, cc, invoker, opts)
+	if err == nil && rc.History.Attempts == 0 && rc.Policy.Hedge.Delay > 0 {
+		return nil
 	}
-	p := &cs.rc.Policy
+	return cs.run(ctx, &rc, now, req, reply, cc, invoker, opts, &firstAttempt{err: err, timedOut: timedOut, start: start})
+}
+
+// protocol makes the attempts of a unary call through the call protocol,
+// from its first, at now; first, when set, is that attempt, admitted by
+// admitfirst.Admit at now and failed.
+func (cs *call) protocol(ctx context.Context, now time.Time, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption, first *firstAttempt) error {
+	var rc retry.Call
+	cs.startCall(ctx, &rc)
+	if first != nil {
+		// The Call goes on as if its Admit had admitted the attempt.
+		rc.History.Start = now
+	}
+	return cs.run(ctx, &rc, now, req, reply, cc, invoker, opts, first)
+}
+
+// run is protocol's loop, under rc, from now.
+func (cs *call) run(ctx context.Context, rc *retry.Call, now time.Time, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption, first *firstAttempt) error {
+	p := &rc.Policy
 	clk := p.Clock
-	if !made {
-		now = firstNow(clk)
-	}
 	var (
-		timer clock.Timer
-		last  error
+		start    time.Time
+		err      error
+		timedOut bool
+		timer    clock.Timer
+		last     error
 	)
 	defer func() {
 		if timer != nil {
@@ -653,55 +708,70 @@ func (cs *call) unary(ctx context.Context, req, reply any, cc *grpc.ClientConn, 
 		}
 	}()
 	for {
-		if !made {
-			lim, ok := cs.rc.Admit(now)
+		if first != nil {
+			start, err, timedOut = first.start, first.err, first.timedOut
+			first = nil
+		} else {
+			lim, ok := cs.admit(rc, now)
 			if !ok {
-				return cs.refused(ctx, last)
+				return cs.refused(ctx, rc, last)
 			}
-			start = now
-			n := cs.rc.History.Attempts + 1
-			if cs.shared() {
-				// The share of the time left, so that a retry fits
-				// (ShareLimit leaves the last attempt all of it).
-				lim = cs.rc.ShareLimit(lim, now, cs.c.share)
-			}
-			if cs.repeatable && p.Hedge != nil {
-				timedOut, err, start = cs.raceUnary(ctx, now, lim, req, reply, cc, invoker, opts)
-			} else {
-				timedOut, err = cs.attemptUnary(ctx, n, now, lim, req, reply, cc, invoker, opts)
-			}
-			if err == nil && p.Breaker == nil && !cs.observed() && (p.Hedge == nil || p.Hedge.Delay > 0 && cs.rc.History.Attempts == n-1) {
+			n := rc.History.Attempts + 1
+			timedOut, err, start = cs.attempt(ctx, rc, now, lim, req, reply, cc, invoker, opts)
+			if err == nil && p.Breaker == nil && !cs.observed(rc) && (p.Hedge == nil || p.Hedge.Delay > 0 && rc.History.Attempts == n-1) {
 				// Success, and nothing needs the time it ended at (no
 				// breaker to tell, no one to report to, no hedge sent
 				// and no latency to learn for an adaptive hedge delay):
 				// the call ends without a second clock reading.
-				cs.rc.End(now, retry.Result{})
+				rc.End(now, retry.Result{})
 				return nil
 			}
 		}
-		made = false
 		now = clock.Now(clk)
-		if err != nil && cs.callerEnded(ctx, now) {
-			cs.rc.Abandon(now)
-			cs.canceled(ctx, err, now.Sub(start))
+		if err != nil && cs.callerEnded(ctx, rc, now) {
+			rc.Abandon(now)
+			cs.canceled(ctx, rc, err, now.Sub(start))
 			return err
 		}
 		res, code := cs.result(err, timedOut)
-		d := cs.rc.End(now, res)
+		d := rc.End(now, res)
 		last = err
-		cs.observe(ctx, code, d, now.Sub(start), false)
+		cs.observe(ctx, rc, code, d, now.Sub(start), false)
 		switch d.Action {
 		case retry.Done:
 			return nil
 		case retry.GiveUp:
-			return cs.rc.Exhausted(err)
+			return rc.Exhausted(err)
 		}
-		if err := cs.wait(ctx, &timer, d.Delay); err != nil {
-			cs.canceled(ctx, err, 0)
+		if err := cs.wait(ctx, rc, &timer, d.Delay); err != nil {
+			cs.canceled(ctx, rc, err, 0)
 			return err
 		}
 		now = clock.Now(clk)
 	}
+}
+
+// admit is rc.Admit, with the attempt's share of the time left when the
+// call takes one.
+func (cs *call) admit(rc *retry.Call, now time.Time) (retry.Limit, bool) {
+	lim, ok := rc.Admit(now)
+	if ok && cs.shared() {
+		// The share of the time left, so that a retry fits (ShareLimit
+		// leaves the last attempt all of it).
+		lim = rc.ShareLimit(lim, now, cs.c.share)
+	}
+	return lim, ok
+}
+
+// attempt makes the call's next attempt, admitted at now to end by lim:
+// with the hedges the policy allows beside it for a repeatable call. It
+// returns the result the call goes on with and when its attempt started.
+func (cs *call) attempt(ctx context.Context, rc *retry.Call, now time.Time, lim retry.Limit, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) (bool, error, time.Time) {
+	if cs.repeatable && rc.Policy.Hedge != nil {
+		return cs.raceUnary(ctx, rc, now, lim, req, reply, cc, invoker, opts)
+	}
+	timedOut, err := cs.attemptUnary(ctx, rc.History.Attempts+1, now, lim, req, reply, cc, invoker, opts)
+	return timedOut, err, now
 }
 
 // shared reports whether the call's attempts take a share of the time
@@ -763,8 +833,8 @@ func (cs *call) attemptUnary(ctx context.Context, n int, now time.Time, lim retr
 // into a reply and a trailer of its own, and the winner's are the call's.
 // It returns the result the call goes on with and when its attempt
 // started.
-func (cs *call) raceUnary(ctx context.Context, now time.Time, lim retry.Limit, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) (bool, error, time.Time) {
-	first := cs.rc.History.Attempts + 1
+func (cs *call) raceUnary(ctx context.Context, rc *retry.Call, now time.Time, lim retry.Limit, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) (bool, error, time.Time) {
+	first := rc.History.Attempts + 1
 	msg, ok := reply.(proto.Message)
 	if !ok {
 		timedOut, err := cs.attemptUnary(ctx, first, now, lim, req, reply, cc, invoker, opts)
@@ -775,15 +845,26 @@ func (cs *call) raceUnary(ctx context.Context, now time.Time, lim retry.Limit, r
 		cs.racer = newRacer(cs)
 	}
 	r := cs.racer
-	r.first, r.now, r.clk = first, now, cs.rc.Policy.Clock
+	r.first, r.now = first, now
+	if clk := rc.Policy.Clock; r.clk != clk {
+		r.clk = clk
+	}
 	r.req, r.msg, r.cc, r.invoker, r.opts = req, msg, cc, invoker, opts
-	_, n, cancel := cs.rc.Race(ctx, now, lim, r.fn)
+	// The Result is not kept: it is a struct of seven fields, which the
+	// compiler copies through memory, and the copy's wide loads stall on
+	// the narrow stores of the fields just returned. The first attempt's
+	// error is in r (see newRacer), its trailer in cs.
+	_, n, cancel := rc.Race(ctx, now, lim, r.fn)
 	if cancel != nil {
 		cancel()
 	}
-	s := &r.slots[n-first]
-	timedOut, err, start := s.timedOut, s.err, s.start
+	timedOut, err, start := r.timedOut, r.err, now
+	if err != nil {
+		r.err = nil
+	}
 	if n != first {
+		s := &r.slots[n-first]
+		timedOut, err, start = s.timedOut, s.err, s.start
 		proto.Reset(msg)
 		proto.Merge(msg, s.reply)
 		cs.trailer = s.trailer
@@ -806,53 +887,73 @@ type racer struct {
 	cc      *grpc.ClientConn
 	invoker grpc.UnaryInvoker
 	opts    []grpc.CallOption
-	slots   [maxRacers]raceSlot
-	fn      func(ctx context.Context, n int, lim retry.Limit) retry.Result // r.attempt
+	// the first attempt's error and whether its limit cut it off; err
+	// is nil between calls.
+	err      error
+	timedOut bool
+	slots    [maxRacers]raceSlot
+	fn       func(ctx context.Context, n int, lim retry.Limit) retry.Result // see newRacer
 }
 
-// raceSlot is what an attempt of a race got.
+// raceSlot is what a hedge of a race got (the first attempt's slot stays
+// zero: see raceUnary).
 type raceSlot struct {
-	reply    proto.Message // a hedge's own (the first decodes into the caller's)
+	reply    proto.Message // a hedge's own
 	trailer  metadata.MD
 	timedOut bool
 	err      error
 	start    time.Time
 }
 
+// newRacer returns the racer of cs, with the function that makes attempt
+// n of a race: the first on the call's goroutine, as without hedges, a
+// hedge on a goroutine of its own (hedge). The first attempt is made in
+// the closure itself, not in a method it calls, and a success returns
+// its Result at once: each call that returns a Result copies it through
+// memory.
 func newRacer(cs *call) *racer {
 	r := &racer{cs: cs}
-	r.fn = func(ctx context.Context, n int, lim retry.Limit) retry.Result { return r.attempt(ctx, n, lim) }
+	r.fn = func(ctx context.Context, n int, lim retry.Limit) retry.Result {
+		if n != r.first {
+			return r.hedge(ctx, n, lim)
+		}
+		// What the first attempt got is kept in r (its slot stays
+		// zero), its trailer in cs (see raceUnary); err is written only
+		// when it is set: each pointer written costs a write barrier
+		// while the GC marks.
+		timedOut, err := cs.attemptUnary(ctx, n, r.now, lim, r.req, r.msg, r.cc, r.invoker, r.opts)
+		r.timedOut = timedOut
+		if err == nil {
+			return retry.Result{}
+		}
+		r.err = err
+		res, _ := cs.resultOf(err, timedOut, cs.trailer)
+		return res
+	}
 	return r
 }
 
-// attempt makes attempt n of the race: the first on the call's goroutine,
-// as without hedges, a hedge on a goroutine of its own.
-func (r *racer) attempt(actx context.Context, n int, lim retry.Limit) retry.Result {
-	cs, k := r.cs, n-r.first
-	s := &r.slots[k]
-	if k == 0 {
-		s.start = r.now
-		s.timedOut, s.err = cs.attemptUnary(actx, n, r.now, lim, r.req, r.msg, r.cc, r.invoker, r.opts)
-		s.trailer = cs.trailer
-	} else {
-		s.start = clock.Now(r.clk)
-		s.reply = r.msg.ProtoReflect().New().Interface()
-		hopts := append(make([]grpc.CallOption, 0, len(r.opts)+1), grpc.Trailer(&s.trailer))
-		hctx, hcancel := cs.attemptContext(actx, n, s.start, lim)
-		s.err = r.invoker(hctx, cs.method, r.req, s.reply, r.cc, append(hopts, r.opts...)...)
-		if hcancel != nil {
-			s.timedOut = s.err != nil && actx.Err() == nil && hctx.Err() == context.DeadlineExceeded
-			hcancel()
-		}
+// hedge makes hedge n of the race, on a goroutine of its own.
+func (r *racer) hedge(actx context.Context, n int, lim retry.Limit) retry.Result {
+	cs := r.cs
+	s := &r.slots[n-r.first]
+	s.start = clock.Now(r.clk)
+	s.reply = r.msg.ProtoReflect().New().Interface()
+	hopts := append(make([]grpc.CallOption, 0, len(r.opts)+1), grpc.Trailer(&s.trailer))
+	hctx, hcancel := cs.attemptContext(actx, n, s.start, lim)
+	s.err = r.invoker(hctx, cs.method, r.req, s.reply, r.cc, append(hopts, r.opts...)...)
+	if hcancel != nil {
+		s.timedOut = s.err != nil && actx.Err() == nil && hctx.Err() == context.DeadlineExceeded
+		hcancel()
 	}
 	res, _ := cs.resultOf(s.err, s.timedOut, s.trailer)
 	return res
 }
 
-// clear lets go of what the race's attempts got and of the caller's
-// values, once the race is over: its hedges have returned (Race waits for
-// them). A field is written only when it is set: each pointer written
-// costs a write barrier while the GC marks.
+// clear lets go of what the race's hedges got and of the caller's values,
+// once the race is over: its hedges have returned (Race waits for them).
+// A slot is written only when it is set: each pointer written costs a
+// write barrier while the GC marks. The clock, the Client's, is kept.
 func (r *racer) clear() {
 	for i := range r.slots {
 		if s := &r.slots[i]; s.reply != nil || s.trailer != nil || s.err != nil {
@@ -860,9 +961,6 @@ func (r *racer) clear() {
 		}
 	}
 	r.req, r.msg, r.cc, r.invoker, r.opts = nil, nil, nil, nil, nil
-	if r.clk != nil {
-		r.clk = nil
-	}
 }
 
 // maxRacers is the most attempts a race makes: the first and
@@ -883,16 +981,16 @@ func (cs *call) attemptContext(ctx context.Context, n int, now time.Time, lim re
 		actx, cancel = context.WithTimeout(ctx, lim.At.Sub(now))
 	}
 	if cs.claim {
-		actx = withAttempt(actx, n)
+		actx = cs.withAttempt(actx, n)
 	}
 	return actx, cancel
 }
 
 // wait waits d, or until ctx ends (then it returns the context's status).
-func (cs *call) wait(ctx context.Context, timer *clock.Timer, d time.Duration) error {
+func (cs *call) wait(ctx context.Context, rc *retry.Call, timer *clock.Timer, d time.Duration) error {
 	if d > 0 {
 		if *timer == nil {
-			*timer = clock.Or(cs.rc.Policy.Clock).NewTimer(d)
+			*timer = clock.Or(rc.Policy.Clock).NewTimer(d)
 		} else {
 			(*timer).Reset(d)
 		}
@@ -911,11 +1009,11 @@ func (cs *call) wait(ctx context.Context, timer *clock.Timer, d time.Duration) e
 
 // refused returns the error of a call whose attempt Admit refused, after
 // last (nil before the first attempt).
-func (cs *call) refused(ctx context.Context, last error) error {
-	d := cs.rc.Last()
+func (cs *call) refused(ctx context.Context, rc *retry.Call, last error) error {
+	d := rc.Last()
 	if d.Reason == retry.ReasonDeadline && ctx.Err() != nil {
 		err := status.FromContextError(ctx.Err()).Err()
-		cs.canceled(ctx, err, 0)
+		cs.canceled(ctx, rc, err, 0)
 		return err
 	}
 	if last == nil {
@@ -925,8 +1023,8 @@ func (cs *call) refused(ctx context.Context, last error) error {
 		}
 		last = &refusal{err: d.Err, code: code}
 	}
-	cs.observe(ctx, status.Code(last), d, 0, true)
-	return cs.rc.Exhausted(last)
+	cs.observe(ctx, rc, status.Code(last), d, 0, true)
+	return rc.Exhausted(last)
 }
 
 // refusal is the error of a call refused before its first attempt: the
@@ -1003,21 +1101,21 @@ func pushback(md metadata.MD) (wait time.Duration, ok, stop bool) {
 }
 
 // canceled reports a call ended by its caller to OnAttempt.
-func (cs *call) canceled(ctx context.Context, err error, dur time.Duration) {
+func (cs *call) canceled(ctx context.Context, rc *retry.Call, err error, dur time.Duration) {
 	if f := cs.c.OnAttempt; f != nil {
 		f(ctx, Attempt{Target: cs.target, Method: cs.method, Code: status.Code(err), Canceled: true,
-			Event: retry.Event{Decision: retry.Decision{Attempt: cs.rc.History.Attempts, Err: err}, Duration: dur}})
+			Event: retry.Event{Decision: retry.Decision{Attempt: rc.History.Attempts, Err: err}, Duration: dur}})
 	}
 }
 
 // observe reports an attempt (or a refusal) to the policy's observer,
 // OnAttempt and the logger.
-func (cs *call) observe(ctx context.Context, code codes.Code, d retry.Decision, dur time.Duration, refused bool) {
-	if !cs.observed() {
+func (cs *call) observe(ctx context.Context, rc *retry.Call, code codes.Code, d retry.Decision, dur time.Duration, refused bool) {
+	if !cs.observed(rc) {
 		return
 	}
 	c := cs.c
-	p := &cs.rc.Policy
+	p := &rc.Policy
 	e := retry.Event{Decision: d, Duration: dur}
 	if p.Observe != nil {
 		p.Observe(ctx, e)
@@ -1032,17 +1130,17 @@ func (cs *call) observe(ctx context.Context, code codes.Code, d retry.Decision, 
 
 // observed reports whether anyone is told about attempts: the policy's
 // Observe, OnAttempt or the logger.
-func (cs *call) observed() bool {
-	return cs.rc.Policy.Observe != nil || cs.c.OnAttempt != nil || cs.c.Logger != nil
+func (cs *call) observed(rc *retry.Call) bool {
+	return rc.Policy.Observe != nil || cs.c.OnAttempt != nil || cs.c.Logger != nil
 }
 
 // callerEnded reports whether the caller's context has ended at now: done,
 // or past its deadline (its timer may not have fired yet when the server's
 // answer to the same deadline arrives).
-func (cs *call) callerEnded(ctx context.Context, now time.Time) bool {
+func (cs *call) callerEnded(ctx context.Context, rc *retry.Call, now time.Time) bool {
 	if ctx.Err() != nil {
 		return true
 	}
-	dl := cs.rc.History.Deadline
+	dl := rc.History.Deadline
 	return !dl.IsZero() && !now.IsZero() && !now.Before(dl)
 }

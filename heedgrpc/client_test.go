@@ -473,3 +473,29 @@ func TestCallOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestLogRedactsErrorText: whatever form the secret in a status message
+// takes, the attempt's log record does not show it.
+func TestLogRedactsErrorText(t *testing.T) {
+	const c = "Zq7cAnAry4secret"
+	for _, msg := range []string{
+		"upstream said: Authorization: Bearer " + c,
+		"upstream said: token=" + c,
+		"redirected to https://login.example.com/cb?access_token=" + c,
+		"redirected to https://login.example.com/cb#" + c,
+		"db postgres://bob:" + c + "@db.example.com/app down",
+		`upstream said {"password":"` + c + `"}`,
+	} {
+		e := &echo{unary: func(context.Context, string, int64, string) (string, error) {
+			return "", status.Error(codes.Unavailable, msg)
+		}}
+		var buf bytes.Buffer
+		hc := &heedgrpc.Client{Policy: fast(2), Files: echoFiles, Budget: budget.Config{Ratio: -1},
+			Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		cc := dial(t, "passthrough:///bufnet", append(hc.DialOptions(), bufServer(t, e))...)
+		invoke(ctxTimeout(t, 10*time.Second), cc, mGet, "x") // repeatable: two attempts
+		if out := buf.String(); strings.Contains(out, c) || strings.Count(out, "REDACTED") < 2 {
+			t.Errorf("log of %q shows the secret, or not two redacted records:\n%s", msg, out)
+		}
+	}
+}

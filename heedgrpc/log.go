@@ -11,10 +11,6 @@ import (
 	"github.com/heed-go/heed/retry"
 )
 
-// maxLogError is the most of an attempt's error text a log record holds:
-// 8 KiB, with the cut marked.
-const maxLogError = 8 << 10
-
 // logAttempt writes the record of one attempt: Debug for a success, Info
 // for a retry, Warn for a give-up. The rules are retryhttp's: no metadata
 // value is logged, the idempotency key only as its hash, the error text
@@ -34,7 +30,7 @@ func logAttempt(ctx context.Context, l *slog.Logger, cs *call, code codes.Code, 
 		slog.String("code", code.String()),
 	)
 	if e.Err != nil {
-		attrs = append(attrs, slog.String("error", redact.Text(redact.Cut(e.Err.Error(), maxLogError))))
+		attrs = append(attrs, slog.String("error", redact.Error(e.Err)))
 	}
 	if cs.key != "" {
 		attrs = append(attrs, slog.String("idempotency_key_hash", redact.KeyHash(cs.key)))

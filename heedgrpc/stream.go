@@ -38,7 +38,8 @@ func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor {
 			return nil, status.FromContextError(err).Err()
 		}
 		s := &stream{ctx: ctx, desc: desc, cc: cc, streamer: streamer, opts: opts}
-		c.newCall(ctx, cc, method, &s.cs)
+		c.prepare(ctx, cc, method, &s.cs)
+		s.cs.startCall(ctx, &s.rc)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err := s.begin(); err != nil {
@@ -53,6 +54,7 @@ func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor {
 // without it (SendMsg and RecvMsg may run on two goroutines at once).
 type stream struct {
 	cs       call
+	rc       retry.Call // the call protocol's state
 	ctx      context.Context
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
@@ -90,15 +92,15 @@ func (s *stream) begin() error {
 // that Admit refused (the call is over).
 func (s *stream) open() (err error, timedOut, refused bool) {
 	cs := &s.cs
-	now := clock.Now(cs.rc.Policy.Clock)
-	lim, ok := cs.rc.Admit(now)
+	now := clock.Now(s.rc.Policy.Clock)
+	lim, ok := s.rc.Admit(now)
 	if !ok {
 		s.ended = true
-		s.final = cs.refused(s.ctx, s.last)
+		s.final = cs.refused(s.ctx, &s.rc, s.last)
 		return s.final, false, true
 	}
 	s.start = now
-	actx, cancel := cs.attemptContext(s.ctx, cs.rc.History.Attempts+1, now, lim)
+	actx, cancel := cs.attemptContext(s.ctx, s.rc.History.Attempts+1, now, lim)
 	st, err := s.streamer(actx, s.desc, s.cc, cs.method, cs.callOptions(s.opts)...)
 	if err != nil {
 		timedOut = cancel != nil && s.ctx.Err() == nil && actx.Err() == context.DeadlineExceeded
@@ -129,16 +131,16 @@ func (s *stream) open() (err error, timedOut, refused bool) {
 // or the call gives up (its error, kept in s.final).
 func (s *stream) retryAfter(err error, timedOut bool) error {
 	cs := &s.cs
-	clk := cs.rc.Policy.Clock
+	clk := s.rc.Policy.Clock
 	for {
 		if s.cancel != nil {
 			s.cancel()
 			s.cancel = nil
 		}
 		now := clock.Now(clk)
-		if cs.callerEnded(s.ctx, now) {
-			cs.rc.Abandon(now)
-			cs.canceled(s.ctx, err, now.Sub(s.start))
+		if cs.callerEnded(s.ctx, &s.rc, now) {
+			s.rc.Abandon(now)
+			cs.canceled(s.ctx, &s.rc, err, now.Sub(s.start))
 			s.ended, s.final = true, err
 			return err
 		}
@@ -147,15 +149,15 @@ func (s *stream) retryAfter(err error, timedOut bool) error {
 		if s.overflow || s.committed {
 			res.NotRepeatable = true
 		}
-		d := cs.rc.End(now, res)
-		cs.observe(s.ctx, code, d, now.Sub(s.start), false)
+		d := s.rc.End(now, res)
+		cs.observe(s.ctx, &s.rc, code, d, now.Sub(s.start), false)
 		if d.Action != retry.Retry {
 			s.ended = true
-			s.final = cs.rc.Exhausted(err)
+			s.final = s.rc.Exhausted(err)
 			return s.final
 		}
-		if werr := cs.wait(s.ctx, &s.timer, d.Delay); werr != nil {
-			cs.canceled(s.ctx, werr, 0)
+		if werr := cs.wait(s.ctx, &s.rc, &s.timer, d.Delay); werr != nil {
+			cs.canceled(s.ctx, &s.rc, werr, 0)
 			s.ended, s.final = true, werr
 			return werr
 		}
@@ -272,9 +274,9 @@ func (s *stream) end(r retry.Result) {
 	}
 	s.ended = true
 	cs := &s.cs
-	now := clock.Now(cs.rc.Policy.Clock)
-	d := cs.rc.End(now, r)
-	cs.observe(s.ctx, 0, d, now.Sub(s.start), false)
+	now := clock.Now(s.rc.Policy.Clock)
+	d := s.rc.End(now, r)
+	cs.observe(s.ctx, &s.rc, 0, d, now.Sub(s.start), false)
 }
 
 // release frees the attempt's context once its stream is over.

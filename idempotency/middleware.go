@@ -352,7 +352,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ctx.Err() != nil {
 			return // the client is gone
 		}
-		h.log(ctx, slog.LevelError, "idempotency: store failed; request refused", raw, r, slog.String("error", err.Error()))
+		h.log(ctx, slog.LevelError, "idempotency: store failed; request refused", raw, r, slog.String("error", redact.Error(err)))
 		problem(w, http.StatusServiceUnavailable, "idempotency_store_unavailable",
 			"the request could not be recorded, so it was not processed; retry with the same key", h.retryAfter)
 		return
@@ -406,7 +406,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log(ctx, slog.LevelWarn, "idempotency: response not stored; key released", raw, r, slog.String("reason", reason))
 		if err := h.m.Store.KeyRelease(ctx, keystore.Release{Scope: scope, Key: key, Token: token}); err != nil {
-			h.log(ctx, slog.LevelError, "idempotency: release failed; key held until its lease ends", raw, r, slog.String("error", err.Error()))
+			h.log(ctx, slog.LevelError, "idempotency: release failed; key held until its lease ends", raw, r, slog.String("error", redact.Error(err)))
 		}
 		return
 	}
@@ -419,7 +419,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, keystore.ErrLeaseLost):
 		h.log(ctx, slog.LevelWarn, "idempotency: lease ended before the handler returned; response not stored (raise Lease)", raw, r)
 	case err != nil:
-		h.log(ctx, slog.LevelError, "idempotency: storing the response failed; key held until its lease ends", raw, r, slog.String("error", err.Error()))
+		h.log(ctx, slog.LevelError, "idempotency: storing the response failed; key held until its lease ends", raw, r, slog.String("error", redact.Error(err)))
 	}
 }
 
@@ -459,7 +459,7 @@ func (rn *renewer) fire() {
 		return // nothing left to renew
 	}
 	if err != nil {
-		rn.h.log(ctx, slog.LevelError, "idempotency: extending the lease failed", rn.raw, rn.r, slog.String("error", err.Error()))
+		rn.h.log(ctx, slog.LevelError, "idempotency: extending the lease failed", rn.raw, rn.r, slog.String("error", redact.Error(err)))
 	}
 	rn.mu.Lock()
 	if !rn.stopped {

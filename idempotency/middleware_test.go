@@ -490,7 +490,7 @@ func TestReaperStartStop(t *testing.T) {
 type failingStore struct{ keystore.Store }
 
 func (*failingStore) KeyClaim(context.Context, keystore.Claim) (*keystore.Record, bool, error) {
-	return nil, false, errors.New("disk on fire")
+	return nil, false, errors.New("disk on fire: postgres://keys:Zq7cAnAry4secret@db/keys")
 }
 
 func TestStoreFailureRefuses(t *testing.T) {
@@ -506,6 +506,9 @@ func TestStoreFailureRefuses(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "secret-key") || !strings.Contains(logs.String(), "key_hash="+redact.KeyHash(`"secret-key-0123456789"`)) {
 		t.Errorf("log shows the key, or not its hash: %s", logs.String())
+	}
+	if strings.Contains(logs.String(), "Zq7cAnAry4secret") || !strings.Contains(logs.String(), "disk on fire") {
+		t.Errorf("log shows the store's password, or not its error: %s", logs.String())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/idempotency/keystore"
+	"github.com/heed-go/heed/internal/redact"
 )
 
 // defaultReapInterval is how often a [Reaper] deletes expired keys when
@@ -83,7 +84,7 @@ func (r *Reaper) Start() {
 			n, err := Reap(ctx, r.Store, now())
 			switch {
 			case err != nil && ctx.Err() == nil && r.Logger != nil:
-				r.Logger.Warn("idempotency: reaping expired keys failed", "error", err.Error(), "deleted", n)
+				r.Logger.Warn("idempotency: reaping expired keys failed", "error", redact.Error(err), "deleted", n)
 			case n > 0 && r.Logger != nil:
 				r.Logger.Debug("idempotency: expired keys reaped", "deleted", n)
 			}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,5 +100,19 @@ func TestInvalidArgsErrorIsRedacted(t *testing.T) {
 	_, err := NewJobInsert("k", json.RawMessage(`{"u":"http://u:CANARYx7Qp2Lm9Zr@h/"`), EnqueueOptions{}, t0)
 	if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "CANARY") || !strings.Contains(err.Error(), "is not valid JSON") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestWorkerLogsRedactErrors: a worker's own records (a store that
+// fails, an outage) show a store's error without the secrets it quotes.
+func TestWorkerLogsRedactErrors(t *testing.T) {
+	const c = "Zq7cAnAry4secret"
+	var buf bytes.Buffer
+	w := &Worker{ctx: context.Background(), cfg: WorkerConfig{ID: "w1", Logger: slog.New(slog.NewJSONHandler(&buf, nil))}}
+	w.storeFailed("claim", errors.New("failed to connect to postgres://heed:"+c+"@db:5432/heed?sslmode=disable"))
+	w.log("rescue failed", errors.New(`dial: host=db user=heed password=`+c+` dbname=heed`))
+	out := buf.String()
+	if strings.Contains(out, c) || strings.Count(out, "\n") != 2 || strings.Count(out, "REDACTED") != 2 {
+		t.Errorf("worker's log shows the secret, or not two redacted records:\n%s", out)
 	}
 }

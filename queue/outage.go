@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/queue/jobstore"
 )
 
@@ -52,12 +53,12 @@ func (w *Worker) storeFailed(op string, err error) {
 	}
 	if first {
 		w.cfg.Logger.Warn("queue: database unreachable since "+since.Format(time.TimeOnly+".000")+"; retrying",
-			"worker", w.cfg.ID, "op", op, "error", err)
+			"worker", w.cfg.ID, "op", op, "error", redact.Error(err))
 		return
 	}
 	w.cfg.Logger.Warn("queue: database still unreachable since "+since.Format(time.TimeOnly+".000")+"; retrying",
 		"worker", w.cfg.ID, "for", now.Sub(since).Round(100*time.Millisecond), "failed_calls", failures,
-		"op", op, "error", err)
+		"op", op, "error", redact.Error(err))
 }
 
 // storeOK records a store call that succeeded, ending an outage (logged

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/clock"
+	"github.com/heed-go/heed/internal/redact"
 	"github.com/heed-go/heed/internal/uniform"
 	"github.com/heed-go/heed/queue/jobstore"
 	"github.com/heed-go/heed/retry"
@@ -480,7 +481,7 @@ func (w *Worker) now() time.Time { return clock.Now(w.cfg.Clock).UTC() }
 
 func (w *Worker) log(msg string, err error) {
 	if w.cfg.Logger != nil {
-		w.cfg.Logger.Warn("queue: "+msg, "worker", w.cfg.ID, "error", err)
+		w.cfg.Logger.Warn("queue: "+msg, "worker", w.cfg.ID, "error", redact.Error(err))
 	}
 }
 

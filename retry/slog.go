@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/heed-go/heed/internal/attemptlog"
+	"github.com/heed-go/heed/internal/redact"
 )
 
 // LogObserver returns a function for Policy.Observe that writes one record
@@ -13,8 +14,11 @@ import (
 // error when the attempt failed. A success is logged at Debug, a retry at
 // Info and a give-up at Warn.
 //
-// The error's message is logged as is: errors that may hold secrets (URLs
-// with tokens, for example) should be redacted before they are returned.
+// The error's message is logged cut at 8 KiB and redacted, as every log of
+// heed is: the values of secret keys (token=, "password": ...), credentials
+// after Bearer, and the secrets of URLs (user information, fragments,
+// secret query values) read "REDACTED". Redacting costs only when a record
+// is written.
 func LogObserver(l *slog.Logger, op string) func(context.Context, Event) {
 	return func(ctx context.Context, e Event) {
 		level := attemptlog.Level(e.Action == Retry, e.Action == GiveUp)
@@ -29,7 +33,7 @@ func LogObserver(l *slog.Logger, op string) func(context.Context, Event) {
 		)
 		attrs = attemptlog.Decision{Elapsed: e.Elapsed, Duration: e.Duration, Action: e.Action.String(), Reason: e.Reason.String(), Delay: e.Delay}.Append(attrs)
 		if e.Err != nil {
-			attrs = append(attrs, slog.String("error", e.Err.Error()))
+			attrs = append(attrs, slog.String("error", redact.Error(e.Err)))
 		}
 		l.LogAttrs(ctx, level, "retry attempt", attrs...)
 	}

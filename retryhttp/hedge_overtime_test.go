@@ -47,6 +47,22 @@ func TestHedgeOverTime(t *testing.T) {
 		// 100 ms and its slot's release all fall on one 10 ms grid). A
 		// virtual clock does not fix that order; the race detector only
 		// shuffles it more. Skipped here because CI runs -race only.
+		//
+		// What the order decides (measured, 8 to 30 runs each): in a FIFO
+		// pool a hedge never overtakes its own first attempt, so it can
+		// only cost a slot, and it does when it starts before that attempt
+		// has answered. A hedge at +50 ms joins the queue at the instant
+		// the user 5 arrivals later does. Behind that user (as a hedge at
+		// +53 or +55 ms always is), it starts as its first attempt answers
+		// and costs nothing: 1.000 of the plain loop in every run, with
+		// -race too. Ahead of it (as at +47 ms), it works beside its first
+		// attempt: 0.865 to 0.931, still varying with the jitter seeded.
+		// The same 1,639 attempts were made either way in the runs
+		// counted. So another delay would make the figure deterministic
+		// only by choosing the side that passes: the verdict is the
+		// scenario's phase, not hedging's cost. An honest fix needs
+		// arrivals that are not on one grid, for every executor of the
+		// suite.
 		skip["overload"] = "a finding: 0.945 of the plain loop served (want 0.95) in 2 of 26 runs under -race and 3 of 50 without " +
 			"(jitter seeded); which hedged attempt the FIFO pool serves first at a shared virtual instant decides it"
 	}

@@ -23,10 +23,6 @@ import (
 // shared by its logs, job histories, command and metrics.
 func RedactURL(u *url.URL) string { return redact.URL(u) }
 
-// maxLogError is the most of an attempt's error text a log record holds:
-// 8 KiB, with the cut marked.
-const maxLogError = 8 << 10
-
 // attemptLog is what one slog record says about an attempt.
 type attemptLog struct {
 	op, method, host, url, keyHash string
@@ -58,7 +54,7 @@ func logAttempt(ctx context.Context, l *slog.Logger, a *attemptLog, u *url.URL) 
 		attrs = append(attrs, slog.Int("status", a.status))
 	}
 	if a.err != nil {
-		attrs = append(attrs, slog.String("error_kind", errKind(a.err)), slog.String("error", redact.ErrorText(redact.Cut(a.err.Error(), maxLogError), u)))
+		attrs = append(attrs, slog.String("error_kind", errKind(a.err)), slog.String("error", redact.Cut(redact.ErrorText(redact.Cut(a.err.Error(), redact.MaxLogError), u), redact.MaxLogError)))
 	}
 	if a.prog != nil {
 		attrs = append(attrs, slog.String("progress", a.prog.String()))

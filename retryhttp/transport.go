@@ -265,7 +265,9 @@ type Transport struct {
 
 // NewClient returns an http.Client whose Transport is a [Transport] with
 // policy p and defaults otherwise. It has no Timeout of its own: give each
-// request a deadline through its context.
+// request a deadline through its context. Its errors are http.Client's
+// *url.Error, which quotes the request's URL as net/http writes it (query
+// tokens and fragment included): log [RedactError](err).
 func NewClient(p retry.Policy) *http.Client {
 	return &http.Client{Transport: &Transport{Policy: p}}
 }

@@ -1210,3 +1210,37 @@ func TestBudgetPerSchemeDefaultPort(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// rtFunc is a RoundTripper made of a function.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestLogRedactsErrorText: an attempt's error is logged without the
+// secrets it quotes, those of the request's URL and any other.
+func TestLogRedactsErrorText(t *testing.T) {
+	const c = "Zq7cAnAry4secret"
+	for _, msg := range []string{
+		"proxy refused: Authorization: Bearer " + c,
+		"proxy refused: token=" + c,
+		"redirected to https://login.example.com/cb?access_token=" + c,
+		"redirected to https://login.example.com/cb#id_token=" + c,
+		"upstream https://bob:" + c + "@db.example.com/ down",
+		`upstream said {"client_secret":"` + c + `"}`,
+	} {
+		var buf bytes.Buffer
+		tr := newTransport(t, fast(1))
+		tr.Base = rtFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New(msg) })
+		tr.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+		_, err := do(t, tr, context.Background(), "GET", "http://alice:"+c+"@127.0.0.1:1/x?access_token="+c+"#frag-"+c, nil)
+		if err == nil {
+			t.Fatal("no error")
+		}
+		if out := buf.String(); strings.Contains(out, c) || !strings.Contains(out, `"error":`) {
+			t.Errorf("log of %q shows the secret, or no error:\n%s", msg, out)
+		}
+		if strings.Contains(err.Error(), c) {
+			t.Errorf("error of %q shows the secret: %v", msg, err)
+		}
+	}
+}

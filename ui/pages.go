@@ -147,7 +147,7 @@ func (h *Handler) renderStatus(w http.ResponseWriter, r *http.Request, status in
 		tmpl = "main"
 	}
 	if err := h.pages[name].ExecuteTemplate(&b, tmpl, p); err != nil {
-		h.cfg.Log.Error("ui: render", "page", name, "err", err)
+		h.cfg.Log.Error("ui: render", "page", name, "err", redact.Error(err))
 		http.Error(w, "the page could not be drawn", http.StatusInternalServerError)
 		return
 	}
@@ -193,7 +193,7 @@ func (h *Handler) internal(w http.ResponseWriter, r *http.Request, what string, 
 		h.fail(w, r, http.StatusBadRequest, "Bad request: "+redact.Text(err.Error()))
 		return
 	}
-	h.cfg.Log.Error("ui: cannot "+what, "err", err)
+	h.cfg.Log.Error("ui: cannot "+what, "err", redact.Error(err))
 	h.fail(w, r, http.StatusInternalServerError, "Cannot "+what+": the database did not answer (see the server's log).")
 }
 

@@ -2,7 +2,7 @@
 // attempt without building a [retry.Call], for the common call that
 // succeeds at once: a success needs none of a Call's state, and building
 // one (a copy of the policy, a cleared trace) is most of what such a call
-// costs. heedgrpc uses it on its unary path.
+// costs. heedgrpc uses it on its unary path, hedged or not.
 //
 // It is not a second door into the call protocol: it admits exactly what
 // [retry.Call.Admit] and [retry.Call.ShareLimit] would (a test holds them
@@ -19,8 +19,8 @@ import (
 
 // Admit is [retry.Call.Admit] and [retry.Call.ShareLimit] for the first
 // attempt of a call under p, for an executor that keeps no Call while that
-// attempt may still succeed. When p has no Clock, no Breaker, no Hedge and
-// no time limits of its own (AttemptTimeout, TimeBudget), and the caller's
+// attempt may still succeed. When p has no Clock, no Breaker and no time
+// limits of its own (AttemptTimeout, TimeBudget), and the caller's
 // deadline dl (zero for none) has not passed at now, it counts the request
 // in p's Budget and returns the attempt's Limit and true: dl, or share of
 // the time left before it as ShareLimit gives it (share: the executor's
@@ -29,12 +29,16 @@ import (
 // false, and the executor runs the call through a Call from its first
 // attempt.
 //
-// When the attempt Admit admitted fails, the executor starts a Call with
-// History.Deadline dl, History.Start now and History.UpstreamOwns
+// When the attempt Admit admitted fails, the executor starts a Call under
+// p with History.Deadline dl, History.Start now and History.UpstreamOwns
 // upstreamOwns, and calls its End: the call goes on as if the Call's Admit
-// had admitted the attempt at now.
+// had admitted the attempt at now (that Call is then the one Admit would
+// have left: a test holds them equal). An executor that hedges (p.Hedge)
+// starts that Call before the attempt, to make it with retry.Call.Race;
+// when no hedge was sent and the attempt succeeded, it needs no End
+// either, unless p's Hedge learns latencies (Hedge.Delay zero).
 func Admit(p *retry.Policy, now, dl time.Time, share float64, upstreamOwns bool) (retry.Limit, bool) {
-	if p.Clock != nil || p.Breaker != nil || p.AttemptTimeout > 0 || p.TimeBudget > 0 || p.Hedge != nil {
+	if p.Clock != nil || p.Breaker != nil || p.AttemptTimeout > 0 || p.TimeBudget > 0 {
 		return retry.Limit{}, false
 	}
 	var lim retry.Limit

@@ -1,6 +1,7 @@
 package admitfirst
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -15,7 +16,10 @@ var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // Admit admits a first attempt as a Call's Admit and ShareLimit do, or
 // declines when only a Call can: the same Limit, the same request in the
-// budget, and nothing counted when it declines.
+// budget, and nothing counted when it declines. The Call an executor
+// starts after it (History.Start now, Deadline dl, UpstreamOwns) is the
+// one Admit leaves: whatever it does next (End after a failure, or Race,
+// for a hedged call) goes as through Admit.
 func TestAdmit(t *testing.T) {
 	ms := time.Millisecond
 	br, err := breaker.New(breaker.Config{})
@@ -43,7 +47,8 @@ func TestAdmit(t *testing.T) {
 		{"time budget", retry.Policy{TimeBudget: time.Second}, time.Time{}, 0, false, false},
 		{"breaker", retry.Policy{Breaker: br}, time.Time{}, 0, false, false},
 		{"clock", retry.Policy{Clock: clock.Real{}}, time.Time{}, 0, false, false},
-		{"hedge", retry.Policy{Hedge: &retry.Hedge{Delay: ms}}, time.Time{}, 0, false, false},
+		{"hedge", retry.Policy{Hedge: &retry.Hedge{Delay: ms}}, t0.Add(time.Second), 0, false, true},
+		{"adaptive hedge, half", retry.Policy{Hedge: &retry.Hedge{}}, t0.Add(time.Second), 0.5, false, true},
 	}
 	for _, tt := range tests {
 		first, err := budget.New(budget.Config{Clock: clocktest.New(t0)})
@@ -80,6 +85,10 @@ func TestAdmit(t *testing.T) {
 		}
 		if a, b := first.Stats().Requests, viaCall.Stats().Requests; a != 1 || b != 1 {
 			t.Errorf("%s: requests counted %d, want 1 as Admit counts (%d)", tt.name, a, b)
+		}
+		started := retry.Call{Policy: q, History: retry.History{Start: t0, Deadline: tt.dl, UpstreamOwns: tt.owns}}
+		if !reflect.DeepEqual(started, c) {
+			t.Errorf("%s: the Call started after Admit is\n%+v, Admit leaves\n%+v", tt.name, started, c)
 		}
 	}
 }

@@ -27,8 +27,8 @@ const module = "github.com/heed-go/heed"
 // module and the standard library, a package imports only the modules
 // external names for it: database drivers only in the stores.
 var (
-	core    = []string{"clock", "internal/clockctx", "internal/docjson", "internal/wire", "internal/fielderr", "internal/uniform", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/attemptlog", "retry"}
-	helpers = []string{"internal/redact", "internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck", "internal/cron", "internal/leakcheck", "internal/benchpair"}
+	core    = []string{"clock", "internal/clockctx", "internal/docjson", "internal/wire", "internal/fielderr", "internal/uniform", "backoff", "budget", "breaker", "deadline", "internal/admit", "overload", "internal/redact", "internal/attemptlog", "retry"}
+	helpers = []string{"internal/duration", "internal/textfmt", "cmd/heed/internal/signals", "internal/corecheck", "internal/cron", "internal/leakcheck", "internal/benchpair"}
 	arrows  = map[string][]string{
 		"internal/dest":                nil, // per-destination budget and breaker, for the client executors
 		"internal/admitfirst":          nil, // a first attempt without a retry.Call, for heedgrpc
@@ -248,6 +248,7 @@ func TestMayImport(t *testing.T) {
 		{"queue/storetest", "retry/overtimetest", true},
 		{"queue/storetest", "sqlitestore", false},
 		{"internal/redact", "retry", false},
+		{"retry", "internal/redact", true}, // LogObserver redacts what it logs
 		{"idempotency", "internal/redact", true},
 		{"idempotency", "retry", false}, // a leaf: any server can import it
 		{"idempotency/storetest", "idempotency", true},

@@ -35,6 +35,23 @@ var texts = []string{
 	`signature=%[1]s; expires=3600`,
 	`apikey:%[1]s`,
 	`credential=%[1]s`,
+	// Prose: a key, a verb and the secret.
+	`login failed: password is %[1]s`,
+	`the token was %[1]s.`,
+	`your verification code is: %[1]s`,
+	`Your OTP is %[1]s, valid 5 min`,
+	`the secret: %[1]s`,
+	`the password for user bob is %[1]s`,
+	`password set to "%[1]s" by admin`,
+	`pin=%[1]s otp=%[1]s passcode=%[1]s`,
+	`refresh_token=%[1]s access_key=%[1]s`,
+	// YAML and TOML: the value on the lines after its key.
+	"db:\n  password:\n    %[1]s\n  user: bob",
+	"token: |\n  %[1]s\n  %[2]s\nnext: 1",
+	"- secret: >-\n    %[1]s\n- name: x",
+	"password:\n%[1]s\nuser: bob",
+	"api_keys:\n- %[1]s\n- %[2]s",
+	`client_secret = """%[1]s"""`,
 	// JSON bodies, as stored or quoted in an error.
 	`{"level":"error","msg":"bad creds","password":"%[1]s","user":"bob"}`,
 	`{"token": "%[1]s", "n": 1}`,

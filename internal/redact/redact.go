@@ -22,12 +22,31 @@
 // Redacted parts read "REDACTED". Everything else is kept, so that a log
 // still says which endpoint was called.
 //
+// What text loses ([Text]) is found by structure, around the one
+// maintained list of secret key names ([SecretWords]): the value of a
+// secret key written as code, configuration, a header or a command line
+// writes it ("token=x", "password: x", `"api_key": "x"`, "--password x",
+// "<password>x</password>"); the lines under a secret key that ends its
+// line in YAML ("password:" then an indented value, a block scalar
+// "token: |", a list); and the value a sentence gives a secret key:
+// the key (maybe for someone: "password for user bob"), then "is", "was",
+// "are" or "were" (with or without a ":"; also "is now", "set to",
+// "changed to" and the like), then a value that is not ordinary English. Ordinary English is a short
+// maintained list of the words that follow such a key in messages
+// ("required", "expired", "missing", "not", "too", articles and
+// prepositions): "password is required" and "token expired" are kept,
+// "password is hunter2", "my password is swordfish" and "your PIN code is
+// 1234" are not. A secret given in prose without such a verb ("use
+// hunter2 to log in") is found only when it looks like a credential
+// ([Credential]).
+//
 // The functions are pure and safe for concurrent use. They allocate, so
 // callers on a hot path call them only when they print something.
 package redact
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -40,8 +59,9 @@ const Mark = "REDACTED"
 // query parameters, of header lines, of "name=value" and "name: value"
 // pairs in text, of JSON members and of libpq keywords. A name is secret
 // when, lower-cased and with "-" and "." read as "_", it is one of them or
-// ends in one of them: "X-Amz-Signature", "oauth_token", "githubToken",
-// "client-secret", "Set-Cookie" and "db.password" are secret. The suffix
+// ends in one of them, or in the plural of one of five bytes or more:
+// "X-Amz-Signature", "oauth_token", "githubToken", "client-secret",
+// "Set-Cookie", "db.password", "tokens" and "api_keys" are secret. The suffix
 // rule has false positives ("bypass", "monkey"): their values are hidden
 // too, which costs only some detail in a log. This is the one maintained
 // list: add a word here and every output hides it.
@@ -49,7 +69,8 @@ var SecretWords = []string{
 	"token", "access_token", "id_token", "refresh_token", "api_key", "apikey", "key",
 	"secret", "client_secret", "password", "pass", "passwd", "pwd", "passphrase", "jwt", "bearer",
 	"auth", "authorization", "signature", "sig", "session", "sessionid", "session_id", "sid",
-	"cookie", "credential", "credentials", "private", "otp", "passcode",
+	"cookie", "credential", "credentials", "private", "private_key", "access_key", "otp", "passcode",
+	"pin",
 }
 
 // queryWords are secret only as the whole name of a query parameter or
@@ -64,13 +85,19 @@ func SecretName(name string) bool {
 		return false
 	}
 	n := normName(name)
+	plural, _ := strings.CutSuffix(n, "s")
 	for _, w := range SecretWords {
-		if strings.HasSuffix(n, w) {
+		if strings.HasSuffix(n, w) || len(w) >= minPlural && strings.HasSuffix(plural, w) {
 			return true
 		}
 	}
 	return false
 }
+
+// minPlural is the length of the shortest secret word whose plural is
+// secret too ("tokens", "api_keys", "secrets"): not "keys", "pins" or
+// "sigs", which count things more often than they hold them.
+const minPlural = 5
 
 // normName is name lower-cased, with "-" and "." read as "_".
 func normName(name string) string {
@@ -526,12 +553,22 @@ func replaceAll(msg string, secrets []string) string {
 //     fragments, secret query values and credential-like path segments;
 //   - the value of every secret key ([SecretName]) in "key=value",
 //     "key: value", "key = 'value'", JSON's "key": "value" (escaped or
-//     not) and Go's key:value: a quoted or bracketed value up to its
-//     closing quote or bracket, a header line (the key first on its line,
-//     or an Authorization or Cookie anywhere) up to the end of the line,
-//     any other value up to a space or a separator (, ; & and quotes and
-//     brackets), an authentication scheme ("Bearer x") with its
-//     credential;
+//     not) and Go's key:value: a quoted (triple-quoted too) or bracketed
+//     value up to its closing quote or bracket, a header line (the key
+//     first on its line, or an Authorization or Cookie anywhere) up to the
+//     end of the line, any other value up to a space or a separator (, ;
+//     & and quotes and brackets), an authentication scheme ("Bearer x")
+//     with its credential;
+//   - the value of a secret key whose ":" ends its line (but for a YAML
+//     block scalar's indicator, tags and a comment): the lines after it
+//     indented more than the key's line, a list at the key's indentation,
+//     or else the next line when it is not a key of its own;
+//   - the value a sentence gives a secret key (maybe for someone:
+//     "password for bob"), or a code or number named by one or by a word
+//     such as "verification" ("PIN code", "verification code"): after
+//     "is", "was", "are", "were", "set to", "is now" and the like, and
+//     maybe a ":", a quoted value, or the next word unless it is ordinary
+//     English (see the package documentation);
 //   - the credential after "Bearer" and "Basic" (when base64, not a plain
 //     lower-case word);
 //   - the value after a command-line flag named by a secret key
@@ -567,6 +604,7 @@ func text(s string, depth int) string {
 	// what follows it ("x://#jwt: v", "x://#<Token>v</Token>"), which
 	// would leave the value without the structure that marks it.
 	s = keyed(s)
+	s = phrases(s)
 	s = xmlTags(s)
 	s = schemes(s)
 	s = flags(s)
@@ -865,7 +903,18 @@ func mayHaveSecrets(s string) bool {
 			run = 0
 		}
 	}
-	return containsFold(s, "bearer") || containsFold(s, "basic")
+	return containsFold(s, "bearer") || containsFold(s, "basic") || hasVerb(s)
+}
+
+// hasVerb reports whether s holds one of the verbs that can join a secret
+// key and its value in prose ([phrases]), after a space.
+func hasVerb(s string) bool {
+	for i := 0; i+3 < len(s); i++ {
+		if s[i] == ' ' && verbAt(s, i+1) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // containsFold reports whether s contains the lower-case ASCII word w in
@@ -937,6 +986,15 @@ func keyed(s string) string {
 		if c == ':' && strings.HasPrefix(s[i+1:], "//") {
 			continue // a URL's scheme
 		}
+		if c == ':' {
+			if start, end, ok := blockValue(s, i); ok {
+				if start < end && s[start:end] != Mark {
+					p.mark(start, end)
+					i = end - 1
+				}
+				continue
+			}
+		}
 		j := valueStart(s, i)
 		n := normName(s[ks:k])
 		line := c == ':' && (lineStart(s, ks) || strings.HasSuffix(n, "authorization") || strings.HasSuffix(n, "cookie"))
@@ -981,14 +1039,15 @@ func valueStart(s string, i int) int {
 	return j
 }
 
-// lineStart reports whether only spaces and the markers of a header dump
-// ("> ", "< ", "* ") come before position i on its line.
+// lineStart reports whether only spaces, the markers of a header dump
+// ("> ", "< ", "* ") and of a YAML sequence's item ("- ") come before
+// position i on its line.
 func lineStart(s string, i int) bool {
 	for i > 0 {
 		switch s[i-1] {
 		case '\n':
 			return true
-		case ' ', '\t', '>', '<', '*':
+		case ' ', '\t', '>', '<', '*', '-':
 			i--
 		default:
 			return false
@@ -1072,6 +1131,14 @@ func quotedValue(s string, j int) (start, end int, ok bool) {
 	if q == len(s) || s[q] != '"' && s[q] != '\'' && s[q] != '`' {
 		return 0, 0, false
 	}
+	if q == j && q+2 < len(s) && s[q+1] == s[q] && s[q+2] == s[q] {
+		// A triple-quoted string (TOML, Python): up to the closing three.
+		start = q + 3
+		if e := strings.Index(s[start:], s[q:q+3]); e >= 0 {
+			return start, start + e, true
+		}
+		return start, len(s), true
+	}
 	start = q + 1
 	if q > j { // an escaped quote closes it: \"...\"
 		if e := strings.Index(s[start:], s[j:q+1]); e >= 0 {
@@ -1107,6 +1174,256 @@ func bracketed(s string, j int) (start, end int) {
 		}
 	}
 	return j + 1, len(s)
+}
+
+// blockValue returns the bounds of the value of the key whose ":" is at
+// s[i] when that ":" ends its line, but for a YAML block scalar's indicator
+// ("|", ">-", ...), tags and anchors ("!!binary", "&a") and a comment: the
+// lines after it that are indented more than the key's line (a block
+// scalar, a folded plain value, a nested mapping or a sequence), or a
+// sequence's items ("- x") at the key's own indentation, or else the next
+// line when it is not a key of its own ("password:\nhunter2", a block
+// indented too little). ok is false when the value is on the key's line.
+func blockValue(s string, i int) (start, end int, ok bool) {
+	j := i + 1
+	block := false // a block scalar's indicator
+	for j < len(s) && s[j] != '\n' && s[j] != '\r' {
+		switch c := s[j]; {
+		case c == ' ' || c == '\t':
+			j++
+		case (c == '!' || c == '&') && (j == i+1 || s[j-1] == ' '):
+			for j < len(s) && s[j] != ' ' && s[j] != '\n' && s[j] != '\r' {
+				j++
+			}
+		case (c == '|' || c == '>') && !block && (j == i+1 || s[j-1] == ' '):
+			block = true
+			for j++; j < len(s) && strings.IndexByte("+-0123456789", s[j]) >= 0; j++ {
+			}
+			if j < len(s) && s[j] != ' ' && s[j] != '\t' && s[j] != '\n' && s[j] != '\r' {
+				return 0, 0, false // "token: >x" is a value
+			}
+		case c == '#' && s[j-1] == ' ':
+			j = lineEnd(s, j)
+		default:
+			return 0, 0, false
+		}
+	}
+	// The key's line: its indentation, and whether it is a sequence's item.
+	ls := strings.LastIndexByte(s[:i], '\n') + 1
+	indent := ls
+	for indent < i && (s[indent] == ' ' || s[indent] == '\t') {
+		indent++
+	}
+	item := s[indent] == '-'
+	indent -= ls
+	start, end = -1, -1
+	first := true
+	for pos := nextLine(s, j); pos < len(s); pos = nextLine(s, pos) {
+		e := lineEnd(s, pos)
+		in := pos
+		for in < e && (s[in] == ' ' || s[in] == '\t') {
+			in++
+		}
+		if in == e {
+			continue // a blank line: the block may go on after it
+		}
+		deeper := in-pos > indent
+		sequence := in-pos == indent && !item && s[in] == '-' && (in+1 == e || s[in+1] == ' ')
+		if !deeper && !sequence {
+			if first && !keyLine(s[in:e]) {
+				// "password:\nhunter2", or a block scalar indented
+				// less than YAML wants: the value all the same.
+				return in, trimEnd(s, in, e), true
+			}
+			break
+		}
+		first = false
+		if start < 0 {
+			start = in
+		}
+		end = trimEnd(s, in, e)
+	}
+	if start < 0 {
+		return j, j, true
+	}
+	return start, end, true
+}
+
+// nextLine is the index of the line after the one that holds position i,
+// or len(s).
+func nextLine(s string, i int) int {
+	if e := strings.IndexByte(s[i:], '\n'); e >= 0 {
+		return i + e + 1
+	}
+	return len(s)
+}
+
+// trimEnd is e, less the spaces and the carriage return before it, not
+// before start.
+func trimEnd(s string, start, e int) int {
+	for e > start && (s[e-1] == ' ' || s[e-1] == '\t' || s[e-1] == '\r') {
+		e--
+	}
+	return e
+}
+
+// keyLine reports whether the line l (without its indentation) starts a
+// key of its own ("user: bob", "user:"), or is a comment or a document's
+// marker, rather than the value of the key before it.
+func keyLine(l string) bool {
+	l = strings.TrimRight(l, " \t\r")
+	return strings.Contains(l, ": ") || strings.HasSuffix(l, ":") || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "---")
+}
+
+// verbs join a key and its value in prose, longest first.
+var verbs = [...]string{"is set to", "was set to", "changed to", "updated to", "is still", "is now",
+	"was now", "reset to", "set to", "were", "was", "are", "is"}
+
+// verbAt returns the length of the verb that joins a key and its value in
+// prose ([verbs], any case) at s[i], followed by a space or a ":", or 0.
+func verbAt(s string, i int) int {
+	for _, v := range verbs {
+		if n := i + len(v); n < len(s) && strings.EqualFold(s[i:n], v) && (s[n] == ' ' || s[n] == ':') {
+			return len(v)
+		}
+	}
+	return 0
+}
+
+// phrases redacts the value a sentence gives a secret key: "password is
+// hunter2", "the token was abc123.", "your OTP is: 123456", "PIN code is
+// 1234", "password for bob set to hunter2": see [Text].
+func phrases(s string) string {
+	p := splice{s: s}
+	for i := 1; i+3 < len(s); i++ {
+		if s[i-1] != ' ' {
+			continue
+		}
+		n := verbAt(s, i)
+		if n == 0 {
+			continue
+		}
+		if !phraseKey(s, i-1, p.out) {
+			continue
+		}
+		j := i + n
+		if j < len(s) && s[j] == ':' {
+			j++
+		}
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+		start, end, ok := quotedValue(s, j)
+		if !ok {
+			start, end = j, tokenEnd(s, j)
+			for end > start && strings.IndexByte(".,:;!?", s[end-1]) >= 0 {
+				end-- // the sentence's
+			}
+			if plainWord(s[start:end]) {
+				continue
+			}
+		}
+		if start >= end || s[start:end] == Mark {
+			continue
+		}
+		p.mark(start, end)
+		i = end - 1
+	}
+	return p.String()
+}
+
+// phraseKey reports whether the words before the space at s[sp], not
+// before out, name a secret: a secret key ([SecretName]: "password",
+// "api key", "OTP"), maybe for someone ("password for user bob"), or a
+// code or number that one names or that proves who someone is ("PIN
+// code", "verification code", "recovery number").
+func phraseKey(s string, sp, out int) bool {
+	ks, k := keyBefore(s, sp, out)
+	if ks == k {
+		return false
+	}
+	w := normName(s[ks:k])
+	if SecretName(w) {
+		return true
+	}
+	// "<secret> for|of [one or two words] <verb>".
+	for n, e := 0, ks; n < 3; n++ {
+		ps, pk := keyBefore(s, e, out)
+		if ps == pk {
+			break
+		}
+		if p := normName(s[ps:pk]); p == "for" || p == "of" {
+			qs, qk := keyBefore(s, ps, out)
+			if qs < qk && SecretName(s[qs:qk]) {
+				return true
+			}
+			break
+		}
+		e = ps
+	}
+	if w != "code" && w != "codes" && w != "number" {
+		return false
+	}
+	ps, pk := keyBefore(s, ks, out)
+	if ps == pk {
+		return false
+	}
+	prev := normName(s[ps:pk])
+	return SecretName(prev) || slices.Contains(codeWords, prev)
+}
+
+// codeWords name the codes and numbers that are secret in prose
+// ("verification code is 123456").
+var codeWords = []string{"verification", "security", "confirmation", "login", "recovery", "backup",
+	"activation", "authentication", "access", "mfa", "2fa", "sms", "one_time", "reset", "unlock"}
+
+// plainWord reports whether w, the value a sentence gives a secret key,
+// is ordinary English rather than a secret: one of the words that follow
+// "password is" or "token was" in messages ("required", "expired", "not",
+// "too"), in any case. Anything else is taken for the secret: a word with
+// a digit or a symbol ("hunter2"), and a word not in that list
+// ("swordfish").
+func plainWord(w string) bool {
+	if w == "" || len(w) > 16 {
+		return false
+	}
+	var b [16]byte
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c < 'a' || c > 'z':
+			return false
+		}
+		b[i] = c
+	}
+	_, found := slices.BinarySearch(plainWords, string(b[:len(w)]))
+	return found
+}
+
+// plainWords are the words [plainWord] keeps, sorted: articles,
+// pronouns, prepositions, adverbs and the states messages give a secret.
+var plainWords = []string{
+	"a", "about", "absent", "accepted", "accessed", "active", "all", "already", "also", "always",
+	"an", "any", "authenticated", "authorized", "available", "bad", "been", "being", "big", "blank",
+	"both", "broken", "cached", "changed", "checked", "cleared", "closed", "correct", "corrupt",
+	"corrupted", "created", "current", "currently", "declined", "default", "deleted", "denied",
+	"deprecated", "different", "disabled", "empty", "enabled", "encrypted", "exhausted", "expected",
+	"expired", "expiring", "false", "fine", "for", "forbidden", "from", "full", "generated", "given",
+	"gone", "good", "hashed", "here", "hidden", "how", "ignored", "in", "inactive", "incomplete",
+	"incorrect", "insufficient", "invalid", "issued", "it", "just", "kept", "known", "large", "last",
+	"later", "loaded", "locked", "long", "longer", "malformed", "mandatory", "masked", "mismatched",
+	"missing", "needed", "never", "new", "nil", "no", "none", "not", "now", "null", "of", "ok",
+	"okay", "old", "on", "only", "open", "opened", "optional", "outdated", "over", "pending",
+	"present", "provided", "read", "readable", "ready", "redacted", "refreshed", "rejected",
+	"removed", "renewed", "required", "reset", "revoked", "rotated", "same", "saved", "sent", "set",
+	"shared", "short", "shorter", "signed", "small", "sometimes", "stale", "still", "stored",
+	"sufficient", "supplied", "taken", "that", "the", "then", "there", "this", "to", "too", "true",
+	"trusted", "unauthorized", "unavailable", "unchanged", "undefined", "unique", "unknown",
+	"unreadable", "unset", "unsigned", "unsupported", "untrusted", "unverified", "updated", "used",
+	"usually", "valid", "validated", "verified", "very", "weak", "what", "when", "where", "which",
+	"why", "wrong",
 }
 
 // schemes redacts the credential after "Bearer" and "Basic": see [Text].
@@ -1356,6 +1673,21 @@ func keywordValue(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// MaxLogError is the most of an error's text a log record holds: 8 KiB,
+// with the cut marked.
+const MaxLogError = 8 << 10
+
+// Error returns err's message as a log record may hold it: cut at
+// [MaxLogError] and redacted as [Text] redacts it; "" for a nil err. Every
+// logger of heed (retry.LogObserver, the executors' attempt logs, the
+// queue's and the dashboard's own records) writes errors through it.
+func Error(err error) string {
+	if err == nil {
+		return ""
+	}
+	return Cut(Text(Cut(err.Error(), MaxLogError)), MaxLogError)
 }
 
 // Cut returns s if it is at most limit bytes long, or else its first

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,12 +13,14 @@ func TestSecretName(t *testing.T) {
 	for _, n := range []string{"token", "access_token", "id_token", "refresh_token", "api_key", "apikey", "key",
 		"secret", "client_secret", "password", "pass", "pwd", "jwt", "bearer", "auth", "authorization",
 		"signature", "sig", "session", "X-Amz-Signature", "oauth_token", "githubToken", "client-secret",
-		"X-API-KEY", "sessionid", "passwd", "AWSAccessKey", "monkey", "Set-Cookie", "sid", "db.password", "private"} {
+		"X-API-KEY", "sessionid", "passwd", "AWSAccessKey", "monkey", "Set-Cookie", "sid", "db.password", "private",
+		"pin", "PIN", "card_pin", "otp", "totp", "passcode", "private_key", "client_secret", "refresh_token", "access_key", "aws_secret_access_key",
+		"tokens", "api_keys", "Secrets", "passwords"} {
 		if !SecretName(n) {
 			t.Errorf("SecretName(%q) = false", n)
 		}
 	}
-	for _, n := range []string{"", "page", "q", "limit", "id", "user", "sort", "keyword", "codec", "passage", "code", "status_code"} {
+	for _, n := range []string{"", "page", "q", "limit", "id", "user", "sort", "keyword", "codec", "passage", "code", "status_code", "keys", "pins"} {
 		if SecretName(n) {
 			t.Errorf("SecretName(%q) = true", n)
 		}
@@ -207,7 +210,7 @@ func TestJSON(t *testing.T) {
 		{`{"url": "https://example.com/", "method": "GET"}`, `{"url": "https://example.com/", "method": "GET"}`},
 		{`{"url":"http://u:` + canary + `@h/?api_key=` + canary + `","n":1}`, `{"url":"http://REDACTED@h/?api_key=REDACTED","n":1}`},
 		{`{"password":"hunter2","nested":{"token":{"a":[1,2]},"ok":[true,null,"x"]},"pin":1234}`,
-			`{"password":"REDACTED","nested":{"token":"REDACTED","ok":[true,null,"x"]},"pin":1234}`},
+			`{"password":"REDACTED","nested":{"token":"REDACTED","ok":[true,null,"x"]},"pin":"REDACTED"}`},
 		{`["a","` + canary + `"]`, `["a","REDACTED"]`},
 		{`{"html":"<b>&</b>","secret":1}`, `{"html":"<b>&</b>","secret":"REDACTED"}`},
 		{`{"a":`, `"{\"a\":"`},
@@ -320,6 +323,98 @@ func TestTextControls(t *testing.T) {
 		}
 		if Text(got) != got {
 			t.Errorf("Text(%q) = %q, but Text of that is %q", in, got, Text(got))
+		}
+	}
+}
+
+// TestTextPhrases: a secret given in prose is found when its key is
+// followed by is, was, are or were (or : or =) and a value that is not
+// ordinary English; a sentence about a secret that gives none is kept.
+func TestTextPhrases(t *testing.T) {
+	for in, want := range map[string]string{
+		"password is hunter2":                       "password is REDACTED",
+		"login failed: the token was abc123.":       "login failed: the token was REDACTED.",
+		"the secret: x":                             "the secret: REDACTED",
+		"Your OTP is 123456":                        "Your OTP is REDACTED",
+		"your PIN code is: 1234, keep it":           "your PIN code is: REDACTED, keep it",
+		"verification code was 884213":              "verification code was REDACTED",
+		"the api key is sk_live_x":                  "the api key is REDACTED",
+		"my password is swordfish":                  "my password is REDACTED",
+		"Password Is Hunter2":                       "Password Is REDACTED",
+		`the token is "two words"`:                  `the token is "REDACTED"`,
+		"pin=1234 otp=9 passcode=x client_secret=y": "pin=REDACTED otp=REDACTED passcode=REDACTED client_secret=REDACTED",
+		"cfg refresh_token: a access_key: b":        "cfg refresh_token: REDACTED access_key: REDACTED",
+		"private_key=abc":                           "private_key=REDACTED",
+		"the password for user bob is hunter2":      "the password for user bob is REDACTED",
+		"token of the service was abc123":           "token of the service was REDACTED",
+		"password set to hunter2":                   "password set to REDACTED",
+		"the password is now hunter2":               "the password is now REDACTED",
+		"api key changed to k-123":                  "api key changed to REDACTED",
+		// Kept: no value given, or ordinary words.
+		"the token is now expired":              "the token is now expired",
+		"the token is still valid":              "the token is still valid",
+		"the password for bob is not set":       "the password for bob is not set",
+		"the job for token refresh is 42":       "the job for token refresh is 42",
+		"password is required":                  "password is required",
+		"token expired":                         "token expired",
+		"the token was revoked at 10:00":        "the token was revoked at 10:00",
+		"password is too short":                 "password is too short",
+		"Password is Required.":                 "Password is Required.",
+		"session was not found":                 "session was not found",
+		"API key is missing or invalid":         "API key is missing or invalid",
+		"the secrets are stored in the vault":   "the secrets are stored in the vault",
+		"exit code is 1":                        "exit code is 1",
+		"the pin is set":                        "the pin is set",
+		"this is fine, the job was retried":     "this is fine, the job was retried",
+		"tokens are issued by the auth service": "tokens are issued by the auth service",
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q)\n got %q\nwant %q", in, got, want)
+		}
+		if got := Text(want); got != want {
+			t.Errorf("Text(%q) = %q: not a fixed point", want, got)
+		}
+	}
+}
+
+// TestTextYAMLBlocks: a secret key's value on the lines after it (a
+// block scalar, a folded value, a list, a nested mapping) is hidden, and
+// the next key is kept.
+func TestTextYAMLBlocks(t *testing.T) {
+	for in, want := range map[string]string{
+		"password:\n  hunter2\nuser: bob":                        "password:\n  REDACTED\nuser: bob",
+		"token: |\n  abc\n  def\nnext: 1":                        "token: |\n  REDACTED\nnext: 1",
+		"db:\n  password: >-\n    hunter2\n    more\n  host: db": "db:\n  password: >-\n    REDACTED\n  host: db",
+		"- token: |\n    abc\n- name: x":                         "- token: |\n    REDACTED\n- name: x",
+		"token:\n- abc\n- def\nuser: bob":                        "token:\nREDACTED\nuser: bob",
+		"credentials:\n  user: bob\n  pass: x\nport: 1":          "credentials:\n  REDACTED\nport: 1",
+		"key: !!binary |\n  AAEC\n":                              "key: !!binary |\n  REDACTED\n",
+		"secret: |2 # the secret\n   x\n\n   y\nz: 1":            "secret: |2 # the secret\n   REDACTED\nz: 1",
+		"password:\r\n  hunter2\r\nuser: bob":                    "password:\r\n  REDACTED\r\nuser: bob",
+		"password:\nhunter2\nuser: bob":                          "password:\nREDACTED\nuser: bob",
+		"password = \"\"\"hunter2\nx\"\"\"":                      "password = \"\"\"REDACTED\"\"\"",
+		"    - secret: >-\n    x\n- name: y":                     "    - secret: >-\n    REDACTED\n- name: y", // indented too little for YAML
+		// Kept: the next line is a key of its own.
+		"password:\nuser: bob":         "password:\nuser: bob",
+		"token:\n# comment\nuser: bob": "token:\n# comment\nuser: bob",
+		"name:\n  x\nuser: bob":        "name:\n  x\nuser: bob",
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q)\n got %q\nwant %q", in, got, want)
+		}
+		if got := Text(want); got != want {
+			t.Errorf("Text(%q) = %q: not a fixed point", want, got)
+		}
+	}
+}
+
+func TestPlainWordsSorted(t *testing.T) {
+	if !slices.IsSorted(plainWords) {
+		t.Error("plainWords is not sorted: plainWord's binary search misses words")
+	}
+	for _, w := range plainWords {
+		if len(w) > 16 || strings.ToLower(w) != w {
+			t.Errorf("plainWords holds %q: lower-case words of at most 16 bytes only", w)
 		}
 	}
 }
