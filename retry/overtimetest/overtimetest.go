@@ -14,6 +14,20 @@
 // started per users arrived, over the run, over the fault, and over every
 // 1 s window that touches it, slid in 10 ms steps.
 //
+// Users arrive at their rate but off any shared grid: one in each interval
+// of 1/Rate (10 ms at 100 a second), at an offset into it drawn from a
+// source seeded with the scenario's name, no two users at the same
+// offset; and a worker of the overloaded pool answers 1 µs before it
+// frees its slot. On a virtual clock, goroutines woken at one instant run
+// in an order nobody chose; with every user arriving on the same 10 ms
+// grid, a hedge at +50 ms joined the pool's queue at the very instant a
+// later user arrived, and that order decided which of them was served
+// first (and whether the overload row passed). Now no event a user sets
+// off at a fixed delay shares its instant with another user's arrival,
+// and the plain loop a scenario compares with meets the same arrivals.
+// The simulator keeps its own evenly spaced arrivals: its events at one
+// instant run in the order they were scheduled, the same in every run.
+//
 // An executor runs a scenario and returns its Trace. Executors whose calls
 // are goroutines (retry.Do, retryhttp, heedgrpc, and the queue over a
 // store that runs in a synctest bubble) use [Calls]: each scenario runs in
@@ -64,6 +78,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -105,8 +120,9 @@ func (o Outcome) String() string {
 // counted from the start of the run.
 type Scenario struct {
 	Name string
-	// Rate is the users per second, evenly spaced, for Length. Zero: Calls
-	// calls one after another.
+	// Rate is the users per second, for Length: one in each interval of
+	// 1/Rate, at a seeded offset into it (see the package doc). Zero:
+	// Calls calls one after another.
 	Rate   float64
 	Length time.Duration
 	Calls  int
@@ -408,15 +424,58 @@ func (d *Dependency) Attempt(ctx context.Context, user int) Outcome {
 			return Cut
 		}
 		// Once started, the work is done whether the caller waits for it
-		// or not, as a server that does not watch its client does.
+		// or not, as a server that does not watch its client does. The
+		// worker answers just before it frees its slot (it sends its
+		// answer, then takes the next attempt), so that what the answer
+		// sets off (a hedge of the same call cancelled) is over before
+		// the slot goes to whoever waits first, not raced against it.
 		time.AfterFunc(s.Work, func() { <-d.pool })
 		select {
-		case <-time.After(s.Work):
+		case <-time.After(s.Work - answerLead):
 		case <-ctx.Done():
 			return Cut
 		}
 	}
 	return OK
+}
+
+// answerLead is how long before the end of its Work a worker of the pool
+// answers: a slot is taken for Work, so the pool serves Workers/Work
+// attempts a second, and an attempt's answer and its slot's release are
+// two instants, not one.
+const answerLead = time.Microsecond
+
+// arrivals returns the instants, from the start of the run, at which the
+// users of s (Rate a second for Length) arrive: one in each interval of
+// 1/Rate, at an offset into it drawn uniformly, at nanosecond grain, from
+// a source seeded with the scenario's name, and drawn again if another
+// user has it. The rate is the same as evenly spaced users' (every 1 s
+// window holds Rate users, ±1), but no two users share an offset into
+// their interval, so the events a user
+// sets off (its hedge, its retries, the end of its attempt's work) do not
+// fall on one grid with other users' arrivals: on a virtual clock,
+// goroutines woken at one instant run in an order nobody chose, and on a
+// shared grid that order would decide, say, whether a hedge joins a FIFO
+// pool's queue ahead of a user who arrives at the same instant or behind
+// it. The schedule depends on the scenario alone, so an executor and the
+// plain loop it is compared with ([Peer]) meet the same arrivals.
+func arrivals(s *Scenario) []time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(s.Name))
+	rnd := rand.New(rand.NewPCG(2, h.Sum64()))
+	gap := time.Duration(float64(time.Second) / s.Rate)
+	n := int(math.Ceil(s.Length.Seconds()*s.Rate - 1e-9))
+	at := make([]time.Duration, n)
+	used := make(map[time.Duration]bool, n)
+	for i := range at {
+		off := time.Duration(rnd.Int64N(int64(gap)))
+		for used[off] && len(used) < int(gap) {
+			off = time.Duration(rnd.Int64N(int64(gap)))
+		}
+		used[off] = true
+		at[i] = time.Duration(i)*gap + off
+	}
+	return at
 }
 
 // deck draws failures at a share: each card fails or not, the cards of a
@@ -522,10 +581,9 @@ func (newClient calls) Run(t *testing.T, s Scenario) Trace {
 			}
 		} else {
 			var wg sync.WaitGroup
-			gap := time.Duration(float64(time.Second) / s.Rate)
-			for i := 0; dep.Since() < s.Length; i++ {
+			for i, at := range arrivals(&s) {
+				time.Sleep(at - dep.Since())
 				wg.Go(func() { user(i) })
-				time.Sleep(gap)
 			}
 			wg.Wait()
 		}

@@ -109,3 +109,38 @@ func TestOutageMean(t *testing.T) {
 		}
 	}
 }
+
+// Users arrive at the scenario's rate, one in each interval of 1/Rate, at
+// offsets into it that no two share, the same for every run of a
+// scenario: an executor and the plain loop meet the same arrivals.
+func TestArrivals(t *testing.T) {
+	for _, s := range Scenarios() {
+		if s.Rate == 0 {
+			continue
+		}
+		at := arrivals(&s)
+		gap := time.Duration(float64(time.Second) / s.Rate)
+		if want := int((s.Length + gap - 1) / gap); len(at) != want { // as many as evenly spaced users from 0
+			t.Fatalf("%s: %d users, want %d", s.Name, len(at), want)
+		}
+		offs := map[time.Duration]int{}
+		for i, a := range at {
+			off := a - time.Duration(i)*gap
+			if off < 0 || off >= gap {
+				t.Fatalf("%s: user %d at %v, outside [%v, %v)", s.Name, i, a, time.Duration(i)*gap, time.Duration(i+1)*gap)
+			}
+			if j, ok := offs[off]; ok {
+				t.Fatalf("%s: users %d and %d both %v into their interval", s.Name, j, i, off)
+			}
+			offs[off] = i
+		}
+		for w := time.Duration(0); w+time.Second <= s.Length; w += step {
+			if n := within(at, w, w+time.Second); math.Abs(float64(n)-s.Rate) > 1 {
+				t.Fatalf("%s: %d users in the 1 s from %v, want %v ± 1", s.Name, n, w, s.Rate)
+			}
+		}
+		if !slices.Equal(at, arrivals(&s)) {
+			t.Fatalf("%s: two schedules for one scenario", s.Name)
+		}
+	}
+}
