@@ -1207,14 +1207,10 @@ func TestBudgetPerSchemeDefaultPort(t *testing.T) {
 	}
 }
 
+// roundTripper is a RoundTripper made of a function.
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// rtFunc is a RoundTripper made of a function.
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestLogRedactsErrorText: an attempt's error is logged without the
 // secrets it quotes, those of the request's URL and any other.
@@ -1230,7 +1226,7 @@ func TestLogRedactsErrorText(t *testing.T) {
 	} {
 		var buf bytes.Buffer
 		tr := newTransport(t, fast(1))
-		tr.Base = rtFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New(msg) })
+		tr.Base = roundTripper(func(*http.Request) (*http.Response, error) { return nil, errors.New(msg) })
 		tr.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 		_, err := do(t, tr, context.Background(), "GET", "http://alice:"+c+"@127.0.0.1:1/x?access_token="+c+"#frag-"+c, nil)
 		if err == nil {
