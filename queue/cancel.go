@@ -78,7 +78,19 @@ func (w *Worker) whyLost(id int64, err error) error {
 	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
 	defer cancel()
 	if j, gerr := w.store.JobGet(ctx, id); gerr == nil && j.State == StateCancelled {
-		return fmt.Errorf("queue: job %d: %w", id, ErrCancelled)
+		return cancelledError(id)
 	}
 	return err
 }
+
+// cancelledError says that job ID was cancelled by an operator. It
+// matches ErrCancelled without that sentinel's words after its own, which
+// said the package twice ("queue: job 7: queue: job cancelled by an
+// operator").
+type cancelledError int64
+
+func (e cancelledError) Error() string {
+	return fmt.Sprintf("queue: job %d cancelled by an operator", int64(e))
+}
+
+func (e cancelledError) Is(target error) bool { return target == ErrCancelled }

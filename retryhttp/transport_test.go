@@ -457,7 +457,9 @@ func TestAcceptedButNeverAnswered(t *testing.T) {
 	p := fast(2)
 	p.AttemptTimeout = 50 * time.Millisecond
 	tr := newTransport(t, p)
-	start := time.Now()
+	// The server never answers and the call has no deadline: only the
+	// attempt timeout can end each attempt, so the two decisions below
+	// prove that it did, with no bound on how long the machine took.
 	_, err := do(t, tr, context.Background(), "GET", "http://"+addr+"/", nil)
 	var ex *retry.ExhaustedError
 	if !errors.As(err, &ex) || ex.Attempts != 2 {
@@ -466,11 +468,14 @@ func TestAcceptedButNeverAnswered(t *testing.T) {
 	if ex.Trace[0].Reason != retry.ReasonTimeout {
 		t.Errorf("first decision %v, want a retry for the attempt timeout", ex.Trace[0])
 	}
-	if e := time.Since(start); e > time.Second {
-		t.Errorf("took %v", e)
+	if ex.Trace[1].Outcome != retry.OutcomeTimeout {
+		t.Errorf("last decision %v, want it to follow an attempt timeout", ex.Trace[1])
 	}
-	if conns.Load() != 2 {
-		t.Errorf("%d connections", conns.Load())
+	// One connection an attempt at most (a timed-out one is not reused).
+	// Not exactly two: on a busy machine an attempt's 50 ms can end
+	// before its dial starts, and then it makes none.
+	if n := conns.Load(); n > 2 {
+		t.Errorf("%d connections for 2 attempts", n)
 	}
 }
 
@@ -1202,14 +1207,10 @@ func TestBudgetPerSchemeDefaultPort(t *testing.T) {
 	}
 }
 
+// roundTripper is a RoundTripper made of a function.
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// rtFunc is a RoundTripper made of a function.
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestLogRedactsErrorText: an attempt's error is logged without the
 // secrets it quotes, those of the request's URL and any other.
@@ -1225,7 +1226,7 @@ func TestLogRedactsErrorText(t *testing.T) {
 	} {
 		var buf bytes.Buffer
 		tr := newTransport(t, fast(1))
-		tr.Base = rtFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New(msg) })
+		tr.Base = roundTripper(func(*http.Request) (*http.Response, error) { return nil, errors.New(msg) })
 		tr.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 		_, err := do(t, tr, context.Background(), "GET", "http://alice:"+c+"@127.0.0.1:1/x?access_token="+c+"#frag-"+c, nil)
 		if err == nil {

@@ -29,7 +29,12 @@ var patience = 5 * time.Second
 // Main runs the tests of m and then, if they passed, fails the binary when
 // goroutines remain. Call it from TestMain: func TestMain(m *testing.M) {
 // leakcheck.Main(m) }.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is [Main] without the exit: it returns the code Main would exit
+// with, for a TestMain that has work left after the tests (removing what
+// they built), which then calls os.Exit with it.
+func Run(m *testing.M) int {
 	before := ids(goroutines())
 	code := m.Run()
 	if code == 0 {
@@ -38,7 +43,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Check fails t when goroutines started after this call are still running

@@ -1185,37 +1185,61 @@ func bracketed(s string, j int) (start, end int) {
 // line when it is not a key of its own ("password:\nhunter2", a block
 // indented too little). ok is false when the value is on the key's line.
 func blockValue(s string, i int) (start, end int, ok bool) {
-	j := i + 1
+	j, ok := restOfKeyLine(s, i)
+	if !ok {
+		return 0, 0, false
+	}
+	indent, item := keyIndent(s, i)
+	return blockLines(s, j, indent, item)
+}
+
+// restOfKeyLine returns the end of the line of the key whose ":" is at
+// s[i], and whether nothing but a block scalar's indicator, tags, anchors
+// and a comment follow the ":" on it.
+func restOfKeyLine(s string, i int) (j int, ok bool) {
+	j = i + 1
 	block := false // a block scalar's indicator
 	for j < len(s) && s[j] != '\n' && s[j] != '\r' {
-		switch c := s[j]; {
+		c := s[j]
+		word := j == i+1 || s[j-1] == ' ' // c starts a word
+		switch {
 		case c == ' ' || c == '\t':
 			j++
-		case (c == '!' || c == '&') && (j == i+1 || s[j-1] == ' '):
+		case (c == '!' || c == '&') && word:
 			for j < len(s) && s[j] != ' ' && s[j] != '\n' && s[j] != '\r' {
 				j++
 			}
-		case (c == '|' || c == '>') && !block && (j == i+1 || s[j-1] == ' '):
+		case (c == '|' || c == '>') && !block && word:
 			block = true
 			for j++; j < len(s) && strings.IndexByte("+-0123456789", s[j]) >= 0; j++ {
 			}
-			if j < len(s) && s[j] != ' ' && s[j] != '\t' && s[j] != '\n' && s[j] != '\r' {
-				return 0, 0, false // "token: >x" is a value
+			if j < len(s) && strings.IndexByte(" \t\n\r", s[j]) < 0 {
+				return 0, false // "token: >x" is a value
 			}
 		case c == '#' && s[j-1] == ' ':
 			j = lineEnd(s, j)
 		default:
-			return 0, 0, false
+			return 0, false
 		}
 	}
-	// The key's line: its indentation, and whether it is a sequence's item.
+	return j, true
+}
+
+// keyIndent returns the indentation of the line that holds the key whose
+// ":" is at s[i], and whether that line is a sequence's item ("- key:").
+func keyIndent(s string, i int) (indent int, item bool) {
 	ls := strings.LastIndexByte(s[:i], '\n') + 1
-	indent := ls
-	for indent < i && (s[indent] == ' ' || s[indent] == '\t') {
-		indent++
+	in := ls
+	for in < i && (s[in] == ' ' || s[in] == '\t') {
+		in++
 	}
-	item := s[indent] == '-'
-	indent -= ls
+	return in - ls, s[in] == '-'
+}
+
+// blockLines returns the bounds of the value under a key whose line ends
+// at j, indented by indent (item: the key is a sequence's item), as
+// blockValue says.
+func blockLines(s string, j, indent int, item bool) (start, end int, ok bool) {
 	start, end = -1, -1
 	first := true
 	for pos := nextLine(s, j); pos < len(s); pos = nextLine(s, pos) {

@@ -80,6 +80,9 @@ func testCancelRunning(t *testing.T, s jobstore.Store, lease time.Duration) {
 	if e.Job.ID != j.ID || !errors.Is(e.Err, queue.ErrCancelled) {
 		t.Errorf("cancel event: job %d, err %v", e.Job.ID, e.Err)
 	}
+	if want := fmt.Sprintf("queue: job %d cancelled by an operator", j.ID); e.Err != nil && e.Err.Error() != want && e.Err != queue.ErrCancelled {
+		t.Errorf("cancel event: err %q, want %q (the package said once)", e.Err, want)
+	}
 	if err := <-cause; !errors.Is(err, queue.ErrCancelled) {
 		t.Errorf("the handler's context cause: %v, want ErrCancelled", err)
 	}

@@ -287,8 +287,10 @@ func runCanary(t *testing.T, db string) {
 		req.Header.Set("Authorization", "Bearer "+canary)
 		req.Header.Set("Cookie", "sid="+canary)
 		req.Header.Set("Idempotency-Key", canary)
-		if _, err := tr.RoundTrip(req); err != nil {
+		if resp, err := tr.RoundTrip(req); err != nil {
 			outputs["retryhttp RoundTrip error "+u[len(u)-10:]] = err.Error()
+		} else {
+			resp.Body.Close() // or its connection stays busy, its goroutines with it
 		}
 		if resp, err := (&http.Client{Transport: tr}).Do(req); err != nil {
 			outputs["retryhttp RedactError(Client.Do error)"] = retryhttp.RedactError(err).Error()

@@ -279,7 +279,9 @@ func TestE2ERunTimeoutKillAfter137(t *testing.T) {
 		trap string // the signal the command's trap must have seen
 	}{
 		{[]string{"--timeout", "1s", "--kill-after", "1s"}, 137, "TERM"},
-		{[]string{"--timeout", "0.3", "-k", "0.3", "-s", "INT"}, 137, "INT"},
+		// -k 2: the trap must have run before the KILL, and a busy
+		// machine can take more than 0.3 s to schedule sh after the INT.
+		{[]string{"--timeout", "0.3", "-k", "2", "-s", "INT"}, 137, "INT"},
 		{[]string{"--timeout", "0.3", "-k", "5", "-s", "HUP"}, 124, ""}, // HUP ends it: a plain timeout
 	} {
 		// The script says when its traps are set. A signal that comes
