@@ -17,8 +17,9 @@
 // Users arrive at their rate but off any shared grid: one in each interval
 // of 1/Rate (10 ms at 100 a second), at an offset into it drawn from a
 // source seeded with the scenario's name, no two users at the same
-// offset; and a worker of the overloaded pool answers 1 µs before it
-// frees its slot. On a virtual clock, goroutines woken at one instant run
+// offset; and an attempt of the overloaded pool is answered 1 µs after
+// its slot passes to the next in the queue (a hedge of the same call, if
+// it is next, is served before its cancel comes, as on a real server). On a virtual clock, goroutines woken at one instant run
 // in an order nobody chose; with every user arriving on the same 10 ms
 // grid, a hedge at +50 ms joined the pool's queue at the very instant a
 // later user arrived, and that order decided which of them was served
@@ -425,13 +426,14 @@ func (d *Dependency) Attempt(ctx context.Context, user int) Outcome {
 		}
 		// Once started, the work is done whether the caller waits for it
 		// or not, as a server that does not watch its client does. The
-		// worker answers just before it frees its slot (it sends its
-		// answer, then takes the next attempt), so that what the answer
-		// sets off (a hedge of the same call cancelled) is over before
-		// the slot goes to whoever waits first, not raced against it.
+		// answer reaches the caller just after the slot has gone to
+		// whoever waits first, as from a real server, which takes its
+		// next request before the caller can cancel what the answer
+		// makes needless (a hedge of the same call): the two are not
+		// left to the order of goroutines woken at one instant.
 		time.AfterFunc(s.Work, func() { <-d.pool })
 		select {
-		case <-time.After(s.Work - answerLead):
+		case <-time.After(s.Work + answerLag):
 		case <-ctx.Done():
 			return Cut
 		}
@@ -439,11 +441,11 @@ func (d *Dependency) Attempt(ctx context.Context, user int) Outcome {
 	return OK
 }
 
-// answerLead is how long before the end of its Work a worker of the pool
-// answers: a slot is taken for Work, so the pool serves Workers/Work
+// answerLag is how long after its slot is freed an attempt of the pool
+// is answered: a slot is taken for Work, so the pool serves Workers/Work
 // attempts a second, and an attempt's answer and its slot's release are
 // two instants, not one.
-const answerLead = time.Microsecond
+const answerLag = time.Microsecond
 
 // arrivals returns the instants, from the start of the run, at which the
 // users of s (Rate a second for Length) arrive: one in each interval of
