@@ -16,18 +16,19 @@
 //
 // Users arrive at their rate but off any shared grid: one in each interval
 // of 1/Rate (10 ms at 100 a second), at an offset into it drawn from a
-// source seeded with the scenario's name, no two users at the same
-// offset; and an attempt of the overloaded pool is answered 1 µs after
-// its slot passes to the next in the queue (a hedge of the same call, if
-// it is next, is served before its cancel comes, as on a real server). On a virtual clock, goroutines woken at one instant run
-// in an order nobody chose; with every user arriving on the same 10 ms
-// grid, a hedge at +50 ms joined the pool's queue at the very instant a
-// later user arrived, and that order decided which of them was served
-// first (and whether the overload row passed). Now no event a user sets
-// off at a fixed delay shares its instant with another user's arrival,
-// and the plain loop a scenario compares with meets the same arrivals.
-// The simulator keeps its own evenly spaced arrivals: its events at one
-// instant run in the order they were scheduled, the same in every run.
+// source seeded with the scenario's name, no two users at the same offset;
+// and an attempt of the overloaded pool is answered 1 µs after its slot
+// passes to the next in the queue (a hedge of the same call, if it is
+// next, is served before its cancel comes, as on a real server). On a
+// virtual clock, goroutines woken at one instant run in an order nobody
+// chose; with every user arriving on the same 10 ms grid, a hedge at +50 ms
+// joined the pool's queue at the very instant a later user arrived, and
+// that order decided which of them was served first (and whether the
+// overload row passed). Now no event a user sets off at a fixed delay
+// shares its instant with another user's arrival, and the plain loop a
+// scenario compares with meets the same arrivals. The simulator keeps its
+// own evenly spaced arrivals: its events at one instant run in the order
+// they were scheduled, the same in every run.
 //
 // An executor runs a scenario and returns its Trace. Executors whose calls
 // are goroutines (retry.Do, retryhttp, heedgrpc, and the queue over a
@@ -453,14 +454,14 @@ const answerLag = time.Microsecond
 // a source seeded with the scenario's name, and drawn again if another
 // user has it. The rate is the same as evenly spaced users' (every 1 s
 // window holds Rate users, ±1), but no two users share an offset into
-// their interval, so the events a user
-// sets off (its hedge, its retries, the end of its attempt's work) do not
-// fall on one grid with other users' arrivals: on a virtual clock,
-// goroutines woken at one instant run in an order nobody chose, and on a
-// shared grid that order would decide, say, whether a hedge joins a FIFO
-// pool's queue ahead of a user who arrives at the same instant or behind
-// it. The schedule depends on the scenario alone, so an executor and the
-// plain loop it is compared with ([Peer]) meet the same arrivals.
+// their interval, so the events a user sets off (its hedge, its retries,
+// the end of its attempt's work) do not fall on one grid with other users'
+// arrivals: on a virtual clock, goroutines woken at one instant run in an
+// order nobody chose, and on a shared grid that order would decide, say,
+// whether a hedge joins a FIFO pool's queue ahead of a user who arrives at
+// the same instant or behind it. The schedule depends on the scenario
+// alone, so an executor and the plain loop it is compared with ([Peer])
+// meet the same arrivals.
 func arrivals(s *Scenario) []time.Duration {
 	h := fnv.New64a()
 	h.Write([]byte(s.Name))
