@@ -99,6 +99,19 @@ func TestNewNilPool(t *testing.T) {
 	}
 }
 
+// An empty URL is refused, not read as "every default" (which connects to
+// whatever localhost serves), with an error that says what to give.
+func TestOpenEmptyURL(t *testing.T) {
+	for _, u := range []string{"", "  "} {
+		s, err := Open(context.Background(), u)
+		if s != nil || !errors.Is(err, jobstore.ErrInvalid) || err == nil ||
+			!strings.HasPrefix(err.Error(), "pgstore: open: invalid input: the database URL is empty: want a postgres:// URL") ||
+			strings.Count(err.Error(), "pgstore:") != 1 {
+			t.Errorf("Open(%q) = %v, %v; want an error matching jobstore.ErrInvalid that says the URL is empty", u, s, err)
+		}
+	}
+}
+
 func TestOpenErrorsHidePassword(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -120,10 +120,15 @@ var ErrClosed = errors.New("pgstore: store is closed")
 // knows. Close the store when done: it closes the pool Open created.
 // [OpenWith] opens without migrating.
 //
-// Error messages never include the URL's password.
+// An empty url is refused (the defaults and the PG* environment variables
+// alone are "postgres://"). Error messages never include the URL's
+// password.
 func Open(ctx context.Context, url string) (*Store, error) {
 	return OpenWith(ctx, url, OpenOptions{})
 }
+
+// errEmptyURL says what Open wants when it is given no URL.
+var errEmptyURL = errors.New(`the database URL is empty: want a postgres:// URL or a key=value connection string ("postgres://" alone takes the defaults and the PG* environment variables)`)
 
 // OpenOptions configures [OpenWith]. The zero value opens as [Open] does.
 type OpenOptions struct {
@@ -154,6 +159,11 @@ type OpenOptions struct {
 
 // OpenWith is [Open] with options.
 func OpenWith(ctx context.Context, url string, o OpenOptions) (*Store, error) {
+	if strings.TrimSpace(url) == "" {
+		// pgx would read an empty string as "every default": a URL left
+		// unset by mistake would connect to whatever localhost serves.
+		return nil, &invalidError{op: "open", err: errEmptyURL}
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", redact(err, url))
