@@ -1476,8 +1476,8 @@ func schemes(s string) string {
 		}
 		e := tokenEnd(s, k)
 		tok := s[k:e]
-		if tok == "" || tok == Mark || basic && !base64ish(tok) {
-			continue
+		if tok == "" || tok == Mark || basic && lowerWord(tok) {
+			continue // a Basic credential is base64, not a word ("auth", "checks")
 		}
 		if strings.HasSuffix(tok, "=") && e < len(s) && s[e] == '"' {
 			continue // a challenge's parameter (Bearer error="..."): keyed judges it
@@ -1486,17 +1486,6 @@ func schemes(s string) string {
 		i = e - 1
 	}
 	return p.String()
-}
-
-// base64ish reports whether w could be a Basic credential: anything but
-// a plain lower-case word ("auth", "checks").
-func base64ish(w string) bool {
-	for i := 0; i < len(w); i++ {
-		if c := w[i]; c < 'a' || c > 'z' {
-			return true
-		}
-	}
-	return false
 }
 
 // flags redacts the value after a command-line flag named by a secret key
