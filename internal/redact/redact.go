@@ -308,7 +308,7 @@ func secretSegment(prev, seg string, hooked bool) bool {
 	// hooks.slack.com/services/<team>/<bot>/<token>), every later one
 	// too, but for the IDs such paths hold: a number, or a short word of
 	// upper-case letters and digits ("T0A1B2C3").
-	if hookWord(prev) || SecretName(normName(prev)) {
+	if hookWord(prev) || SecretName(prev) {
 		return !lowerWord(seg)
 	}
 	return hooked && !lowerWord(seg) && !hookID(seg)
