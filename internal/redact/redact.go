@@ -876,9 +876,17 @@ func oneURL(u string, i int) string {
 }
 
 // mayHaveSecrets is a cheap test that lets most text through unchanged:
-// Text can change s only if it has a separator ("=", ":", "@", "-"), a
-// word of MinCredential bytes, or an authentication scheme's name.
+// Text can change s only if it has what [mayHaveWords] looks for, an
+// authentication scheme's name or a verb of prose ([hasVerb]).
 func mayHaveSecrets(s string) bool {
+	return mayHaveWords(s) || containsFold(s, "bearer") || containsFold(s, "basic") || hasVerb(s)
+}
+
+// mayHaveWords reports whether s has a separator ("=", ":", "@", "-"), a
+// URL escape, a closing tag ("</") or a word of MinCredential bytes.
+// Without one, [words] (which redacts "name=value" and long words only)
+// keeps s as it is: it need not look for verbs and schemes as Text does.
+func mayHaveWords(s string) bool {
 	run := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -903,7 +911,7 @@ func mayHaveSecrets(s string) bool {
 			run = 0
 		}
 	}
-	return containsFold(s, "bearer") || containsFold(s, "basic") || hasVerb(s)
+	return false
 }
 
 // hasVerb reports whether s holds one of the verbs that can join a secret
@@ -1564,7 +1572,7 @@ func userinfo(s string) string {
 
 // words replaces every credential-like word of s by Mark.
 func words(s string) string {
-	if !mayHaveSecrets(s) {
+	if !mayHaveWords(s) {
 		return s
 	}
 	var b strings.Builder
