@@ -424,7 +424,15 @@ func nested(v, uv string) string {
 	if uv == v {
 		return ""
 	}
-	if r := Text(uv); strings.Count(r, Mark) > strings.Count(uv, Mark) {
+	return reescaped(uv, 0)
+}
+
+// reescaped returns un, the unescaped text of an escaped part of text
+// depth levels of escaping deep, redacted as [Text] redacts it and
+// escaped again, when that removed a secret; otherwise "". Text may
+// escape what it keeps (a URL's path): only a secret it removed counts.
+func reescaped(un string, depth int) string {
+	if r := text(un, depth); strings.Count(r, Mark) > strings.Count(un, Mark) {
 		return url.QueryEscape(r)
 	}
 	return ""
@@ -767,23 +775,22 @@ func escaped(s string, depth int) string {
 	}
 	var b strings.Builder
 	out := 0
+	const stops = " \t\r\n\"'`<>()[]{},;&=?" // what ends a part
 	for i := 0; i < len(s); {
-		if strings.IndexByte(" \t\r\n\"'`<>()[]{},;&=?", s[i]) >= 0 {
+		if strings.IndexByte(stops, s[i]) >= 0 {
 			i++
 			continue
 		}
 		j := i
-		for j < len(s) && strings.IndexByte(" \t\r\n\"'`<>()[]{},;&=?", s[j]) < 0 {
+		for j < len(s) && strings.IndexByte(stops, s[j]) < 0 {
 			j++
 		}
 		part := s[i:j]
 		if hasEscape(part) {
 			if un, err := url.QueryUnescape(part); err == nil {
-				// Text may escape what it keeps (a URL's path): only a
-				// secret it removed changes the part.
-				if r := text(un, depth+1); strings.Count(r, Mark) > strings.Count(un, Mark) {
+				if r := reescaped(un, depth+1); r != "" {
 					b.WriteString(s[out:i])
-					b.WriteString(url.QueryEscape(r))
+					b.WriteString(r)
 					out = j
 				}
 			}
