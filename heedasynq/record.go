@@ -3,7 +3,6 @@ package heedasynq
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -74,7 +73,7 @@ func (h *Policy) keep(ctx context.Context, t *asynq.Task, id string, d retry.Dec
 		r.Delay, r.At = d.Delay.String(), d.At.UTC()
 	}
 	if d.Err != nil && d.Action == retry.Defer {
-		r.Error = cut(d.Err.Error())
+		r.Error = redact.Record(d.Err.Error(), maxErrorLen)
 	}
 	h.mu.Lock()
 	if d.Action == retry.Retry || d.Action == retry.Defer {
@@ -99,19 +98,4 @@ func (h *Policy) keep(ctx context.Context, t *asynq.Task, id string, d retry.Dec
 	if h.p.Observe != nil {
 		h.p.Observe(ctx, retry.Event{Decision: d, Duration: dur})
 	}
-}
-
-// cut returns the error text s as a record keeps it: redacted, and at
-// most maxErrorLen bytes, with the cut marked.
-func cut(s string) string {
-	if len(s) > maxErrorLen {
-		s = strings.ToValidUTF8(s[:maxErrorLen], "") + "…(cut)"
-	}
-	// Redacted as every history of heed is: the text is stored, and shown
-	// by the queue's own tools.
-	s = redact.Text(s)
-	if len(s) <= maxErrorLen {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxErrorLen], "") + "…(cut)"
 }

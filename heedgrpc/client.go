@@ -477,16 +477,6 @@ func (cs *call) upstreamOwns(ctx context.Context) bool {
 	return cs.owned
 }
 
-// history sets h, the History of the call before its first attempt, for the
-// call protocol: the caller's deadline and whether a caller above owns the
-// retries.
-func (cs *call) history(ctx context.Context, h *retry.History) {
-	h.UpstreamOwns = cs.upstreamOwns(ctx)
-	if dl, ok := ctx.Deadline(); ok {
-		h.Deadline = dl
-	}
-}
-
 // release returns cs to the pool, cleared of what its attempts got from
 // the caller and from gRPC (the Client, its policy and the names, which
 // live as long as the Client or its connection, are overwritten by the
@@ -651,14 +641,18 @@ type firstAttempt struct {
 }
 
 // startCall starts rc, the call protocol's state of the call under ctx,
-// before its first attempt. rc is kept on the stack of the function that
+// before its first attempt: the policy, the caller's deadline and whether
+// a caller above owns the retries. rc is kept on the stack of the function that
 // calls it, not in cs, which is on the heap: building it there and
 // clearing it for the next call cost more than the call protocol's steps
 // (Race keeps no pointer to it). It is written field by field: a literal
 // is built beside it, then copied.
 func (cs *call) startCall(ctx context.Context, rc *retry.Call) {
 	rc.Policy = *cs.p
-	cs.history(ctx, &rc.History)
+	rc.History.UpstreamOwns = cs.upstreamOwns(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		rc.History.Deadline = dl
+	}
 }
 
 // raceFirst makes the first attempt of a hedged call, admitted by

@@ -19,6 +19,7 @@ import (
 
 	"github.com/heed-go/heed/budget"
 	"github.com/heed-go/heed/heedgrpc"
+	"github.com/heed-go/heed/internal/admitfirst"
 	"github.com/heed-go/heed/retry"
 	"github.com/heed-go/heed/retry/executortest"
 )
@@ -72,6 +73,14 @@ func runDoor(t *testing.T, c executortest.Case, observed bool) doorRun {
 				t.Fatal(err)
 			}
 			p.Budget = b
+		}
+		if q := p; !observed {
+			// The first door must be admitfirst's, or the test compares
+			// the call protocol with itself (q: no budget to count in).
+			q.Budget = nil
+			if _, ok := admitfirst.Admit(&q, time.Now(), time.Time{}, 0, false); !ok || q.Observe != nil {
+				t.Fatalf("admitfirst does not admit %q's policy: both runs would go through the call protocol", c.Name)
+			}
 		}
 		hc := &heedgrpc.Client{Policy: p, Idempotent: []string{mGet}}
 		if observed {

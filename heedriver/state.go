@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -103,7 +102,7 @@ func (st *state) record(ctx context.Context, job *rivertype.JobRow, d retry.Deci
 		n.Delay, n.At = d.Delay.String(), d.At.UTC()
 	}
 	if d.Err != nil && (d.Action == retry.Defer || d.Reason == retry.ReasonPushback) {
-		n.Error = cut(d.Err.Error())
+		n.Error = redact.Record(d.Err.Error(), maxErrorLen)
 	}
 	_ = river.MetadataSet(ctx, MetadataKey, n) // outside River's executor (a test) there is nowhere to set it
 	if d.Action == retry.Retry {
@@ -130,19 +129,4 @@ func setRowState(job *rivertype.JobRow, n state) {
 	if md, err := json.Marshal(m); err == nil {
 		job.Metadata = md
 	}
-}
-
-// cut returns the error text s as a record keeps it: redacted, and at
-// most maxErrorLen bytes, with the cut marked.
-func cut(s string) string {
-	if len(s) > maxErrorLen {
-		s = strings.ToValidUTF8(s[:maxErrorLen], "") + "…(cut)"
-	}
-	// Redacted as every history of heed is: the text is stored, and shown
-	// by the queue's own tools.
-	s = redact.Text(s)
-	if len(s) <= maxErrorLen {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxErrorLen], "") + "…(cut)"
 }

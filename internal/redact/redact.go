@@ -1718,6 +1718,23 @@ func Error(err error) string {
 	return Cut(Text(Cut(err.Error(), MaxLogError)), MaxLogError)
 }
 
+// Record returns the error text s as the records of the other job engines
+// keep it (heedriver's job metadata, heedasynq's task results): redacted
+// ([Text]) and at most limit bytes on a rune boundary, with "…(cut)" after
+// a cut, as those records always have been. It is cut before it is
+// redacted too, so that a huge text costs Text no more than limit bytes.
+func Record(s string, limit int) string {
+	return cutRecord(Text(cutRecord(s, limit)), limit)
+}
+
+// cutRecord is s cut as Record cuts it.
+func cutRecord(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + "…(cut)"
+}
+
 // Cut returns s if it is at most limit bytes long, or else its first
 // bytes (on a rune boundary) followed by a mark that says about how much
 // was cut, such as " ... [9.9 MB cut]", the whole at most limit bytes

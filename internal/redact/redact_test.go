@@ -418,3 +418,23 @@ func TestPlainWordsSorted(t *testing.T) {
 		}
 	}
 }
+
+// Record redacts, and cuts before and after it, marking the cut as the
+// job engines' records always have.
+func TestRecord(t *testing.T) {
+	long := strings.Repeat("x", 600)
+	for _, tc := range []struct{ in, want string }{
+		{"boom", "boom"},
+		{"login failed: token=abc123", "login failed: token=" + Mark},
+		{long, strings.Repeat("x", 512) + "…(cut)"},
+		{"token=abc123 " + long, ("token=" + Mark + " " + long)[:512] + "…(cut)"},
+		{strings.Repeat("é", 300), strings.Repeat("é", 256) + "…(cut)"},
+	} {
+		if got := Record(tc.in, 512); got != tc.want {
+			t.Errorf("Record(%.40q…) = %.60q…, want %.60q…", tc.in, got, tc.want)
+		}
+		if got := Record(tc.in, 512); strings.Contains(got, "abc123") {
+			t.Errorf("Record(%.40q…) kept the secret", tc.in)
+		}
+	}
+}
