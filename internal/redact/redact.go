@@ -1048,10 +1048,16 @@ func valueStart(s string, i int) int {
 	if j < len(s) && (c == '=' && s[j] == '>' || c == ':' && s[j] == '=') {
 		j++ // "=>", ":="
 	}
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
+	return skipBlanks(s, j, len(s))
+}
+
+// skipBlanks is the index of the first byte of s[i:end] that is not a
+// space or a tab, or end.
+func skipBlanks(s string, i, end int) int {
+	for i < end && (s[i] == ' ' || s[i] == '\t') {
+		i++
 	}
-	return j
+	return i
 }
 
 // lineStart reports whether only spaces, the markers of a header dump
@@ -1123,11 +1129,7 @@ func value(s string, j int, line bool) (start, end int) {
 	}
 	end = tokenEnd(s, j)
 	if isAuthScheme(s[j:end]) {
-		k := end
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-			k++
-		}
-		if k > end {
+		if k := skipBlanks(s, end, len(s)); k > end {
 			if e := tokenEnd(s, k); e > k {
 				end = e
 			}
@@ -1244,10 +1246,7 @@ func restOfKeyLine(s string, i int) (j int, ok bool) {
 // ":" is at s[i], and whether that line is a sequence's item ("- key:").
 func keyIndent(s string, i int) (indent int, item bool) {
 	ls := strings.LastIndexByte(s[:i], '\n') + 1
-	in := ls
-	for in < i && (s[in] == ' ' || s[in] == '\t') {
-		in++
-	}
+	in := skipBlanks(s, ls, i)
 	return in - ls, s[in] == '-'
 }
 
@@ -1259,10 +1258,7 @@ func blockLines(s string, j, indent int, item bool) (start, end int, ok bool) {
 	first := true
 	for pos := nextLine(s, j); pos < len(s); pos = nextLine(s, pos) {
 		e := lineEnd(s, pos)
-		in := pos
-		for in < e && (s[in] == ' ' || s[in] == '\t') {
-			in++
-		}
+		in := skipBlanks(s, pos, e)
 		if in == e {
 			continue // a blank line: the block may go on after it
 		}
@@ -1349,9 +1345,7 @@ func phrases(s string) string {
 		if j < len(s) && s[j] == ':' {
 			j++
 		}
-		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-			j++
-		}
+		j = skipBlanks(s, j, len(s))
 		start, end, ok := quotedValue(s, j)
 		if !ok {
 			start, end = j, tokenEnd(s, j)
@@ -1486,9 +1480,7 @@ func schemes(s string) string {
 		if k >= len(s) || s[k] != ' ' && s[k] != '\t' {
 			continue
 		}
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-			k++
-		}
+		k = skipBlanks(s, k, len(s))
 		e := tokenEnd(s, k)
 		tok := s[k:e]
 		if tok == "" || tok == Mark || basic && lowerWord(tok) {
