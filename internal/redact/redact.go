@@ -1379,7 +1379,7 @@ func phraseKey(s string, sp, out int) bool {
 	if SecretName(w) {
 		return true
 	}
-	// "<secret> for|of [one or two words] <verb>".
+	// "<secret> for|of [one to three words] <verb>": "password for user bob smith is x".
 	for n, e := 0, ks; n < 3; n++ {
 		ps, pk := keyBefore(s, e, out)
 		if ps == pk {
