@@ -1001,19 +1001,15 @@ func keyed(s string) string {
 		if c == ':' && strings.HasPrefix(s[i+1:], "//") {
 			continue // a URL's scheme
 		}
+		start, end, block := 0, 0, false
 		if c == ':' {
-			if start, end, ok := blockValue(s, i); ok {
-				if start < end && s[start:end] != Mark {
-					p.mark(start, end)
-					i = end - 1
-				}
-				continue
-			}
+			start, end, block = blockValue(s, i)
 		}
-		j := valueStart(s, i)
-		n := normName(s[ks:k])
-		line := c == ':' && (lineStart(s, ks) || strings.HasSuffix(n, "authorization") || strings.HasSuffix(n, "cookie"))
-		start, end := value(s, j, line)
+		if !block {
+			n := normName(s[ks:k])
+			line := c == ':' && (lineStart(s, ks) || strings.HasSuffix(n, "authorization") || strings.HasSuffix(n, "cookie"))
+			start, end = value(s, valueStart(s, i), line)
+		}
 		if start >= end || s[start:end] == Mark {
 			continue
 		}
