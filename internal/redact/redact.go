@@ -1313,8 +1313,12 @@ var verbs = [...]string{"is set to", "was set to", "changed to", "updated to", "
 // verbAt returns the length of the verb that joins a key and its value in
 // prose ([verbs], any case) at s[i], followed by a space or a ":", or 0.
 func verbAt(s string, i int) int {
+	if i >= len(s) {
+		return 0
+	}
+	c := s[i] | 0x20 // lower-cased, if a letter: most words start no verb
 	for _, v := range verbs {
-		if n := i + len(v); n < len(s) && strings.EqualFold(s[i:n], v) && (s[n] == ' ' || s[n] == ':') {
+		if n := i + len(v); v[0] == c && n < len(s) && strings.EqualFold(s[i:n], v) && (s[n] == ' ' || s[n] == ':') {
 			return len(v)
 		}
 	}
