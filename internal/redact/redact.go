@@ -308,7 +308,7 @@ func secretSegment(prev, seg string, hooked bool) bool {
 	// hooks.slack.com/services/<team>/<bot>/<token>), every later one
 	// too, but for the IDs such paths hold: a number, or a short word of
 	// upper-case letters and digits ("T0A1B2C3").
-	if hookWord(prev) || SecretName(normName(prev)) {
+	if hookWord(prev) || SecretName(prev) {
 		return !lowerWord(seg)
 	}
 	return hooked && !lowerWord(seg) && !hookID(seg)
@@ -424,7 +424,15 @@ func nested(v, uv string) string {
 	if uv == v {
 		return ""
 	}
-	if r := Text(uv); strings.Count(r, Mark) > strings.Count(uv, Mark) {
+	return reescaped(uv, 0)
+}
+
+// reescaped returns un, the unescaped text of an escaped part of text
+// depth levels of escaping deep, redacted as [Text] redacts it and
+// escaped again, when that removed a secret; otherwise "". Text may
+// escape what it keeps (a URL's path): only a secret it removed counts.
+func reescaped(un string, depth int) string {
+	if r := text(un, depth); strings.Count(r, Mark) > strings.Count(un, Mark) {
 		return url.QueryEscape(r)
 	}
 	return ""
@@ -767,23 +775,22 @@ func escaped(s string, depth int) string {
 	}
 	var b strings.Builder
 	out := 0
+	const stops = " \t\r\n\"'`<>()[]{},;&=?" // what ends a part
 	for i := 0; i < len(s); {
-		if strings.IndexByte(" \t\r\n\"'`<>()[]{},;&=?", s[i]) >= 0 {
+		if strings.IndexByte(stops, s[i]) >= 0 {
 			i++
 			continue
 		}
 		j := i
-		for j < len(s) && strings.IndexByte(" \t\r\n\"'`<>()[]{},;&=?", s[j]) < 0 {
+		for j < len(s) && strings.IndexByte(stops, s[j]) < 0 {
 			j++
 		}
 		part := s[i:j]
 		if hasEscape(part) {
 			if un, err := url.QueryUnescape(part); err == nil {
-				// Text may escape what it keeps (a URL's path): only a
-				// secret it removed changes the part.
-				if r := text(un, depth+1); strings.Count(r, Mark) > strings.Count(un, Mark) {
+				if r := reescaped(un, depth+1); r != "" {
 					b.WriteString(s[out:i])
-					b.WriteString(url.QueryEscape(r))
+					b.WriteString(r)
 					out = j
 				}
 			}
@@ -876,9 +883,17 @@ func oneURL(u string, i int) string {
 }
 
 // mayHaveSecrets is a cheap test that lets most text through unchanged:
-// Text can change s only if it has a separator ("=", ":", "@", "-"), a
-// word of MinCredential bytes, or an authentication scheme's name.
+// Text can change s only if it has what [mayHaveWords] looks for, an
+// authentication scheme's name or a verb of prose ([hasVerb]).
 func mayHaveSecrets(s string) bool {
+	return mayHaveWords(s) || containsFold(s, "bearer") || containsFold(s, "basic") || hasVerb(s)
+}
+
+// mayHaveWords reports whether s has a separator ("=", ":", "@", "-"), a
+// URL escape, a closing tag ("</") or a word of MinCredential bytes.
+// Without one, [words] (which redacts "name=value" and long words only)
+// keeps s as it is: it need not look for verbs and schemes as Text does.
+func mayHaveWords(s string) bool {
 	run := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -903,7 +918,7 @@ func mayHaveSecrets(s string) bool {
 			run = 0
 		}
 	}
-	return containsFold(s, "bearer") || containsFold(s, "basic") || hasVerb(s)
+	return false
 }
 
 // hasVerb reports whether s holds one of the verbs that can join a secret
@@ -1476,8 +1491,8 @@ func schemes(s string) string {
 		}
 		e := tokenEnd(s, k)
 		tok := s[k:e]
-		if tok == "" || tok == Mark || basic && !base64ish(tok) {
-			continue
+		if tok == "" || tok == Mark || basic && lowerWord(tok) {
+			continue // a Basic credential is base64, not a word ("auth", "checks")
 		}
 		if strings.HasSuffix(tok, "=") && e < len(s) && s[e] == '"' {
 			continue // a challenge's parameter (Bearer error="..."): keyed judges it
@@ -1486,17 +1501,6 @@ func schemes(s string) string {
 		i = e - 1
 	}
 	return p.String()
-}
-
-// base64ish reports whether w could be a Basic credential: anything but
-// a plain lower-case word ("auth", "checks").
-func base64ish(w string) bool {
-	for i := 0; i < len(w); i++ {
-		if c := w[i]; c < 'a' || c > 'z' {
-			return true
-		}
-	}
-	return false
 }
 
 // flags redacts the value after a command-line flag named by a secret key
@@ -1575,7 +1579,7 @@ func userinfo(s string) string {
 
 // words replaces every credential-like word of s by Mark.
 func words(s string) string {
-	if !mayHaveSecrets(s) {
+	if !mayHaveWords(s) {
 		return s
 	}
 	var b strings.Builder
