@@ -1001,19 +1001,15 @@ func keyed(s string) string {
 		if c == ':' && strings.HasPrefix(s[i+1:], "//") {
 			continue // a URL's scheme
 		}
+		start, end, block := 0, 0, false
 		if c == ':' {
-			if start, end, ok := blockValue(s, i); ok {
-				if start < end && s[start:end] != Mark {
-					p.mark(start, end)
-					i = end - 1
-				}
-				continue
-			}
+			start, end, block = blockValue(s, i)
 		}
-		j := valueStart(s, i)
-		n := normName(s[ks:k])
-		line := c == ':' && (lineStart(s, ks) || strings.HasSuffix(n, "authorization") || strings.HasSuffix(n, "cookie"))
-		start, end := value(s, j, line)
+		if !block {
+			n := normName(s[ks:k])
+			line := c == ':' && (lineStart(s, ks) || strings.HasSuffix(n, "authorization") || strings.HasSuffix(n, "cookie"))
+			start, end = value(s, valueStart(s, i), line)
+		}
 		if start >= end || s[start:end] == Mark {
 			continue
 		}
@@ -1048,10 +1044,16 @@ func valueStart(s string, i int) int {
 	if j < len(s) && (c == '=' && s[j] == '>' || c == ':' && s[j] == '=') {
 		j++ // "=>", ":="
 	}
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
+	return skipBlanks(s, j, len(s))
+}
+
+// skipBlanks is the index of the first byte of s[i:end] that is not a
+// space or a tab, or end.
+func skipBlanks(s string, i, end int) int {
+	for i < end && (s[i] == ' ' || s[i] == '\t') {
+		i++
 	}
-	return j
+	return i
 }
 
 // lineStart reports whether only spaces, the markers of a header dump
@@ -1123,11 +1125,7 @@ func value(s string, j int, line bool) (start, end int) {
 	}
 	end = tokenEnd(s, j)
 	if isAuthScheme(s[j:end]) {
-		k := end
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-			k++
-		}
-		if k > end {
+		if k := skipBlanks(s, end, len(s)); k > end {
 			if e := tokenEnd(s, k); e > k {
 				end = e
 			}
@@ -1244,10 +1242,7 @@ func restOfKeyLine(s string, i int) (j int, ok bool) {
 // ":" is at s[i], and whether that line is a sequence's item ("- key:").
 func keyIndent(s string, i int) (indent int, item bool) {
 	ls := strings.LastIndexByte(s[:i], '\n') + 1
-	in := ls
-	for in < i && (s[in] == ' ' || s[in] == '\t') {
-		in++
-	}
+	in := skipBlanks(s, ls, i)
 	return in - ls, s[in] == '-'
 }
 
@@ -1259,10 +1254,7 @@ func blockLines(s string, j, indent int, item bool) (start, end int, ok bool) {
 	first := true
 	for pos := nextLine(s, j); pos < len(s); pos = nextLine(s, pos) {
 		e := lineEnd(s, pos)
-		in := pos
-		for in < e && (s[in] == ' ' || s[in] == '\t') {
-			in++
-		}
+		in := skipBlanks(s, pos, e)
 		if in == e {
 			continue // a blank line: the block may go on after it
 		}
@@ -1321,8 +1313,12 @@ var verbs = [...]string{"is set to", "was set to", "changed to", "updated to", "
 // verbAt returns the length of the verb that joins a key and its value in
 // prose ([verbs], any case) at s[i], followed by a space or a ":", or 0.
 func verbAt(s string, i int) int {
+	if i >= len(s) {
+		return 0
+	}
+	c := s[i] | 0x20 // lower-cased, if a letter: most words start no verb
 	for _, v := range verbs {
-		if n := i + len(v); n < len(s) && strings.EqualFold(s[i:n], v) && (s[n] == ' ' || s[n] == ':') {
+		if n := i + len(v); v[0] == c && n < len(s) && strings.EqualFold(s[i:n], v) && (s[n] == ' ' || s[n] == ':') {
 			return len(v)
 		}
 	}
@@ -1349,9 +1345,7 @@ func phrases(s string) string {
 		if j < len(s) && s[j] == ':' {
 			j++
 		}
-		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-			j++
-		}
+		j = skipBlanks(s, j, len(s))
 		start, end, ok := quotedValue(s, j)
 		if !ok {
 			start, end = j, tokenEnd(s, j)
@@ -1385,7 +1379,7 @@ func phraseKey(s string, sp, out int) bool {
 	if SecretName(w) {
 		return true
 	}
-	// "<secret> for|of [one or two words] <verb>".
+	// "<secret> for|of [one to three words] <verb>": "password for user bob smith is x".
 	for n, e := 0, ks; n < 3; n++ {
 		ps, pk := keyBefore(s, e, out)
 		if ps == pk {
@@ -1486,9 +1480,7 @@ func schemes(s string) string {
 		if k >= len(s) || s[k] != ' ' && s[k] != '\t' {
 			continue
 		}
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-			k++
-		}
+		k = skipBlanks(s, k, len(s))
 		e := tokenEnd(s, k)
 		tok := s[k:e]
 		if tok == "" || tok == Mark || basic && lowerWord(tok) {
