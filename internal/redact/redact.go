@@ -1588,9 +1588,8 @@ func words(s string) string {
 			j++
 		}
 		w := s[i:j]
-		// "name=value": judge the value by its name too.
-		if name, v, ok := strings.Cut(w, "="); ok && v != "" && v != Mark && (SecretName(name) || Credential(v)) {
-			b.WriteString(name + "=" + Mark)
+		if p, ok := pairWord(w); ok {
+			b.WriteString(p)
 		} else if Credential(strings.TrimRight(w, ".:")) {
 			b.WriteString(Mark + w[len(strings.TrimRight(w, ".:")):])
 		} else {
@@ -1599,6 +1598,29 @@ func words(s string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// pairWord redacts the word w when it is "name=value" and either side is
+// a secret: the value judged by its name too, and the name as a word of
+// its own (a token glued to what follows it, or base64 ending in "=").
+// ok is false when w is not such a pair or nothing of it is secret.
+func pairWord(w string) (string, bool) {
+	name, v, ok := strings.Cut(w, "=")
+	if !ok {
+		return "", false
+	}
+	secretName := Credential(name)
+	secretValue := v != "" && v != Mark && (SecretName(name) || Credential(v))
+	if !secretName && !secretValue {
+		return "", false
+	}
+	if secretName {
+		name = Mark
+	}
+	if secretValue {
+		v = Mark
+	}
+	return name + "=" + v, true
 }
 
 // roughURL redacts a URL that net/url cannot parse: its user information

@@ -438,3 +438,19 @@ func TestRecord(t *testing.T) {
 		}
 	}
 }
+
+// A credential before "=" goes too: a word "name=value" was judged by its
+// value (and its name's meaning) alone, and kept a token that came glued to
+// a value or ended in base64's padding (found by FuzzTextCanaries).
+func TestPairWordName(t *testing.T) {
+	for in, want := range map[string]string{
+		"upstream said: Zq9w8b1c2d3e4f5g6h7i8=0000A00000A00000": "upstream said: " + Mark + "=" + Mark,
+		"upstream said: Zq9w8b1c2d3e4f5g6h7i8=":                 "upstream said: " + Mark + "=",
+		"retry=3 mode=fast":                                     "retry=3 mode=fast",
+		"token=abc123":                                          "token=" + Mark,
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
